@@ -1,0 +1,153 @@
+// Sans-I/O core of one study connection: the outgoing frame queue, the id -> request table,
+// classification of inbound lines and the cancellation rules. No executor and no handlers:
+// the coroutine shell (src/host) feeds it lines and write completions and acts on what it
+// returns. Tests drive it directly.
+//
+// Request states and what cancellation does in each (see docs/cancellation.md):
+//
+//   state      terminal / partial                        total
+//   queued     removed; nothing reaches the study        same
+//   writing    abandoned; op completes; `cancel` queued   ignored (the frame is on the wire)
+//   written    abandoned; op completes; `cancel` queued   ignored
+//   abandoned  nothing (the op already completed)         nothing
+//
+// `cancel` frames are only queued when the study advertised the `cancel` capability, and they
+// go ahead of queued requests. A frame is never torn: cancellation never touches a write in
+// progress. An abandoned request keeps counting as outstanding until its late response comes.
+#pragma once
+
+#include <mira/protocol/types.hpp>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/json/parser.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace mira::detail {
+
+/// What the shell attaches to a request; the multiplexer only owns and hands it back.
+struct pending_op {
+  virtual ~pending_op() = default;
+};
+
+enum class request_state : std::uint8_t { queued, writing, written, abandoned };
+
+enum class drop_reason : std::uint8_t {
+  invalid_json,     // not JSON (or invalid UTF-8)
+  not_object,       // JSON, but not an object
+  bad_id,           // id is not a non-negative integer
+  unknown_id,       // no request with this id (duplicate or never sent)
+  late_response,    // answer to a request that was cancelled: expected, not an error
+  cancel_ack,       // answer to one of our `cancel` frames
+  reverse_request,  // a request from the study; this host implements none
+  unknown_notification,
+  unclassifiable,   // neither method nor id
+};
+
+std::string_view to_string(drop_reason r);
+
+struct inbound {
+  enum class kind : std::uint8_t { response, notification, dropped };
+  inbound::kind kind = kind::dropped;
+
+  // kind::response: the op is handed back; exactly one of result / study_error / violation.
+  std::int64_t id = 0;
+  std::unique_ptr<pending_op> op;
+  boost::json::value result;
+  std::optional<protocol::rpc_error> study_error;
+  std::string violation;  // the response was malformed (both/neither result and error, ...)
+
+  // kind::notification (event / log): correlated by params.request_id (0 = uncorrelated).
+  std::string method;
+  boost::json::value params;
+  std::int64_t request_id = 0;
+  pending_op* target = nullptr;  // the op that asked, when request_id names a live request
+
+  // kind::dropped
+  drop_reason reason = drop_reason::unclassifiable;
+  bool first_of_kind = false;  // first drop of this reason (and method): log it at warning level
+  std::string detail;
+};
+
+struct cancel_outcome {
+  enum class kind : std::uint8_t { none, removed_unsent, abandoned, ignored };
+  cancel_outcome::kind kind = kind::none;
+  std::unique_ptr<pending_op> op;  // complete it with operation_aborted
+  bool cancel_frame_queued = false;
+};
+
+class multiplexer {
+ public:
+  explicit multiplexer(std::size_t max_batch_bytes = std::size_t{256} << 10);
+
+  /// The study advertised `cancel`: abandoned requests get a `cancel` frame.
+  void set_supports_cancel(bool v) { supports_cancel_ = v; }
+  bool supports_cancel() const { return supports_cancel_; }
+
+  /// Queues a request. On a closed connection the op is handed straight back.
+  std::unique_ptr<pending_op> add_request(std::int64_t id, std::string_view method,
+                                          const boost::json::value* params,
+                                          std::unique_ptr<pending_op> op);
+
+  bool has_pending_writes() const;
+  /// Moves queued frames (cancels first) into the write in progress; appends their buffers.
+  /// Valid until on_write_done().
+  void prepare_write(std::vector<boost::asio::const_buffer>& out);
+  void on_write_done();
+  bool writing() const { return !writing_.empty(); }
+
+  /// Classifies and routes one inbound line.
+  inbound on_line(std::string_view line);
+
+  /// Applies the cancellation rules above; `cancel_frame_id` is used if a frame is sent.
+  cancel_outcome cancel(std::int64_t id, boost::asio::cancellation_type_t type,
+                        std::int64_t cancel_frame_id);
+
+  /// The connection is gone: hands back every op still waiting. Later requests bounce.
+  std::vector<std::unique_ptr<pending_op>> close();
+  bool closed() const { return closed_; }
+
+  pending_op* find(std::int64_t id);
+  std::optional<request_state> state(std::int64_t id) const;
+  /// Requests the study is working on or may still answer (written or abandoned).
+  std::size_t outstanding() const { return outstanding_; }
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct entry {
+    request_state state = request_state::queued;
+    bool is_cancel = false;
+    std::unique_ptr<pending_op> op;
+  };
+  struct frame {
+    std::int64_t id;
+    std::string bytes;
+  };
+
+  void set_state(entry& e, request_state s);
+  void erase(std::unordered_map<std::int64_t, entry>::iterator it);
+  inbound drop(drop_reason r, std::string detail, std::string_view method = {});
+
+  std::unordered_map<std::int64_t, entry> entries_;
+  std::deque<frame> urgent_;  // cancel frames
+  std::deque<frame> queue_;
+  std::vector<frame> writing_;
+  std::size_t max_batch_;
+  std::size_t outstanding_ = 0;
+  std::size_t live_queued_ = 0;  // queued request frames not cancelled
+  bool supports_cancel_ = false;
+  bool closed_ = false;
+  boost::json::parser parser_;
+  std::set<std::string, std::less<>> logged_;  // reasons/methods already reported once
+};
+
+}  // namespace mira::detail

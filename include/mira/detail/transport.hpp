@@ -1,0 +1,65 @@
+// The byte-stream seam under a connection: the study's output (read) and input (write) as one
+// type-erased pair, so the connection runs over child pipes in production and over in-memory
+// fakes in tests.
+#pragma once
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace mira::detail {
+
+using io_handler =
+    boost::asio::any_completion_handler<void(boost::system::error_code, std::size_t)>;
+
+class transport {
+ public:
+  virtual ~transport() = default;
+  virtual void async_read_some(boost::asio::mutable_buffer buf, io_handler h) = 0;
+  /// Writes every byte of `bufs` (which stay valid until `h` runs).
+  virtual void async_write(const std::vector<boost::asio::const_buffer>& bufs, io_handler h) = 0;
+  /// The study sees end of input.
+  virtual void close_output() = 0;
+  /// Cancels outstanding reads and writes and closes both directions.
+  virtual void close() = 0;
+};
+
+/// Adapts an Asio AsyncReadStream (the study's output) and AsyncWriteStream (its input).
+template <class ReadStream, class WriteStream>
+class stream_transport final : public transport {
+ public:
+  stream_transport(ReadStream in, WriteStream out) : in_(std::move(in)), out_(std::move(out)) {}
+
+  void async_read_some(boost::asio::mutable_buffer buf, io_handler h) override {
+    in_.async_read_some(buf, std::move(h));
+  }
+  void async_write(const std::vector<boost::asio::const_buffer>& bufs, io_handler h) override {
+    boost::asio::async_write(out_, bufs, std::move(h));
+  }
+  void close_output() override { close_stream(out_); }
+  void close() override {
+    close_stream(in_);
+    close_stream(out_);
+  }
+
+ private:
+  template <class S>
+  static void close_stream(S& s) {
+    if constexpr (requires { s.close(std::declval<boost::system::error_code&>()); }) {
+      boost::system::error_code ignored;
+      s.close(ignored);
+    } else if constexpr (requires { s.close(); }) {
+      s.close();
+    }
+  }
+
+  ReadStream in_;
+  WriteStream out_;
+};
+
+}  // namespace mira::detail

@@ -1,0 +1,269 @@
+// mira::host_handle: one connection to a study (a child process or any pair of Asio byte
+// streams), with every protocol call as an asynchronous operation.
+//
+// All operations complete with `void(error_code, T)` and accept any completion token
+// (use_awaitable, deferred, as_tuple(...), use_future, callbacks). The work is serialized on a
+// strand over the handle's executor, so a handle may be copied and used from many coroutines and
+// threads at once. Completion handlers run on their own associated executor, never inline from
+// the initiating call.
+//
+// Per-operation cancellation (run, execute, score, list, ...): the operation honours its
+// associated cancellation slot.
+//   - not yet written to the study: any cancellation type removes it; nothing is sent;
+//   - written: `terminal` and `partial` complete it at once with operation_aborted and, when the
+//     study advertised `cancel`, send `cancel {"id": <its id>}`; its late answer is dropped;
+//     `total` is not honoured (the request already reached the study).
+// So `co_await (host.run(c) || timer.async_wait(use_awaitable))`, a bound cancellation_signal
+// and a fail-fast parallel_group all send `cancel` by themselves.
+//
+// Lifetime: the handle must be destroyed before its execution context; when the last copy goes
+// away the study is killed and every pending operation completes with operation_aborted. Call
+// async_shutdown() for a graceful exit. Destroying the io_context also kills the study.
+#pragma once
+
+#include <mira/error.hpp>
+#include <mira/log.hpp>
+#include <mira/protocol/codec.hpp>
+#include <mira/detail/transport.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <tl/expected.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mira {
+
+/// How to start a study: an exact argv (no shell splitting).
+struct study_command {
+  std::vector<std::string> argv;  // argv[0] without a '/' is looked up on PATH
+  std::optional<std::filesystem::path> working_directory;
+  /// Full environment as "KEY=VALUE" entries; nullopt inherits the host's environment.
+  std::optional<std::vector<std::string>> environment;
+};
+
+/// A notification from the study (`event` or `log`), as received.
+struct notification {
+  std::string method;
+  std::int64_t request_id = 0;  // 0 = not correlated with a request
+  boost::json::object params;
+};
+
+using notification_handler = std::function<void(const notification&)>;
+
+struct host_options {
+  std::string host_name = "mira-cpp";
+  std::size_t max_line_bytes = std::size_t{64} << 20;
+  log_sink log = stderr_log_sink();
+  /// Each line the study writes on stderr. Default: "[study] <line>" on the host's stderr.
+  std::function<void(std::string_view)> on_stderr_line;
+  std::size_t stderr_tail_lines = 20;  // kept for error diagnostics
+  /// Notifications not correlated with a live request (request_id 0 or unknown).
+  notification_handler on_notification;
+  /// Graceful shutdown: after closing stdin, wait this long before SIGTERM ...
+  std::chrono::milliseconds shutdown_grace{5000};
+  /// ... and this long after SIGTERM before SIGKILL.
+  std::chrono::milliseconds terminate_grace{2000};
+  /// When the study closed stdout or exited, how long to wait for the rest (exit status,
+  /// stderr tail) before failing the pending requests.
+  std::chrono::milliseconds exit_wait{500};
+};
+
+/// Per-call extras.
+struct request_options {
+  /// Filled when the call fails (the study's error object, exit status, stderr tail).
+  /// Must outlive the operation.
+  diagnostics* diag = nullptr;
+  /// event/log notifications correlated with this request, run on the completion handler's
+  /// executor so a slow handler never blocks the connection's reader.
+  notification_handler on_notification;
+};
+
+namespace detail {
+class host_impl;
+struct host_ref;
+
+template <class T>
+using handler_t = boost::asio::any_completion_handler<void(error_code, T)>;
+
+struct initialize_call {};
+struct list_call {};
+struct list_all_call {};
+struct shutdown_call {};
+struct execute_call {
+  protocol::run_params params;
+};
+
+using impl_ptr = std::shared_ptr<host_impl>;
+void start(const impl_ptr&, initialize_call, request_options, handler_t<protocol::initialize_result>);
+void start(const impl_ptr&, list_call, request_options, handler_t<protocol::list_result>);
+void start(const impl_ptr&, list_all_call, request_options, handler_t<protocol::list_result>);
+void start(const impl_ptr&, protocol::list_samples_params, request_options,
+           handler_t<protocol::list_samples_result>);
+void start(const impl_ptr&, protocol::run_params, request_options, handler_t<protocol::run_result>);
+void start(const impl_ptr&, execute_call, request_options, handler_t<protocol::execute_result>);
+void start(const impl_ptr&, protocol::score_params, request_options,
+           handler_t<protocol::run_result>);
+void start(const impl_ptr&, protocol::cancel_params, request_options, handler_t<bool>);
+void start(const impl_ptr&, shutdown_call, request_options, handler_t<exit_status>);
+
+template <class Result>
+struct initiate {
+  impl_ptr impl;
+  template <class Handler, class Call>
+  void operator()(Handler&& h, Call call, request_options opts) const {
+    start(impl, std::move(call), std::move(opts), handler_t<Result>(std::forward<Handler>(h)));
+  }
+};
+}  // namespace detail
+
+class host_handle {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  /// Starts the study (stdin/stdout piped, stderr drained into options.on_stderr_line).
+  /// Call it from the thread that runs `ex` (or before any thread runs it): it forks.
+  static tl::expected<host_handle, error> spawn(executor_type ex, study_command cmd,
+                                                host_options opts = {});
+
+  /// Speaks the protocol over `study_output` (read) and `study_input` (write), e.g. a socket
+  /// pair or test streams. No process is managed.
+  template <class ReadStream, class WriteStream>
+  static host_handle connect(ReadStream study_output, WriteStream study_input,
+                             host_options opts = {}) {
+    auto ex = study_output.get_executor();
+    return host_handle(
+        ex,
+        std::make_unique<detail::stream_transport<ReadStream, WriteStream>>(
+            std::move(study_output), std::move(study_input)),
+        std::move(opts));
+  }
+
+  executor_type get_executor() const;
+
+  /// Result of initialize, once it has completed (capabilities, study name, ...).
+  std::optional<protocol::initialize_result> study() const;
+
+  // --- Asynchronous operations: void(error_code, T) ------------------------------------------
+  // Each has an overload taking request_options (diagnostics, correlated notifications).
+
+  /// Sends protocol_version "1.1" and the host name; fails with incompatible_protocol when the
+  /// study's major differs. Records the capabilities (e.g. whether `cancel` frames are sent).
+  template <class Token>
+  auto async_initialize(request_options o, Token&& token) {
+    return async<protocol::initialize_result>(detail::initialize_call{}, std::move(o), token);
+  }
+  /// The catalogue as sent (first sample page of each eval).
+  template <class Token>
+  auto async_list(request_options o, Token&& token) {
+    return async<protocol::list_result>(detail::list_call{}, std::move(o), token);
+  }
+  /// One further page of an eval's samples.
+  template <class Token>
+  auto async_list_samples(protocol::list_samples_params p, request_options o, Token&& token) {
+    return async<protocol::list_samples_result>(std::move(p), std::move(o), token);
+  }
+  /// The whole catalogue: `list`, then `list_samples` for every eval until its cursor ends.
+  /// Fails with cursor_loop when a cursor repeats.
+  template <class Token>
+  auto async_list_all(request_options o, Token&& token) {
+    return async<protocol::list_result>(detail::list_all_call{}, std::move(o), token);
+  }
+  /// Runs and scores one case.
+  template <class Token>
+  auto async_run(protocol::run_params p, request_options o, Token&& token) {
+    return async<protocol::run_result>(std::move(p), std::move(o), token);
+  }
+  /// Runs one case without scoring; the full transcript comes back, its flat fields projected
+  /// from the ATIF trajectory where the study left them unset. Needs the `execute` capability.
+  template <class Token>
+  auto async_execute(protocol::run_params p, request_options o, Token&& token) {
+    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(o),
+                                           token);
+  }
+  /// Scores a supplied transcript. Needs the `score` capability.
+  template <class Token>
+  auto async_score(protocol::score_params p, request_options o, Token&& token) {
+    return async<protocol::run_result>(std::move(p), std::move(o), token);
+  }
+  /// Explicit `cancel {id}`; completes with whether the study found the request in flight.
+  /// Needs the `cancel` capability.
+  template <class Token>
+  auto async_cancel(std::int64_t request_id, request_options o, Token&& token) {
+    return async<bool>(protocol::cancel_params{request_id}, std::move(o), token);
+  }
+  /// Graceful exit: close stdin, wait shutdown_grace, SIGTERM, wait terminate_grace, SIGKILL.
+  /// Pending requests complete with study_exited once the study is gone.
+  template <class Token>
+  auto async_shutdown(Token&& token) {
+    return async<exit_status>(detail::shutdown_call{}, request_options{}, token);
+  }
+
+  template <class Token>
+  auto async_initialize(Token&& token) {
+    return async_initialize(request_options{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_list(Token&& token) {
+    return async_list(request_options{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_list_samples(protocol::list_samples_params p, Token&& token) {
+    return async_list_samples(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_list_all(Token&& token) {
+    return async_list_all(request_options{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_run(protocol::run_params p, Token&& token) {
+    return async_run(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_execute(protocol::run_params p, Token&& token) {
+    return async_execute(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_score(protocol::score_params p, Token&& token) {
+    return async_score(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_cancel(std::int64_t request_id, Token&& token) {
+    return async_cancel(request_id, request_options{}, std::forward<Token>(token));
+  }
+
+  // --- Coroutine layer: never throws, errors as values ---------------------------------------
+
+  boost::asio::awaitable<tl::expected<protocol::initialize_result, error>> initialize();
+  boost::asio::awaitable<tl::expected<protocol::list_result, error>> list_all();
+  boost::asio::awaitable<tl::expected<protocol::run_result, error>> run(
+      protocol::run_params p, notification_handler on_notification = {});
+  boost::asio::awaitable<tl::expected<protocol::execute_result, error>> execute(
+      protocol::run_params p, notification_handler on_notification = {});
+  boost::asio::awaitable<tl::expected<protocol::run_result, error>> score(
+      protocol::score_params p);
+  boost::asio::awaitable<tl::expected<exit_status, error>> shutdown();
+
+ private:
+  host_handle(executor_type ex, std::unique_ptr<detail::transport> io, host_options opts);
+  explicit host_handle(std::shared_ptr<detail::host_ref> ref);
+
+  template <class Result, class Call, class Token>
+  auto async(Call call, request_options o, Token& token) {
+    return boost::asio::async_initiate<Token, void(error_code, Result)>(
+        detail::initiate<Result>{impl()}, token, std::move(call), std::move(o));
+  }
+  const detail::impl_ptr& impl() const;
+
+  std::shared_ptr<detail::host_ref> ref_;
+};
+
+}  // namespace mira

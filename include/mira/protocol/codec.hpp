@@ -1,0 +1,50 @@
+// JSON mapping of the wire types. Decoding follows the spec's forward-compatibility rules:
+// unknown fields are ignored (and kept in `raw` where the type has one), missing fields take
+// their defaults, integers are accepted where a number is expected, and `trials` 0 or absent
+// means 1. A wrong type is an error naming the offending field path, e.g. `evals[2].targets[0].label`.
+// Encoding omits defaulted optional fields, as the spec's examples do.
+#pragma once
+
+#include <mira/protocol/types.hpp>
+
+#include <tl/expected.hpp>
+
+#include <string>
+
+namespace mira::protocol {
+
+struct decode_error {
+  std::string path;  // JSON path of the offending field; empty for the root
+  std::string what;  // e.g. "expected a string, got number"
+
+  std::string message() const;  // "path: what"
+};
+
+template <class T>
+using decoded = tl::expected<T, decode_error>;
+
+decoded<rpc_error> decode_rpc_error(const json::value& v);
+decoded<initialize_result> decode_initialize_result(const json::value& v);
+decoded<list_result> decode_list_result(const json::value& v);
+decoded<list_samples_result> decode_list_samples_result(const json::value& v);
+decoded<run_result> decode_run_result(json::value v);
+decoded<execute_result> decode_execute_result(json::value v);
+decoded<cancel_result> decode_cancel_result(const json::value& v);
+decoded<event_params> decode_event_params(const json::value& v);
+decoded<log_params> decode_log_params(const json::value& v);
+decoded<part> decode_part(const json::value& v);
+decoded<run_params> decode_run_params(const json::value& v);
+
+json::object encode(const initialize_params& p);
+json::object encode(const list_samples_params& p);
+json::object encode(const run_params& p);
+json::object encode(const score_params& p);
+json::object encode(const cancel_params& p);
+json::object encode(const rpc_error& e);
+json::object encode(const eval_info& e);
+json::object encode(const list_result& l);
+
+/// Major version of "MAJOR.MINOR"; nullopt when it is not a number.
+std::optional<unsigned> version_major(std::string_view version);
+
+}  // namespace mira::protocol

@@ -1,0 +1,24 @@
+// ATIF trajectory projection: the flat transcript fields (final_response, tool_calls,
+// tool_calls_count, iterations, usage) derived from transcript.trajectory, as the spec defines.
+#pragma once
+
+#include <mira/protocol/codec.hpp>
+
+namespace mira::protocol {
+
+struct trajectory_projection {
+  std::string final_response;
+  std::vector<std::string> tool_calls;
+  std::int64_t iterations = 0;
+  protocol::usage usage;
+};
+
+/// Projects an ATIF document. Accepts any "ATIF-v1" / "ATIF-v1.x" schema_version and rejects
+/// every other one (and malformed steps) with an error, never a crash.
+decoded<trajectory_projection> project(const json::value& trajectory);
+
+/// If `transcript` carries a non-null trajectory, fills each flat field the producer left absent
+/// or default from its projection, never overwriting one the producer set.
+std::optional<decode_error> project_trajectory(json::object& transcript);
+
+}  // namespace mira::protocol

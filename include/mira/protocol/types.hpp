@@ -1,0 +1,237 @@
+// Wire types of the Mira Eval Protocol 1.1 (host <-> study), as plain structs.
+// Results keep the study's raw JSON beside the typed view so nothing a newer study sends is
+// lost when the host persists it; see codec.hpp for the (lenient) JSON mapping.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mira::protocol {
+
+namespace json = boost::json;
+
+inline constexpr std::string_view protocol_version = "1.1";
+
+/// Axis values of one case: string -> string, sorted by name (they form part of the case key).
+using axis_params = std::map<std::string, std::string>;
+
+/// JSON-RPC-shaped error object carried by an error response.
+struct rpc_error {
+  std::int64_t code = 0;  // -32602 invalid params, -32601 unknown method, -32603 internal, 0 unset
+  std::string message;
+  bool retryable = false;
+  std::optional<json::value> data;
+};
+
+struct initialize_params {
+  std::string protocol_version{protocol::protocol_version};
+  std::string host = "mira-cpp";
+};
+
+struct initialize_result {
+  std::string protocol_version;
+  std::string study;
+  std::int64_t evals = 0;
+  std::string study_version;
+  std::vector<std::string> capabilities;
+  json::object capability_params;
+  json::object raw;
+
+  bool has_capability(std::string_view token) const;
+};
+
+struct sample_info {
+  std::string id;
+  std::vector<std::string> tags;
+  json::object metadata;
+};
+
+struct target_info {
+  std::string label;
+  std::string provider;
+  bool available = true;
+  json::object metadata;
+};
+
+struct axis_info {
+  std::string name;
+  std::vector<std::string> values;
+};
+
+struct eval_info {
+  std::string name;
+  std::string description;
+  std::vector<sample_info> samples;
+  std::optional<std::string> next_cursor;
+  std::vector<std::string> scorers;
+  std::vector<target_info> targets;
+  std::vector<axis_info> axes;
+  std::optional<std::int64_t> max_turns;
+  std::int64_t trials = 1;  // 0 or absent on the wire means 1
+  std::optional<std::int64_t> seed;
+  json::object metadata;
+};
+
+struct list_result {
+  std::vector<eval_info> evals;
+};
+
+struct list_samples_params {
+  std::string eval;
+  std::string cursor;
+};
+
+struct list_samples_result {
+  std::vector<sample_info> samples;
+  std::optional<std::string> next_cursor;
+};
+
+/// Addresses one repetition of one matrix case; the params of run and execute.
+struct run_params {
+  std::string eval;
+  std::string sample;
+  std::string target;
+  axis_params params;
+  std::int64_t trial = 0;
+  std::int64_t trials = 1;
+  std::optional<std::int64_t> seed;
+};
+
+struct score {
+  std::string scorer;
+  double value = 0.0;
+  bool pass = false;
+  bool na = false;
+  std::string reason;
+};
+
+struct usage {
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+  std::int64_t cache_read_tokens = 0;
+  std::int64_t reasoning_tokens = 0;
+  double cost_usd = 0.0;
+
+  bool is_default() const {
+    return input_tokens == 0 && output_tokens == 0 && cache_read_tokens == 0 &&
+           reasoning_tokens == 0 && cost_usd == 0.0;
+  }
+};
+
+struct timing {
+  std::optional<std::int64_t> duration_ms;
+  std::optional<std::int64_t> time_to_first_token_ms;
+};
+
+enum class error_kind { subject, infra };
+
+/// The lightweight transcript summary that `run` results carry.
+struct transcript_summary {
+  std::string final_response;
+  std::int64_t iterations = 0;
+  std::int64_t tool_calls_count = 0;
+  std::vector<std::string> tool_calls;
+  protocol::usage usage;
+  protocol::timing timing;
+  std::map<std::string, double> metrics;
+  json::object metadata;
+  std::optional<std::string> error;
+  protocol::error_kind error_kind = error_kind::subject;
+  json::array output;  // multimodal Parts, kept as JSON (see decode_part)
+};
+
+/// The full transcript of `execute` (and of `score` params).
+struct transcript : transcript_summary {
+  std::optional<json::value> trajectory;
+  json::array events;
+  json::object files;
+};
+
+struct run_result {
+  std::string eval;
+  std::string sample;
+  std::string target;
+  axis_params params;
+  std::int64_t trial = 0;
+  std::int64_t trials = 1;
+  std::optional<std::int64_t> seed;
+  json::array input;
+  std::optional<json::value> expected;
+  bool passed = false;
+  double aggregate = 0.0;
+  std::vector<protocol::score> scores;
+  transcript_summary transcript;
+  bool skipped = false;
+  json::object raw;  // the result object exactly as the study sent it
+
+  /// Every score is N/A (and there is at least one): neither passed nor failed.
+  bool is_na() const;
+};
+
+struct execute_result {
+  std::string eval;
+  std::string sample;
+  std::string target;
+  axis_params params;
+  std::int64_t trial = 0;
+  std::int64_t trials = 1;
+  std::optional<std::int64_t> seed;
+  protocol::transcript transcript;
+  bool skipped = false;
+  json::object raw;  // as the study sent it, with the trajectory projection applied
+};
+
+/// Params of `score`: a case identity plus the transcript to score, kept as JSON so a stored
+/// artifact is replayed byte-for-byte (trajectory and unknown fields included).
+struct score_params {
+  run_params identity;
+  json::object transcript;
+};
+
+struct cancel_params {
+  std::int64_t id = 0;
+};
+
+struct cancel_result {
+  bool cancelled = false;
+};
+
+/// `event` notification payload. `kind` is an open vocabulary: unknown kinds are carried through.
+struct event_params {
+  std::int64_t request_id = 0;  // 0 = uncorrelated
+  std::string eval;
+  std::string sample;
+  std::string target;
+  axis_params params;
+  std::string kind;
+  std::optional<std::int64_t> turn;
+  std::optional<std::string> tool;
+  std::optional<std::string> text;
+  json::object raw;
+};
+
+struct log_params {
+  std::int64_t request_id = 0;
+  std::string message;
+  json::object raw;
+};
+
+/// One multimodal content piece, tagged by `kind`.
+struct part {
+  std::string kind;  // text | image | audio | file | json (open)
+  std::string text;
+  std::string media_type;
+  std::string name;
+  std::optional<std::string> uri;
+  std::optional<std::string> data;
+  std::optional<json::value> json;
+};
+
+}  // namespace mira::protocol

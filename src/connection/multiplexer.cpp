@@ -1,0 +1,263 @@
+// Sans-I/O connection core (see multiplexer.hpp for the cancellation table).
+#include <mira/detail/multiplexer.hpp>
+#include <mira/detail/line_framer.hpp>
+#include <mira/protocol/codec.hpp>
+
+#include <boost/json/serializer.hpp>
+
+#include <charconv>
+
+namespace mira::detail {
+
+namespace json = boost::json;
+namespace asio = boost::asio;
+
+std::string_view to_string(drop_reason r) {
+  switch (r) {
+    case drop_reason::invalid_json: return "invalid JSON";
+    case drop_reason::not_object: return "not a JSON object";
+    case drop_reason::bad_id: return "response id is not a non-negative integer";
+    case drop_reason::unknown_id: return "response for an unknown request id";
+    case drop_reason::late_response: return "late response to a cancelled request";
+    case drop_reason::cancel_ack: return "cancel acknowledgement";
+    case drop_reason::reverse_request: return "request from the study (not supported)";
+    case drop_reason::unknown_notification: return "unknown notification";
+    case drop_reason::unclassifiable: return "line has neither method nor id";
+  }
+  return "dropped";
+}
+
+namespace {
+
+json::parse_options parse_opts() {
+  json::parse_options o;
+  o.max_depth = 256;  // trajectories nest deeper than the default 32; the parser is not recursive
+  return o;
+}
+
+void append_frame(std::string& out, std::int64_t id, std::string_view method,
+                  const json::value* params) {
+  char num[24];
+  auto [end, ec] = std::to_chars(num, num + sizeof num, id);
+  out += "{\"id\":";
+  out.append(num, end);
+  out += ",\"method\":\"";
+  out += method;  // method names are fixed ASCII tokens chosen by the host
+  out += '"';
+  if (params) {
+    out += ",\"params\":";
+    json::serializer sr;
+    sr.reset(params);
+    char buf[4096];
+    while (!sr.done()) out += sr.read(buf, sizeof buf);
+  }
+  out += "}\n";
+}
+
+std::optional<std::int64_t> as_id(const json::value& v) {
+  if (auto* i = v.if_int64()) return *i >= 0 ? std::optional(*i) : std::nullopt;
+  if (auto* u = v.if_uint64()) {
+    if (*u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(*u);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+multiplexer::multiplexer(std::size_t max_batch_bytes)
+    : max_batch_(max_batch_bytes), parser_({}, parse_opts()) {}
+
+void multiplexer::set_state(entry& e, request_state s) {
+  auto counts = [](request_state st) {
+    return st == request_state::writing || st == request_state::written ||
+           st == request_state::abandoned;
+  };
+  if (!e.is_cancel) {
+    if (counts(e.state) && !counts(s)) --outstanding_;
+    if (!counts(e.state) && counts(s)) ++outstanding_;
+  }
+  e.state = s;
+}
+
+std::unique_ptr<pending_op> multiplexer::add_request(std::int64_t id, std::string_view method,
+                                                     const json::value* params,
+                                                     std::unique_ptr<pending_op> op) {
+  if (closed_) return op;
+  frame f{id, {}};
+  append_frame(f.bytes, id, method, params);
+  queue_.push_back(std::move(f));
+  entries_.emplace(id, entry{request_state::queued, false, std::move(op)});
+  ++live_queued_;
+  return nullptr;
+}
+
+bool multiplexer::has_pending_writes() const { return !urgent_.empty() || live_queued_ > 0; }
+
+void multiplexer::erase(std::unordered_map<std::int64_t, entry>::iterator it) {
+  if (it->second.state == request_state::queued && !it->second.is_cancel) --live_queued_;
+  set_state(it->second, request_state::queued);  // leaves the outstanding count
+  entries_.erase(it);
+}
+
+void multiplexer::prepare_write(std::vector<asio::const_buffer>& out) {
+  std::size_t bytes = 0;
+  auto take = [&](std::deque<frame>& q) {
+    while (!q.empty() && (bytes == 0 || bytes + q.front().bytes.size() <= max_batch_)) {
+      frame f = std::move(q.front());
+      q.pop_front();
+      auto it = entries_.find(f.id);
+      // A request cancelled while queued left its frame behind: skip it.
+      if (it == entries_.end() || it->second.state != request_state::queued) continue;
+      if (!it->second.is_cancel) --live_queued_;
+      set_state(it->second, request_state::writing);
+      bytes += f.bytes.size();
+      writing_.push_back(std::move(f));
+    }
+  };
+  take(urgent_);
+  take(queue_);
+  for (auto& f : writing_) out.emplace_back(f.bytes.data(), f.bytes.size());
+}
+
+void multiplexer::on_write_done() {
+  for (auto& f : writing_) {
+    auto it = entries_.find(f.id);
+    if (it != entries_.end() && it->second.state == request_state::writing)
+      set_state(it->second, request_state::written);
+  }
+  writing_.clear();
+}
+
+inbound multiplexer::drop(drop_reason r, std::string detail, std::string_view method) {
+  inbound in;
+  in.kind = inbound::kind::dropped;
+  in.reason = r;
+  in.detail = std::move(detail);
+  std::string key(to_string(r));
+  key += '\0';
+  key += method;
+  in.first_of_kind = logged_.insert(std::move(key)).second;
+  return in;
+}
+
+inbound multiplexer::on_line(std::string_view line) {
+  parser_.reset();
+  boost::system::error_code ec;
+  parser_.write(line.data(), line.size(), ec);
+  if (ec) return drop(drop_reason::invalid_json, ec.message() + ": " + excerpt(line));
+  json::value v = parser_.release();
+  auto* obj = v.if_object();
+  if (!obj) return drop(drop_reason::not_object, excerpt(line));
+
+  auto* method = obj->if_contains("method");
+  auto* idv = obj->if_contains("id");
+  if (method && !method->is_null()) {
+    std::string m = method->is_string() ? std::string(method->get_string()) : "?";
+    if (idv && !idv->is_null()) return drop(drop_reason::reverse_request, m, m);
+    if (m != "event" && m != "log") return drop(drop_reason::unknown_notification, m, m);
+    inbound in;
+    in.kind = inbound::kind::notification;
+    in.method = std::move(m);
+    if (auto* p = obj->if_contains("params")) in.params = std::move(*p);
+    if (auto* po = in.params.if_object()) {
+      if (auto* rid = po->if_contains("request_id")) in.request_id = as_id(*rid).value_or(0);
+    }
+    if (in.request_id != 0) in.target = find(in.request_id);
+    return in;
+  }
+  if (!idv) return drop(drop_reason::unclassifiable, excerpt(line));
+  auto id = as_id(*idv);
+  if (!id) return drop(drop_reason::bad_id, excerpt(line));
+  auto it = entries_.find(*id);
+  // A request still queued was never sent: an answer to it is as unknown as any other.
+  if (it == entries_.end() || (it->second.state == request_state::queued && !it->second.is_cancel))
+    return drop(drop_reason::unknown_id, "id " + std::to_string(*id) + ": " + excerpt(line));
+  if (it->second.is_cancel || it->second.state == request_state::abandoned) {
+    auto r = it->second.is_cancel ? drop_reason::cancel_ack : drop_reason::late_response;
+    erase(it);
+    return drop(r, "id " + std::to_string(*id));
+  }
+
+  inbound in;
+  in.kind = inbound::kind::response;
+  in.id = *id;
+  in.op = std::move(it->second.op);
+  erase(it);
+
+  auto* result = obj->if_contains("result");
+  auto* error = obj->if_contains("error");
+  bool has_result = result && !result->is_null();
+  bool has_error = error && !error->is_null();
+  if (has_result && has_error) {
+    in.violation = "response has both result and error";
+  } else if (!has_result && !has_error) {
+    in.violation = "response has neither result nor error";
+  } else if (has_error) {
+    auto e = protocol::decode_rpc_error(*error);
+    if (e)
+      in.study_error = std::move(*e);
+    else
+      in.violation = "malformed error object: " + e.error().message();
+  } else {
+    in.result = std::move(*result);
+  }
+  return in;
+}
+
+cancel_outcome multiplexer::cancel(std::int64_t id, asio::cancellation_type_t type,
+                                   std::int64_t cancel_frame_id) {
+  cancel_outcome out;
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.is_cancel || !it->second.op) return out;
+  auto& e = it->second;
+  if (e.state == request_state::queued) {
+    out.kind = cancel_outcome::kind::removed_unsent;
+    out.op = std::move(e.op);
+    erase(it);  // its frame is skipped by prepare_write
+    return out;
+  }
+  constexpr auto abandon_mask = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+  if ((type & abandon_mask) == asio::cancellation_type::none) {
+    out.kind = cancel_outcome::kind::ignored;  // total: the request already had its effect
+    return out;
+  }
+  out.kind = cancel_outcome::kind::abandoned;
+  out.op = std::move(e.op);
+  set_state(e, request_state::abandoned);
+  if (supports_cancel_ && !closed_) {
+    frame f{cancel_frame_id, {}};
+    json::value params = json::object{{"id", id}};
+    append_frame(f.bytes, cancel_frame_id, "cancel", &params);
+    urgent_.push_back(std::move(f));
+    entries_.emplace(cancel_frame_id, entry{request_state::queued, true, nullptr});
+    out.cancel_frame_queued = true;
+  }
+  return out;
+}
+
+std::vector<std::unique_ptr<pending_op>> multiplexer::close() {
+  std::vector<std::unique_ptr<pending_op>> ops;
+  closed_ = true;
+  for (auto& [id, e] : entries_)
+    if (e.op) ops.push_back(std::move(e.op));
+  entries_.clear();
+  urgent_.clear();
+  queue_.clear();
+  outstanding_ = 0;
+  live_queued_ = 0;
+  // writing_ stays: its buffers may still be referenced by a write in progress.
+  return ops;
+}
+
+pending_op* multiplexer::find(std::int64_t id) {
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : it->second.op.get();
+}
+
+std::optional<request_state> multiplexer::state(std::int64_t id) const {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.state;
+}
+
+}  // namespace mira::detail
