@@ -4,6 +4,7 @@
 #include <boost/asio/error.hpp>
 
 #include <cstring>
+#include <ostream>
 #include <string.h>
 
 namespace mira {
@@ -37,6 +38,8 @@ const boost::system::error_category& category() {
 }
 
 error_code make_error_code(errc e) { return {static_cast<int>(e), category()}; }
+
+std::ostream& operator<<(std::ostream& os, errc e) { return os << make_error_code(e); }
 
 bool is_retryable(const error_code& ec) { return ec == errc::study_error_retryable; }
 

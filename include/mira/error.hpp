@@ -6,6 +6,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -29,6 +30,7 @@ enum class errc {
 
 const boost::system::error_category& category();
 error_code make_error_code(errc e);
+std::ostream& operator<<(std::ostream& os, errc e);  // "mira:3" style, like error_code
 
 /// True for errors worth retrying with the same request (the study said so).
 bool is_retryable(const error_code& ec);

@@ -130,7 +130,7 @@ void multiplexer::on_write_done() {
 
 inbound multiplexer::drop(drop_reason r, std::string detail, std::string_view method) {
   inbound in;
-  in.kind = inbound::kind::dropped;
+  in.kind = inbound_kind::dropped;
   in.reason = r;
   in.detail = std::move(detail);
   std::string key(to_string(r));
@@ -156,7 +156,7 @@ inbound multiplexer::on_line(std::string_view line) {
     if (idv && !idv->is_null()) return drop(drop_reason::reverse_request, m, m);
     if (m != "event" && m != "log") return drop(drop_reason::unknown_notification, m, m);
     inbound in;
-    in.kind = inbound::kind::notification;
+    in.kind = inbound_kind::notification;
     in.method = std::move(m);
     if (auto* p = obj->if_contains("params")) in.params = std::move(*p);
     if (auto* po = in.params.if_object()) {
@@ -179,7 +179,7 @@ inbound multiplexer::on_line(std::string_view line) {
   }
 
   inbound in;
-  in.kind = inbound::kind::response;
+  in.kind = inbound_kind::response;
   in.id = *id;
   in.op = std::move(it->second.op);
   erase(it);
@@ -211,17 +211,17 @@ cancel_outcome multiplexer::cancel(std::int64_t id, asio::cancellation_type_t ty
   if (it == entries_.end() || it->second.is_cancel || !it->second.op) return out;
   auto& e = it->second;
   if (e.state == request_state::queued) {
-    out.kind = cancel_outcome::kind::removed_unsent;
+    out.kind = cancel_kind::removed_unsent;
     out.op = std::move(e.op);
     erase(it);  // its frame is skipped by prepare_write
     return out;
   }
   constexpr auto abandon_mask = asio::cancellation_type::terminal | asio::cancellation_type::partial;
   if ((type & abandon_mask) == asio::cancellation_type::none) {
-    out.kind = cancel_outcome::kind::ignored;  // total: the request already had its effect
+    out.kind = cancel_kind::ignored;  // total: the request already had its effect
     return out;
   }
-  out.kind = cancel_outcome::kind::abandoned;
+  out.kind = cancel_kind::abandoned;
   out.op = std::move(e.op);
   set_state(e, request_state::abandoned);
   if (supports_cancel_ && !closed_) {

@@ -124,7 +124,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     if (out.op) {
       auto* op = static_cast<op_base*>(out.op.release());
       log(log_level::debug,
-          out.kind == cancel_outcome::kind::removed_unsent ? "request cancelled before it was sent"
+          out.kind == cancel_kind::removed_unsent ? "request cancelled before it was sent"
                                                            : "request cancelled",
           id, op->method);
       fail(std::unique_ptr<op_base>(op), asio::error::operation_aborted, {});
@@ -309,7 +309,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   void on_line(std::string_view line) {
     inbound in = mux_.on_line(line);
     switch (in.kind) {
-      case inbound::kind::response: {
+      case inbound_kind::response: {
         std::unique_ptr<op_base> op(static_cast<op_base*>(in.op.release()));
         if (in.study_error) {
           diagnostics d;
@@ -327,7 +327,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
         }
         return op->complete(*this, {}, std::move(in.result), {});
       }
-      case inbound::kind::notification: {
+      case inbound_kind::notification: {
         notification n;
         n.method = std::move(in.method);
         n.request_id = in.request_id;
@@ -335,7 +335,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
         if (in.target) return static_cast<op_base*>(in.target)->notify(*this, std::move(n));
         return uncorrelated(std::move(n));
       }
-      case inbound::kind::dropped: {
+      case inbound_kind::dropped: {
         bool expected = in.reason == drop_reason::late_response ||
                         in.reason == drop_reason::cancel_ack;
         auto level = expected || !in.first_of_kind ? log_level::debug : log_level::warning;

@@ -55,9 +55,10 @@ enum class drop_reason : std::uint8_t {
 
 std::string_view to_string(drop_reason r);
 
+enum class inbound_kind : std::uint8_t { response, notification, dropped };
+
 struct inbound {
-  enum class kind : std::uint8_t { response, notification, dropped };
-  inbound::kind kind = kind::dropped;
+  inbound_kind kind = inbound_kind::dropped;
 
   // kind::response: the op is handed back; exactly one of result / study_error / violation.
   std::int64_t id = 0;
@@ -78,9 +79,10 @@ struct inbound {
   std::string detail;
 };
 
+enum class cancel_kind : std::uint8_t { none, removed_unsent, abandoned, ignored };
+
 struct cancel_outcome {
-  enum class kind : std::uint8_t { none, removed_unsent, abandoned, ignored };
-  cancel_outcome::kind kind = kind::none;
+  cancel_kind kind = cancel_kind::none;
   std::unique_ptr<pending_op> op;  // complete it with operation_aborted
   bool cancel_frame_queued = false;
 };

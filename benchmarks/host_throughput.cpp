@@ -1,0 +1,211 @@
+// Host throughput against a study, side by side with its floor.
+//
+//   host_throughput -n N -c C [-r ROUNDS] -- STUDY_CMD [ARGS...]
+//
+// For each round: the baseline (a no-JSON client that writes pre-formatted `run` lines over the
+// same pipes, keeps C in flight and matches answers by scanning for the id) and then the host
+// (host_handle: initialize, list, then N `run` requests with C in flight). Prints cases/s and
+// host CPU microseconds per case for both, and their ratio. The best round of each counts.
+#include <mira/host.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+
+namespace {
+
+struct figures {
+  double cases_per_sec = 0;
+  double cpu_us_per_case = 0;
+};
+
+double cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// --- baseline: raw pipes, no JSON --------------------------------------------------------------
+
+pid_t spawn(const std::vector<std::string>& argv, int& to_child, int& from_child) {
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) std::exit(1);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    _exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  to_child = in[1];
+  from_child = out[0];
+  ::fcntl(to_child, F_SETFL, O_NONBLOCK);
+  return pid;
+}
+
+figures baseline(const std::vector<std::string>& study, std::size_t n, std::size_t c) {
+  int w = -1, r = -1;
+  pid_t pid = spawn(study, w, r);
+  std::string outbuf, inbuf;
+  std::int64_t next_id = 1;
+  auto request = [&](std::string_view method, std::string_view params) {
+    outbuf += "{\"id\":" + std::to_string(next_id++) + ",\"method\":\"";
+    outbuf += method;
+    outbuf += "\"";
+    if (!params.empty()) {
+      outbuf += ",\"params\":";
+      outbuf += params;
+    }
+    outbuf += "}\n";
+  };
+  const std::string_view run_params = R"({"eval":"bench","sample":"s","target":"sim"})";
+  request("initialize", R"({"protocol_version":"1.1","host":"baseline"})");
+  request("list", "");
+  std::size_t expected = 2 + n, answered = 0, sent = 0, in_flight = 2;
+  auto t0 = std::chrono::steady_clock::now();
+  double cpu0 = cpu_seconds();
+  char buf[1 << 16];
+  while (answered < expected) {
+    while (sent < n && in_flight < c + 2) {
+      request("run", run_params);
+      ++sent;
+      ++in_flight;
+    }
+    pollfd fds[2] = {{r, POLLIN, 0}, {w, static_cast<short>(outbuf.empty() ? 0 : POLLOUT), 0}};
+    ::poll(fds, 2, -1);
+    if (!outbuf.empty() && (fds[1].revents & POLLOUT)) {
+      auto k = ::write(w, outbuf.data(), outbuf.size());
+      if (k > 0) outbuf.erase(0, static_cast<std::size_t>(k));
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP)) {
+      auto k = ::read(r, buf, sizeof buf);
+      if (k <= 0) break;
+      inbuf.append(buf, static_cast<std::size_t>(k));
+      std::size_t start = 0;
+      for (;;) {
+        auto nl = inbuf.find('\n', start);
+        if (nl == std::string::npos) break;
+        // Match the answer to its request the cheapest way: read the id.
+        auto id_pos = inbuf.find("\"id\":", start);
+        if (id_pos < nl) (void)std::strtoll(inbuf.c_str() + id_pos + 5, nullptr, 10);
+        ++answered;
+        --in_flight;
+        start = nl + 1;
+      }
+      inbuf.erase(0, start);
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double cpu = cpu_seconds() - cpu0;
+  ::close(w);
+  ::close(r);
+  ::waitpid(pid, nullptr, 0);
+  return {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6};
+}
+
+// --- the host ----------------------------------------------------------------------------------
+
+figures through_host(const std::vector<std::string>& study, std::size_t n, std::size_t c) {
+  asio::io_context ctx;
+  figures f;
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        mira::study_command cmd;
+        cmd.argv = study;
+        auto host = mira::host_handle::spawn(ctx.get_executor(), cmd);
+        if (!host) {
+          std::fprintf(stderr, "%s\n", host.error().message().c_str());
+          std::exit(1);
+        }
+        auto init = co_await host->initialize();
+        auto list = co_await host->list_all();
+        if (!init || !list || list->evals.empty()) std::exit(1);
+        mira::protocol::run_params p;
+        p.eval = list->evals[0].name;
+        p.sample = list->evals[0].samples.at(0).id;
+        p.target = list->evals[0].targets.at(0).label;
+        std::size_t next = 0, failures = 0, workers_left = c;
+        auto t0 = std::chrono::steady_clock::now();
+        double cpu0 = cpu_seconds();
+        asio::steady_timer done(ctx, std::chrono::steady_clock::time_point::max());
+        auto worker = [&]() -> asio::awaitable<void> {
+          while (next < n) {
+            ++next;
+            auto [ec, r] = co_await host->async_run(p, asio::as_tuple(asio::use_awaitable));
+            if (ec || !r.passed) ++failures;
+          }
+          if (--workers_left == 0) done.cancel();
+        };
+        for (std::size_t i = 0; i < c; ++i) asio::co_spawn(ctx, worker(), asio::detached);
+        co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        double cpu = cpu_seconds() - cpu0;
+        if (failures) std::fprintf(stderr, "host_throughput: %zu failed runs\n", failures);
+        f = {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6};
+        co_await host->shutdown();
+      },
+      asio::detached);
+  ctx.run();
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t n = 100000, c = 64, rounds = 3;
+  std::vector<std::string> study;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      study.assign(argv + i + 1, argv + argc);
+      break;
+    }
+    if (i + 1 >= argc) break;
+    if (a == "-n") n = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "-c") c = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "-r") rounds = std::strtoull(argv[++i], nullptr, 10);
+  }
+  if (study.empty() || n == 0 || c == 0 || rounds == 0) {
+    std::fprintf(stderr, "usage: host_throughput -n N -c C [-r ROUNDS] -- STUDY_CMD [ARGS...]\n");
+    return 2;
+  }
+  figures best_base, best_host;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    auto b = baseline(study, n, c);
+    auto h = through_host(study, n, c);
+    if (b.cases_per_sec > best_base.cases_per_sec) best_base = b;
+    if (h.cases_per_sec > best_host.cases_per_sec) best_host = h;
+  }
+  std::printf("host_throughput n=%zu c=%zu rounds=%zu (best round of each)\n", n, c, rounds);
+  std::printf("baseline cases_per_sec %.0f host_cpu_us_per_case %.2f\n", best_base.cases_per_sec,
+              best_base.cpu_us_per_case);
+  std::printf("host     cases_per_sec %.0f host_cpu_us_per_case %.2f\n", best_host.cases_per_sec,
+              best_host.cpu_us_per_case);
+  std::printf("ratio host/baseline %.2f\n", best_host.cases_per_sec / best_base.cases_per_sec);
+  return 0;
+}

@@ -1,0 +1,10 @@
+# Registers each Boost.Test case of an executable as its own CTest test, so ctest counts and
+# reports cases rather than binaries. The list is read after each build (--list_content).
+function(boost_test_discover target)
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_tests.cmake")
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -D EXE=$<TARGET_FILE:${target}> -D OUT=${out} -D PREFIX=${target}.
+            -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/BoostTestDiscoverScript.cmake
+    BYPRODUCTS ${out} VERBATIM)
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${out})
+endfunction()

@@ -1,0 +1,83 @@
+// The `mira` executable: output formats, exit codes, usage errors.
+#include "integration/process_util.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace mira::test;
+namespace json = boost::json;
+
+namespace {
+
+const std::string mira = MIRA_CLI;
+const std::string example = MIRA_EXAMPLE_STUDY;
+
+command_result cli(const std::string& args) { return run_command(mira + " " + args + " 2>/dev/null"); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(mira_cli)
+
+BOOST_AUTO_TEST_CASE(run_prints_a_table_and_exits_0_when_everything_passes) {
+  auto r = cli("run -- " + example);
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 errors, 0 timed out (41 cases)") !=
+             std::string::npos);
+  BOOST_TEST(r.out.find("SKIP  greet/hi@anthropic/claude-opus  (target unavailable)") != std::string::npos);
+  BOOST_TEST(r.out.find("PASS  coin/flip@sim#2") != std::string::npos);
+  BOOST_TEST(r.out.find("PASS  reasoning/puzzle-1@sim[effort=high]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(jsonl_is_one_result_per_case_with_its_key) {
+  auto r = cli("run -j 3 --format jsonl -- " + example);
+  BOOST_TEST(r.code == 0);
+  std::istringstream in(r.out);
+  std::set<std::string> keys;
+  for (std::string line; std::getline(in, line);) {
+    auto v = json::parse(line).as_object();
+    keys.insert(std::string(v.at("key").as_string()));
+    BOOST_TEST(v.contains("status"));
+    BOOST_TEST(v.contains("transcript"));
+  }
+  BOOST_TEST(keys.size() == 41u);
+  BOOST_TEST(keys.count("arithmetic/case-24@sim") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_timed_out_case_is_cancelled_and_fails_the_run) {
+  auto r = cli("run --timeout 0.2 -- " + example + " --slow-ms 30000");
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.out.find("TIME  slow/long-task@sim  (timed out after 0.2 s)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(list_prints_every_page) {
+  auto r = cli("list --json -- " + example);
+  BOOST_TEST(r.code == 0);
+  auto v = json::parse(r.out);
+  BOOST_TEST(v.at("evals").at(1).at("name").as_string() == "arithmetic");
+  BOOST_TEST(v.at("evals").at(1).at("samples").as_array().size() == 25u);
+  auto text = cli("list -- " + example);
+  BOOST_TEST(text.out.find("arithmetic — Adds two numbers (paginated dataset)  (25 samples)") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
+  BOOST_TEST(cli("").code == 2);
+  BOOST_TEST(cli("frobnicate").code == 2);
+  BOOST_TEST(cli("run").code == 2);
+  BOOST_TEST(cli("run --timeout soon -- x").code == 2);
+  BOOST_TEST(cli("run --timeout -1 -- x").code == 2);
+  BOOST_TEST(cli("run -j 0 -- x").code == 2);
+  BOOST_TEST(cli("run --format xml -- x").code == 2);
+  BOOST_TEST(cli("run --bogus -- x").code == 2);
+  BOOST_TEST(cli("run --help").code == 0);
+  BOOST_TEST(cli("--version").out.find("protocol 1.1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(host_and_study_errors_exit_3) {
+  BOOST_TEST(cli("run -- /nonexistent/study").code == 3);
+  BOOST_TEST(cli("list -- /bin/false").code == 3);
+  auto died = cli(std::string("run -- ") + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
+  BOOST_TEST(died.code == 3);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,67 @@
+// Helpers for tests that run real processes.
+#pragma once
+
+#include <mira/host.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cerrno>
+#include <set>
+
+namespace mira::test {
+
+struct command_result {
+  int code = -1;
+  std::string out;
+};
+
+/// Runs a shell command line, capturing stdout; stderr goes to the test log.
+inline command_result run_command(const std::string& cmd) {
+  command_result r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A unique path under the system temp directory, removed by the destructor.
+struct temp_file {
+  std::string path;
+  temp_file() {
+    char tmpl[] = "/tmp/mira-test-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    if (fd >= 0) ::close(fd);
+    path = tmpl;
+  }
+  ~temp_file() { std::remove(path.c_str()); }
+};
+
+inline study_command py_study(std::vector<std::string> extra = {}) {
+  study_command c;
+  c.argv = {MIRA_PYTHON3, MIRA_PY_STUDY};
+  c.argv.insert(c.argv.end(), extra.begin(), extra.end());
+  return c;
+}
+
+/// True when every child of this process has been reaped (no zombie left behind).
+inline bool no_children_left() {
+  int status = 0;
+  return ::waitpid(-1, &status, WNOHANG) == -1 && errno == ECHILD;
+}
+
+}  // namespace mira::test

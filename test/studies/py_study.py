@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""A Mira Eval Protocol test study in plain Python (stdlib only), with switches that make it
+misbehave the ways real studies do. Each `run` is served on its own thread.
+
+  --record PATH        append every line received and sent, in order, to PATH
+  --caps a,b           capabilities to advertise (default: cancel); execute and score work
+  --run-ms N           how long a run works (honours cancel), default 0
+  --die-after N        exit with code 3 when the N-th run arrives (after an stderr line)
+  --sigkill-after N    kill itself with SIGKILL when the N-th run arrives
+  --stderr-flood BYTES write BYTES of stderr lines from a thread while serving
+  --garbage            write junk lines (non-JSON, invalid UTF-8, an array, a 2 MiB line)
+                       before every response
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+args = argparse.ArgumentParser()
+args.add_argument("--record")
+args.add_argument("--caps", default="cancel")
+args.add_argument("--run-ms", type=int, default=0)
+args.add_argument("--die-after", type=int, default=0)
+args.add_argument("--sigkill-after", type=int, default=0)
+args.add_argument("--stderr-flood", type=int, default=0)
+args.add_argument("--garbage", action="store_true")
+opts = args.parse_args()
+
+out = sys.stdout.buffer
+lock = threading.Lock()
+record = open(opts.record, "ab") if opts.record else None
+runs = {}  # request id -> threading.Event (set = cancelled)
+run_count = 0
+workers = []
+
+
+def log_line(raw: bytes):
+    if record:
+        record.write(raw.rstrip(b"\n") + b"\n")
+        record.flush()
+
+
+def send_raw(raw: bytes, recorded=True):
+    with lock:
+        out.write(raw + b"\n")
+        out.flush()
+        if recorded:
+            log_line(raw)
+
+
+def send(obj):
+    send_raw(json.dumps(obj, separators=(",", ":")).encode())
+
+
+def garbage():
+    for junk in (b"this is not json", b"\xff\xfe{\"id\":1}", b"[1,2,3]", b"x" * (2 << 20)):
+        send_raw(junk, recorded=False)
+
+
+def result_for(params, passed=True):
+    r = {k: params[k] for k in ("eval", "sample", "target", "params", "trial", "trials", "seed") if k in params}
+    r.update({
+        "passed": passed,
+        "aggregate": 1.0 if passed else 0.0,
+        "scores": [{"scorer": "echo", "value": 1.0 if passed else 0.0, "pass": passed, "reason": "echo"}],
+        "transcript": {"final_response": params.get("sample", ""), "iterations": 1,
+                       "tool_calls_count": 0,
+                       "usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0}},
+        "skipped": False,
+    })
+    return r
+
+
+def serve_run(rid, params, cancelled):
+    # "fail" answers at once, so it can be the first failure of a group.
+    work_ms = 0 if params.get("sample") == "fail" else opts.run_ms
+    deadline = time.monotonic() + work_ms / 1000.0
+    while time.monotonic() < deadline:
+        if cancelled.wait(0.005):
+            break
+    if opts.garbage:
+        garbage()
+    if cancelled.is_set():
+        send({"id": rid, "error": {"code": -32800, "message": "cancelled"}})
+    else:
+        send({"id": rid, "result": result_for(params, params.get("sample") != "fail")})
+    with lock:
+        runs.pop(rid, None)
+
+
+def flood():
+    line = b"E" * 1023 + b"\n"
+    remaining = opts.stderr_flood
+    err = sys.stderr.buffer
+    while remaining > 0:
+        err.write(line)
+        remaining -= len(line)
+    err.flush()
+
+
+def main():
+    global run_count
+    if opts.stderr_flood:
+        t = threading.Thread(target=flood)
+        t.start()
+        workers.append(t)
+    for raw in sys.stdin.buffer:
+        if not raw.strip():
+            continue
+        with lock:
+            log_line(raw)
+        msg = json.loads(raw)
+        rid, method, params = msg.get("id"), msg.get("method"), msg.get("params") or {}
+        if method == "initialize":
+            caps = [c for c in opts.caps.split(",") if c]
+            send({"id": rid, "result": {"protocol_version": "1.1", "study": "py-study",
+                                        "study_version": "0.0.1", "evals": 1, "capabilities": caps}})
+        elif method == "list":
+            send({"id": rid, "result": {"evals": [{
+                "name": "echo", "samples": [{"id": "a"}, {"id": "b"}, {"id": "fail"}],
+                "scorers": ["echo"],
+                "targets": [{"label": "sim", "provider": "sim", "available": True}]}]}})
+        elif method == "run":
+            run_count += 1
+            if opts.die_after and run_count == opts.die_after:
+                sys.stderr.write("py-study: dying on purpose\n")
+                sys.stderr.flush()
+                os._exit(3)
+            if opts.sigkill_after and run_count == opts.sigkill_after:
+                os.kill(os.getpid(), signal.SIGKILL)
+            ev = threading.Event()
+            with lock:
+                runs[rid] = ev
+            t = threading.Thread(target=serve_run, args=(rid, params, ev))
+            t.start()
+            workers.append(t)
+        elif method == "execute":
+            r = {k: params[k] for k in ("eval", "sample", "target") if k in params}
+            r["transcript"] = {"final_response": params.get("sample", ""), "events": [{"raw": 1}],
+                               "files": {}}
+            send({"id": rid, "result": r})
+        elif method == "score":
+            send({"id": rid, "result": result_for(params)})
+        elif method == "cancel":
+            with lock:
+                ev = runs.get(params.get("id"))
+            if ev:
+                ev.set()
+            send({"id": rid, "result": {"cancelled": ev is not None}})
+        else:
+            send({"id": rid, "error": {"code": -32601, "message": "unknown method: %s" % method}})
+    for t in workers:
+        t.join()
+
+
+main()

@@ -1,0 +1,275 @@
+// The sans-I/O connection core: classification, routing by id, the write queue and the
+// cancellation rules, driven directly.
+#include <mira/detail/multiplexer.hpp>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace mira::detail;
+using ct = asio::cancellation_type;
+
+namespace {
+
+struct test_op : pending_op {
+  explicit test_op(int t) : tag(t) {}
+  int tag;
+};
+
+std::unique_ptr<pending_op> op(int tag) { return std::make_unique<test_op>(tag); }
+int tag_of(const std::unique_ptr<pending_op>& p) { return static_cast<test_op*>(p.get())->tag; }
+
+// Takes the next batch as the writer would and returns it as one string.
+std::string write_batch(multiplexer& m) {
+  std::vector<asio::const_buffer> bufs;
+  m.prepare_write(bufs);
+  std::string out;
+  for (auto& b : bufs) out.append(static_cast<const char*>(b.data()), b.size());
+  return out;
+}
+
+std::string flush(multiplexer& m) {
+  auto s = write_batch(m);
+  m.on_write_done();
+  return s;
+}
+
+const json::value params = json::object{{"eval", "e"}};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(multiplexer_tests)
+
+BOOST_AUTO_TEST_CASE(requests_are_framed_and_coalesced) {
+  multiplexer m;
+  m.add_request(1, "initialize", &params, op(1));
+  m.add_request(2, "list", nullptr, op(2));
+  BOOST_TEST(m.has_pending_writes());
+  BOOST_TEST(flush(m) ==
+             "{\"id\":1,\"method\":\"initialize\",\"params\":{\"eval\":\"e\"}}\n{\"id\":2,\"method\":\"list\"}\n");
+  BOOST_TEST(!m.has_pending_writes());
+  BOOST_TEST(m.outstanding() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
+  multiplexer m;
+  for (int i = 1; i <= 3; ++i) m.add_request(i, "run", &params, op(i * 10));
+  flush(m);
+  for (int id : {3, 1, 2}) {
+    auto in = m.on_line("{\"id\":" + std::to_string(id) + ",\"result\":{\"v\":" + std::to_string(id) + "}}");
+    BOOST_REQUIRE((in.kind == inbound_kind::response));
+    BOOST_TEST(in.id == id);
+    BOOST_TEST(tag_of(in.op) == id * 10);
+    BOOST_TEST(in.result.at("v").as_int64() == id);
+  }
+  BOOST_TEST(m.size() == 0u);
+  BOOST_TEST(m.outstanding() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(error_responses_and_malformed_ones) {
+  multiplexer m;
+  for (int i = 1; i <= 4; ++i) m.add_request(i, "run", &params, op(i));
+  flush(m);
+  auto err = m.on_line(R"({"id":1,"error":{"code":-32602,"message":"no such eval","retryable":true}})");
+  BOOST_REQUIRE(err.study_error);
+  BOOST_TEST(err.study_error->message == "no such eval");
+  BOOST_TEST(err.study_error->retryable);
+  auto both = m.on_line(R"({"id":2,"result":{},"error":{"message":"x"}})");
+  BOOST_TEST(both.violation == "response has both result and error");
+  auto neither = m.on_line(R"({"id":3,"result":null})");
+  BOOST_TEST(neither.violation == "response has neither result nor error");
+  auto bad_error = m.on_line(R"({"id":4,"error":"text"})");
+  BOOST_TEST(bad_error.violation.find("malformed error object") == 0u);
+  BOOST_TEST(m.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(lines_that_cannot_be_routed_are_dropped_with_a_reason) {
+  multiplexer m;
+  m.add_request(1, "run", &params, op(1));
+  flush(m);
+  struct row {
+    std::string line;
+    drop_reason reason;
+  };
+  std::vector<row> rows{
+      {"not json", drop_reason::invalid_json},
+      {"{\"id\":1,\"result\":\"\xff\xfe\"}", drop_reason::invalid_json},  // invalid UTF-8
+      {"[1,2]", drop_reason::not_object},
+      {R"({"id":"1","result":{}})", drop_reason::bad_id},
+      {R"({"id":-1,"result":{}})", drop_reason::bad_id},
+      {R"({"id":1.5,"result":{}})", drop_reason::bad_id},
+      {R"({"id":99,"result":{}})", drop_reason::unknown_id},
+      {R"({"id":1,"method":"sample","params":{}})", drop_reason::reverse_request},
+      {R"({"method":"progress","params":{}})", drop_reason::unknown_notification},
+      {R"({"result":{}})", drop_reason::unclassifiable},
+  };
+  for (auto& r : rows) {
+    BOOST_TEST_CONTEXT(r.line) {
+      auto in = m.on_line(r.line);
+      BOOST_TEST((in.kind == inbound_kind::dropped));
+      BOOST_TEST((in.reason == r.reason));
+    }
+  }
+  // The reverse request with id 1 did not touch request 1, which still gets its answer.
+  auto in = m.on_line(R"({"id":1,"result":{}})");
+  BOOST_TEST((in.kind == inbound_kind::response));
+  BOOST_TEST(tag_of(in.op) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(drops_are_flagged_once_per_reason_and_method) {
+  multiplexer m;
+  BOOST_TEST(m.on_line(R"({"id":1,"method":"sample"})").first_of_kind);
+  BOOST_TEST(!m.on_line(R"({"id":2,"method":"sample"})").first_of_kind);
+  BOOST_TEST(m.on_line(R"({"id":3,"method":"ask"})").first_of_kind);
+  BOOST_TEST(m.on_line("garbage").first_of_kind);
+  BOOST_TEST(!m.on_line("more garbage").first_of_kind);
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_responses_only_complete_once) {
+  multiplexer m;
+  m.add_request(1, "run", &params, op(1));
+  flush(m);
+  BOOST_TEST((m.on_line(R"({"id":1,"result":{}})").kind == inbound_kind::response));
+  auto again = m.on_line(R"({"id":1,"result":{}})");
+  BOOST_TEST((again.reason == drop_reason::unknown_id));
+}
+
+BOOST_AUTO_TEST_CASE(a_response_to_an_unsent_request_is_unknown) {
+  multiplexer m;
+  m.add_request(1, "run", &params, op(1));
+  auto in = m.on_line(R"({"id":1,"result":{}})");  // guessed the id before it was written
+  BOOST_TEST((in.reason == drop_reason::unknown_id));
+  BOOST_TEST(m.find(1) != nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(notifications_correlate_by_request_id) {
+  multiplexer m;
+  m.add_request(7, "run", &params, op(7));
+  flush(m);
+  auto ev = m.on_line(R"({"method":"event","params":{"request_id":7,"kind":"started"}})");
+  BOOST_REQUIRE((ev.kind == inbound_kind::notification));
+  BOOST_TEST(ev.request_id == 7);
+  BOOST_REQUIRE(ev.target);
+  BOOST_TEST(static_cast<test_op*>(ev.target)->tag == 7);
+  auto log = m.on_line(R"({"method":"log","params":{"message":"hi"}})");
+  BOOST_TEST(log.request_id == 0);
+  BOOST_TEST(!log.target);
+  auto stale = m.on_line(R"({"method":"log","params":{"request_id":3,"message":"hi"}})");
+  BOOST_TEST(!stale.target);
+}
+
+// Every cancellation type against every request state: what completes, what reaches the wire.
+BOOST_AUTO_TEST_CASE(cancellation_table) {
+  enum class st { queued, writing, written };
+  struct row {
+    st state;
+    ct type;
+    bool supports_cancel;
+    cancel_kind expect;
+    bool cancel_frame;
+  };
+  const row rows[] = {
+      {st::queued, ct::terminal, true, cancel_kind::removed_unsent, false},
+      {st::queued, ct::partial, true, cancel_kind::removed_unsent, false},
+      {st::queued, ct::total, true, cancel_kind::removed_unsent, false},
+      {st::writing, ct::terminal, true, cancel_kind::abandoned, true},
+      {st::writing, ct::partial, true, cancel_kind::abandoned, true},
+      {st::writing, ct::total, true, cancel_kind::ignored, false},
+      {st::written, ct::terminal, true, cancel_kind::abandoned, true},
+      {st::written, ct::partial, true, cancel_kind::abandoned, true},
+      {st::written, ct::total, true, cancel_kind::ignored, false},
+      {st::written, ct::terminal, false, cancel_kind::abandoned, false},
+      {st::written, ct::all, true, cancel_kind::abandoned, true},
+  };
+  int n = 0;
+  for (auto& r : rows) {
+    BOOST_TEST_CONTEXT("row " << n++) {
+      multiplexer m;
+      m.set_supports_cancel(r.supports_cancel);
+      m.add_request(1, "run", &params, op(1));
+      m.add_request(2, "run", &params, op(2));  // a neighbour that must be unaffected
+      std::string in_flight;
+      if (r.state != st::queued) in_flight = write_batch(m);
+      if (r.state == st::written) m.on_write_done();
+
+      auto out = m.cancel(1, r.type, 100);
+      BOOST_TEST((out.kind == r.expect));
+      bool completes = r.expect == cancel_kind::removed_unsent ||
+                       r.expect == cancel_kind::abandoned;
+      BOOST_TEST(static_cast<bool>(out.op) == completes);
+      BOOST_TEST(out.cancel_frame_queued == r.cancel_frame);
+      if (r.state == st::writing) m.on_write_done();
+
+      std::string next = flush(m);
+      if (r.state == st::queued) {
+        // Nothing about request 1 ever reaches the study; request 2 is still sent.
+        BOOST_TEST(next == "{\"id\":2,\"method\":\"run\",\"params\":{\"eval\":\"e\"}}\n");
+      } else {
+        BOOST_TEST(next == (r.cancel_frame ? "{\"id\":100,\"method\":\"cancel\",\"params\":{\"id\":1}}\n" : ""));
+      }
+      // The late answer of an abandoned request is dropped, and only then stops counting.
+      if (r.expect == cancel_kind::abandoned) {
+        BOOST_TEST(m.outstanding() == 2u);
+        auto late = m.on_line(R"({"id":1,"error":{"message":"cancelled"}})");
+        BOOST_TEST((late.reason == drop_reason::late_response));
+        BOOST_TEST(m.outstanding() == 1u);
+      }
+      if (r.cancel_frame) {
+        auto ack = m.on_line(R"({"id":100,"result":{"cancelled":true}})");
+        BOOST_TEST((ack.reason == drop_reason::cancel_ack));
+      }
+      if (r.expect == cancel_kind::ignored) BOOST_TEST(m.find(1) != nullptr);
+      // Cancelling again does nothing.
+      if (completes) BOOST_TEST((m.cancel(1, ct::terminal, 101).kind == cancel_kind::none));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cancel_frames_go_ahead_of_queued_requests) {
+  multiplexer m;
+  m.set_supports_cancel(true);
+  m.add_request(1, "run", &params, op(1));
+  flush(m);
+  m.add_request(2, "run", &params, op(2));
+  m.cancel(1, ct::terminal, 3);
+  BOOST_TEST(flush(m) ==
+             "{\"id\":3,\"method\":\"cancel\",\"params\":{\"id\":1}}\n{\"id\":2,\"method\":\"run\",\"params\":{\"eval\":\"e\"}}\n");
+}
+
+BOOST_AUTO_TEST_CASE(frames_in_a_write_are_never_torn) {
+  multiplexer m(64);  // small batches: one frame per write
+  m.set_supports_cancel(true);
+  m.add_request(1, "run", &params, op(1));
+  m.add_request(2, "run", &params, op(2));
+  std::vector<asio::const_buffer> bufs;
+  m.prepare_write(bufs);
+  BOOST_REQUIRE(bufs.size() == 1u);
+  std::string before(static_cast<const char*>(bufs[0].data()), bufs[0].size());
+  // Cancelling the request whose frame is being written, and closing, leave its bytes intact.
+  m.cancel(1, ct::terminal, 10);
+  m.cancel(2, ct::terminal, 11);
+  auto ops = m.close();
+  BOOST_TEST(ops.empty());  // both already handed back by cancel
+  BOOST_TEST(std::string(static_cast<const char*>(bufs[0].data()), bufs[0].size()) == before);
+  m.on_write_done();
+  BOOST_TEST(!m.has_pending_writes());
+}
+
+BOOST_AUTO_TEST_CASE(close_hands_back_every_waiting_request) {
+  multiplexer m;
+  for (int i = 1; i <= 1000; ++i) m.add_request(i, "run", &params, op(i));
+  write_batch(m);  // some writing
+  m.on_write_done();
+  for (int i = 1001; i <= 1500; ++i) m.add_request(i, "run", &params, op(i));  // some queued
+  auto ops = m.close();
+  BOOST_TEST(ops.size() == 1500u);
+  BOOST_TEST(m.closed());
+  BOOST_TEST(m.outstanding() == 0u);
+  auto bounced = m.add_request(2000, "run", &params, op(2000));
+  BOOST_REQUIRE(bounced);
+  BOOST_TEST(tag_of(bounced) == 2000);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
