@@ -1,6 +1,6 @@
 // Host throughput against a study, side by side with its floor.
 //
-//   host_throughput -n N -c C [-r ROUNDS] -- STUDY_CMD [ARGS...]
+//   host_throughput -n N -c C [-r ROUNDS] [--host-only] -- STUDY_CMD [ARGS...]
 //
 // For each round: the baseline (a no-JSON client that writes pre-formatted `run` lines over the
 // same pipes, keeps C in flight and matches answers by scanning for the id) and then the host
@@ -178,12 +178,17 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
 
 int main(int argc, char** argv) {
   std::size_t n = 100000, c = 64, rounds = 3;
+  bool host_only = false;  // for profiling the host alone
   std::vector<std::string> study;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--") {
       study.assign(argv + i + 1, argv + argc);
       break;
+    }
+    if (a == "--host-only") {
+      host_only = true;
+      continue;
     }
     if (i + 1 >= argc) break;
     if (a == "-n") n = std::strtoull(argv[++i], nullptr, 10);
@@ -196,7 +201,7 @@ int main(int argc, char** argv) {
   }
   figures best_base, best_host;
   for (std::size_t round = 0; round < rounds; ++round) {
-    auto b = baseline(study, n, c);
+    auto b = host_only ? figures{1, 0} : baseline(study, n, c);
     auto h = through_host(study, n, c);
     if (b.cases_per_sec > best_base.cases_per_sec) best_base = b;
     if (h.cases_per_sec > best_host.cases_per_sec) best_host = h;

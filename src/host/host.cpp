@@ -116,7 +116,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     if (auto back = mux_.add_request(id, method, params ? &*params : nullptr, std::move(op)))
       return fail(std::unique_ptr<op_base>(static_cast<op_base*>(back.release())), closed_code(),
                   close_diag_);
-    kick_writer();
+    schedule_write();
   }
 
   void cancel_request(std::int64_t id, asio::cancellation_type_t type) {
@@ -129,7 +129,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
           id, op->method);
       fail(std::unique_ptr<op_base>(op), asio::error::operation_aborted, {});
     }
-    if (out.cancel_frame_queued) kick_writer();
+    if (out.cancel_frame_queued) schedule_write();
   }
 
   // Never inline: posted through the io executor, then run on the handler's own executor.
@@ -244,6 +244,18 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   }
 
   // --- writing -------------------------------------------------------------------------------
+
+  // Writing is deferred to the end of the strand's current burst, so every request submitted
+  // in it (typically one per answer of the last read) goes out in one gathered write instead of
+  // one system call (and one wake-up of the study) each.
+  void schedule_write() {
+    if (write_scheduled_) return;
+    write_scheduled_ = true;
+    asio::post(strand_, [self = shared_from_this()] {
+      self->write_scheduled_ = false;
+      self->kick_writer();
+    });
+  }
 
   void kick_writer() {
     if (mux_.writing() || finished_ || output_broken_ || !mux_.has_pending_writes()) return;
@@ -457,6 +469,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   bool output_broken_ = false;
   bool output_closed_ = false;
   bool close_timer_armed_ = false;
+  bool write_scheduled_ = false;
   bool finished_ = false;
   std::optional<exit_status> exit_;
   std::string gone_reason_;
