@@ -3,9 +3,10 @@
 #include <mira/detail/line_framer.hpp>
 #include <mira/protocol/codec.hpp>
 
-#include <boost/json/serializer.hpp>
+#include <boost/json/monotonic_resource.hpp>
 
 #include <charconv>
+#include <cstring>
 
 namespace mira::detail {
 
@@ -36,20 +37,18 @@ json::parse_options parse_opts() {
 }
 
 void append_frame(std::string& out, std::int64_t id, std::string_view method,
-                  const json::value* params) {
+                  std::string_view params_json) {
   char num[24];
   auto [end, ec] = std::to_chars(num, num + sizeof num, id);
+  out.reserve(out.size() + params_json.size() + method.size() + 48);
   out += "{\"id\":";
   out.append(num, end);
   out += ",\"method\":\"";
   out += method;  // method names are fixed ASCII tokens chosen by the host
   out += '"';
-  if (params) {
+  if (!params_json.empty()) {
     out += ",\"params\":";
-    json::serializer sr;
-    sr.reset(params);
-    char buf[4096];
-    while (!sr.done()) out += sr.read(buf, sizeof buf);
+    out += params_json;
   }
   out += "}\n";
 }
@@ -60,6 +59,92 @@ std::optional<std::int64_t> as_id(const json::value& v) {
     if (*u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(*u);
   }
   return std::nullopt;
+}
+
+// The text of a top-level member's value in an object already known to be valid JSON, so
+// the result can be kept exactly as sent without serializing it again. Empty when the key is
+// written with escapes (the caller then serializes the parsed value instead).
+class member_scanner {
+ public:
+  explicit member_scanner(std::string_view s) : p_(s.data()), end_(s.data() + s.size()) {}
+
+  std::string_view find(std::string_view key) {
+    ws();
+    if (!eat('{')) return {};
+    for (;;) {
+      ws();
+      if (p_ >= end_ || *p_ != '"') return {};
+      const char* key_start = p_ + 1;
+      skip_string();
+      std::string_view name(key_start, static_cast<std::size_t>(p_ - 1 - key_start));
+      ws();
+      if (!eat(':')) return {};
+      ws();
+      const char* value_start = p_;
+      skip_value();
+      if (name == key) return {value_start, static_cast<std::size_t>(p_ - value_start)};
+      ws();
+      if (!eat(',')) return {};
+    }
+  }
+
+ private:
+  bool eat(char c) {
+    if (p_ < end_ && *p_ == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  void ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+  // At an opening quote; leaves p_ past the closing one. memchr does the long runs.
+  void skip_string() {
+    ++p_;
+    for (;;) {
+      auto* q = static_cast<const char*>(std::memchr(p_, '"', static_cast<std::size_t>(end_ - p_)));
+      if (!q) {
+        p_ = end_;
+        return;
+      }
+      std::size_t backslashes = 0;
+      for (const char* b = q; b > p_ && b[-1] == '\\'; --b) ++backslashes;
+      p_ = q + 1;
+      if (backslashes % 2 == 0) return;
+    }
+  }
+  void skip_value() {
+    if (p_ >= end_) return;
+    if (*p_ == '"') return skip_string();
+    if (*p_ != '{' && *p_ != '[') {
+      while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ' ' && *p_ != '\t' && *p_ != '\r' &&
+             *p_ != '\n')
+        ++p_;
+      return;
+    }
+    int depth = 0;
+    while (p_ < end_) {
+      char c = *p_;
+      if (c == '"') {
+        skip_string();
+        continue;
+      }
+      ++p_;
+      if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) return;
+      }
+    }
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+std::string_view member_text(std::string_view obj, std::string_view key) {
+  return member_scanner(obj).find(key);
 }
 
 }  // namespace
@@ -80,11 +165,11 @@ void multiplexer::set_state(entry& e, request_state s) {
 }
 
 std::unique_ptr<pending_op> multiplexer::add_request(std::int64_t id, std::string_view method,
-                                                     const json::value* params,
+                                                     std::string_view params_json,
                                                      std::unique_ptr<pending_op> op) {
   if (closed_) return op;
   frame f{id, {}};
-  append_frame(f.bytes, id, method, params);
+  append_frame(f.bytes, id, method, params_json);
   queue_.push_back(std::move(f));
   entries_.emplace(id, entry{request_state::queued, false, std::move(op)});
   ++live_queued_;
@@ -141,7 +226,10 @@ inbound multiplexer::drop(drop_reason r, std::string detail, std::string_view me
 }
 
 inbound multiplexer::on_line(std::string_view line) {
-  parser_.reset();
+  // Steady state parses without a single allocation: the arena keeps its largest block.
+  parser_.reset();  // drops the previous document before its memory is reused
+  arena_.release();
+  parser_.reset(json::storage_ptr(&arena_));
   boost::system::error_code ec;
   parser_.write(line.data(), line.size(), ec);
   if (ec) return drop(drop_reason::invalid_json, ec.message() + ": " + excerpt(line));
@@ -200,6 +288,7 @@ inbound multiplexer::on_line(std::string_view line) {
       in.violation = "malformed error object: " + e.error().message();
   } else {
     in.result = std::move(*result);
+    in.result_text = member_text(line, "result");
   }
   return in;
 }
@@ -226,8 +315,7 @@ cancel_outcome multiplexer::cancel(std::int64_t id, asio::cancellation_type_t ty
   set_state(e, request_state::abandoned);
   if (supports_cancel_ && !closed_) {
     frame f{cancel_frame_id, {}};
-    json::value params = json::object{{"id", id}};
-    append_frame(f.bytes, cancel_frame_id, "cancel", &params);
+    append_frame(f.bytes, cancel_frame_id, "cancel", "{\"id\":" + std::to_string(id) + "}");
     urgent_.push_back(std::move(f));
     entries_.emplace(cancel_frame_id, entry{request_state::queued, true, nullptr});
     out.cancel_frame_queued = true;

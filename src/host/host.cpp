@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -38,12 +39,16 @@ struct op_base : pending_op {
   std::int64_t id = 0;
   std::string_view method;
   request_options opts;
-  virtual void complete(host_impl& host, error_code ec, json::value result, diagnostics d) = 0;
+  bool notified = false;  // notifications were posted to its handler: completion must follow them
+  /// `result` (and its exact text, possibly empty) is only valid during the call. `from_reader`:
+  /// called by the reader (not inside any initiating function), so it may complete inline.
+  virtual void complete(host_impl& host, error_code ec, const json::value& result,
+                        std::string_view result_text, diagnostics d, bool from_reader) = 0;
   virtual void notify(host_impl& host, notification n) = 0;
 };
 
 template <class T>
-using decoder = protocol::decoded<T> (*)(json::value&&);
+using decoder = protocol::decoded<T> (*)(const json::value&, std::string_view text);
 template <class T>
 using validator = error_code (*)(host_impl&, T&, diagnostics&);
 
@@ -98,10 +103,10 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   // --- requests (initiation runs in the caller's context) ------------------------------------
 
   template <class T>
-  void request(std::string_view method, std::optional<json::value> params, request_options o,
+  void request(std::string_view method, std::string params, request_options o,
                handler_t<T> h, decoder<T> dec, validator<T> check = nullptr);
 
-  void submit(std::optional<json::value> params, std::unique_ptr<op_base> op) {
+  void submit(const std::string& params, std::unique_ptr<op_base> op) {
     auto id = op->id;
     auto method = op->method;
     if (finished_ || output_closed_) return fail(std::move(op), closed_code(), close_diag_);
@@ -113,7 +118,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
         return fail(std::move(op), make_error_code(errc::not_supported), std::move(d));
       }
     }
-    if (auto back = mux_.add_request(id, method, params ? &*params : nullptr, std::move(op)))
+    if (auto back = mux_.add_request(id, method, params, std::move(op)))
       return fail(std::unique_ptr<op_base>(static_cast<op_base*>(back.release())), closed_code(),
                   close_diag_);
     schedule_write();
@@ -132,19 +137,31 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     if (out.cancel_frame_queued) schedule_write();
   }
 
-  // Never inline: posted through the io executor, then run on the handler's own executor.
-  // (asio::append would copy the any_completion_handler into a new one, recursively, in 1.81.)
+  // How a completion reaches its handler, on the handler's own executor:
+  //  - `post`: always queued. Used from the initiating call chain (a request refused at once)
+  //    and wherever the caller might be inside an initiating function.
+  //  - `dispatch`: runs at once when this thread already runs the handler's executor. Only
+  //    used from the reader, which is never inside an initiating function; there it lets the
+  //    awaiting coroutine resume and issue its next request without a round trip through the
+  //    scheduler. (asio::append is avoided: it would copy the any_completion_handler into a new
+  //    one, recursively, in 1.81.)
+  enum class completion { post, dispatch };
+
   template <class T>
-  void deliver(handler_t<T> h, error_code ec, T value) {
+  void deliver(handler_t<T> h, error_code ec, T value, completion how = completion::post) {
     auto ex = asio::get_associated_executor(h, strand_.get_inner_executor());
-    asio::post(strand_.get_inner_executor(),
-               asio::bind_executor(ex, [h = std::move(h), ec, v = std::move(value)]() mutable {
-                 std::move(h)(ec, std::move(v));
-               }));
+    auto call = [h = std::move(h), ec, v = std::move(value)]() mutable {
+      std::move(h)(ec, std::move(v));
+    };
+    if (how == completion::dispatch)
+      asio::dispatch(ex, std::move(call));
+    else
+      asio::post(strand_.get_inner_executor(), asio::bind_executor(ex, std::move(call)));
   }
 
   void fail(std::unique_ptr<op_base> op, error_code ec, diagnostics d) {
-    op->complete(*this, ec, {}, std::move(d));
+    static const json::value none;
+    op->complete(*this, ec, none, {}, std::move(d), false);
   }
 
   void post_notification(const notification_handler& cb, notification n) {
@@ -328,22 +345,23 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
           auto ec = make_error_code(in.study_error->retryable ? errc::study_error_retryable
                                                                : errc::study_error);
           d.study_error = std::move(in.study_error);
-          return op->complete(*this, ec, {}, std::move(d));
+          return fail(std::move(op), ec, std::move(d));
         }
         if (!in.violation.empty()) {
           log(log_level::warning, "malformed response: " + in.violation, in.id, op->method,
               excerpt(line));
           diagnostics d;
           d.message = in.violation;
-          return op->complete(*this, make_error_code(errc::bad_response), {}, std::move(d));
+          return fail(std::move(op), make_error_code(errc::bad_response), std::move(d));
         }
-        return op->complete(*this, {}, std::move(in.result), {});
+        return op->complete(*this, {}, in.result, in.result_text, {}, true);
       }
       case inbound_kind::notification: {
         notification n;
         n.method = std::move(in.method);
         n.request_id = in.request_id;
-        if (auto* o = in.params.if_object()) n.params = std::move(*o);
+        // Copied out of the parser's arena: the handler runs later.
+        if (auto* o = in.params.if_object()) n.params = *o;
         if (in.target) return static_cast<op_base*>(in.target)->notify(*this, std::move(n));
         return uncorrelated(std::move(n));
       }
@@ -510,10 +528,11 @@ struct typed_op final : op_base {
   decoder<T> decode = nullptr;
   validator<T> check = nullptr;
 
-  void complete(host_impl& host, error_code ec, json::value result, diagnostics d) override {
+  void complete(host_impl& host, error_code ec, const json::value& result,
+                std::string_view result_text, diagnostics d, bool from_reader) override {
     T out{};
     if (!ec) {
-      auto r = decode(std::move(result));
+      auto r = decode(result, result_text);
       if (r) {
         out = std::move(*r);
         if (check) ec = check(host, out, d);
@@ -525,12 +544,16 @@ struct typed_op final : op_base {
       }
     }
     if (opts.diag) *opts.diag = ec ? std::move(d) : diagnostics{};
-    host.deliver(std::move(handler), ec, std::move(out));
+    // Completing inline would overtake notifications still queued for this request.
+    host.deliver(std::move(handler), ec, std::move(out),
+                 from_reader && !notified ? host_impl::completion::dispatch
+                                          : host_impl::completion::post);
   }
 
   void notify(host_impl& host, notification n) override {
     if (!opts.on_notification) return host.uncorrelated(std::move(n));
     // Run it where the requester's completion runs, not on the connection's strand.
+    notified = true;
     auto ex = asio::get_associated_executor(handler, host.strand_.get_inner_executor());
     asio::post(host.strand_.get_inner_executor(),
                asio::bind_executor(ex, [cb = opts.on_notification, n = std::move(n)] { cb(n); }));
@@ -538,7 +561,7 @@ struct typed_op final : op_base {
 };
 
 template <class T>
-void host_impl::request(std::string_view method, std::optional<json::value> params,
+void host_impl::request(std::string_view method, std::string params,
                         request_options o, handler_t<T> h, decoder<T> dec, validator<T> check) {
   auto id = next_id_.fetch_add(1);
   // Type-erased first, then the slot: any_completion_handler replaces a handler assigned to
@@ -558,24 +581,25 @@ void host_impl::request(std::string_view method, std::optional<json::value> para
   op->check = check;
   asio::dispatch(strand_, [self = shared_from_this(), params = std::move(params),
                            op = std::move(op)]() mutable {
-    self->submit(std::move(params), std::move(op));
+    self->submit(params, std::move(op));
   });
 }
 
 namespace {
 
 template <class T, protocol::decoded<T> (*F)(const json::value&)>
-protocol::decoded<T> by_ref(json::value&& v) {
+protocol::decoded<T> by_ref(const json::value& v, std::string_view) {
   return F(v);
 }
 
-protocol::decoded<protocol::run_result> decode_run(json::value&& v) {
-  return protocol::decode_run_result(std::move(v));
+protocol::decoded<protocol::run_result> decode_run(const json::value& v, std::string_view text) {
+  return protocol::decode_run_result(v, std::string(text));
 }
-protocol::decoded<protocol::execute_result> decode_execute(json::value&& v) {
-  return protocol::decode_execute_result(std::move(v));
+protocol::decoded<protocol::execute_result> decode_execute(const json::value& v,
+                                                           std::string_view text) {
+  return protocol::decode_execute_result(v, std::string(text));
 }
-protocol::decoded<bool> decode_cancel(json::value&& v) {
+protocol::decoded<bool> decode_cancel(const json::value& v, std::string_view) {
   return protocol::decode_cancel_result(v).map([](auto r) { return r.cancelled; });
 }
 
@@ -662,43 +686,47 @@ void start(const impl_ptr& impl, initialize_call, request_options o,
   protocol::initialize_params p;
   p.host = impl->options().host_name;
   impl->request<protocol::initialize_result>(
-      "initialize", json::value(protocol::encode(p)), std::move(o), std::move(h),
+      "initialize", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
       &by_ref<protocol::initialize_result, protocol::decode_initialize_result>, &check_initialize);
 }
 
 void start(const impl_ptr& impl, list_call, request_options o, handler_t<protocol::list_result> h) {
-  impl->request<protocol::list_result>("list", std::nullopt, std::move(o), std::move(h),
+  impl->request<protocol::list_result>("list", {}, std::move(o), std::move(h),
                                        &by_ref<protocol::list_result, protocol::decode_list_result>);
 }
 
 void start(const impl_ptr& impl, protocol::list_samples_params p, request_options o,
            handler_t<protocol::list_samples_result> h) {
   impl->request<protocol::list_samples_result>(
-      "list_samples", json::value(protocol::encode(p)), std::move(o), std::move(h),
+      "list_samples", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
       &by_ref<protocol::list_samples_result, protocol::decode_list_samples_result>);
 }
 
 void start(const impl_ptr& impl, protocol::run_params p, request_options o,
            handler_t<protocol::run_result> h) {
-  impl->request<protocol::run_result>("run", json::value(protocol::encode(p)), std::move(o),
-                                      std::move(h), &decode_run);
+  std::string params;
+  protocol::append_json(params, p);
+  impl->request<protocol::run_result>("run", std::move(params), std::move(o), std::move(h),
+                                      &decode_run);
 }
 
 void start(const impl_ptr& impl, execute_call c, request_options o,
            handler_t<protocol::execute_result> h) {
-  impl->request<protocol::execute_result>("execute", json::value(protocol::encode(c.params)),
-                                          std::move(o), std::move(h), &decode_execute);
+  std::string params;
+  protocol::append_json(params, c.params);
+  impl->request<protocol::execute_result>("execute", std::move(params), std::move(o),
+                                          std::move(h), &decode_execute);
 }
 
 void start(const impl_ptr& impl, protocol::score_params p, request_options o,
            handler_t<protocol::run_result> h) {
-  impl->request<protocol::run_result>("score", json::value(protocol::encode(p)), std::move(o),
+  impl->request<protocol::run_result>("score", json::serialize(protocol::encode(p)), std::move(o),
                                       std::move(h), &decode_run);
 }
 
 void start(const impl_ptr& impl, protocol::cancel_params p, request_options o,
            handler_t<bool> h) {
-  impl->request<bool>("cancel", json::value(protocol::encode(p)), std::move(o), std::move(h),
+  impl->request<bool>("cancel", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
                       &decode_cancel);
 }
 

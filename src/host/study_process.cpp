@@ -139,14 +139,20 @@ tl::expected<spawned_study, error> spawn_study(const asio::any_io_executor& ex,
     env = *cmd.environment;
   else
     for (char** e = ::environ; *e; ++e) env.emplace_back(*e);
-  bp::process proc = bp::default_process_launcher()(
-      ex, ec, exe, args, bp::process_stdio{in, out, err}, bp::process_start_dir{dir},
-      bp::process_environment{env}, close_inherited_fds{});
+  // The error_code overload still throws from some paths (e.g. when pidfd_open is refused).
+  std::optional<bp::process> proc;
+  try {
+    proc.emplace(bp::default_process_launcher()(
+        ex, ec, exe, args, bp::process_stdio{in, out, err}, bp::process_start_dir{dir},
+        bp::process_environment{env}, close_inherited_fds{}));
+  } catch (const std::exception& e) {
+    return fail("cannot start '" + cmd.argv.front() + "': " + e.what());
+  }
   if (ec)
     return fail("cannot start '" + cmd.argv.front() + "': " + ec.message());
   spawned_study s;
   s.io = std::make_unique<pipe_transport>(std::move(out), std::move(in));
-  s.process = std::make_unique<child_process>(std::move(proc), std::move(err));
+  s.process = std::make_unique<child_process>(std::move(*proc), std::move(err));
   return s;
 }
 

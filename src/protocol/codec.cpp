@@ -2,6 +2,7 @@
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/trajectory.hpp>
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
 
@@ -41,6 +42,10 @@ std::string child_path(std::string_view parent, std::string_view key) {
 std::string index_path(std::string_view parent, std::size_t i) {
   return std::string(parent) + '[' + std::to_string(i) + ']';
 }
+
+// A deep copy in the default memory resource. Copy *construction* would share the source's
+// resource, and decoded input may live in a parser arena that is reused for the next line.
+json::value owned(const json::value& v) { return json::value(v, json::storage_ptr()); }
 
 decode_error wrong_type(std::string path, std::string_view expected, const json::value& got) {
   return {std::move(path), "expected " + std::string(expected) + ", got " + std::string(kind_name(got))};
@@ -366,6 +371,9 @@ bool initialize_result::has_capability(std::string_view token) const {
   return false;
 }
 
+json::object run_result::raw() const { return json::parse(raw_json).as_object(); }
+json::object execute_result::raw() const { return json::parse(raw_json).as_object(); }
+
 bool run_result::is_na() const {
   if (scores.empty()) return false;
   for (auto& s : scores)
@@ -382,7 +390,7 @@ decoded<rpc_error> decode_rpc_error(const json::value& v) {
   r.integer("code", e.code);
   r.str("message", e.message, true);
   r.boolean("retryable", e.retryable);
-  if (auto* d = o->if_contains("data"); d && !d->is_null()) e.data = *d;
+  if (auto* d = o->if_contains("data"); d && !d->is_null()) e.data = owned(*d);
   return finish(r, std::move(e));
 }
 
@@ -434,7 +442,7 @@ decoded<run_params> decode_run_params(const json::value& v) {
   return finish(r, std::move(p));
 }
 
-decoded<run_result> decode_run_result(json::value v) {
+decoded<run_result> decode_run_result(const json::value& v, std::string raw_json) {
   auto* o = v.if_object();
   if (!o) return tl::make_unexpected(wrong_type("", "an object", v));
   reader r(*o, "");
@@ -442,7 +450,7 @@ decoded<run_result> decode_run_result(json::value v) {
   read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials,
                 res.seed);
   r.array("input", res.input);
-  if (auto* e = o->if_contains("expected"); e && !e->is_null()) res.expected = *e;
+  if (auto* e = o->if_contains("expected"); e && !e->is_null()) res.expected = owned(*e);
   r.boolean("passed", res.passed);
   r.number("aggregate", res.aggregate);
   r.each_decoded("scores", res.scores, decode_score);
@@ -451,34 +459,40 @@ decoded<run_result> decode_run_result(json::value v) {
   });
   r.boolean("skipped", res.skipped);
   if (r.error()) return tl::make_unexpected(std::move(*r.error()));
-  res.raw = std::move(*o);
+  res.raw_json = raw_json.empty() ? json::serialize(v) : std::move(raw_json);
   return res;
 }
 
-decoded<execute_result> decode_execute_result(json::value v) {
-  auto* o = v.if_object();
-  if (!o) return tl::make_unexpected(wrong_type("", "an object", v));
+decoded<execute_result> decode_execute_result(const json::value& v, std::string raw_json) {
+  if (!v.is_object()) return tl::make_unexpected(wrong_type("", "an object", v));
   // Fill the flat transcript fields from the trajectory before the typed view is read, so the
-  // raw JSON we persist and the typed view agree.
-  if (auto* t = o->if_contains("transcript"); t && t->is_object()) {
-    if (auto e = project_trajectory(t->get_object()))
+  // JSON we persist and the typed view agree.
+  std::optional<json::value> projected;
+  if (auto* t = v.get_object().if_contains("transcript");
+      t && t->is_object() && t->get_object().contains("trajectory")) {
+    projected = owned(v);
+    if (auto e = project_trajectory(projected->get_object()["transcript"].get_object()))
       return tl::make_unexpected(decode_error{"transcript.trajectory", e->message()});
   }
-  reader r(*o, "");
+  const json::object& o = projected ? projected->get_object() : v.get_object();
+  reader r(o, "");
   execute_result res;
   read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials,
                 res.seed);
   r.nested("transcript", [&](const json::object& t, const std::string& p) {
     if (auto e = decode_summary(t, p, res.transcript)) return e;
     reader tr(t, p);
-    if (auto* traj = tr.find("trajectory")) res.transcript.trajectory = *traj;
+    if (auto* traj = tr.find("trajectory")) res.transcript.trajectory = owned(*traj);
     tr.array("events", res.transcript.events);
     tr.object("files", res.transcript.files);
     return std::move(tr.error());
   });
   r.boolean("skipped", res.skipped);
   if (r.error()) return tl::make_unexpected(std::move(*r.error()));
-  res.raw = std::move(*o);
+  if (projected)
+    res.raw_json = json::serialize(*projected);
+  else
+    res.raw_json = raw_json.empty() ? json::serialize(v) : std::move(raw_json);
   return res;
 }
 
@@ -541,7 +555,7 @@ decoded<part> decode_part(const json::value& v) {
       sr.set_error({path, "must have exactly one of uri or data"});
     return std::move(sr.error());
   });
-  if (auto* j = o->if_contains("json")) p.json = *j;
+  if (auto* j = o->if_contains("json")) p.json = owned(*j);
   if (!r.error() && (p.kind == "image" || p.kind == "audio" || p.kind == "file") &&
       !p.uri && !p.data)
     r.set_error({"source", "a " + p.kind + " part needs a source"});
@@ -636,6 +650,70 @@ json::object encode(const list_result& l) {
   json::array evals;
   for (auto& e : l.evals) evals.push_back(encode(e));
   return {{"evals", std::move(evals)}};
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t run = 0;  // start of the pending run of bytes that need no escaping
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out += '"';
+}
+
+void append_json(std::string& out, const run_params& p) {
+  char num[24];
+  auto number = [&](std::int64_t v) {
+    auto [end, ec] = std::to_chars(num, num + sizeof num, v);
+    out.append(num, end);
+  };
+  out += "{\"eval\":";
+  append_json_string(out, p.eval);
+  out += ",\"sample\":";
+  append_json_string(out, p.sample);
+  out += ",\"target\":";
+  append_json_string(out, p.target);
+  if (!p.params.empty()) {
+    out += ",\"params\":{";
+    bool first = true;
+    for (auto& [k, v] : p.params) {
+      if (!first) out += ',';
+      first = false;
+      append_json_string(out, k);
+      out += ':';
+      append_json_string(out, v);
+    }
+    out += '}';
+  }
+  if (p.trial != 0) {
+    out += ",\"trial\":";
+    number(p.trial);
+  }
+  if (p.trials > 1) {
+    out += ",\"trials\":";
+    number(p.trials);
+  }
+  if (p.seed) {
+    out += ",\"seed\":";
+    number(*p.seed);
+  }
+  out += '}';
 }
 
 std::optional<unsigned> version_major(std::string_view version) {

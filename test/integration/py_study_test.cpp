@@ -222,7 +222,7 @@ BOOST_AUTO_TEST_CASE(every_frame_validates_against_the_schema) {
     BOOST_REQUIRE(ex);
     protocol::score_params sp;
     sp.identity = echo_case("b");
-    sp.transcript = ex->raw.at("transcript").as_object();
+    sp.transcript = ex->raw().at("transcript").as_object();
     auto scored = co_await host.score(sp);
     BOOST_TEST(scored.has_value());
     asio::steady_timer timer(ctx, milliseconds(20));

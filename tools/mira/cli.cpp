@@ -330,7 +330,7 @@ asio::awaitable<case_outcome> run_case(host_handle host, plan::planned_case c,
     out.study_died = r.error().code == errc::study_exited;
     out.record = synthesised(c, out.note, is_retryable(r.error().code) || out.study_died);
   } else {
-    out.record = std::move(r->raw);
+    out.record = r->raw();
     if (r->skipped)
       out.st = status::skipped, out.note = "skipped by the study";
     else if (r->is_na())

@@ -20,6 +20,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parser.hpp>
 
 #include <cstdint>
@@ -61,13 +62,17 @@ struct inbound {
   inbound_kind kind = inbound_kind::dropped;
 
   // kind::response: the op is handed back; exactly one of result / study_error / violation.
+  // `result` and `result_text` (the result's exact JSON text, when it could be located) are
+  // only valid until the next on_line(): they live in the parser's arena and the line.
   std::int64_t id = 0;
   std::unique_ptr<pending_op> op;
   boost::json::value result;
+  std::string_view result_text;
   std::optional<protocol::rpc_error> study_error;
   std::string violation;  // the response was malformed (both/neither result and error, ...)
 
   // kind::notification (event / log): correlated by params.request_id (0 = uncorrelated).
+  // `params` is valid until the next on_line(), like `result`.
   std::string method;
   boost::json::value params;
   std::int64_t request_id = 0;
@@ -95,9 +100,10 @@ class multiplexer {
   void set_supports_cancel(bool v) { supports_cancel_ = v; }
   bool supports_cancel() const { return supports_cancel_; }
 
-  /// Queues a request. On a closed connection the op is handed straight back.
+  /// Queues a request; `params_json` is the params' JSON text (empty: no params). On a closed
+  /// connection the op is handed straight back.
   std::unique_ptr<pending_op> add_request(std::int64_t id, std::string_view method,
-                                          const boost::json::value* params,
+                                          std::string_view params_json,
                                           std::unique_ptr<pending_op> op);
 
   bool has_pending_writes() const;
@@ -107,7 +113,8 @@ class multiplexer {
   void on_write_done();
   bool writing() const { return !writing_.empty(); }
 
-  /// Classifies and routes one inbound line.
+  /// Classifies and routes one inbound line. The JSON it hands out lives in an arena that the
+  /// next call reuses: consume it (copy what must outlive it) before calling again.
   inbound on_line(std::string_view line);
 
   /// Applies the cancellation rules above; `cancel_frame_id` is used if a frame is sent.
@@ -148,6 +155,8 @@ class multiplexer {
   std::size_t live_queued_ = 0;  // queued request frames not cancelled
   bool supports_cancel_ = false;
   bool closed_ = false;
+  unsigned char arena_buffer_[16 << 10];  // typical lines parse inside it, without malloc
+  boost::json::monotonic_resource arena_{arena_buffer_, sizeof arena_buffer_};
   boost::json::parser parser_;
   std::set<std::string, std::less<>> logged_;  // reasons/methods already reported once
 };

@@ -27,8 +27,10 @@ decoded<rpc_error> decode_rpc_error(const json::value& v);
 decoded<initialize_result> decode_initialize_result(const json::value& v);
 decoded<list_result> decode_list_result(const json::value& v);
 decoded<list_samples_result> decode_list_samples_result(const json::value& v);
-decoded<run_result> decode_run_result(json::value v);
-decoded<execute_result> decode_execute_result(json::value v);
+/// `raw_json` is the result's text as received, when the caller has it; otherwise the value is
+/// serialized. Values are copied out of `v`: it may live in a parser's arena.
+decoded<run_result> decode_run_result(const json::value& v, std::string raw_json = {});
+decoded<execute_result> decode_execute_result(const json::value& v, std::string raw_json = {});
 decoded<cancel_result> decode_cancel_result(const json::value& v);
 decoded<event_params> decode_event_params(const json::value& v);
 decoded<log_params> decode_log_params(const json::value& v);
@@ -43,6 +45,12 @@ json::object encode(const cancel_params& p);
 json::object encode(const rpc_error& e);
 json::object encode(const eval_info& e);
 json::object encode(const list_result& l);
+
+/// Appends the JSON text of `p` (as encode(p) would serialize it) without building a DOM:
+/// the hot path of every `run` request.
+void append_json(std::string& out, const run_params& p);
+/// Appends `s` as a JSON string literal (quoted and escaped).
+void append_json_string(std::string& out, std::string_view s);
 
 /// Major version of "MAJOR.MINOR"; nullopt when it is not a number.
 std::optional<unsigned> version_major(std::string_view version);

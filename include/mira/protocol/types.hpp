@@ -169,10 +169,14 @@ struct run_result {
   std::vector<protocol::score> scores;
   transcript_summary transcript;
   bool skipped = false;
-  json::object raw;  // the result object exactly as the study sent it
+  /// The result object's JSON text exactly as the study sent it, unknown fields included:
+  /// what the host persists. Text, not a DOM, so a result costs one copy on the hot path.
+  std::string raw_json;
 
   /// Every score is N/A (and there is at least one): neither passed nor failed.
   bool is_na() const;
+  /// raw_json parsed.
+  json::object raw() const;
 };
 
 struct execute_result {
@@ -185,7 +189,11 @@ struct execute_result {
   std::optional<std::int64_t> seed;
   protocol::transcript transcript;
   bool skipped = false;
-  json::object raw;  // as the study sent it, with the trajectory projection applied
+  /// The result's JSON text as the study sent it; re-serialized with the projected flat
+  /// transcript fields when the study sent a trajectory.
+  std::string raw_json;
+
+  json::object raw() const;
 };
 
 /// Params of `score`: a case identity plus the transcript to score, kept as JSON so a stored

@@ -36,7 +36,7 @@ std::string flush(multiplexer& m) {
   return s;
 }
 
-const json::value params = json::object{{"eval", "e"}};
+const std::string params = R"({"eval":"e"})";
 
 }  // namespace
 
@@ -44,8 +44,8 @@ BOOST_AUTO_TEST_SUITE(multiplexer_tests)
 
 BOOST_AUTO_TEST_CASE(requests_are_framed_and_coalesced) {
   multiplexer m;
-  m.add_request(1, "initialize", &params, op(1));
-  m.add_request(2, "list", nullptr, op(2));
+  m.add_request(1, "initialize", params, op(1));
+  m.add_request(2, "list", {}, op(2));
   BOOST_TEST(m.has_pending_writes());
   BOOST_TEST(flush(m) ==
              "{\"id\":1,\"method\":\"initialize\",\"params\":{\"eval\":\"e\"}}\n{\"id\":2,\"method\":\"list\"}\n");
@@ -55,7 +55,7 @@ BOOST_AUTO_TEST_CASE(requests_are_framed_and_coalesced) {
 
 BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
   multiplexer m;
-  for (int i = 1; i <= 3; ++i) m.add_request(i, "run", &params, op(i * 10));
+  for (int i = 1; i <= 3; ++i) m.add_request(i, "run", params, op(i * 10));
   flush(m);
   for (int id : {3, 1, 2}) {
     auto in = m.on_line("{\"id\":" + std::to_string(id) + ",\"result\":{\"v\":" + std::to_string(id) + "}}");
@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
 
 BOOST_AUTO_TEST_CASE(error_responses_and_malformed_ones) {
   multiplexer m;
-  for (int i = 1; i <= 4; ++i) m.add_request(i, "run", &params, op(i));
+  for (int i = 1; i <= 4; ++i) m.add_request(i, "run", params, op(i));
   flush(m);
   auto err = m.on_line(R"({"id":1,"error":{"code":-32602,"message":"no such eval","retryable":true}})");
   BOOST_REQUIRE(err.study_error);
@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(error_responses_and_malformed_ones) {
 
 BOOST_AUTO_TEST_CASE(lines_that_cannot_be_routed_are_dropped_with_a_reason) {
   multiplexer m;
-  m.add_request(1, "run", &params, op(1));
+  m.add_request(1, "run", params, op(1));
   flush(m);
   struct row {
     std::string line;
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(drops_are_flagged_once_per_reason_and_method) {
 
 BOOST_AUTO_TEST_CASE(duplicate_responses_only_complete_once) {
   multiplexer m;
-  m.add_request(1, "run", &params, op(1));
+  m.add_request(1, "run", params, op(1));
   flush(m);
   BOOST_TEST((m.on_line(R"({"id":1,"result":{}})").kind == inbound_kind::response));
   auto again = m.on_line(R"({"id":1,"result":{}})");
@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(duplicate_responses_only_complete_once) {
 
 BOOST_AUTO_TEST_CASE(a_response_to_an_unsent_request_is_unknown) {
   multiplexer m;
-  m.add_request(1, "run", &params, op(1));
+  m.add_request(1, "run", params, op(1));
   auto in = m.on_line(R"({"id":1,"result":{}})");  // guessed the id before it was written
   BOOST_TEST((in.reason == drop_reason::unknown_id));
   BOOST_TEST(m.find(1) != nullptr);
@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(a_response_to_an_unsent_request_is_unknown) {
 
 BOOST_AUTO_TEST_CASE(notifications_correlate_by_request_id) {
   multiplexer m;
-  m.add_request(7, "run", &params, op(7));
+  m.add_request(7, "run", params, op(7));
   flush(m);
   auto ev = m.on_line(R"({"method":"event","params":{"request_id":7,"kind":"started"}})");
   BOOST_REQUIRE((ev.kind == inbound_kind::notification));
@@ -188,8 +188,8 @@ BOOST_AUTO_TEST_CASE(cancellation_table) {
     BOOST_TEST_CONTEXT("row " << n++) {
       multiplexer m;
       m.set_supports_cancel(r.supports_cancel);
-      m.add_request(1, "run", &params, op(1));
-      m.add_request(2, "run", &params, op(2));  // a neighbour that must be unaffected
+      m.add_request(1, "run", params, op(1));
+      m.add_request(2, "run", params, op(2));  // a neighbour that must be unaffected
       std::string in_flight;
       if (r.state != st::queued) in_flight = write_batch(m);
       if (r.state == st::written) m.on_write_done();
@@ -230,9 +230,9 @@ BOOST_AUTO_TEST_CASE(cancellation_table) {
 BOOST_AUTO_TEST_CASE(cancel_frames_go_ahead_of_queued_requests) {
   multiplexer m;
   m.set_supports_cancel(true);
-  m.add_request(1, "run", &params, op(1));
+  m.add_request(1, "run", params, op(1));
   flush(m);
-  m.add_request(2, "run", &params, op(2));
+  m.add_request(2, "run", params, op(2));
   m.cancel(1, ct::terminal, 3);
   BOOST_TEST(flush(m) ==
              "{\"id\":3,\"method\":\"cancel\",\"params\":{\"id\":1}}\n{\"id\":2,\"method\":\"run\",\"params\":{\"eval\":\"e\"}}\n");
@@ -241,8 +241,8 @@ BOOST_AUTO_TEST_CASE(cancel_frames_go_ahead_of_queued_requests) {
 BOOST_AUTO_TEST_CASE(frames_in_a_write_are_never_torn) {
   multiplexer m(64);  // small batches: one frame per write
   m.set_supports_cancel(true);
-  m.add_request(1, "run", &params, op(1));
-  m.add_request(2, "run", &params, op(2));
+  m.add_request(1, "run", params, op(1));
+  m.add_request(2, "run", params, op(2));
   std::vector<asio::const_buffer> bufs;
   m.prepare_write(bufs);
   BOOST_REQUIRE(bufs.size() == 1u);
@@ -259,15 +259,15 @@ BOOST_AUTO_TEST_CASE(frames_in_a_write_are_never_torn) {
 
 BOOST_AUTO_TEST_CASE(close_hands_back_every_waiting_request) {
   multiplexer m;
-  for (int i = 1; i <= 1000; ++i) m.add_request(i, "run", &params, op(i));
+  for (int i = 1; i <= 1000; ++i) m.add_request(i, "run", params, op(i));
   write_batch(m);  // some writing
   m.on_write_done();
-  for (int i = 1001; i <= 1500; ++i) m.add_request(i, "run", &params, op(i));  // some queued
+  for (int i = 1001; i <= 1500; ++i) m.add_request(i, "run", params, op(i));  // some queued
   auto ops = m.close();
   BOOST_TEST(ops.size() == 1500u);
   BOOST_TEST(m.closed());
   BOOST_TEST(m.outstanding() == 0u);
-  auto bounced = m.add_request(2000, "run", &params, op(2000));
+  auto bounced = m.add_request(2000, "run", params, op(2000));
   BOOST_REQUIRE(bounced);
   BOOST_TEST(tag_of(bounced) == 2000);
 }

@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
     BOOST_TEST(r2.sample == "b");
     BOOST_TEST(r3.sample == "c");
     BOOST_TEST(order[0] == 2u);  // the last request was answered first
-    BOOST_TEST(r1.raw.contains("echo_id"));  // unknown fields kept
+    BOOST_TEST(r1.raw().contains("echo_id"));  // unknown fields kept
   });
 }
 
@@ -440,7 +440,7 @@ BOOST_AUTO_TEST_CASE(explicit_cancel_and_execute_projection) {
     BOOST_REQUIRE(ex);
     BOOST_TEST(ex->transcript.final_response == "done");
     BOOST_TEST(ex->transcript.tool_calls_count == 1);
-    BOOST_TEST(ex->raw.at("transcript").at("tool_calls").as_array().size() == 1u);
+    BOOST_TEST(ex->raw().at("transcript").at("tool_calls").as_array().size() == 1u);
   });
 }
 

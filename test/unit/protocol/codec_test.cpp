@@ -26,8 +26,13 @@ BOOST_AUTO_TEST_CASE(run_result_defaults_missing_fields_and_keeps_unknown_ones) 
   BOOST_TEST((r->transcript.error_kind == error_kind::subject));
   BOOST_TEST(!r->is_na());
   // Unknown fields travel with the raw JSON, at every level.
-  BOOST_TEST(r->raw.contains("future_field"));
-  BOOST_TEST(r->raw.at("transcript").as_object().contains("energy_joules"));
+  auto raw = r->raw();
+  BOOST_TEST(raw.contains("future_field"));
+  BOOST_TEST(raw.at("transcript").as_object().contains("energy_joules"));
+  // Text handed in is kept byte for byte.
+  auto exact = decode_run_result(v, "{ \"as\": \"sent\" }");
+  BOOST_REQUIRE(exact);
+  BOOST_TEST(exact->raw_json == "{ \"as\": \"sent\" }");
 }
 
 BOOST_AUTO_TEST_CASE(trials_zero_or_absent_means_one) {

@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(execute_result_fills_only_unset_fields) {
   BOOST_TEST(r->transcript.usage.input_tokens == 1120);
   BOOST_TEST(r->transcript.trajectory.has_value());
   // The persisted raw JSON agrees with the typed view.
-  BOOST_TEST(r->raw.at("transcript").at("tool_calls_count").as_int64() == 2);
+  BOOST_TEST(r->raw().at("transcript").at("tool_calls_count").as_int64() == 2);
 }
 
 BOOST_AUTO_TEST_CASE(non_v1_trajectory_is_an_error_not_a_crash) {

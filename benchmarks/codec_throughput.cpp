@@ -1,0 +1,97 @@
+// Codec cost per line, side by side with plain Boost.JSON on the same bytes:
+//   parse           boost::json::parse of a typical RunResult response line (the floor)
+//   classify        multiplexer::on_line: parse into the arena, classify, route by id
+//   classify+decode the above plus decode_run_result (typed view + raw text kept)
+//   encode run      the `run` request frame text, vs json::serialize of the same params
+//
+//   codec_throughput [-n ITERATIONS]
+#include <mira/detail/multiplexer.hpp>
+#include <mira/protocol/codec.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace json = boost::json;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+const std::string line =
+    R"({"id":7,"result":{"eval":"bench","sample":"s","target":"sim","input":["What is the answer?"],)"
+    R"("expected":"42","passed":true,"aggregate":1.0,"scores":[{"scorer":"contains",)"
+    R"("value":1.0,"pass":true,"reason":"found \"42\""},{"scorer":"length","value":1.0,)"
+    R"("pass":true,"reason":"short enough"}],"transcript":{"final_response":)"
+    R"("Hi! The answer is 42. I looked it up and double-checked the arithmetic.",)"
+    R"("iterations":2,"tool_calls_count":1,"tool_calls":["calculator"],"usage":)"
+    R"({"input_tokens":120,"output_tokens":48,"cache_read_tokens":64,"reasoning_tokens":12,)"
+    R"("cost_usd":0.00042},"timing":{"duration_ms":420,"time_to_first_token_ms":180},)"
+    R"("metadata":{"trace":"https://example.invalid/t/1"}},"skipped":false}})";
+
+struct pending : mira::detail::pending_op {};
+
+template <class F>
+void measure(const char* name, std::size_t n, std::size_t bytes, F&& f) {
+  for (std::size_t i = 0; i < n / 10; ++i) f(i);  // warm up
+  auto t0 = clock_type::now();
+  for (std::size_t i = 0; i < n; ++i) f(i);
+  double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  std::printf("%-16s lines_per_sec %10.0f  MB_per_sec %7.1f  ns_per_line %6.0f\n", name, n / s,
+              static_cast<double>(n * bytes) / s / 1e6, s / static_cast<double>(n) * 1e9);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t n = 300000;
+  if (argc == 3 && std::string(argv[1]) == "-n") n = std::strtoull(argv[2], nullptr, 10);
+  std::size_t sink = 0;
+  std::printf("codec_throughput: %zu-byte RunResult line, %zu iterations\n", line.size(), n);
+
+  measure("parse", n, line.size(), [&](std::size_t) {
+    auto v = json::parse(line);
+    sink += v.as_object().size();
+  });
+
+  mira::detail::multiplexer mux;
+  std::int64_t id = 7;
+  auto route = [&](bool decode) {
+    mux.add_request(id, "run", "{}", std::make_unique<pending>());
+    std::vector<boost::asio::const_buffer> bufs;
+    mux.prepare_write(bufs);
+    mux.on_write_done();
+    auto in = mux.on_line(line);
+    if (decode) {
+      auto r = mira::protocol::decode_run_result(in.result, std::string(in.result_text));
+      sink += r->scores.size();
+    }
+    sink += in.id != 0;
+  };
+  measure("classify", n, line.size(), [&](std::size_t) { route(false); });
+  measure("classify+decode", n, line.size(), [&](std::size_t) { route(true); });
+
+  mira::protocol::run_params p;
+  p.eval = "bench";
+  p.sample = "sample-000123";
+  p.target = "anthropic/claude-opus";
+  p.params = {{"effort", "high"}};
+  p.trial = 2;
+  p.trials = 8;
+  p.seed = 44;
+  std::string out;
+  out.reserve(256);
+  measure("encode run", n, 120, [&](std::size_t) {
+    out.clear();
+    mira::protocol::append_json(out, p);
+    sink += out.size();
+  });
+  measure("serialize run", n, 120, [&](std::size_t) {
+    out = json::serialize(mira::protocol::encode(p));
+    sink += out.size();
+  });
+  return sink == 0;  // keeps the work observable
+}
