@@ -1,6 +1,8 @@
-// The cheapest possible study, for measuring the host: it answers every `run` at once with a
-// canned RunResult (about 560 bytes), reading and writing in large chunks. It does not parse
-// JSON; it finds "id" and "method" by scanning, which is all a benchmark peer needs.
+// The cheapest possible study, for measuring the host: it answers every `run` at once, reading
+// and writing in large chunks. It does not parse JSON; it finds "id", "method" and "params" by
+// scanning, which is all a benchmark peer needs.
+//   (default)   a minimal valid RunResult that echoes the case identity (~230 bytes)
+//   --typical   a typical RunResult with scores, usage, timing and metadata (~680 bytes)
 #include <unistd.h>
 
 #include <cstdint>
@@ -43,14 +45,34 @@ constexpr std::string_view run_result =
     R"("cost_usd":0.00042},"timing":{"duration_ms":420,"time_to_first_token_ms":180},)"
     R"("metadata":{"trace":"https://example.invalid/t/1"}},"skipped":false})";
 
+bool typical = false;
+
+// The request's params object, e.g. {"eval":"e","sample":"s","target":"t"}.
+std::string_view params_of(std::string_view line) {
+  auto pos = line.find("\"params\":{");
+  if (pos == std::string_view::npos) return {};
+  auto start = pos + 9;
+  auto end = line.find('}', start);  // run params hold no nested objects but `params`
+  auto nested = line.find('{', start + 1);
+  if (nested < end) end = line.find('}', line.find('}', start) + 1);
+  return end == std::string_view::npos ? std::string_view{} : line.substr(start, end - start + 1);
+}
+
 void answer(std::string_view line) {
   auto id = field(line, "\"id\":");
   auto method = field(line, "\"method\":");
   out += "{\"id\":";
   out += id;
   out += ",\"result\":";
-  if (method == "\"run\"") {
+  if (method == "\"run\"" && typical) {
     out += run_result;
+  } else if (method == "\"run\"") {
+    auto params = params_of(line);
+    out += params.substr(0, params.size() - 1);  // the identity, echoed
+    out += R"(,"passed":true,"aggregate":1.0,"scores":[{"scorer":"echo","value":1.0,)"
+           R"("pass":true,"reason":"echo"}],"transcript":{"final_response":"","iterations":0,)"
+           R"("tool_calls_count":0,"usage":{"input_tokens":0,"output_tokens":0,"cost_usd":0.0}},)"
+           R"("skipped":false})";
   } else if (method == "\"initialize\"") {
     out += R"({"protocol_version":"1.1","study":"echo","evals":1,"capabilities":["cancel"]})";
   } else if (method == "\"list\"") {
@@ -64,7 +86,8 @@ void answer(std::string_view line) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  typical = argc > 1 && std::string_view(argv[1]) == "--typical";
   std::string in;
   char buf[1 << 16];
   for (;;) {

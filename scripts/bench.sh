@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds (Release) and runs the benchmarks; each prints its figures beside its baseline.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${BUILD_DIR:-build-release}"
+BUILD_DIR="$build" BUILD_TYPE=Release CMAKE_ARGS="-DMIRA_BUILD_TESTS=OFF" scripts/setup.sh > /dev/null
+echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+echo "== codec"
+"$build/benchmarks/codec_throughput"
+for c in 1 8 64 512; do
+  echo "== host_throughput, minimal echo results, c=$c"
+  "$build/benchmarks/host_throughput" -n 100000 -c "$c" -r 3 -- "$build/benchmarks/echo_study"
+done
+echo "== host_throughput, typical results, c=64"
+"$build/benchmarks/host_throughput" -n 100000 -c 64 -r 3 -- "$build/benchmarks/echo_study" --typical
