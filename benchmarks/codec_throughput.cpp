@@ -5,6 +5,8 @@
 //   encode run      the `run` request frame text, vs json::serialize of the same params
 //
 //   codec_throughput [-n ITERATIONS]
+#include "typical_result.hpp"
+
 #include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
 
@@ -22,15 +24,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 const std::string line =
-    R"({"id":7,"result":{"eval":"bench","sample":"s","target":"sim","input":["What is the answer?"],)"
-    R"("expected":"42","passed":true,"aggregate":1.0,"scores":[{"scorer":"contains",)"
-    R"("value":1.0,"pass":true,"reason":"found \"42\""},{"scorer":"length","value":1.0,)"
-    R"("pass":true,"reason":"short enough"}],"transcript":{"final_response":)"
-    R"("Hi! The answer is 42. I looked it up and double-checked the arithmetic.",)"
-    R"("iterations":2,"tool_calls_count":1,"tool_calls":["calculator"],"usage":)"
-    R"({"input_tokens":120,"output_tokens":48,"cache_read_tokens":64,"reasoning_tokens":12,)"
-    R"("cost_usd":0.00042},"timing":{"duration_ms":420,"time_to_first_token_ms":180},)"
-    R"("metadata":{"trace":"https://example.invalid/t/1"}},"skipped":false}})";
+    "{\"id\":7,\"result\":" + std::string(bench::typical_run_result) + "}";
 
 struct pending : mira::detail::pending_op {};
 

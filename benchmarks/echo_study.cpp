@@ -3,6 +3,8 @@
 // scanning, which is all a benchmark peer needs.
 //   (default)   a minimal valid RunResult that echoes the case identity (~230 bytes)
 //   --typical   a typical RunResult with scores, usage, timing and metadata (~680 bytes)
+#include "typical_result.hpp"
+
 #include <unistd.h>
 
 #include <cstdint>
@@ -34,17 +36,6 @@ std::string_view field(std::string_view line, std::string_view key) {
   return line.substr(pos, end - pos);
 }
 
-constexpr std::string_view run_result =
-    R"({"eval":"bench","sample":"s","target":"sim","input":["What is the answer?"],)"
-    R"("expected":"42","passed":true,"aggregate":1.0,"scores":[{"scorer":"contains",)"
-    R"("value":1.0,"pass":true,"reason":"found \"42\""},{"scorer":"length","value":1.0,)"
-    R"("pass":true,"reason":"short enough"}],"transcript":{"final_response":)"
-    R"("Hi! The answer is 42. I looked it up and double-checked the arithmetic.",)"
-    R"("iterations":2,"tool_calls_count":1,"tool_calls":["calculator"],"usage":)"
-    R"({"input_tokens":120,"output_tokens":48,"cache_read_tokens":64,"reasoning_tokens":12,)"
-    R"("cost_usd":0.00042},"timing":{"duration_ms":420,"time_to_first_token_ms":180},)"
-    R"("metadata":{"trace":"https://example.invalid/t/1"}},"skipped":false})";
-
 bool typical = false;
 
 // The request's params object, e.g. {"eval":"e","sample":"s","target":"t"}.
@@ -65,7 +56,7 @@ void answer(std::string_view line) {
   out += id;
   out += ",\"result\":";
   if (method == "\"run\"" && typical) {
-    out += run_result;
+    out += bench::typical_run_result;
   } else if (method == "\"run\"") {
     auto params = params_of(line);
     out += params.substr(0, params.size() - 1);  // the identity, echoed

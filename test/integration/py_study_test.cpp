@@ -53,6 +53,18 @@ std::vector<json::object> frames(const std::string& path) {
   return out;
 }
 
+// Runs `n` copies of one case concurrently and returns every outcome.
+asio::awaitable<std::vector<tl::expected<protocol::run_result, error>>> run_many(host_handle host,
+                                                                                 int n) {
+  auto ex = co_await asio::this_coro::executor;
+  using op_t = decltype(asio::co_spawn(ex, host.run(echo_case("a")), asio::deferred));
+  std::vector<op_t> ops;
+  for (int i = 0; i < n; ++i) ops.push_back(asio::co_spawn(ex, host.run(echo_case("a")), asio::deferred));
+  auto [order, excs, results] = co_await asio::experimental::make_parallel_group(std::move(ops))
+                                    .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+  co_return std::move(results);
+}
+
 std::string method_of(const json::object& f) {
   auto* m = f.if_contains("method");
   return m && m->is_string() ? std::string(m->get_string()) : std::string();
@@ -124,14 +136,10 @@ BOOST_AUTO_TEST_CASE(fail_fast_group_cancels_the_slow_siblings) {
 }
 
 BOOST_AUTO_TEST_CASE(a_study_dying_mid_run_fails_every_pending_request) {
-  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+  run_co([](asio::io_context&) -> asio::awaitable<void> {
     auto cmd = py_study({"--run-ms", "10000", "--die-after", "3"});
     auto host = co_await start(cmd);
-    using op_t = decltype(asio::co_spawn(ctx, host.run(echo_case("a")), asio::deferred));
-    std::vector<op_t> ops;
-    for (int i = 0; i < 3; ++i) ops.push_back(asio::co_spawn(ctx, host.run(echo_case("a")), asio::deferred));
-    auto [order, excs, results] = co_await asio::experimental::make_parallel_group(std::move(ops))
-                                      .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    auto results = co_await run_many(host, 3);
     for (auto& r : results) {
       BOOST_REQUIRE(!r);
       BOOST_TEST(r.error().code == errc::study_exited);
@@ -161,7 +169,7 @@ BOOST_AUTO_TEST_CASE(a_study_killed_by_a_signal_is_reported_as_such) {
 BOOST_AUTO_TEST_CASE(a_stderr_flood_never_stalls_the_answers) {
   constexpr std::size_t flood = std::size_t{100} << 20;
   std::size_t bytes = 0, lines = 0;
-  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
     auto o = test_options();
     o.on_stderr_line = [&](std::string_view l) {
       bytes += l.size() + 1;
@@ -169,11 +177,7 @@ BOOST_AUTO_TEST_CASE(a_stderr_flood_never_stalls_the_answers) {
     };
     auto cmd = py_study({"--stderr-flood", std::to_string(flood)});
     auto host = co_await start(cmd, o);
-    using op_t = decltype(asio::co_spawn(ctx, host.run(echo_case("a")), asio::deferred));
-    std::vector<op_t> ops;
-    for (int i = 0; i < 20; ++i) ops.push_back(asio::co_spawn(ctx, host.run(echo_case("a")), asio::deferred));
-    auto [order, excs, results] = co_await asio::experimental::make_parallel_group(std::move(ops))
-                                      .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    auto results = co_await run_many(host, 20);
     for (auto& r : results) BOOST_TEST(r.has_value());
     auto st = co_await host.shutdown();
     BOOST_REQUIRE(st);
@@ -185,16 +189,12 @@ BOOST_AUTO_TEST_CASE(a_stderr_flood_never_stalls_the_answers) {
 
 BOOST_AUTO_TEST_CASE(garbage_and_overlong_lines_are_skipped) {
   captured_log log;
-  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
     auto o = test_options(&log);
     o.max_line_bytes = 1 << 20;
     auto cmd = py_study({"--garbage"});
     auto host = co_await start(cmd, o);
-    using op_t = decltype(asio::co_spawn(ctx, host.run(echo_case("a")), asio::deferred));
-    std::vector<op_t> ops;
-    for (int i = 0; i < 5; ++i) ops.push_back(asio::co_spawn(ctx, host.run(echo_case("a")), asio::deferred));
-    auto [order, excs, results] = co_await asio::experimental::make_parallel_group(std::move(ops))
-                                      .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    auto results = co_await run_many(host, 5);
     for (auto& r : results) BOOST_TEST(r.has_value());
     co_await host.shutdown();
   });
