@@ -23,8 +23,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-const std::string line =
-    "{\"id\":7,\"result\":" + std::string(bench::typical_run_result) + "}";
+const std::string line = "{\"id\":7,\"result\":" + std::string(bench::typical_run_result) + "}";
 
 struct pending : mira::detail::pending_op {};
 

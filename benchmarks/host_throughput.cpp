@@ -191,9 +191,12 @@ int main(int argc, char** argv) {
       continue;
     }
     if (i + 1 >= argc) break;
-    if (a == "-n") n = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "-c") c = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "-r") rounds = std::strtoull(argv[++i], nullptr, 10);
+    if (a == "-n")
+      n = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "-c")
+      c = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "-r")
+      rounds = std::strtoull(argv[++i], nullptr, 10);
   }
   if (study.empty() || n == 0 || c == 0 || rounds == 0) {
     std::fprintf(stderr, "usage: host_throughput -n N -c C [-r ROUNDS] -- STUDY_CMD [ARGS...]\n");

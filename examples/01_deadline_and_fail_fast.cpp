@@ -46,12 +46,12 @@ asio::awaitable<void> demo(std::vector<std::string> argv) {
     co_return;
   }
   auto init = co_await host->initialize();
-  if (!init) co_return (void)std::fprintf(stderr, "%s\n", init.error().message().c_str());
+  if (!init) co_return (void) std::fprintf(stderr, "%s\n", init.error().message().c_str());
 
   // 1. One case.
   auto greet = co_await host->run(make_case("greet", "hi"));
-  std::printf("greet/hi: %s\n", greet ? (greet->passed ? "passed" : "failed")
-                                      : greet.error().message().c_str());
+  std::printf("greet/hi: %s\n",
+              greet ? (greet->passed ? "passed" : "failed") : greet.error().message().c_str());
 
   // 2. A deadline: whichever finishes first wins; the loser is cancelled.
   asio::steady_timer deadline(ex, std::chrono::milliseconds(100));
@@ -63,7 +63,8 @@ asio::awaitable<void> demo(std::vector<std::string> argv) {
   using op_type = decltype(asio::co_spawn(ex, host->run(make_case("", "")), asio::deferred));
   std::vector<op_type> ops;
   ops.push_back(asio::co_spawn(ex, host->run(make_case("slow", "long-task")), asio::deferred));
-  ops.push_back(asio::co_spawn(ex, host->run(make_case("greet", "no-such-sample")), asio::deferred));
+  ops.push_back(
+      asio::co_spawn(ex, host->run(make_case("greet", "no-such-sample")), asio::deferred));
   auto [order, exceptions, results] =
       co_await asio::experimental::make_parallel_group(std::move(ops))
           .async_wait(first_failure{}, asio::use_awaitable);

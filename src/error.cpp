@@ -3,9 +3,9 @@
 
 #include <boost/asio/error.hpp>
 
+#include <string.h>
 #include <cstring>
 #include <ostream>
-#include <string.h>
 
 namespace mira {
 
@@ -16,15 +16,24 @@ class category_impl final : public boost::system::error_category {
   const char* name() const noexcept override { return "mira"; }
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
-      case errc::study_error: return "the study reported an error";
-      case errc::study_error_retryable: return "the study reported a retryable error";
-      case errc::study_exited: return "the study exited or closed its output";
-      case errc::bad_response: return "the study sent a malformed response";
-      case errc::incompatible_protocol: return "the study speaks an incompatible protocol";
-      case errc::not_supported: return "the study does not support this request";
-      case errc::cursor_loop: return "the study's sample cursor repeats";
-      case errc::spawn_failed: return "the study could not be started";
-      case errc::not_initialized: return "the study has not been initialized";
+      case errc::study_error:
+        return "the study reported an error";
+      case errc::study_error_retryable:
+        return "the study reported a retryable error";
+      case errc::study_exited:
+        return "the study exited or closed its output";
+      case errc::bad_response:
+        return "the study sent a malformed response";
+      case errc::incompatible_protocol:
+        return "the study speaks an incompatible protocol";
+      case errc::not_supported:
+        return "the study does not support this request";
+      case errc::cursor_loop:
+        return "the study's sample cursor repeats";
+      case errc::spawn_failed:
+        return "the study could not be started";
+      case errc::not_initialized:
+        return "the study has not been initialized";
     }
     return "unknown mira error";
   }
@@ -37,15 +46,20 @@ const boost::system::error_category& category() {
   return c;
 }
 
-error_code make_error_code(errc e) { return {static_cast<int>(e), category()}; }
+error_code make_error_code(errc e) {
+  return {static_cast<int>(e), category()};
+}
 
-std::ostream& operator<<(std::ostream& os, errc e) { return os << make_error_code(e); }
+std::ostream& operator<<(std::ostream& os, errc e) {
+  return os << make_error_code(e);
+}
 
-bool is_retryable(const error_code& ec) { return ec == errc::study_error_retryable; }
+bool is_retryable(const error_code& ec) {
+  return ec == errc::study_error_retryable;
+}
 
 bool is_fatal(const error_code& ec) {
-  return ec == errc::study_exited || ec == errc::incompatible_protocol ||
-         ec == errc::spawn_failed;
+  return ec == errc::study_exited || ec == errc::incompatible_protocol || ec == errc::spawn_failed;
 }
 
 std::string exit_status::to_string() const {

@@ -8,10 +8,14 @@ namespace mira {
 
 std::string_view to_string(log_level l) {
   switch (l) {
-    case log_level::debug: return "debug";
-    case log_level::info: return "info";
-    case log_level::warning: return "warning";
-    case log_level::error: return "error";
+    case log_level::debug:
+      return "debug";
+    case log_level::info:
+      return "info";
+    case log_level::warning:
+      return "warning";
+    case log_level::error:
+      return "error";
   }
   return "?";
 }

@@ -11,8 +11,8 @@
 #include <boost/json.hpp>
 
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -53,8 +53,9 @@ constexpr int page_size = 10;
 json::array arithmetic_page(int from) {
   json::array samples;
   for (int i = from; i < from + page_size && i < arithmetic_samples; ++i)
-    samples.push_back(json::object{{"id", "case-" + std::to_string(i)},
-                                   {"metadata", json::object{{"difficulty", i % 3 == 0 ? "hard" : "easy"}}}});
+    samples.push_back(
+        json::object{{"id", "case-" + std::to_string(i)},
+                     {"metadata", json::object{{"difficulty", i % 3 == 0 ? "hard" : "easy"}}}});
   return samples;
 }
 
@@ -76,12 +77,11 @@ json::object list_result() {
                               json::object{{"id", "hello"}, {"tags", json::array{"smoke"}}},
                               json::object{{"id", "hey"}}}},
       {"scorers", json::array{"contains(\"42\")"}},
-      {"targets",
-       json::array{sim_target(),
-                   json::object{{"label", "anthropic/claude-opus"},
-                                {"provider", "anthropic"},
-                                {"available", false},
-                                {"metadata", json::object{{"price_tier", "premium"}}}}}},
+      {"targets", json::array{sim_target(),
+                              json::object{{"label", "anthropic/claude-opus"},
+                                           {"provider", "anthropic"},
+                                           {"available", false},
+                                           {"metadata", json::object{{"price_tier", "premium"}}}}}},
       {"metadata", json::object{{"suite", "smoke"}}}});
   evals.push_back(json::object{{"name", "arithmetic"},
                                {"description", "Adds two numbers (paginated dataset)"},
@@ -95,7 +95,8 @@ json::object list_result() {
       {"samples", json::array{json::object{{"id", "puzzle-1"}}, json::object{{"id", "puzzle-2"}}}},
       {"scorers", json::array{"succeeded"}},
       {"targets", json::array{sim_target()}},
-      {"axes", json::array{json::object{{"name", "effort"}, {"values", json::array{"low", "high"}}}}},
+      {"axes",
+       json::array{json::object{{"name", "effort"}, {"values", json::array{"low", "high"}}}}},
       {"max_turns", 4}});
   evals.push_back(json::object{{"name", "coin"},
                                {"description", "A seeded stochastic subject, repeated"},
@@ -139,7 +140,9 @@ json::object transcript(std::string final_response, std::int64_t in, std::int64_
   return {{"final_response", std::move(final_response)},
           {"iterations", 1},
           {"tool_calls_count", 0},
-          {"usage", json::object{{"input_tokens", in}, {"output_tokens", out}, {"cost_usd", 0.00001 * static_cast<double>(in + out)}}},
+          {"usage", json::object{{"input_tokens", in},
+                                 {"output_tokens", out},
+                                 {"cost_usd", 0.00001 * static_cast<double>(in + out)}}},
           {"timing", json::object{{"duration_ms", duration_ms}}}};
 }
 
@@ -223,7 +226,8 @@ void run_case(json::value id, json::object params, std::shared_ptr<running> stat
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    finish(r, json::array{score("succeeded", true, "finished")}, transcript("done", 10, 10, slow_ms));
+    finish(r, json::array{score("succeeded", true, "finished")},
+           transcript("done", 10, 10, slow_ms));
   } else if (eval == "events") {
     emit_event(rid, params, "started");
     emit_event(rid, params, "turn", {{"turn", 0}});
@@ -263,17 +267,21 @@ void handle(json::object msg) {
   if (method == "initialize") {
     json::array caps{"axes", "events", "usage", "trials", "paginate"};
     if (advertise_cancel) caps.push_back("cancel");
-    reply(id, json::object{{"protocol_version", "1.1"},
-                           {"study", "example-study"},
-                           {"study_version", "0.1.0"},
-                           {"evals", 7},
-                           {"capabilities", std::move(caps)},
-                           {"capability_params",
-                            json::object{{"events", json::object{{"kinds", json::array{"started", "turn", "tool_call", "output", "finished"}}}}}}});
+    reply(id, json::object{
+                  {"protocol_version", "1.1"},
+                  {"study", "example-study"},
+                  {"study_version", "0.1.0"},
+                  {"evals", 7},
+                  {"capabilities", std::move(caps)},
+                  {"capability_params",
+                   json::object{
+                       {"events", json::object{{"kinds", json::array{"started", "turn", "tool_call",
+                                                                     "output", "finished"}}}}}}});
   } else if (method == "list") {
     reply(id, list_result());
   } else if (method == "list_samples") {
-    if (str(params, "eval") != "arithmetic") return reply_error(id, -32602, "eval has no more pages");
+    if (str(params, "eval") != "arithmetic")
+      return reply_error(id, -32602, "eval has no more pages");
     int from = 0;
     try {
       from = std::stoi(str(params, "cursor"));
@@ -325,7 +333,8 @@ int main(int argc, char** argv) {
     boost::system::error_code ec;
     json::value v = json::parse(line, ec);
     if (ec || !v.is_object()) {
-      send(json::object{{"method", "log"}, {"params", json::object{{"message", "unparseable request skipped"}}}});
+      send(json::object{{"method", "log"},
+                        {"params", json::object{{"message", "unparseable request skipped"}}}});
       continue;
     }
     handle(std::move(v.as_object()));

@@ -17,15 +17,15 @@ namespace mira {
 using boost::system::error_code;
 
 enum class errc {
-  study_error = 1,            // the study answered with an error object (not retryable)
-  study_error_retryable,      // ... flagged `retryable: true`
-  study_exited,               // the study closed its stdout or exited
-  bad_response,               // a response was malformed or did not decode into its type
-  incompatible_protocol,      // the study's protocol major differs from ours
-  not_supported,              // the study did not advertise the capability this call needs
-  cursor_loop,                // list_samples returned a cursor it had returned before
-  spawn_failed,               // the study command could not be started
-  not_initialized,            // a call that needs initialize's result came before it
+  study_error = 1,        // the study answered with an error object (not retryable)
+  study_error_retryable,  // ... flagged `retryable: true`
+  study_exited,           // the study closed its stdout or exited
+  bad_response,           // a response was malformed or did not decode into its type
+  incompatible_protocol,  // the study's protocol major differs from ours
+  not_supported,          // the study did not advertise the capability this call needs
+  cursor_loop,            // list_samples returned a cursor it had returned before
+  spawn_failed,           // the study command could not be started
+  not_initialized,        // a call that needs initialize's result came before it
 };
 
 const boost::system::error_category& category();
@@ -39,8 +39,8 @@ bool is_fatal(const error_code& ec);
 
 /// How the study process ended, when it has.
 struct exit_status {
-  int code = -1;    // exit code when it exited normally
-  int signal = 0;   // signal number when it was killed by one
+  int code = -1;                  // exit code when it exited normally
+  int signal = 0;                 // signal number when it was killed by one
   std::string to_string() const;  // "exit code 3" / "killed by signal 9 (SIGKILL)"
 };
 
@@ -48,8 +48,8 @@ struct exit_status {
 /// are kept apart from text the host made (message).
 struct diagnostics {
   std::optional<protocol::rpc_error> study_error;
-  std::string message;                 // host-made explanation, empty when ec says it all
-  std::optional<exit_status> exit;     // set when the study process ended
+  std::string message;                   // host-made explanation, empty when ec says it all
+  std::optional<exit_status> exit;       // set when the study process ended
   std::vector<std::string> stderr_tail;  // last lines the study wrote on stderr
 
   void clear() { *this = diagnostics{}; }

@@ -21,10 +21,10 @@
 // async_shutdown() for a graceful exit. Destroying the io_context also kills the study.
 #pragma once
 
+#include <mira/detail/transport.hpp>
 #include <mira/error.hpp>
 #include <mira/log.hpp>
 #include <mira/protocol/codec.hpp>
-#include <mira/detail/transport.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -103,7 +103,8 @@ struct execute_call {
 };
 
 using impl_ptr = std::shared_ptr<host_impl>;
-void start(const impl_ptr&, initialize_call, request_options, handler_t<protocol::initialize_result>);
+void start(const impl_ptr&, initialize_call, request_options,
+           handler_t<protocol::initialize_result>);
 void start(const impl_ptr&, list_call, request_options, handler_t<protocol::list_result>);
 void start(const impl_ptr&, list_all_call, request_options, handler_t<protocol::list_result>);
 void start(const impl_ptr&, protocol::list_samples_params, request_options,
@@ -140,11 +141,10 @@ class host_handle {
   static host_handle connect(ReadStream study_output, WriteStream study_input,
                              host_options opts = {}) {
     auto ex = study_output.get_executor();
-    return host_handle(
-        ex,
-        std::make_unique<detail::stream_transport<ReadStream, WriteStream>>(
-            std::move(study_output), std::move(study_input)),
-        std::move(opts));
+    return host_handle(ex,
+                       std::make_unique<detail::stream_transport<ReadStream, WriteStream>>(
+                           std::move(study_output), std::move(study_input)),
+                       std::move(opts));
   }
 
   executor_type get_executor() const;
@@ -186,8 +186,7 @@ class host_handle {
   /// from the ATIF trajectory where the study left them unset. Needs the `execute` capability.
   template <class Token>
   auto async_execute(protocol::run_params p, request_options o, Token&& token) {
-    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(o),
-                                           token);
+    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(o), token);
   }
   /// Scores a supplied transcript. Needs the `score` capability.
   template <class Token>
@@ -248,8 +247,7 @@ class host_handle {
       protocol::run_params p, notification_handler on_notification = {});
   boost::asio::awaitable<tl::expected<protocol::execute_result, error>> execute(
       protocol::run_params p, notification_handler on_notification = {});
-  boost::asio::awaitable<tl::expected<protocol::run_result, error>> score(
-      protocol::score_params p);
+  boost::asio::awaitable<tl::expected<protocol::run_result, error>> score(protocol::score_params p);
   boost::asio::awaitable<tl::expected<exit_status, error>> shutdown();
 
  private:

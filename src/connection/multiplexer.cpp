@@ -1,6 +1,6 @@
 // Sans-I/O connection core (see multiplexer.hpp for the cancellation table).
-#include <mira/detail/multiplexer.hpp>
 #include <mira/detail/line_framer.hpp>
+#include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
 
 #include <boost/json/monotonic_resource.hpp>
@@ -15,15 +15,24 @@ namespace asio = boost::asio;
 
 std::string_view to_string(drop_reason r) {
   switch (r) {
-    case drop_reason::invalid_json: return "invalid JSON";
-    case drop_reason::not_object: return "not a JSON object";
-    case drop_reason::bad_id: return "response id is not a non-negative integer";
-    case drop_reason::unknown_id: return "response for an unknown request id";
-    case drop_reason::late_response: return "late response to a cancelled request";
-    case drop_reason::cancel_ack: return "cancel acknowledgement";
-    case drop_reason::reverse_request: return "request from the study (not supported)";
-    case drop_reason::unknown_notification: return "unknown notification";
-    case drop_reason::unclassifiable: return "line has neither method nor id";
+    case drop_reason::invalid_json:
+      return "invalid JSON";
+    case drop_reason::not_object:
+      return "not a JSON object";
+    case drop_reason::bad_id:
+      return "response id is not a non-negative integer";
+    case drop_reason::unknown_id:
+      return "response for an unknown request id";
+    case drop_reason::late_response:
+      return "late response to a cancelled request";
+    case drop_reason::cancel_ack:
+      return "cancel acknowledgement";
+    case drop_reason::reverse_request:
+      return "request from the study (not supported)";
+    case drop_reason::unknown_notification:
+      return "unknown notification";
+    case drop_reason::unclassifiable:
+      return "line has neither method nor id";
   }
   return "dropped";
 }
@@ -176,7 +185,9 @@ std::unique_ptr<pending_op> multiplexer::add_request(std::int64_t id, std::strin
   return nullptr;
 }
 
-bool multiplexer::has_pending_writes() const { return !urgent_.empty() || live_queued_ > 0; }
+bool multiplexer::has_pending_writes() const {
+  return !urgent_.empty() || live_queued_ > 0;
+}
 
 void multiplexer::erase(std::unordered_map<std::int64_t, entry>::iterator it) {
   if (it->second.state == request_state::queued && !it->second.is_cancel) --live_queued_;
@@ -305,7 +316,8 @@ cancel_outcome multiplexer::cancel(std::int64_t id, asio::cancellation_type_t ty
     erase(it);  // its frame is skipped by prepare_write
     return out;
   }
-  constexpr auto abandon_mask = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+  constexpr auto abandon_mask =
+      asio::cancellation_type::terminal | asio::cancellation_type::partial;
   if ((type & abandon_mask) == asio::cancellation_type::none) {
     out.kind = cancel_kind::ignored;  // total: the request already had its effect
     return out;

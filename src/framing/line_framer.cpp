@@ -9,8 +9,7 @@ namespace mira::detail {
 namespace {
 
 bool is_blank(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
 }
 
 }  // namespace
@@ -31,7 +30,9 @@ std::span<char> line_framer::prepare() {
   return {buf_.data() + end_, buf_.size() - end_};
 }
 
-void line_framer::commit(std::size_t n) { end_ += n; }
+void line_framer::commit(std::size_t n) {
+  end_ += n;
+}
 
 std::optional<line_framer::frame> line_framer::next() {
   for (;;) {

@@ -1,9 +1,9 @@
 // The coroutine/callback shell around the sans-I/O multiplexer: moves bytes between the
 // transport and the core, completes handlers on their own executors, watches the study process
 // and turns its death into errors for every waiting request.
-#include <mira/host.hpp>
 #include <mira/detail/line_framer.hpp>
 #include <mira/detail/multiplexer.hpp>
+#include <mira/host.hpp>
 
 #include "study_process.hpp"
 
@@ -103,8 +103,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   // --- requests (initiation runs in the caller's context) ------------------------------------
 
   template <class T>
-  void request(std::string_view method, std::string params, request_options o,
-               handler_t<T> h, decoder<T> dec, validator<T> check = nullptr);
+  void request(std::string_view method, std::string params, request_options o, handler_t<T> h,
+               decoder<T> dec, validator<T> check = nullptr);
 
   void submit(const std::string& params, std::unique_ptr<op_base> op) {
     auto id = op->id;
@@ -130,7 +130,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
       auto* op = static_cast<op_base*>(out.op.release());
       log(log_level::debug,
           out.kind == cancel_kind::removed_unsent ? "request cancelled before it was sent"
-                                                           : "request cancelled",
+                                                  : "request cancelled",
           id, op->method);
       fail(std::unique_ptr<op_base>(op), asio::error::operation_aborted, {});
     }
@@ -278,9 +278,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     if (mux_.writing() || finished_ || output_broken_ || !mux_.has_pending_writes()) return;
     write_bufs_.clear();
     mux_.prepare_write(write_bufs_);
-    io_->async_write(write_bufs_,
-                     asio::bind_executor(strand_, [self = shared_from_this()](
-                                                      error_code ec, std::size_t) {
+    io_->async_write(write_bufs_, asio::bind_executor(strand_, [self = shared_from_this()](
+                                                                   error_code ec, std::size_t) {
                        self->on_written(ec);
                      }));
   }
@@ -298,11 +297,11 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   void read_stdout() {
     auto buf = framer_.prepare();
-    io_->async_read_some(asio::buffer(buf.data(), buf.size()),
-                         asio::bind_executor(strand_, [self = shared_from_this()](
-                                                          error_code ec, std::size_t n) {
-                           self->on_stdout(ec, n);
-                         }));
+    io_->async_read_some(
+        asio::buffer(buf.data(), buf.size()),
+        asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, std::size_t n) {
+          self->on_stdout(ec, n);
+        }));
   }
 
   void on_stdout(error_code ec, std::size_t n) {
@@ -343,7 +342,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
         if (in.study_error) {
           diagnostics d;
           auto ec = make_error_code(in.study_error->retryable ? errc::study_error_retryable
-                                                               : errc::study_error);
+                                                              : errc::study_error);
           d.study_error = std::move(in.study_error);
           return fail(std::move(op), ec, std::move(d));
         }
@@ -366,8 +365,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
         return uncorrelated(std::move(n));
       }
       case inbound_kind::dropped: {
-        bool expected = in.reason == drop_reason::late_response ||
-                        in.reason == drop_reason::cancel_ack;
+        bool expected =
+            in.reason == drop_reason::late_response || in.reason == drop_reason::cancel_ack;
         auto level = expected || !in.first_of_kind ? log_level::debug : log_level::warning;
         std::string msg = "ignored a line from the study: ";
         msg += to_string(in.reason);
@@ -382,11 +381,11 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   void read_stderr() {
     auto buf = err_framer_.prepare();
-    proc_->async_read_stderr(asio::buffer(buf.data(), buf.size()),
-                             asio::bind_executor(strand_, [self = shared_from_this()](
-                                                              error_code ec, std::size_t n) {
-                               self->on_stderr(ec, n);
-                             }));
+    proc_->async_read_stderr(
+        asio::buffer(buf.data(), buf.size()),
+        asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, std::size_t n) {
+          self->on_stderr(ec, n);
+        }));
   }
 
   void on_stderr(error_code ec, std::size_t n) {
@@ -459,8 +458,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     if (!ops.empty() && ec != asio::error::operation_aborted)
       log(log_level::warning,
           std::to_string(ops.size()) + " pending request(s) failed: " + close_diag_.message);
-    for (auto& op : ops) fail(std::unique_ptr<op_base>(static_cast<op_base*>(op.release())), ec,
-                              close_diag_);
+    for (auto& op : ops)
+      fail(std::unique_ptr<op_base>(static_cast<op_base*>(op.release())), ec, close_diag_);
     io_->close();
   }
 
@@ -538,16 +537,16 @@ struct typed_op final : op_base {
         if (check) ec = check(host, out, d);
       } else {
         ec = make_error_code(errc::bad_response);
-        d.message = "the result of '" + std::string(method) + "' does not decode: " +
-                    r.error().message();
+        d.message =
+            "the result of '" + std::string(method) + "' does not decode: " + r.error().message();
         host.log(log_level::warning, d.message, id, method);
       }
     }
     if (opts.diag) *opts.diag = ec ? std::move(d) : diagnostics{};
     // Completing inline would overtake notifications still queued for this request.
-    host.deliver(std::move(handler), ec, std::move(out),
-                 from_reader && !notified ? host_impl::completion::dispatch
-                                          : host_impl::completion::post);
+    host.deliver(
+        std::move(handler), ec, std::move(out),
+        from_reader && !notified ? host_impl::completion::dispatch : host_impl::completion::post);
   }
 
   void notify(host_impl& host, notification n) override {
@@ -561,8 +560,8 @@ struct typed_op final : op_base {
 };
 
 template <class T>
-void host_impl::request(std::string_view method, std::string params,
-                        request_options o, handler_t<T> h, decoder<T> dec, validator<T> check) {
+void host_impl::request(std::string_view method, std::string params, request_options o,
+                        handler_t<T> h, decoder<T> dec, validator<T> check) {
   auto id = next_id_.fetch_add(1);
   // Type-erased first, then the slot: any_completion_handler replaces a handler assigned to
   // the slot before it was built.
@@ -580,9 +579,7 @@ void host_impl::request(std::string_view method, std::string params,
   op->decode = dec;
   op->check = check;
   asio::dispatch(strand_, [self = shared_from_this(), params = std::move(params),
-                           op = std::move(op)]() mutable {
-    self->submit(params, std::move(op));
-  });
+                           op = std::move(op)]() mutable { self->submit(params, std::move(op)); });
 }
 
 namespace {
@@ -622,8 +619,8 @@ error_code check_initialize(host_impl& host, protocol::initialize_result& r, dia
 template <class T, class Call>
 auto async_call(impl_ptr impl, Call call, request_options o) {
   auto tok = asio::as_tuple(asio::use_awaitable);
-  return asio::async_initiate<decltype(tok), void(error_code, T)>(
-      initiate<T>{std::move(impl)}, tok, std::move(call), std::move(o));
+  return asio::async_initiate<decltype(tok), void(error_code, T)>(initiate<T>{std::move(impl)}, tok,
+                                                                  std::move(call), std::move(o));
 }
 
 template <class T>
@@ -666,17 +663,17 @@ template <class T, class Outcome>
 void spawn_op(const impl_ptr& impl, asio::awaitable<Outcome> coro, handler_t<T> h,
               diagnostics* diag) {
   auto slot = asio::get_associated_cancellation_slot(h);
-  asio::co_spawn(impl->strand_, std::move(coro),
-                 asio::bind_cancellation_slot(
-                     slot, [impl, h = std::move(h), diag](std::exception_ptr ep,
-                                                           Outcome out) mutable {
-                       if (ep) {
-                         out = Outcome{};
-                         out.ec = asio::error::operation_aborted;
-                         if (diag) diag->clear();
-                       }
-                       impl->deliver(std::move(h), out.ec, std::move(out.value));
-                     }));
+  asio::co_spawn(
+      impl->strand_, std::move(coro),
+      asio::bind_cancellation_slot(
+          slot, [impl, h = std::move(h), diag](std::exception_ptr ep, Outcome out) mutable {
+            if (ep) {
+              out = Outcome{};
+              out.ec = asio::error::operation_aborted;
+              if (diag) diag->clear();
+            }
+            impl->deliver(std::move(h), out.ec, std::move(out.value));
+          }));
 }
 
 }  // namespace
@@ -691,8 +688,9 @@ void start(const impl_ptr& impl, initialize_call, request_options o,
 }
 
 void start(const impl_ptr& impl, list_call, request_options o, handler_t<protocol::list_result> h) {
-  impl->request<protocol::list_result>("list", {}, std::move(o), std::move(h),
-                                       &by_ref<protocol::list_result, protocol::decode_list_result>);
+  impl->request<protocol::list_result>(
+      "list", {}, std::move(o), std::move(h),
+      &by_ref<protocol::list_result, protocol::decode_list_result>);
 }
 
 void start(const impl_ptr& impl, protocol::list_samples_params p, request_options o,
@@ -714,8 +712,8 @@ void start(const impl_ptr& impl, execute_call c, request_options o,
            handler_t<protocol::execute_result> h) {
   std::string params;
   protocol::append_json(params, c.params);
-  impl->request<protocol::execute_result>("execute", std::move(params), std::move(o),
-                                          std::move(h), &decode_execute);
+  impl->request<protocol::execute_result>("execute", std::move(params), std::move(o), std::move(h),
+                                          &decode_execute);
 }
 
 void start(const impl_ptr& impl, protocol::score_params p, request_options o,
@@ -724,8 +722,7 @@ void start(const impl_ptr& impl, protocol::score_params p, request_options o,
                                       std::move(h), &decode_run);
 }
 
-void start(const impl_ptr& impl, protocol::cancel_params p, request_options o,
-           handler_t<bool> h) {
+void start(const impl_ptr& impl, protocol::cancel_params p, request_options o, handler_t<bool> h) {
   impl->request<bool>("cancel", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
                       &decode_cancel);
 }
@@ -769,8 +766,8 @@ namespace asio = boost::asio;
 
 host_handle::host_handle(executor_type ex, std::unique_ptr<detail::transport> io,
                          host_options opts) {
-  auto impl = std::make_shared<detail::host_impl>(std::move(ex), std::move(io), nullptr,
-                                                  std::move(opts));
+  auto impl =
+      std::make_shared<detail::host_impl>(std::move(ex), std::move(io), nullptr, std::move(opts));
   impl->start();
   ref_ = std::make_shared<detail::host_ref>(std::move(impl));
 }
@@ -791,7 +788,9 @@ tl::expected<host_handle, error> host_handle::spawn(executor_type ex, study_comm
   return host_handle(std::make_shared<detail::host_ref>(std::move(impl)));
 }
 
-const detail::impl_ptr& host_handle::impl() const { return ref_->impl; }
+const detail::impl_ptr& host_handle::impl() const {
+  return ref_->impl;
+}
 
 host_handle::executor_type host_handle::get_executor() const {
   return impl()->strand_.get_inner_executor();

@@ -40,8 +40,8 @@ struct close_inherited_fds {
     ::syscall(SYS_close_range, next, ~0U, 0);
     return {};
   }
-  void on_exec_error(bp::posix::default_launcher&, const bp::filesystem::path&,
-                     const char* const*&, const error_code&) {
+  void on_exec_error(bp::posix::default_launcher&, const bp::filesystem::path&, const char* const*&,
+                     const error_code&) {
     ::_exit(127);
   }
   // Declared only so 1.81's mismatched detection probe sees the hook above.
@@ -118,9 +118,10 @@ class child_process final : public study_process {
 }  // namespace
 
 tl::expected<spawned_study, error> spawn_study(const asio::any_io_executor& ex,
-                                                const study_command& cmd) {
+                                               const study_command& cmd) {
   auto fail = [&](std::string msg) {
-    return tl::make_unexpected(error{make_error_code(errc::spawn_failed), diagnostics{{}, std::move(msg), {}, {}}});
+    return tl::make_unexpected(
+        error{make_error_code(errc::spawn_failed), diagnostics{{}, std::move(msg), {}, {}}});
   };
   if (cmd.argv.empty() || cmd.argv.front().empty()) return fail("empty study command");
   bp::filesystem::path exe = cmd.argv.front();
@@ -132,8 +133,9 @@ tl::expected<spawned_study, error> spawn_study(const asio::any_io_executor& ex,
   asio::readable_pipe out(ex), err(ex);
   asio::writable_pipe in(ex);
   error_code ec;
-  bp::filesystem::path dir = cmd.working_directory ? bp::filesystem::path(cmd.working_directory->string())
-                                                   : bp::filesystem::current_path();
+  bp::filesystem::path dir = cmd.working_directory
+                                 ? bp::filesystem::path(cmd.working_directory->string())
+                                 : bp::filesystem::current_path();
   std::vector<std::string> env;
   if (cmd.environment)
     env = *cmd.environment;
@@ -148,8 +150,7 @@ tl::expected<spawned_study, error> spawn_study(const asio::any_io_executor& ex,
   } catch (const std::exception& e) {
     return fail("cannot start '" + cmd.argv.front() + "': " + e.what());
   }
-  if (ec)
-    return fail("cannot start '" + cmd.argv.front() + "': " + ec.message());
+  if (ec) return fail("cannot start '" + cmd.argv.front() + "': " + ec.message());
   spawned_study s;
   s.io = std::make_unique<pipe_transport>(std::move(out), std::move(in));
   s.process = std::make_unique<child_process>(std::move(*proc), std::move(err));

@@ -16,7 +16,8 @@ class study_process {
  public:
   virtual ~study_process() = default;  // kills and reaps a still-running child
   virtual void async_read_stderr(boost::asio::mutable_buffer buf, io_handler h) = 0;
-  virtual void async_wait_exit(boost::asio::any_completion_handler<void(error_code, exit_status)> h) = 0;
+  virtual void async_wait_exit(
+      boost::asio::any_completion_handler<void(error_code, exit_status)> h) = 0;
   virtual void request_exit() = 0;  // SIGTERM
   virtual void kill() = 0;          // SIGKILL (reaped by the pending wait or the destructor)
   virtual void close_stderr() = 0;
@@ -29,6 +30,6 @@ struct spawned_study {
 };
 
 tl::expected<spawned_study, error> spawn_study(const boost::asio::any_io_executor& ex,
-                                                const study_command& cmd);
+                                               const study_command& cmd);
 
 }  // namespace mira::detail

@@ -20,14 +20,20 @@ namespace {
 
 std::string_view kind_name(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "boolean";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "boolean";
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return "number";
-    case json::kind::string: return "string";
-    case json::kind::array: return "array";
-    case json::kind::object: return "object";
+    case json::kind::double_:
+      return "number";
+    case json::kind::string:
+      return "string";
+    case json::kind::array:
+      return "array";
+    case json::kind::object:
+      return "object";
   }
   return "value";
 }
@@ -45,10 +51,13 @@ std::string index_path(std::string_view parent, std::size_t i) {
 
 // A deep copy in the default memory resource. Copy *construction* would share the source's
 // resource, and decoded input may live in a parser arena that is reused for the next line.
-json::value owned(const json::value& v) { return json::value(v, json::storage_ptr()); }
+json::value owned(const json::value& v) {
+  return json::value(v, json::storage_ptr());
+}
 
 decode_error wrong_type(std::string path, std::string_view expected, const json::value& got) {
-  return {std::move(path), "expected " + std::string(expected) + ", got " + std::string(kind_name(got))};
+  return {std::move(path),
+          "expected " + std::string(expected) + ", got " + std::string(kind_name(got))};
 }
 
 // Reads fields of one JSON object, recording the first error with its path. A null field is
@@ -301,8 +310,7 @@ void read_identity(reader& r, std::string& eval, std::string& sample, std::strin
   r.opt_integer("seed", seed);
 }
 
-std::optional<decode_error> decode_usage(const json::object& o, const std::string& path,
-                                         usage& u) {
+std::optional<decode_error> decode_usage(const json::object& o, const std::string& path, usage& u) {
   reader r(o, path);
   r.integer("input_tokens", u.input_tokens);
   r.integer("output_tokens", u.output_tokens);
@@ -371,8 +379,12 @@ bool initialize_result::has_capability(std::string_view token) const {
   return false;
 }
 
-json::object run_result::raw() const { return json::parse(raw_json).as_object(); }
-json::object execute_result::raw() const { return json::parse(raw_json).as_object(); }
+json::object run_result::raw() const {
+  return json::parse(raw_json).as_object();
+}
+json::object execute_result::raw() const {
+  return json::parse(raw_json).as_object();
+}
 
 bool run_result::is_na() const {
   if (scores.empty()) return false;
@@ -447,8 +459,7 @@ decoded<run_result> decode_run_result(const json::value& v, std::string raw_json
   if (!o) return tl::make_unexpected(wrong_type("", "an object", v));
   reader r(*o, "");
   run_result res;
-  read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials,
-                res.seed);
+  read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials, res.seed);
   r.array("input", res.input);
   if (auto* e = o->if_contains("expected"); e && !e->is_null()) res.expected = owned(*e);
   r.boolean("passed", res.passed);
@@ -477,8 +488,7 @@ decoded<execute_result> decode_execute_result(const json::value& v, std::string 
   const json::object& o = projected ? projected->get_object() : v.get_object();
   reader r(o, "");
   execute_result res;
-  read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials,
-                res.seed);
+  read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials, res.seed);
   r.nested("transcript", [&](const json::object& t, const std::string& p) {
     if (auto e = decode_summary(t, p, res.transcript)) return e;
     reader tr(t, p);
@@ -556,8 +566,8 @@ decoded<part> decode_part(const json::value& v) {
     return std::move(sr.error());
   });
   if (auto* j = o->if_contains("json")) p.json = owned(*j);
-  if (!r.error() && (p.kind == "image" || p.kind == "audio" || p.kind == "file") &&
-      !p.uri && !p.data)
+  if (!r.error() && (p.kind == "image" || p.kind == "audio" || p.kind == "file") && !p.uri &&
+      !p.data)
     r.set_error({"source", "a " + p.kind + " part needs a source"});
   return finish(r, std::move(p));
 }
@@ -601,7 +611,9 @@ json::object encode(const score_params& p) {
   return o;
 }
 
-json::object encode(const cancel_params& p) { return {{"id", p.id}}; }
+json::object encode(const cancel_params& p) {
+  return {{"id", p.id}};
+}
 
 json::object encode(const rpc_error& e) {
   json::object o;
@@ -636,7 +648,8 @@ json::object encode(const eval_info& e) {
   o["targets"] = std::move(targets);
   if (!e.axes.empty()) {
     json::array axes;
-    for (auto& a : e.axes) axes.push_back(json::object{{"name", a.name}, {"values", json::value_from(a.values)}});
+    for (auto& a : e.axes)
+      axes.push_back(json::object{{"name", a.name}, {"values", json::value_from(a.values)}});
     o["axes"] = std::move(axes);
   }
   if (e.max_turns) o["max_turns"] = *e.max_turns;
@@ -662,11 +675,21 @@ void append_json_string(std::string& out, std::string_view s) {
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         out += "\\u00";
         out += hex[c >> 4];

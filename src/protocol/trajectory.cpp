@@ -84,7 +84,8 @@ decoded<trajectory_projection> project(const json::value& trajectory) {
         else
           p.final_response.clear();
         auto* llm = step->if_contains("llm_call_count");
-        bool counted = !llm || llm->is_null() || !(llm->is_number() && llm->to_number<double>() == 0);
+        bool counted =
+            !llm || llm->is_null() || !(llm->is_number() && llm->to_number<double>() == 0);
         if (counted) ++p.iterations;
       }
       if (auto* calls = step->if_contains("tool_calls"); calls && calls->is_array()) {

@@ -87,7 +87,8 @@ class fake_study {
 
   /// Answers initialize with the given capabilities.
   /// Answers initialize advertising `caps` (comma-separated).
-  asio::awaitable<void> accept_initialize(std::string caps = "cancel", std::string version = "1.1") {
+  asio::awaitable<void> accept_initialize(std::string caps = "cancel",
+                                          std::string version = "1.1") {
     auto req = co_await read();
     BOOST_TEST(req.at("method").as_string() == "initialize");
     json::array c;
@@ -98,7 +99,9 @@ class fake_study {
       pos = end + 1;
     }
     // Named first: g++ 12 rejects a braced list inside a co_await expression.
-    json::object result{{"protocol_version", version}, {"study", "fake"}, {"evals", 1},
+    json::object result{{"protocol_version", version},
+                        {"study", "fake"},
+                        {"evals", 1},
                         {"capabilities", std::move(c)}};
     co_await reply(req, std::move(result));
   }
@@ -164,7 +167,8 @@ struct fake_pair {
   fake_pair(const asio::any_io_executor& ex, host_options opts = quiet_options())
       : study(std::make_unique<fake_study>(ex)) {
     auto [r, w] = study->host_ends(ex);
-    host = std::make_unique<host_handle>(host_handle::connect(std::move(r), std::move(w), std::move(opts)));
+    host = std::make_unique<host_handle>(
+        host_handle::connect(std::move(r), std::move(w), std::move(opts)));
   }
   std::unique_ptr<fake_study> study;
   std::unique_ptr<host_handle> host;

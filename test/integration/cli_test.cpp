@@ -12,7 +12,9 @@ namespace {
 const std::string mira = MIRA_CLI;
 const std::string example = MIRA_EXAMPLE_STUDY;
 
-command_result cli(const std::string& args) { return run_command(mira + " " + args + " 2>/dev/null"); }
+command_result cli(const std::string& args) {
+  return run_command(mira + " " + args + " 2>/dev/null");
+}
 
 }  // namespace
 
@@ -21,9 +23,11 @@ BOOST_AUTO_TEST_SUITE(mira_cli)
 BOOST_AUTO_TEST_CASE(run_prints_a_table_and_exits_0_when_everything_passes) {
   auto r = cli("run -- " + example);
   BOOST_TEST(r.code == 0);
-  BOOST_TEST(r.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 errors, 0 timed out (41 cases)") !=
+  BOOST_TEST(
+      r.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 errors, 0 timed out (41 cases)") !=
+      std::string::npos);
+  BOOST_TEST(r.out.find("SKIP  greet/hi@anthropic/claude-opus  (target unavailable)") !=
              std::string::npos);
-  BOOST_TEST(r.out.find("SKIP  greet/hi@anthropic/claude-opus  (target unavailable)") != std::string::npos);
   BOOST_TEST(r.out.find("PASS  coin/flip@sim#2") != std::string::npos);
   BOOST_TEST(r.out.find("PASS  reasoning/puzzle-1@sim[effort=high]") != std::string::npos);
 }
@@ -76,7 +80,8 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
 BOOST_AUTO_TEST_CASE(host_and_study_errors_exit_3) {
   BOOST_TEST(cli("run -- /nonexistent/study").code == 3);
   BOOST_TEST(cli("list -- /bin/false").code == 3);
-  auto died = cli(std::string("run -- ") + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
+  auto died =
+      cli(std::string("run -- ") + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
   BOOST_TEST(died.code == 3);
 }
 

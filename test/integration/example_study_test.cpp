@@ -51,8 +51,10 @@ BOOST_AUTO_TEST_CASE(every_available_case_runs_and_events_are_correlated) {
       BOOST_REQUIRE_MESSAGE(r, c.key << ": " << (r ? "" : r.error().message()));
       BOOST_TEST(r->eval == c.params.eval);  // the study echoes the case identity
       BOOST_TEST(r->trial == c.params.trial);
-      if (r->is_na()) ++na;
-      else if (r->passed) ++passed;
+      if (r->is_na())
+        ++na;
+      else if (r->passed)
+        ++passed;
     }
     BOOST_TEST(passed == 37);
     BOOST_TEST(na == 1);

@@ -3,14 +3,14 @@
 
 #include <mira/host.hpp>
 
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-#include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 
 namespace mira::test {
 

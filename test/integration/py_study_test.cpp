@@ -10,8 +10,8 @@
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 using namespace mira;
 using namespace mira::test;
@@ -59,9 +59,11 @@ asio::awaitable<std::vector<tl::expected<protocol::run_result, error>>> run_many
   auto ex = co_await asio::this_coro::executor;
   using op_t = decltype(asio::co_spawn(ex, host.run(echo_case("a")), asio::deferred));
   std::vector<op_t> ops;
-  for (int i = 0; i < n; ++i) ops.push_back(asio::co_spawn(ex, host.run(echo_case("a")), asio::deferred));
-  auto [order, excs, results] = co_await asio::experimental::make_parallel_group(std::move(ops))
-                                    .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+  for (int i = 0; i < n; ++i)
+    ops.push_back(asio::co_spawn(ex, host.run(echo_case("a")), asio::deferred));
+  auto [order, excs, results] =
+      co_await asio::experimental::make_parallel_group(std::move(ops))
+          .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
   co_return std::move(results);
 }
 
@@ -169,20 +171,22 @@ BOOST_AUTO_TEST_CASE(a_study_killed_by_a_signal_is_reported_as_such) {
 BOOST_AUTO_TEST_CASE(a_stderr_flood_never_stalls_the_answers) {
   constexpr std::size_t flood = std::size_t{100} << 20;
   std::size_t bytes = 0, lines = 0;
-  run_co([&](asio::io_context&) -> asio::awaitable<void> {
-    auto o = test_options();
-    o.on_stderr_line = [&](std::string_view l) {
-      bytes += l.size() + 1;
-      ++lines;
-    };
-    auto cmd = py_study({"--stderr-flood", std::to_string(flood)});
-    auto host = co_await start(cmd, o);
-    auto results = co_await run_many(host, 20);
-    for (auto& r : results) BOOST_TEST(r.has_value());
-    auto st = co_await host.shutdown();
-    BOOST_REQUIRE(st);
-    BOOST_TEST(st->code == 0);
-  }, std::chrono::seconds(120));
+  run_co(
+      [&](asio::io_context&) -> asio::awaitable<void> {
+        auto o = test_options();
+        o.on_stderr_line = [&](std::string_view l) {
+          bytes += l.size() + 1;
+          ++lines;
+        };
+        auto cmd = py_study({"--stderr-flood", std::to_string(flood)});
+        auto host = co_await start(cmd, o);
+        auto results = co_await run_many(host, 20);
+        for (auto& r : results) BOOST_TEST(r.has_value());
+        auto st = co_await host.shutdown();
+        BOOST_REQUIRE(st);
+        BOOST_TEST(st->code == 0);
+      },
+      std::chrono::seconds(120));
   BOOST_TEST(bytes >= flood);
   BOOST_TEST(lines == flood / 1024);
 }
@@ -207,7 +211,8 @@ BOOST_AUTO_TEST_CASE(garbage_and_overlong_lines_are_skipped) {
 BOOST_AUTO_TEST_CASE(every_frame_validates_against_the_schema) {
   temp_file rec;
   run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
-    auto cmd = py_study({"--run-ms", "200", "--record", rec.path, "--caps", "cancel,execute,score"});
+    auto cmd =
+        py_study({"--run-ms", "200", "--record", rec.path, "--caps", "cancel,execute,score"});
     auto host = co_await start(cmd);
     auto list = co_await host.list_all();
     BOOST_REQUIRE(list);
@@ -230,8 +235,10 @@ BOOST_AUTO_TEST_CASE(every_frame_validates_against_the_schema) {
     co_await host.async_cancel(999, asio::as_tuple(asio::use_awaitable));
     co_await host.shutdown();
   });
-  auto cmd = std::string(MIRA_PYTHON3) + " " MIRA_SHARED_DIR "/tools/validate_ndjson.py " MIRA_SHARED_DIR
-             "/mira-schema/v1/schema.json " + rec.path + " --deep";
+  auto cmd = std::string(MIRA_PYTHON3) +
+             " " MIRA_SHARED_DIR "/tools/validate_ndjson.py " MIRA_SHARED_DIR
+             "/mira-schema/v1/schema.json " +
+             rec.path + " --deep";
   auto r = run_command(cmd);
   BOOST_TEST_MESSAGE(r.out);
   BOOST_TEST(r.code == 0);
@@ -275,7 +282,8 @@ BOOST_AUTO_TEST_CASE(dropping_the_last_handle_kills_the_study) {
     asio::io_context ctx;
     std::optional<error_code> pending;
     {
-      auto host = host_handle::spawn(ctx.get_executor(), py_study({"--run-ms", "60000"}), test_options());
+      auto host =
+          host_handle::spawn(ctx.get_executor(), py_study({"--run-ms", "60000"}), test_options());
       BOOST_REQUIRE(host);
       host->async_run(echo_case("a"), [&](error_code ec, protocol::run_result) { pending = ec; });
     }  // the last handle goes: the study is killed, the pending request aborted
@@ -290,13 +298,14 @@ BOOST_AUTO_TEST_CASE(destroying_the_context_with_work_pending_kills_the_study) {
   {
     asio::io_context ctx;
     {
-      auto host = host_handle::spawn(ctx.get_executor(), py_study({"--run-ms", "60000"}), test_options());
+      auto host =
+          host_handle::spawn(ctx.get_executor(), py_study({"--run-ms", "60000"}), test_options());
       BOOST_REQUIRE(host);
       // A coroutine holding a handle copy waits on a run that never ends, and the context is
       // destroyed without being run to completion.
-      asio::co_spawn(ctx, [h = *host]() mutable -> asio::awaitable<void> {
-        co_await h.run(echo_case("a"));
-      }, asio::detached);
+      asio::co_spawn(
+          ctx, [h = *host]() mutable -> asio::awaitable<void> { co_await h.run(echo_case("a")); },
+          asio::detached);
     }
     ctx.run_for(milliseconds(200));
   }

@@ -159,10 +159,9 @@ asio::awaitable<std::optional<host_handle>> open_study(const std::vector<std::st
       std::fprintf(stderr, "  | %s\n", printable(l).c_str());
     co_return std::nullopt;
   }
-  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals\n",
-               printable(init->study).c_str(), init->study_version.empty() ? "" : " ",
-               printable(init->study_version).c_str(), printable(init->protocol_version).c_str(),
-               static_cast<long long>(init->evals));
+  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals\n", printable(init->study).c_str(),
+               init->study_version.empty() ? "" : " ", printable(init->study_version).c_str(),
+               printable(init->protocol_version).c_str(), static_cast<long long>(init->evals));
   co_return std::move(*host);
 }
 
@@ -246,24 +245,36 @@ enum class status { passed, failed, na, skipped, error, timeout };
 
 std::string_view status_name(status s) {
   switch (s) {
-    case status::passed: return "passed";
-    case status::failed: return "failed";
-    case status::na: return "na";
-    case status::skipped: return "skipped";
-    case status::error: return "error";
-    case status::timeout: return "timeout";
+    case status::passed:
+      return "passed";
+    case status::failed:
+      return "failed";
+    case status::na:
+      return "na";
+    case status::skipped:
+      return "skipped";
+    case status::error:
+      return "error";
+    case status::timeout:
+      return "timeout";
   }
   return "?";
 }
 
 std::string_view badge(status s) {
   switch (s) {
-    case status::passed: return "PASS";
-    case status::failed: return "FAIL";
-    case status::na: return "N/A ";
-    case status::skipped: return "SKIP";
-    case status::error: return "ERR ";
-    case status::timeout: return "TIME";
+    case status::passed:
+      return "PASS";
+    case status::failed:
+      return "FAIL";
+    case status::na:
+      return "N/A ";
+    case status::skipped:
+      return "SKIP";
+    case status::error:
+      return "ERR ";
+    case status::timeout:
+      return "TIME";
   }
   return "?   ";
 }
@@ -276,18 +287,16 @@ struct case_outcome {
   bool study_died = false;
 };
 
-json::object synthesised(const plan::planned_case& c, std::string_view error,
-                         bool infra) {
+json::object synthesised(const plan::planned_case& c, std::string_view error, bool infra) {
   json::object o = protocol::encode(c.params);
   o["passed"] = false;
   o["aggregate"] = 0.0;
   o["scores"] = json::array{};
-  json::object transcript{{"final_response", ""},
-                          {"iterations", 0},
-                          {"tool_calls_count", 0},
-                          {"usage", json::object{{"input_tokens", 0},
-                                                 {"output_tokens", 0},
-                                                 {"cost_usd", 0.0}}}};
+  json::object transcript{
+      {"final_response", ""},
+      {"iterations", 0},
+      {"tool_calls_count", 0},
+      {"usage", json::object{{"input_tokens", 0}, {"output_tokens", 0}, {"cost_usd", 0.0}}}};
   if (!error.empty()) transcript["error"] = error;
   if (infra) transcript["error_kind"] = "infra";
   o["transcript"] = std::move(transcript);
@@ -311,7 +320,8 @@ asio::awaitable<case_outcome> run_case(host_handle host, plan::planned_case c,
     asio::steady_timer timer(co_await asio::this_coro::executor);
     timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(*timeout)));
-    auto raced = co_await (host.run(c.params) || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+    auto raced =
+        co_await (host.run(c.params) || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
     if (raced.index() == 0)
       r = std::move(std::get<0>(raced));
     else
@@ -369,7 +379,8 @@ int cmd_run(const std::vector<std::string>& args) {
       char* end = nullptr;
       double d = std::strtod(s.c_str(), &end);
       if (*end != '\0' || !std::isfinite(d) || d <= 0)
-        throw usage_error{"--timeout needs a positive number of seconds, got '" + printable(s) + "'"};
+        throw usage_error{"--timeout needs a positive number of seconds, got '" + printable(s) +
+                          "'"};
       timeout = d;
       return std::size_t{2};
     }
@@ -411,7 +422,8 @@ int cmd_run(const std::vector<std::string>& args) {
         auto emit = [&](std::size_t i) {
           outcomes[i].record["key"] = cases[i].key;
           outcomes[i].record["status"] = status_name(outcomes[i].st);
-          if (format == "jsonl") std::cout << json::serialize(outcomes[i].record) << '\n' << std::flush;
+          if (format == "jsonl")
+            std::cout << json::serialize(outcomes[i].record) << '\n' << std::flush;
         };
         for (std::size_t i = 0; i < cases.size(); ++i)
           if (!cases[i].available) emit(i);
@@ -453,7 +465,8 @@ int cmd_run(const std::vector<std::string>& args) {
         if (format == "table") {
           for (std::size_t i = 0; i < cases.size(); ++i) {
             auto& o = outcomes[i];
-            std::printf("%s  %s", std::string(badge(o.st)).c_str(), printable(cases[i].key).c_str());
+            std::printf("%s  %s", std::string(badge(o.st)).c_str(),
+                        printable(cases[i].key).c_str());
             if (o.st == status::passed || o.st == status::failed) {
               auto* agg = o.record.if_contains("aggregate");
               if (agg && agg->is_number()) std::printf("  %.2f", agg->to_number<double>());
@@ -461,10 +474,11 @@ int cmd_run(const std::vector<std::string>& args) {
             if (!o.note.empty()) std::printf("  (%s)", printable(o.note).c_str());
             std::printf("\n");
           }
-          std::printf("\n%zu passed, %zu failed, %zu n/a, %zu skipped, %zu errors, %zu timed out "
-                      "(%zu cases) in %.2f s\n",
-                      counts[0], counts[1], counts[2], counts[3], counts[4], counts[5],
-                      cases.size(), elapsed);
+          std::printf(
+              "\n%zu passed, %zu failed, %zu n/a, %zu skipped, %zu errors, %zu timed out "
+              "(%zu cases) in %.2f s\n",
+              counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], cases.size(),
+              elapsed);
         }
         co_await host->shutdown();
         if (study_died)

@@ -51,7 +51,7 @@ enum class drop_reason : std::uint8_t {
   cancel_ack,       // answer to one of our `cancel` frames
   reverse_request,  // a request from the study; this host implements none
   unknown_notification,
-  unclassifiable,   // neither method nor id
+  unclassifiable,  // neither method nor id
 };
 
 std::string_view to_string(drop_reason r);

@@ -1,8 +1,8 @@
 // JSON mapping of the wire types. Decoding follows the spec's forward-compatibility rules:
 // unknown fields are ignored (and kept in `raw` where the type has one), missing fields take
 // their defaults, integers are accepted where a number is expected, and `trials` 0 or absent
-// means 1. A wrong type is an error naming the offending field path, e.g. `evals[2].targets[0].label`.
-// Encoding omits defaulted optional fields, as the spec's examples do.
+// means 1. A wrong type is an error naming the offending field path, e.g.
+// `evals[2].targets[0].label`. Encoding omits defaulted optional fields, as the spec's examples do.
 #pragma once
 
 #include <mira/protocol/types.hpp>

@@ -18,8 +18,12 @@ struct test_op : pending_op {
   int tag;
 };
 
-std::unique_ptr<pending_op> op(int tag) { return std::make_unique<test_op>(tag); }
-int tag_of(const std::unique_ptr<pending_op>& p) { return static_cast<test_op*>(p.get())->tag; }
+std::unique_ptr<pending_op> op(int tag) {
+  return std::make_unique<test_op>(tag);
+}
+int tag_of(const std::unique_ptr<pending_op>& p) {
+  return static_cast<test_op*>(p.get())->tag;
+}
 
 // Takes the next batch as the writer would and returns it as one string.
 std::string write_batch(multiplexer& m) {
@@ -48,7 +52,8 @@ BOOST_AUTO_TEST_CASE(requests_are_framed_and_coalesced) {
   m.add_request(2, "list", {}, op(2));
   BOOST_TEST(m.has_pending_writes());
   BOOST_TEST(flush(m) ==
-             "{\"id\":1,\"method\":\"initialize\",\"params\":{\"eval\":\"e\"}}\n{\"id\":2,\"method\":\"list\"}\n");
+             "{\"id\":1,\"method\":\"initialize\",\"params\":{\"eval\":\"e\"}}\n{\"id\":2,"
+             "\"method\":\"list\"}\n");
   BOOST_TEST(!m.has_pending_writes());
   BOOST_TEST(m.outstanding() == 2u);
 }
@@ -58,7 +63,8 @@ BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
   for (int i = 1; i <= 3; ++i) m.add_request(i, "run", params, op(i * 10));
   flush(m);
   for (int id : {3, 1, 2}) {
-    auto in = m.on_line("{\"id\":" + std::to_string(id) + ",\"result\":{\"v\":" + std::to_string(id) + "}}");
+    auto in = m.on_line("{\"id\":" + std::to_string(id) +
+                        ",\"result\":{\"v\":" + std::to_string(id) + "}}");
     BOOST_REQUIRE((in.kind == inbound_kind::response));
     BOOST_TEST(in.id == id);
     BOOST_TEST(tag_of(in.op) == id * 10);
@@ -72,7 +78,8 @@ BOOST_AUTO_TEST_CASE(error_responses_and_malformed_ones) {
   multiplexer m;
   for (int i = 1; i <= 4; ++i) m.add_request(i, "run", params, op(i));
   flush(m);
-  auto err = m.on_line(R"({"id":1,"error":{"code":-32602,"message":"no such eval","retryable":true}})");
+  auto err =
+      m.on_line(R"({"id":1,"error":{"code":-32602,"message":"no such eval","retryable":true}})");
   BOOST_REQUIRE(err.study_error);
   BOOST_TEST(err.study_error->message == "no such eval");
   BOOST_TEST(err.study_error->retryable);
@@ -196,8 +203,8 @@ BOOST_AUTO_TEST_CASE(cancellation_table) {
 
       auto out = m.cancel(1, r.type, 100);
       BOOST_TEST((out.kind == r.expect));
-      bool completes = r.expect == cancel_kind::removed_unsent ||
-                       r.expect == cancel_kind::abandoned;
+      bool completes =
+          r.expect == cancel_kind::removed_unsent || r.expect == cancel_kind::abandoned;
       BOOST_TEST(static_cast<bool>(out.op) == completes);
       BOOST_TEST(out.cancel_frame_queued == r.cancel_frame);
       if (r.state == st::writing) m.on_write_done();
@@ -207,7 +214,9 @@ BOOST_AUTO_TEST_CASE(cancellation_table) {
         // Nothing about request 1 ever reaches the study; request 2 is still sent.
         BOOST_TEST(next == "{\"id\":2,\"method\":\"run\",\"params\":{\"eval\":\"e\"}}\n");
       } else {
-        BOOST_TEST(next == (r.cancel_frame ? "{\"id\":100,\"method\":\"cancel\",\"params\":{\"id\":1}}\n" : ""));
+        BOOST_TEST(
+            next ==
+            (r.cancel_frame ? "{\"id\":100,\"method\":\"cancel\",\"params\":{\"id\":1}}\n" : ""));
       }
       // The late answer of an abandoned request is dropped, and only then stops counting.
       if (r.expect == cancel_kind::abandoned) {
@@ -235,7 +244,8 @@ BOOST_AUTO_TEST_CASE(cancel_frames_go_ahead_of_queued_requests) {
   m.add_request(2, "run", params, op(2));
   m.cancel(1, ct::terminal, 3);
   BOOST_TEST(flush(m) ==
-             "{\"id\":3,\"method\":\"cancel\",\"params\":{\"id\":1}}\n{\"id\":2,\"method\":\"run\",\"params\":{\"eval\":\"e\"}}\n");
+             "{\"id\":3,\"method\":\"cancel\",\"params\":{\"id\":1}}\n{\"id\":2,\"method\":\"run\","
+             "\"params\":{\"eval\":\"e\"}}\n");
 }
 
 BOOST_AUTO_TEST_CASE(frames_in_a_write_are_never_torn) {

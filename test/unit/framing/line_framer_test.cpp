@@ -16,7 +16,9 @@ std::vector<std::string> feed(line_framer& f, std::string_view input, std::size_
                               bool finish = true) {
   std::vector<std::string> out;
   auto collect = [&](const line_framer::frame& fr) {
-    std::string kind = fr.kind == fk::line ? "line" : fr.kind == fk::overlong ? "overlong" : "partial";
+    std::string kind = fr.kind == fk::line       ? "line"
+                       : fr.kind == fk::overlong ? "overlong"
+                                                 : "partial";
     out.push_back(kind + ":" + std::string(fr.text) + ":" + std::to_string(fr.size));
   };
   // Like a reader: each read fills at most the space prepare() offers and at most `step`.

@@ -42,14 +42,19 @@ BOOST_AUTO_TEST_CASE(initialize_sends_version_and_host_name) {
     auto opts = quiet_options();
     opts.host_name = "unit-host";
     fake_pair fp(ctx.get_executor(), opts);
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto req = co_await fp.study->read();
-      BOOST_TEST(req.at("id").as_int64() == 1);
-      BOOST_TEST(req.at("params").at("protocol_version").as_string() == "1.1");
-      BOOST_TEST(req.at("params").at("host").as_string() == "unit-host");
-      co_await fp.study->reply(
-          req, json::parse(R"({"protocol_version":"1.4","study":"s","evals":0,"capabilities":["cancel"]})"));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto req = co_await fp.study->read();
+          BOOST_TEST(req.at("id").as_int64() == 1);
+          BOOST_TEST(req.at("params").at("protocol_version").as_string() == "1.1");
+          BOOST_TEST(req.at("params").at("host").as_string() == "unit-host");
+          co_await fp.study->reply(
+              req,
+              json::parse(
+                  R"({"protocol_version":"1.4","study":"s","evals":0,"capabilities":["cancel"]})"));
+        },
+        asio::detached);
     auto init = co_await fp.host->initialize();
     BOOST_REQUIRE(init);
     BOOST_TEST(init->protocol_version == "1.4");  // a newer minor is fine
@@ -73,11 +78,14 @@ BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
   run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp);
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      std::vector<json::object> reqs;
-      for (int i = 0; i < 3; ++i) reqs.push_back(co_await fp.study->read());
-      for (int i = 2; i >= 0; --i) co_await fp.study->reply(reqs[i], run_result_for(reqs[i]));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          std::vector<json::object> reqs;
+          for (int i = 0; i < 3; ++i) reqs.push_back(co_await fp.study->read());
+          for (int i = 2; i >= 0; --i) co_await fp.study->reply(reqs[i], run_result_for(reqs[i]));
+        },
+        asio::detached);
     // Not a structured binding: g++ 12 rejects one over a co_await result holding a std::array.
     auto res = co_await asio::experimental::make_parallel_group(
                    fp.host->async_run(run_case("a"), asio::deferred),
@@ -91,7 +99,7 @@ BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
     BOOST_TEST(r1.sample == "a");
     BOOST_TEST(r2.sample == "b");
     BOOST_TEST(r3.sample == "c");
-    BOOST_TEST(order[0] == 2u);  // the last request was answered first
+    BOOST_TEST(order[0] == 2u);                // the last request was answered first
     BOOST_TEST(r1.raw().contains("echo_id"));  // unknown fields kept
   });
 }
@@ -100,18 +108,22 @@ BOOST_AUTO_TEST_CASE(study_errors_carry_their_diagnostics) {
   run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp);
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto a = co_await fp.study->read();
-      co_await fp.study->reply_error(a, "provider overloaded", true);
-      auto b = co_await fp.study->read();
-      co_await fp.study->reply_error(b, "no such eval");
-      auto c = co_await fp.study->read();
-      co_await fp.study->reply(c, json::parse(R"({"passed":"yes"})"));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto a = co_await fp.study->read();
+          co_await fp.study->reply_error(a, "provider overloaded", true);
+          auto b = co_await fp.study->read();
+          co_await fp.study->reply_error(b, "no such eval");
+          auto c = co_await fp.study->read();
+          co_await fp.study->reply(c, json::parse(R"({"passed":"yes"})"));
+        },
+        asio::detached);
     diagnostics d;
     request_options o;
     o.diag = &d;
-    auto [ec, r] = co_await fp.host->async_run(run_case("a"), o, asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] =
+        co_await fp.host->async_run(run_case("a"), o, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == errc::study_error_retryable);
     BOOST_TEST(is_retryable(ec));
     BOOST_TEST(d.study_error->message == "provider overloaded");
@@ -132,17 +144,20 @@ BOOST_AUTO_TEST_CASE(a_deadline_sends_cancel_for_the_right_id) {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp);
     std::int64_t run_id = 0, cancelled_id = 0;
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto run = co_await fp.study->read();
-      run_id = run.at("id").as_int64();
-      auto cancel = co_await fp.study->read();
-      BOOST_TEST(cancel.at("method").as_string() == "cancel");
-      cancelled_id = cancel.at("params").at("id").as_int64();
-      co_await fp.study->reply(cancel, json::parse(R"({"cancelled":true})"));
-      co_await fp.study->reply_error(run, "cancelled");  // late: dropped
-      auto next = co_await fp.study->read();
-      co_await fp.study->reply(next, run_result_for(next));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto run = co_await fp.study->read();
+          run_id = run.at("id").as_int64();
+          auto cancel = co_await fp.study->read();
+          BOOST_TEST(cancel.at("method").as_string() == "cancel");
+          cancelled_id = cancel.at("params").at("id").as_int64();
+          co_await fp.study->reply(cancel, json::parse(R"({"cancelled":true})"));
+          co_await fp.study->reply_error(run, "cancelled");  // late: dropped
+          auto next = co_await fp.study->read();
+          co_await fp.study->reply(next, run_result_for(next));
+        },
+        asio::detached);
     asio::steady_timer timer(ctx, milliseconds(30));
     auto t0 = std::chrono::steady_clock::now();
     auto raced = co_await (fp.host->run(run_case("slow")) || timer.async_wait(asio::use_awaitable));
@@ -161,12 +176,15 @@ BOOST_AUTO_TEST_CASE(no_cancel_frame_without_the_capability) {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp, "");
     std::string second_method;
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto run = co_await fp.study->read();
-      auto next = co_await fp.study->read();
-      second_method = std::string(next.at("method").as_string());
-      co_await fp.study->reply(next, run_result_for(next));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto run = co_await fp.study->read();
+          auto next = co_await fp.study->read();
+          second_method = std::string(next.at("method").as_string());
+          co_await fp.study->reply(next, run_result_for(next));
+        },
+        asio::detached);
     asio::steady_timer timer(ctx, milliseconds(10));
     auto raced = co_await (fp.host->run(run_case("slow")) || timer.async_wait(asio::use_awaitable));
     BOOST_TEST(raced.index() == 1u);
@@ -188,13 +206,13 @@ BOOST_AUTO_TEST_CASE(bound_signal_terminal_partial_and_total) {
         std::optional<error_code> got;
         std::string sample;
         event done(ctx.get_executor());
-        fp.host->async_run(run_case("x"),
-                           asio::bind_cancellation_slot(sig.slot(),
-                                                        [&](error_code ec, protocol::run_result r) {
-                                                          got = ec;
-                                                          sample = r.sample;
-                                                          done.set();
-                                                        }));
+        fp.host->async_run(
+            run_case("x"),
+            asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, protocol::run_result r) {
+              got = ec;
+              sample = r.sample;
+              done.set();
+            }));
         auto run = co_await fp.study->read();  // it is written now
         sig.emit(type);
         if (type == asio::cancellation_type::total) {
@@ -222,17 +240,20 @@ BOOST_AUTO_TEST_CASE(fail_fast_group_cancels_the_siblings) {
     co_await initialized(fp);
     std::vector<std::int64_t> cancelled;
     event both_cancelled(ctx.get_executor());
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      std::vector<json::object> runs;
-      for (int i = 0; i < 3; ++i) runs.push_back(co_await fp.study->read());
-      co_await fp.study->reply_error(runs[1], "subject crashed");
-      for (int i = 0; i < 2; ++i) {
-        auto c = co_await fp.study->read();
-        cancelled.push_back(c.at("params").at("id").as_int64());
-        co_await fp.study->reply(c, json::parse(R"({"cancelled":true})"));
-      }
-      both_cancelled.set();
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          std::vector<json::object> runs;
+          for (int i = 0; i < 3; ++i) runs.push_back(co_await fp.study->read());
+          co_await fp.study->reply_error(runs[1], "subject crashed");
+          for (int i = 0; i < 2; ++i) {
+            auto c = co_await fp.study->read();
+            cancelled.push_back(c.at("params").at("id").as_int64());
+            co_await fp.study->reply(c, json::parse(R"({"cancelled":true})"));
+          }
+          both_cancelled.set();
+        },
+        asio::detached);
     auto res = co_await asio::experimental::make_parallel_group(
                    fp.host->async_run(run_case("a"), asio::deferred),
                    fp.host->async_run(run_case("b"), asio::deferred),
@@ -252,11 +273,14 @@ BOOST_AUTO_TEST_CASE(fail_fast_group_cancels_the_siblings) {
 BOOST_AUTO_TEST_CASE(use_future_from_another_thread) {
   asio::io_context ctx;
   fake_pair fp(ctx.get_executor());
-  asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-    co_await fp.study->accept_initialize();
-    auto run = co_await fp.study->read();
-    co_await fp.study->reply(run, run_result_for(run));
-  }, asio::detached);
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        co_await fp.study->accept_initialize();
+        auto run = co_await fp.study->read();
+        co_await fp.study->reply(run, run_result_for(run));
+      },
+      asio::detached);
   auto guard = asio::make_work_guard(ctx);
   std::thread io([&] { ctx.run(); });
   auto init = fp.host->async_initialize(asio::use_future);
@@ -274,16 +298,20 @@ BOOST_AUTO_TEST_CASE(eof_fails_every_pending_request) {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp);
     constexpr int n = 50;
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      for (int i = 0; i < n; ++i) co_await fp.study->read();
-      fp.study->close_output();
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          for (int i = 0; i < n; ++i) co_await fp.study->read();
+          fp.study->close_output();
+        },
+        asio::detached);
     using op_t = decltype(asio::co_spawn(ctx, fp.host->run(run_case("x")), asio::deferred));
     std::vector<op_t> ops;
     for (int i = 0; i < n; ++i)
       ops.push_back(asio::co_spawn(ctx, fp.host->run(run_case(std::to_string(i))), asio::deferred));
-    auto [order, excs, results] = co_await asio::experimental::make_parallel_group(std::move(ops))
-                                      .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    auto [order, excs, results] =
+        co_await asio::experimental::make_parallel_group(std::move(ops))
+            .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
     for (auto& r : results) {
       BOOST_REQUIRE(!r);
       BOOST_TEST(r.error().code == errc::study_exited);
@@ -303,22 +331,28 @@ BOOST_AUTO_TEST_CASE(notifications_reach_whoever_asked) {
     opts.on_notification = [&](const notification& n) { host_wide.push_back(n); };
     fake_pair fp(ctx.get_executor(), opts);
     co_await initialized(fp);
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto run = co_await fp.study->read();
-      auto id = run.at("id").as_int64();
-      co_await fp.study->write(R"({"method":"log","params":{"message":"warming up"}})");
-      auto event = [id](std::string kind) {
-        return json::serialize(json::object{
-            {"method", "event"},
-            {"params", json::object{{"request_id", id}, {"eval", "e"}, {"sample", "s"},
-                                    {"target", "sim"}, {"kind", kind}}}});
-      };
-      co_await fp.study->write(event("started"));
-      co_await fp.study->write(event("future_kind"));
-      co_await fp.study->reply(run, run_result_for(run));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto run = co_await fp.study->read();
+          auto id = run.at("id").as_int64();
+          co_await fp.study->write(R"({"method":"log","params":{"message":"warming up"}})");
+          auto event = [id](std::string kind) {
+            return json::serialize(json::object{{"method", "event"},
+                                                {"params", json::object{{"request_id", id},
+                                                                        {"eval", "e"},
+                                                                        {"sample", "s"},
+                                                                        {"target", "sim"},
+                                                                        {"kind", kind}}}});
+          };
+          co_await fp.study->write(event("started"));
+          co_await fp.study->write(event("future_kind"));
+          co_await fp.study->reply(run, run_result_for(run));
+        },
+        asio::detached);
     std::vector<notification> mine;
-    auto r = co_await fp.host->run(run_case("s"), [&](const notification& n) { mine.push_back(n); });
+    auto r =
+        co_await fp.host->run(run_case("s"), [&](const notification& n) { mine.push_back(n); });
     BOOST_REQUIRE(r);
     // Notifications are posted before the response completes the request, in order.
     BOOST_REQUIRE(mine.size() == 2u);
@@ -334,24 +368,28 @@ BOOST_AUTO_TEST_CASE(list_all_follows_cursors_and_stops_a_loop) {
   run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp);
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      for (int round = 0; round < 2; ++round) {
-        auto list = co_await fp.study->read();
-        co_await fp.study->reply(list, json::parse(R"({"evals":[{"name":"big","samples":[{"id":"0"}],
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          for (int round = 0; round < 2; ++round) {
+            auto list = co_await fp.study->read();
+            co_await fp.study->reply(list,
+                                     json::parse(R"({"evals":[{"name":"big","samples":[{"id":"0"}],
             "next_cursor":"1","scorers":[],"targets":[]}]})"));
-        for (int page = 1;; ++page) {
-          auto req = co_await fp.study->read();
-          BOOST_TEST(req.at("method").as_string() == "list_samples");
-          auto cursor = std::string(req.at("params").at("cursor").as_string());
-          json::object res{{"samples", json::array{json::object{{"id", cursor}}}}};
-          if (round == 0 && page < 4) res["next_cursor"] = std::to_string(page + 1);
-          if (round == 1) res["next_cursor"] = page % 2 ? "2" : "1";  // 1 -> 2 -> 1: a loop
-          co_await fp.study->reply(req, res);
-          if (round == 0 && page == 4) break;
-          if (round == 1 && page == 2) break;
-        }
-      }
-    }, asio::detached);
+            for (int page = 1;; ++page) {
+              auto req = co_await fp.study->read();
+              BOOST_TEST(req.at("method").as_string() == "list_samples");
+              auto cursor = std::string(req.at("params").at("cursor").as_string());
+              json::object res{{"samples", json::array{json::object{{"id", cursor}}}}};
+              if (round == 0 && page < 4) res["next_cursor"] = std::to_string(page + 1);
+              if (round == 1) res["next_cursor"] = page % 2 ? "2" : "1";  // 1 -> 2 -> 1: a loop
+              co_await fp.study->reply(req, res);
+              if (round == 0 && page == 4) break;
+              if (round == 1 && page == 2) break;
+            }
+          }
+        },
+        asio::detached);
     auto all = co_await fp.host->list_all();
     BOOST_REQUIRE(all);
     BOOST_TEST(all->evals[0].samples.size() == 5u);
@@ -379,11 +417,12 @@ BOOST_AUTO_TEST_CASE(queued_requests_cancel_without_reaching_the_study) {
       big_event.set();
     });
     asio::cancellation_signal sig;
-    fp.host->async_run(run_case("queued"),
-                       asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, protocol::run_result) {
-                         queued_done = ec;
-                         queued_event.set();
-                       }));
+    fp.host->async_run(
+        run_case("queued"),
+        asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, protocol::run_result) {
+          queued_done = ec;
+          queued_event.set();
+        }));
     // The strand runs both submissions before this cancellation: the score frame is being
     // written (and blocks, nobody reads), the run is queued behind it.
     sig.emit(asio::cancellation_type::total);  // allowed: it was never written
@@ -392,14 +431,18 @@ BOOST_AUTO_TEST_CASE(queued_requests_cancel_without_reaching_the_study) {
     BOOST_TEST(!big_done);
     // Now the study reads: the big frame arrives intact, then the next request, nothing else.
     auto first = co_await fp.study->read();
-    BOOST_TEST(first.at("params").at("transcript").at("final_response").as_string().size() == (8u << 20));
+    BOOST_TEST(first.at("params").at("transcript").at("final_response").as_string().size() ==
+               (8u << 20));
     auto after = fp.host->run(run_case("after"));
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto next = co_await fp.study->read();
-      BOOST_TEST(next.at("params").at("sample").as_string() == "after");
-      co_await fp.study->reply(next, run_result_for(next));
-      co_await fp.study->reply(first, run_result_for(first));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto next = co_await fp.study->read();
+          BOOST_TEST(next.at("params").at("sample").as_string() == "after");
+          co_await fp.study->reply(next, run_result_for(next));
+          co_await fp.study->reply(first, run_result_for(first));
+        },
+        asio::detached);
     auto r = co_await std::move(after);
     BOOST_REQUIRE(r);
     co_await big_event.wait();
@@ -424,16 +467,19 @@ BOOST_AUTO_TEST_CASE(explicit_cancel_and_execute_projection) {
   run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp, "cancel,execute");
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto c = co_await fp.study->read();
-      BOOST_TEST(c.at("params").at("id").as_int64() == 41);
-      co_await fp.study->reply(c, json::parse(R"({"cancelled":false})"));
-      auto e = co_await fp.study->read();
-      co_await fp.study->reply(e, json::parse(R"({"eval":"e","sample":"x","target":"sim",
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto c = co_await fp.study->read();
+          BOOST_TEST(c.at("params").at("id").as_int64() == 41);
+          co_await fp.study->reply(c, json::parse(R"({"cancelled":false})"));
+          auto e = co_await fp.study->read();
+          co_await fp.study->reply(e, json::parse(R"({"eval":"e","sample":"x","target":"sim",
           "transcript":{"trajectory":{"schema_version":"ATIF-v1.7","agent":{"name":"a","version":"1"},
           "steps":[{"step_id":1,"source":"agent","message":"done",
                     "tool_calls":[{"tool_call_id":"c","function_name":"grep","arguments":{}}]}]}}})"));
-    }, asio::detached);
+        },
+        asio::detached);
     auto found = co_await fp.host->async_cancel(41, asio::use_awaitable);
     BOOST_TEST(!found);
     auto ex = co_await fp.host->execute(run_case("x"));
@@ -451,15 +497,18 @@ BOOST_AUTO_TEST_CASE(garbage_is_logged_and_reading_continues) {
     opts.max_line_bytes = 1024;
     fake_pair fp(ctx.get_executor(), opts);
     co_await initialized(fp);
-    asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-      auto run = co_await fp.study->read();
-      co_await fp.study->write("this is not json");
-      co_await fp.study->write("\x1b[31mred\x1b[0m");
-      co_await fp.study->write(std::string(5000, 'z'));
-      co_await fp.study->write(R"({"id":12345,"result":{}})");
-      co_await fp.study->write(R"({"id":1,"method":"sample_model","params":{}})");
-      co_await fp.study->reply(run, run_result_for(run));
-    }, asio::detached);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto run = co_await fp.study->read();
+          co_await fp.study->write("this is not json");
+          co_await fp.study->write("\x1b[31mred\x1b[0m");
+          co_await fp.study->write(std::string(5000, 'z'));
+          co_await fp.study->write(R"({"id":12345,"result":{}})");
+          co_await fp.study->write(R"({"id":1,"method":"sample_model","params":{}})");
+          co_await fp.study->reply(run, run_result_for(run));
+        },
+        asio::detached);
     auto r = co_await fp.host->run(run_case("g"));
     BOOST_REQUIRE(r);
     BOOST_TEST(log.count(log_level::warning, "invalid JSON") == 1u);
@@ -468,7 +517,7 @@ BOOST_AUTO_TEST_CASE(garbage_is_logged_and_reading_continues) {
     BOOST_TEST(log.count(log_level::warning, "unknown request id") == 1u);
     BOOST_TEST(log.count(log_level::warning, "request from the study") == 1u);
     BOOST_TEST(log.count(log_level::warning, "\\x1b[31mred") == 0u);  // excerpt escaped...
-    BOOST_TEST(log.count(log_level::debug, "\\x1b[31mred") == 1u);   // ...and present
+    BOOST_TEST(log.count(log_level::debug, "\\x1b[31mred") == 1u);    // ...and present
   });
 }
 
@@ -476,13 +525,16 @@ BOOST_AUTO_TEST_CASE(many_threads_share_one_handle) {
   asio::io_context ctx;
   fake_pair fp(ctx.get_executor());
   constexpr int n = 300;
-  asio::co_spawn(ctx, [&]() -> asio::awaitable<void> {
-    co_await fp.study->accept_initialize();
-    for (int i = 0; i < n; ++i) {
-      auto run = co_await fp.study->read();
-      co_await fp.study->reply(run, run_result_for(run));
-    }
-  }, asio::detached);
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        co_await fp.study->accept_initialize();
+        for (int i = 0; i < n; ++i) {
+          auto run = co_await fp.study->read();
+          co_await fp.study->reply(run, run_result_for(run));
+        }
+      },
+      asio::detached);
   std::atomic<int> ok{0};
   auto guard = asio::make_work_guard(ctx);
   std::vector<std::thread> io;
@@ -493,13 +545,15 @@ BOOST_AUTO_TEST_CASE(many_threads_share_one_handle) {
   std::promise<void> all_done;
   for (int i = 0; i < n; ++i)
     asio::post(callers, [&, i] {
-      fp.host->async_run(run_case(std::to_string(i)), [&, i](error_code ec, protocol::run_result r) {
-        if (!ec && r.sample == std::to_string(i)) ++ok;
-        if (++done == n) all_done.set_value();
-      });
+      fp.host->async_run(run_case(std::to_string(i)),
+                         [&, i](error_code ec, protocol::run_result r) {
+                           if (!ec && r.sample == std::to_string(i)) ++ok;
+                           if (++done == n) all_done.set_value();
+                         });
     });
   callers.join();
-  BOOST_REQUIRE(all_done.get_future().wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  BOOST_REQUIRE(all_done.get_future().wait_for(std::chrono::seconds(20)) ==
+                std::future_status::ready);
   BOOST_TEST(ok == n);
   fp.host.reset();
   guard.reset();

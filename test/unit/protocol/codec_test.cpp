@@ -59,7 +59,8 @@ BOOST_AUTO_TEST_CASE(decode_errors_name_the_field_path) {
   BOOST_REQUIRE(!not_obj);
   BOOST_TEST(not_obj.error().what == "expected an object, got array");
 
-  auto bad_metric = decode_run_result(json::parse(R"({"transcript":{"metrics":{"recall":"high"}}})"));
+  auto bad_metric =
+      decode_run_result(json::parse(R"({"transcript":{"metrics":{"recall":"high"}}})"));
   BOOST_REQUIRE(!bad_metric);
   BOOST_TEST(bad_metric.error().path == "transcript.metrics.recall");
 
@@ -73,7 +74,8 @@ BOOST_AUTO_TEST_CASE(decode_errors_name_the_field_path) {
 }
 
 BOOST_AUTO_TEST_CASE(null_fields_are_absent) {
-  auto r = decode_list_samples_result(json::parse(R"({"samples":[{"id":"a","tags":null}],"next_cursor":null})"));
+  auto r = decode_list_samples_result(
+      json::parse(R"({"samples":[{"id":"a","tags":null}],"next_cursor":null})"));
   BOOST_REQUIRE(r);
   BOOST_TEST(!r->next_cursor);
   BOOST_TEST(r->samples[0].tags.empty());
@@ -98,7 +100,8 @@ BOOST_AUTO_TEST_CASE(rpc_error_needs_only_a_message) {
   BOOST_TEST(e->code == 0);
   BOOST_TEST(!e->retryable);
   BOOST_TEST(!e->data);
-  auto full = decode_rpc_error(json::parse(R"({"code":-32602,"message":"x","retryable":true,"data":{"http_status":429}})"));
+  auto full = decode_rpc_error(
+      json::parse(R"({"code":-32602,"message":"x","retryable":true,"data":{"http_status":429}})"));
   BOOST_REQUIRE(full);
   BOOST_TEST(full->retryable);
   BOOST_TEST(full->data->at("http_status").as_int64() == 429);
@@ -116,8 +119,9 @@ BOOST_AUTO_TEST_CASE(run_params_encoding_omits_defaults) {
   p.trial = 2;
   p.trials = 8;
   p.seed = 44;
-  BOOST_TEST(json::serialize(encode(p)) ==
-             R"({"eval":"greet","sample":"hi","target":"sim","params":{"effort":"high"},"trial":2,"trials":8,"seed":44})");
+  BOOST_TEST(
+      json::serialize(encode(p)) ==
+      R"({"eval":"greet","sample":"hi","target":"sim","params":{"effort":"high"},"trial":2,"trials":8,"seed":44})");
   auto back = decode_run_params(encode(p));
   BOOST_REQUIRE(back);
   BOOST_TEST(back->params.at("effort") == "high");
@@ -136,9 +140,12 @@ BOOST_AUTO_TEST_CASE(initialize_result_and_capabilities) {
 
 BOOST_AUTO_TEST_CASE(parts_need_exactly_one_source) {
   BOOST_TEST(decode_part(json::parse(R"({"kind":"text","text":"hi"})")).has_value());
-  BOOST_TEST(decode_part(json::parse(R"({"kind":"image","media_type":"image/png","source":{"uri":"x"}})")).has_value());
+  BOOST_TEST(
+      decode_part(json::parse(R"({"kind":"image","media_type":"image/png","source":{"uri":"x"}})"))
+          .has_value());
   BOOST_TEST(!decode_part(json::parse(R"({"kind":"image","media_type":"image/png"})")));
-  BOOST_TEST(!decode_part(json::parse(R"({"kind":"file","media_type":"a/b","source":{"uri":"x","data":"eA=="}})")));
+  BOOST_TEST(!decode_part(
+      json::parse(R"({"kind":"file","media_type":"a/b","source":{"uri":"x","data":"eA=="}})")));
 }
 
 BOOST_AUTO_TEST_CASE(event_params_keep_unknown_kinds) {

@@ -43,7 +43,8 @@ BOOST_AUTO_TEST_CASE(conformance_fixtures_project_as_pinned) {
       std::vector<std::string> calls;
       for (auto& t : want.at("tool_calls").as_array()) calls.emplace_back(t.as_string());
       BOOST_TEST(p->tool_calls == calls, boost::test_tools::per_element());
-      BOOST_TEST(static_cast<std::int64_t>(p->tool_calls.size()) == want.at("tool_calls_count").as_int64());
+      BOOST_TEST(static_cast<std::int64_t>(p->tool_calls.size()) ==
+                 want.at("tool_calls_count").as_int64());
       BOOST_TEST(p->iterations == want.at("iterations").as_int64());
       auto& u = want.at("usage").as_object();
       BOOST_TEST(p->usage.input_tokens == u.at("input_tokens").as_int64());
@@ -60,8 +61,8 @@ BOOST_AUTO_TEST_CASE(execute_result_fills_only_unset_fields) {
   auto fixture = load_fixture();
   auto traj = fixture.at("cases").as_array()[0].at("trajectory");
   json::object transcript{{"trajectory", traj}, {"final_response", "set by the study"}};
-  json::value result = json::object{{"eval", "e"}, {"sample", "s"}, {"target", "t"},
-                                    {"transcript", transcript}};
+  json::value result =
+      json::object{{"eval", "e"}, {"sample", "s"}, {"target", "t"}, {"transcript", transcript}};
   auto r = decode_execute_result(result);
   BOOST_REQUIRE(r);
   BOOST_TEST(r->transcript.final_response == "set by the study");  // never overwritten
