@@ -265,6 +265,25 @@ BOOST_AUTO_TEST_CASE(shutdown_escalates_to_sigkill) {
   BOOST_TEST(no_children_left());
 }
 
+BOOST_AUTO_TEST_CASE(environment_and_working_directory_are_passed) {
+  std::vector<std::string> lines;
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    study_command c;
+    c.argv = {"sh", "-c", "echo \"var=$MIRA_TEST_VAR home=${HOME:-unset}\" >&2; pwd >&2"};
+    c.working_directory = "/tmp";
+    c.environment = std::vector<std::string>{"MIRA_TEST_VAR=42", "PATH=/usr/bin:/bin"};
+    auto o = test_options();
+    o.on_stderr_line = [&](std::string_view l) { lines.emplace_back(l); };
+    auto host = host_handle::spawn(ctx.get_executor(), c, o);
+    BOOST_REQUIRE(host);
+    auto st = co_await host->shutdown();
+    BOOST_REQUIRE(st);
+    BOOST_TEST(st->code == 0);
+  });
+  BOOST_TEST(lines == (std::vector<std::string>{"var=42 home=unset", "/tmp"}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(a_command_that_cannot_start_is_an_error) {
   asio::io_context ctx;
   study_command c;
