@@ -1,6 +1,9 @@
 // The planner (see plan.hpp).
 #include <mira/plan/plan.hpp>
 
+#include <algorithm>
+#include <unordered_map>
+
 namespace mira::plan {
 
 std::string logical_key(const protocol::run_params& p) {
@@ -32,15 +35,108 @@ std::string case_key(const protocol::run_params& p) {
 
 namespace {
 
-// Cross-product of the axes' values; axes without values take no part.
-std::vector<protocol::axis_params> combinations(const std::vector<protocol::axis_info>& axes) {
+// Matches one [...] class at pattern[pi] against c; returns the index past the class, or
+// npos when the class is unterminated (then '[' is an ordinary character).
+std::size_t match_class(std::string_view pat, std::size_t pi, char c, bool& matched) {
+  std::size_t i = pi + 1;
+  bool negate = i < pat.size() && (pat[i] == '!' || pat[i] == '^');
+  if (negate) ++i;
+  bool any = false;
+  bool first = true;
+  for (; i < pat.size() && (pat[i] != ']' || first); ++i) {
+    first = false;
+    if (i + 2 < pat.size() && pat[i + 1] == '-' && pat[i + 2] != ']') {
+      if (c >= pat[i] && c <= pat[i + 2]) any = true;
+      i += 2;
+    } else if (pat[i] == c) {
+      any = true;
+    }
+  }
+  if (i >= pat.size()) return std::string_view::npos;
+  matched = any != negate;
+  return i + 1;
+}
+
+}  // namespace
+
+bool glob_match(std::string_view pat, std::string_view text) {
+  std::size_t p = 0, t = 0;
+  std::size_t star = std::string_view::npos, star_t = 0;
+  while (t < text.size()) {
+    if (p < pat.size() && pat[p] == '*') {
+      star = p++;
+      star_t = t;
+      continue;
+    }
+    if (p < pat.size()) {
+      if (pat[p] == '?') {
+        ++p;
+        ++t;
+        continue;
+      }
+      if (pat[p] == '[') {
+        bool m = false;
+        auto next = match_class(pat, p, text[t], m);
+        if (next != std::string_view::npos) {
+          if (m) {
+            p = next;
+            ++t;
+            continue;
+          }
+        } else if (text[t] == '[') {
+          ++p;
+          ++t;
+          continue;
+        }
+      } else if (pat[p] == text[t]) {
+        ++p;
+        ++t;
+        continue;
+      }
+    }
+    if (star == std::string_view::npos) return false;
+    p = star + 1;  // let the last * swallow one more character
+    t = ++star_t;
+  }
+  while (p < pat.size() && pat[p] == '*') ++p;
+  return p == pat.size();
+}
+
+namespace {
+
+bool any_glob(const std::vector<std::string>& globs, std::string_view text) {
+  return std::any_of(globs.begin(), globs.end(),
+                     [&](const std::string& g) { return glob_match(g, text); });
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < 20; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 20) out += ", ...";
+  return out;
+}
+
+tl::unexpected<plan_error> fail(std::string m) {
+  return tl::unexpected(plan_error{std::move(m)});
+}
+
+// Cross-product of the eval's axis values that satisfy every --axis constraint on them.
+std::vector<protocol::axis_params> combinations(const protocol::eval_info& eval,
+                                                const selection& sel) {
   std::vector<protocol::axis_params> out(1);
-  for (auto& axis : axes) {
+  for (auto& axis : eval.axes) {
     if (axis.values.empty()) continue;
+    std::vector<std::string> allowed;
+    for (auto& v : axis.values) {
+      bool ok = true;
+      for (auto& [name, globs] : sel.axes)
+        if (name == axis.name && !any_glob(globs, v)) ok = false;
+      if (ok) allowed.push_back(v);
+    }
     std::vector<protocol::axis_params> next;
-    next.reserve(out.size() * axis.values.size());
+    next.reserve(out.size() * allowed.size());
     for (auto& base : out)
-      for (auto& v : axis.values) {
+      for (auto& v : allowed) {
         auto c = base;
         c[axis.name] = v;
         next.push_back(std::move(c));
@@ -50,33 +146,128 @@ std::vector<protocol::axis_params> combinations(const std::vector<protocol::axis
   return out;
 }
 
+std::string describe(const protocol::run_params& p) {
+  std::string d =
+      "eval \"" + p.eval + "\", sample \"" + p.sample + "\", target \"" + p.target + "\"";
+  for (auto& [k, v] : p.params) d += ", " + k + "=\"" + v + "\"";
+  return d;
+}
+
 }  // namespace
 
-std::vector<planned_case> plan_all(const protocol::list_result& list) {
-  std::vector<planned_case> cases;
-  for (auto& eval : list.evals) {
-    auto combos = combinations(eval.axes);
-    auto trials = eval.trials < 1 ? 1 : eval.trials;
-    for (auto& sample : eval.samples)
-      for (auto& target : eval.targets)
-        for (auto& combo : combos)
-          for (std::int64_t t = 0; t < trials; ++t) {
-            planned_case c;
-            c.params.eval = eval.name;
-            c.params.sample = sample.id;
-            c.params.target = target.label;
-            c.params.params = combo;
-            c.params.trial = t;
-            c.params.trials = trials;
-            if (eval.seed) c.params.seed = *eval.seed + t;
-            c.logical_key = logical_key(c.params);
-            c.key = case_key(c.params);
-            c.provider = target.provider;
-            c.available = target.available;
-            cases.push_back(std::move(c));
-          }
+tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, const selection& sel) {
+  std::vector<std::string> eval_names;
+  for (auto& e : list.evals) eval_names.push_back(e.name);
+  for (auto& g : sel.evals)
+    if (std::none_of(eval_names.begin(), eval_names.end(),
+                     [&](const std::string& n) { return glob_match(g, n); }))
+      return fail("--evals: \"" + g + "\" matches no eval (evals: " + joined(eval_names) + ")");
+
+  std::vector<const protocol::eval_info*> evals;
+  for (auto& e : list.evals)
+    if (sel.evals.empty() || any_glob(sel.evals, e.name)) evals.push_back(&e);
+
+  // Every other glob must match something in the selected evals.
+  auto some = [&](auto&& pred) {
+    return std::any_of(evals.begin(), evals.end(), [&](auto* e) { return pred(*e); });
+  };
+  for (auto& g : sel.targets)
+    if (!some([&](auto& e) {
+          return std::any_of(e.targets.begin(), e.targets.end(),
+                             [&](auto& t) { return glob_match(g, t.label); });
+        }))
+      return fail("--targets: \"" + g + "\" matches no target of the selected evals");
+  for (auto& g : sel.samples)
+    if (!some([&](auto& e) {
+          return std::any_of(e.samples.begin(), e.samples.end(),
+                             [&](auto& s) { return glob_match(g, s.id); });
+        }))
+      return fail("--samples: \"" + g + "\" matches no sample of the selected evals");
+  for (auto& tag : sel.tags)
+    if (!some([&](auto& e) {
+          return std::any_of(e.samples.begin(), e.samples.end(), [&](auto& s) {
+            return std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end();
+          });
+        }))
+      return fail("--tag: no sample of the selected evals has the tag \"" + tag + "\"");
+  for (auto& [name, globs] : sel.axes) {
+    std::vector<std::string> values;
+    bool declared = false;
+    for (auto* e : evals)
+      for (auto& a : e->axes)
+        if (a.name == name) {
+          declared = true;
+          values.insert(values.end(), a.values.begin(), a.values.end());
+        }
+    if (!declared) {
+      std::vector<std::string> names;
+      for (auto* e : evals)
+        for (auto& a : e->axes)
+          if (std::find(names.begin(), names.end(), a.name) == names.end()) names.push_back(a.name);
+      return fail("--axis: unknown axis \"" + name +
+                  "\" (declared: " + (names.empty() ? std::string("none") : joined(names)) + ")");
+    }
+    for (auto& g : globs)
+      if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); }))
+        return fail("--axis " + name + ": \"" + g +
+                    "\" matches no value (values: " + joined(values) + ")");
   }
-  return cases;
+
+  plan out;
+  std::unordered_map<std::string, std::size_t> by_key;
+  for (auto* e : evals) {
+    eval_counts counts;
+    counts.eval = e->name;
+    std::vector<const protocol::sample_info*> samples;
+    for (auto& s : e->samples) {
+      if (!sel.samples.empty() && !any_glob(sel.samples, s.id)) continue;
+      if (!sel.tags.empty() && std::none_of(sel.tags.begin(), sel.tags.end(), [&](auto& t) {
+            return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end();
+          }))
+        continue;
+      samples.push_back(&s);
+    }
+    std::vector<const protocol::target_info*> targets;
+    for (auto& t : e->targets)
+      if (sel.targets.empty() || any_glob(sel.targets, t.label)) targets.push_back(&t);
+    auto combos = combinations(*e, sel);
+    std::int64_t trials = sel.trials ? std::max<std::int64_t>(1, *sel.trials) : e->trials;
+    if (trials < 1) trials = 1;
+    auto seed = sel.seed ? sel.seed : e->seed;
+    counts.samples = samples.size();
+    counts.targets = targets.size();
+    counts.axis_combinations = combos.size();
+    counts.trials = static_cast<std::size_t>(trials);
+    for (auto* s : samples)
+      for (auto* t : targets)
+        for (auto& combo : combos) {
+          planned_case c;
+          c.params.eval = e->name;
+          c.params.sample = s->id;
+          c.params.target = t->label;
+          c.params.params = combo;
+          c.params.trials = trials;
+          c.logical_key = logical_key(c.params);
+          if (!sel.filter.empty() && c.logical_key.find(sel.filter) == std::string::npos) continue;
+          c.provider = t->provider;
+          c.available = t->available;
+          for (std::int64_t trial = 0; trial < trials; ++trial) {
+            planned_case tc = c;
+            tc.params.trial = trial;
+            if (seed) tc.params.seed = *seed + trial;
+            tc.key = case_key(tc.params);
+            auto [it, fresh] = by_key.emplace(tc.key, out.cases.size());
+            if (!fresh)
+              return fail("two cases have the key \"" + tc.key +
+                          "\": " + describe(out.cases[it->second].params) + " and " +
+                          describe(tc.params) + " (names contain / @ [ ] , = or #)");
+            out.cases.push_back(std::move(tc));
+            ++counts.cases;
+          }
+        }
+    if (counts.cases > 0 || sel.filter.empty()) out.evals.push_back(std::move(counts));
+  }
+  return out;
 }
 
 }  // namespace mira::plan

@@ -37,7 +37,9 @@ BOOST_AUTO_TEST_CASE(every_available_case_runs_and_events_are_correlated) {
     BOOST_TEST(init->study == "example-study");
     auto list = co_await host->list_all();
     BOOST_REQUIRE(list);
-    auto cases = plan::plan_all(*list);
+    auto planned = plan::make_plan(*list);
+    BOOST_REQUIRE(planned);
+    auto& cases = planned->cases;
     BOOST_TEST(cases.size() == 41u);
     int passed = 0, na = 0, skipped = 0, events = 0;
     for (auto& c : cases) {

@@ -407,7 +407,12 @@ int cmd_run(const std::vector<std::string>& args) {
           std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
           co_return;
         }
-        auto cases = plan::plan_all(*list);
+        auto planned = plan::make_plan(*list);
+        if (!planned) {
+          std::fprintf(stderr, "mira: %s\n", planned.error().message.c_str());
+          co_return;
+        }
+        auto& cases = planned->cases;
         std::vector<case_outcome> outcomes(cases.size());
         std::vector<std::size_t> to_run;
         for (std::size_t i = 0; i < cases.size(); ++i) {

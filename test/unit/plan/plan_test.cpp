@@ -1,4 +1,4 @@
-// The planner's grid and case keys.
+// The planner: grid order, keys, seeds, selection and its validation, key collisions.
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/codec.hpp>
 
@@ -7,17 +7,41 @@
 
 using namespace mira;
 
+namespace {
+
+protocol::list_result listing() {
+  auto l = protocol::decode_list_result(boost::json::parse(R"({"evals":[
+    {"name":"e","samples":[{"id":"a","tags":["smoke"]},{"id":"b"}],"scorers":[],
+     "targets":[{"label":"sim","provider":"p","available":true},{"label":"off","available":false}],
+     "axes":[{"name":"z","values":["1","2"]},{"name":"a","values":["x"]},{"name":"empty","values":[]}],
+     "trials":2,"seed":40},
+    {"name":"f","samples":[{"id":"s1"},{"id":"s2","tags":["slow"]}],"scorers":[],
+     "targets":[{"label":"sim"},{"label":"gpt-4o"}]}]})"));
+  BOOST_REQUIRE(l);
+  return *l;
+}
+
+std::vector<std::string> keys(const plan::plan& p) {
+  std::vector<std::string> k;
+  for (auto& c : p.cases) k.push_back(c.key);
+  return k;
+}
+
+std::string error_of(const plan::selection& sel) {
+  auto p = plan::make_plan(listing(), sel);
+  BOOST_REQUIRE(!p);
+  return p.error().message;
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(plan_tests)
 
 BOOST_AUTO_TEST_CASE(grid_is_samples_targets_axes_trials_in_listing_order) {
-  auto list = protocol::decode_list_result(boost::json::parse(R"({"evals":[
-    {"name":"e","samples":[{"id":"a"},{"id":"b"}],"scorers":[],
-     "targets":[{"label":"sim","provider":"p","available":true},{"label":"off","available":false}],
-     "axes":[{"name":"z","values":["1","2"]},{"name":"a","values":["x"]},{"name":"empty","values":[]}],
-     "trials":2,"seed":40}]})"));
-  BOOST_REQUIRE(list);
-  auto cases = plan::plan_all(*list);
-  BOOST_TEST(cases.size() == 2u * 2u * 2u * 2u);
+  auto p = plan::make_plan(listing());
+  BOOST_REQUIRE(p);
+  BOOST_TEST(p->cases.size() == 2u * 2u * 2u * 2u + 2u * 2u);
+  auto& cases = p->cases;
   BOOST_TEST(cases[0].key == "e/a@sim[a=x,z=1]#0");
   BOOST_TEST(cases[0].logical_key == "e/a@sim[a=x,z=1]");
   BOOST_TEST(cases[0].params.seed.value() == 40);
@@ -28,9 +52,17 @@ BOOST_AUTO_TEST_CASE(grid_is_samples_targets_axes_trials_in_listing_order) {
   BOOST_TEST(!cases[4].available);
   BOOST_TEST(cases[0].provider == "p");
   BOOST_TEST(cases[4].provider == "");
+  BOOST_TEST(cases[16].key == "f/s1@sim");  // one trial: no suffix, no seed
+  BOOST_TEST(!cases[16].params.seed);
+  BOOST_REQUIRE(p->evals.size() == 2u);
+  BOOST_TEST(p->evals[0].samples == 2u);
+  BOOST_TEST(p->evals[0].targets == 2u);
+  BOOST_TEST(p->evals[0].axis_combinations == 2u);
+  BOOST_TEST(p->evals[0].trials == 2u);
+  BOOST_TEST(p->evals[0].cases == 16u);
 }
 
-BOOST_AUTO_TEST_CASE(single_trial_keys_have_no_suffix_and_no_seed) {
+BOOST_AUTO_TEST_CASE(keys_sort_params_and_add_trials_only_when_repeated) {
   protocol::run_params p;
   p.eval = "greet";
   p.sample = "hi";
@@ -42,6 +74,126 @@ BOOST_AUTO_TEST_CASE(single_trial_keys_have_no_suffix_and_no_seed) {
   p.trial = 2;
   BOOST_TEST(plan::case_key(p) == "greet/hi@sim[budget=low,effort=high]#2");
   BOOST_TEST(plan::logical_key(p) == "greet/hi@sim[budget=low,effort=high]");
+}
+
+BOOST_AUTO_TEST_CASE(globs) {
+  using plan::glob_match;
+  BOOST_TEST(glob_match("*", ""));
+  BOOST_TEST(glob_match("gpt-*", "gpt-4o"));
+  BOOST_TEST(!glob_match("gpt-*", "claude"));
+  BOOST_TEST(glob_match("s?", "s1"));
+  BOOST_TEST(!glob_match("s?", "s12"));
+  BOOST_TEST(glob_match("s[0-9]", "s7"));
+  BOOST_TEST(!glob_match("s[!0-9]", "s7"));
+  BOOST_TEST(glob_match("s[^0-9]", "sx"));
+  BOOST_TEST(glob_match("*a*b*c", "xxaybbzc"));
+  BOOST_TEST(!glob_match("*a*b*c", "xxaybbz"));
+  BOOST_TEST(glob_match("a[b", "a[b"));  // an unterminated class is literal
+}
+
+BOOST_AUTO_TEST_CASE(selection_narrows_the_grid) {
+  plan::selection sel;
+  sel.evals = {"f"};
+  sel.targets = {"gpt-*"};
+  auto p = plan::make_plan(listing(), sel);
+  BOOST_REQUIRE(p);
+  BOOST_TEST(keys(*p) == (std::vector<std::string>{"f/s1@gpt-4o", "f/s2@gpt-4o"}),
+             boost::test_tools::per_element());
+
+  plan::selection tags;
+  tags.tags = {"smoke", "slow"};  // any of
+  auto t = plan::make_plan(listing(), tags);
+  BOOST_REQUIRE(t);
+  BOOST_TEST(t->cases.size() == 8u + 2u);
+
+  plan::selection filter;
+  filter.filter = "@sim[a=x,z=2]";
+  auto f = plan::make_plan(listing(), filter);
+  BOOST_REQUIRE(f);
+  BOOST_TEST(keys(*f) == (std::vector<std::string>{"e/a@sim[a=x,z=2]#0", "e/a@sim[a=x,z=2]#1",
+                                                   "e/b@sim[a=x,z=2]#0", "e/b@sim[a=x,z=2]#1"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(f->evals.size() == 1u);  // f contributes nothing
+}
+
+BOOST_AUTO_TEST_CASE(repeated_axis_flags_intersect) {
+  plan::selection sel;
+  sel.evals = {"e"};
+  sel.samples = {"a"};
+  sel.targets = {"sim"};
+  sel.axes = {{"z", {"1", "2"}}, {"z", {"2"}}};
+  auto p = plan::make_plan(listing(), sel);
+  BOOST_REQUIRE(p);
+  BOOST_TEST(keys(*p) == (std::vector<std::string>{"e/a@sim[a=x,z=2]#0", "e/a@sim[a=x,z=2]#1"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(trials_and_seed_overrides) {
+  plan::selection sel;
+  sel.evals = {"f"};
+  sel.samples = {"s1"};
+  sel.targets = {"sim"};
+  sel.trials = 3;
+  sel.seed = 7;
+  auto p = plan::make_plan(listing(), sel);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(p->cases.size() == 3u);
+  BOOST_TEST(p->cases[2].key == "f/s1@sim#2");
+  BOOST_TEST(p->cases[2].params.seed.value() == 9);
+  BOOST_TEST(p->cases[2].params.trials == 3);
+  sel.trials = 0;  // 0 means 1
+  auto one = plan::make_plan(listing(), sel);
+  BOOST_REQUIRE(one);
+  BOOST_TEST(one->cases.size() == 1u);
+  BOOST_TEST(one->cases[0].key == "f/s1@sim");
+}
+
+BOOST_AUTO_TEST_CASE(selections_that_match_nothing_are_errors) {
+  plan::selection s1;
+  s1.evals = {"nope*"};
+  BOOST_TEST(error_of(s1) == "--evals: \"nope*\" matches no eval (evals: e, f)");
+  plan::selection s2;
+  s2.axes = {{"effort", {"high"}}};
+  BOOST_TEST(error_of(s2) == "--axis: unknown axis \"effort\" (declared: z, a, empty)");
+  plan::selection s3;
+  s3.axes = {{"z", {"3"}}};
+  BOOST_TEST(error_of(s3) == "--axis z: \"3\" matches no value (values: 1, 2)");
+  plan::selection s4;
+  s4.targets = {"claude"};
+  BOOST_TEST(error_of(s4) == "--targets: \"claude\" matches no target of the selected evals");
+  plan::selection s5;
+  s5.tags = {"nightly"};
+  BOOST_TEST(error_of(s5) == "--tag: no sample of the selected evals has the tag \"nightly\"");
+  plan::selection s6;
+  s6.evals = {"f"};
+  s6.samples = {"a"};  // a sample of e, not of f
+  BOOST_TEST(error_of(s6) == "--samples: \"a\" matches no sample of the selected evals");
+}
+
+BOOST_AUTO_TEST_CASE(colliding_keys_are_an_error_naming_both_cases) {
+  auto l = protocol::decode_list_result(boost::json::parse(R"({"evals":[
+    {"name":"a/b","samples":[{"id":"c"}],"scorers":[],"targets":[{"label":"t"}]},
+    {"name":"a","samples":[{"id":"b/c"}],"scorers":[],"targets":[{"label":"t"}]}]})"));
+  BOOST_REQUIRE(l);
+  auto p = plan::make_plan(*l);
+  BOOST_REQUIRE(!p);
+  BOOST_TEST(p.error().message ==
+             "two cases have the key \"a/b/c@t\": eval \"a/b\", sample \"c\", target \"t\" and "
+             "eval \"a\", sample \"b/c\", target \"t\" (names contain / @ [ ] , = or #)");
+}
+
+BOOST_AUTO_TEST_CASE(large_listings_plan_every_case) {
+  protocol::list_result l;
+  protocol::eval_info e;
+  e.name = "big";
+  e.targets.push_back({"sim", "p", true, {}});
+  e.samples.resize(200000);
+  for (std::size_t i = 0; i < e.samples.size(); ++i) e.samples[i].id = std::to_string(i);
+  l.evals.push_back(std::move(e));
+  auto p = plan::make_plan(l);
+  BOOST_REQUIRE(p);
+  BOOST_TEST(p->cases.size() == 200000u);
+  BOOST_TEST(p->cases.back().key == "big/199999@sim");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
