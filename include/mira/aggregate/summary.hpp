@@ -1,0 +1,89 @@
+// Aggregation of a run: per-case states into rates with confidence intervals, trials into
+// pass@k and score spread, breakdowns per eval, per target, per eval x target and by any key,
+// and totals (tokens, cost, latency percentiles, retries, custom metrics).
+#pragma once
+
+#include <mira/plan/plan.hpp>
+#include <mira/schedule/run_plan.hpp>
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mira::aggregate {
+
+/// Unbiased pass@k (Chen et al. 2021): the chance that at least one of k samples drawn from
+/// n trials, c of them passing, passes. Undefined (nullopt) when k > n or n == 0.
+std::optional<double> pass_at_k(std::size_t n, std::size_t c, std::size_t k);
+
+struct interval {
+  double low = 0;
+  double high = 0;
+};
+/// The Wilson score interval for a proportion (95 % by default).
+interval wilson(std::size_t passed, std::size_t n, double z = 1.959963984540054);
+
+/// Linear-interpolated percentile (p in [0, 100]) of `values`; 0 for none.
+double percentile(std::vector<double> values, double p);
+
+/// Passed over scored; N/A, skipped and cancelled cases are not scored.
+struct rate {
+  std::size_t passed = 0;
+  std::size_t scored = 0;
+  double value() const {
+    return scored ? static_cast<double>(passed) / static_cast<double>(scored) : 0;
+  }
+  interval ci() const { return wilson(passed, scored); }
+};
+
+struct trial_summary {
+  std::string logical_key;
+  std::size_t trials = 0;  // planned
+  std::size_t scored = 0;
+  std::size_t passed = 0;
+  rate pass_rate() const { return {passed, scored}; }
+  std::vector<std::optional<double>> pass_at;  // pass_at[k-1] = pass@k, k = 1..trials
+  double mean = 0;                             // of `aggregate` over scored trials
+  double stddev = 0;                           // sample standard deviation (n - 1); 0 below two
+};
+
+struct latency {
+  std::size_t n = 0;
+  double p50 = 0, p95 = 0, p99 = 0;  // host-measured seconds
+  std::size_t ttft_n = 0;
+  double ttft_p50_ms = 0, ttft_p95_ms = 0;  // study-reported time to first token
+};
+
+struct totals {
+  std::int64_t input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, reasoning_tokens = 0;
+  double cost_usd = 0;
+  std::int64_t tool_calls = 0;
+  std::int64_t duration_ms = 0;  // study-reported
+  std::size_t retries = 0;
+  std::map<std::string, std::size_t> retry_causes;
+  std::map<std::string, double> metric_means;  // custom transcript metrics
+};
+
+struct summary {
+  std::array<std::size_t, 6> counts{};  // indexed by schedule::case_state
+  std::size_t count(schedule::case_state s) const { return counts[static_cast<std::size_t>(s)]; }
+  rate overall;
+  std::vector<std::string> eval_order, target_order;  // first seen in the plan
+  std::map<std::string, rate> per_eval, per_target;
+  std::map<std::pair<std::string, std::string>, rate> matrix;  // (eval, target)
+  std::vector<trial_summary> trials;  // logical keys planned with more than one trial
+  std::string group_by;
+  std::vector<std::pair<std::string, rate>> groups;  // sorted by value, "(unset)" last
+  totals total;
+  std::map<std::string, latency> latency_by_target;
+};
+
+/// Aggregates a run. With `group_by`, each case's value is looked up in its axis params, then
+/// its sample's metadata, then its target's metadata (both from `listing`, when given), then
+/// its transcript metadata; a case with none is in "(unset)".
+summary summarize(const plan::plan& p, const std::vector<schedule::case_record>& cases,
+                  const protocol::list_result* listing = nullptr, std::string group_by = {});
+
+}  // namespace mira::aggregate

@@ -1,0 +1,80 @@
+// run_plan: a plan's cases through one host connection, as one awaitable pipeline. Global and
+// per-provider caps with adaptive limits, retries with backoff, per-attempt deadlines, a whole-run
+// deadline, fail-fast and cost/token budgets, with hooks for progress and each final result.
+#pragma once
+
+#include <mira/host.hpp>
+#include <mira/plan/plan.hpp>
+#include <mira/schedule/classify.hpp>
+#include <mira/schedule/scheduler.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mira::schedule {
+
+/// How a case ended. N/A, skipped and cancelled are outside pass-rate denominators.
+enum class case_state {
+  passed,
+  failed,     // the subject failed (or timed out, unless timeouts count as infra)
+  na,         // every score N/A, or retries exhausted on an infrastructure problem
+  skipped,    // target unavailable, or the study skipped it
+  cancelled,  // stopped by fail-fast, a budget or the deadline before it finished
+  error,      // the study rejected the request, or the connection failed
+};
+std::string_view to_string(case_state s);
+
+/// One attempt that did not give the final outcome, and why it was retried.
+struct attempt_error {
+  std::string cause;    // "rate limit", "retryable error", "infra", "study exited", "timeout"
+  std::string message;  // the study's or the host's words
+};
+
+struct case_record {
+  case_state state = case_state::cancelled;
+  std::optional<protocol::run_result> result;  // the final attempt's result, if it gave one
+  int attempts = 0;
+  std::vector<attempt_error> retried;  // every earlier attempt's failure
+  std::string message;                 // why this state, when the result does not say
+  double latency_seconds = 0;          // host-measured, final attempt
+};
+
+enum class stop_reason { none, fail_fast, budget, deadline, study_failed };
+std::string_view to_string(stop_reason r);
+
+struct run_policy {
+  concurrency_policy concurrency;
+  retry_policy retry;
+  std::optional<duration> case_timeout;  // per attempt
+  bool timeout_is_infra = false;         // a timeout is retried and ends N/A, not failed
+  std::optional<duration> deadline;      // the whole run
+  bool fail_fast = false;                // the first failed case stops the run
+  std::optional<double> max_cost_usd;    // from transcript usage, every attempt counted
+  std::optional<std::int64_t> max_tokens;
+  rate_limit_classifier rate_limited;  // replaces is_rate_limited
+  retry_predicate transient;           // replaces is_transient
+  std::optional<std::uint64_t> jitter_seed;
+};
+
+struct run_hooks {
+  std::function<void(std::size_t case_index)> on_start;                       // an attempt starts
+  std::function<void(std::size_t case_index, const case_record&)> on_result;  // final
+};
+
+struct run_report {
+  std::vector<case_record> cases;  // in plan order
+  stop_reason stopped = stop_reason::none;
+  std::string stop_message;
+  double seconds = 0;
+};
+
+/// Runs every case of `p` (which must outlive the awaitable) through `host`, which must be
+/// initialized. Never throws for a case's sake: every outcome is a case_record.
+boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p,
+                                            run_policy policy, run_hooks hooks = {});
+
+}  // namespace mira::schedule

@@ -1,0 +1,113 @@
+// The scheduler's bookkeeping, sans I/O: which case may start now under the global and
+// per-provider caps, adaptive per-provider limits (AIMD), rate-limit backoff and retries with
+// jittered exponential delays. Time is passed in, so tests drive it with a mock clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mira::schedule {
+
+using clock = std::chrono::steady_clock;
+using duration = clock::duration;
+using time_point = clock::time_point;
+
+struct concurrency_policy {
+  std::size_t max_concurrent = 8;                      // global cap
+  std::map<std::string, std::size_t> provider_limits;  // per-provider ceilings (default: global)
+  /// Adapt per-provider limits to rate limits and back off a provider that hits one. Off:
+  /// limits stay at their ceilings and rate-limited cases only wait their retry backoff.
+  bool adaptive = true;
+};
+
+struct retry_policy {
+  int max_retries = 4;  // attempts = max_retries + 1
+  duration base_backoff = std::chrono::milliseconds(500);
+  duration max_backoff = std::chrono::seconds(30);
+};
+
+/// What one attempt's outcome means for scheduling (see classify.hpp for how it is derived).
+struct attempt_verdict {
+  bool retry = false;                   // another attempt may succeed
+  bool rate_limited = false;            // the provider pushed back
+  std::optional<duration> retry_after;  // the study's hint, honoured as a minimum wait
+};
+
+enum class disposition {
+  done,     // final: record the outcome
+  retry,    // queued again (after its backoff)
+  gave_up,  // wanted a retry but the attempts are used up: final
+};
+
+class scheduler {
+ public:
+  /// `providers[i]` is case i's provider. `seed` fixes the jitter (tests, reproducible runs).
+  scheduler(std::vector<std::string> providers, concurrency_policy concurrency, retry_policy retry,
+            std::uint64_t seed = std::random_device{}());
+
+  /// A case that may start now (it is then in flight), or nothing.
+  std::optional<std::size_t> next(time_point now);
+  /// Records the end of an attempt of an in-flight case.
+  disposition finish(std::size_t id, const attempt_verdict& v, time_point now);
+  /// An in-flight case ended without an outcome (cancelled): its slot is freed.
+  void release(std::size_t id);
+  /// No more starts; returns the cases that were waiting (never started, or between attempts).
+  std::vector<std::size_t> stop();
+
+  /// When something blocked now may become startable (a backoff or a retry delay ends);
+  /// nothing when only an attempt's end can unblock it.
+  std::optional<time_point> next_wakeup(time_point now);
+  bool idle() const { return in_flight_ == 0 && waiting_ == 0; }
+  bool stopped() const { return stopped_; }
+
+  std::size_t in_flight() const { return in_flight_; }
+  std::size_t in_flight(const std::string& provider) const;
+  /// The provider's current adaptive limit (its ceiling when not adaptive).
+  std::size_t limit(const std::string& provider) const;
+  std::optional<time_point> backoff_until(const std::string& provider) const;
+  int attempts(std::size_t id) const { return cases_[id].attempts; }
+
+ private:
+  struct bucket {
+    std::string name;
+    std::size_t ceiling = 1;
+    double limit = 1;  // fractional: grows by 1/limit per success (one slot per `limit` wins)
+    std::size_t in_flight = 0;
+    time_point backoff_until{};
+    int backoff_steps = 0;
+    std::deque<std::size_t> ready;
+  };
+  struct case_state {
+    std::size_t bucket = 0;
+    int attempts = 0;
+  };
+  struct delayed {
+    time_point at;
+    std::size_t id;
+    bool operator>(const delayed& o) const { return at > o.at || (at == o.at && id > o.id); }
+  };
+
+  duration jittered_backoff(int step, std::optional<duration> hint);
+  void promote(time_point now);
+  bucket& bucket_of(const std::string& provider);
+
+  concurrency_policy conc_;
+  retry_policy retry_;
+  std::mt19937_64 rng_;
+  std::vector<bucket> buckets_;
+  std::vector<case_state> cases_;
+  std::priority_queue<delayed, std::vector<delayed>, std::greater<>> delayed_;
+  std::size_t in_flight_ = 0;
+  std::size_t waiting_ = 0;  // queued or delayed
+  std::size_t rr_ = 0;       // round-robin start over buckets, so no provider starves
+  bool stopped_ = false;
+};
+
+}  // namespace mira::schedule

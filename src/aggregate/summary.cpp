@@ -1,0 +1,198 @@
+// Aggregation (see summary.hpp).
+#include <mira/aggregate/summary.hpp>
+
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace mira::aggregate {
+
+using schedule::case_state;
+
+std::optional<double> pass_at_k(std::size_t n, std::size_t c, std::size_t k) {
+  if (n == 0 || k == 0 || k > n) return std::nullopt;
+  c = std::min(c, n);
+  if (n - c < k) return 1.0;
+  // 1 - C(n-c, k) / C(n, k), as a product for numerical stability.
+  double fail = 1.0;
+  for (std::size_t i = n - c + 1; i <= n; ++i)
+    fail *= 1.0 - static_cast<double>(k) / static_cast<double>(i);
+  return 1.0 - fail;
+}
+
+interval wilson(std::size_t passed, std::size_t n, double z) {
+  if (n == 0) return {0, 0};
+  double nn = static_cast<double>(n);
+  double p = static_cast<double>(passed) / nn;
+  double z2 = z * z;
+  double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
+  double half = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  double rank = p / 100.0 * static_cast<double>(values.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(rank));
+  auto hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
+}
+
+namespace {
+
+bool scored(case_state s) {
+  return s == case_state::passed || s == case_state::failed || s == case_state::error;
+}
+
+std::string display(const boost::json::value& v) {
+  if (auto* s = v.if_string()) return std::string(*s);
+  return boost::json::serialize(v);
+}
+
+// Sample and target metadata of the listing, by eval, for group-by lookups.
+struct metadata_index {
+  std::unordered_map<std::string, const boost::json::object*> samples, targets;
+  static std::string key(std::string_view eval, std::string_view name) {
+    std::string k(eval);
+    k += '\0';
+    k += name;
+    return k;
+  }
+  explicit metadata_index(const protocol::list_result* listing) {
+    if (!listing) return;
+    for (auto& e : listing->evals) {
+      for (auto& s : e.samples) samples.emplace(key(e.name, s.id), &s.metadata);
+      for (auto& t : e.targets) targets.emplace(key(e.name, t.label), &t.metadata);
+    }
+  }
+  const boost::json::value* find(
+      const std::unordered_map<std::string, const boost::json::object*>& m, std::string_view eval,
+      std::string_view name, const std::string& field) const {
+    auto it = m.find(key(eval, name));
+    return it == m.end() ? nullptr : it->second->if_contains(field);
+  }
+};
+
+std::optional<std::string> group_value(const plan::planned_case& c, const schedule::case_record& r,
+                                       const metadata_index& idx, const std::string& field) {
+  if (auto it = c.params.params.find(field); it != c.params.params.end()) return it->second;
+  if (auto* v = idx.find(idx.samples, c.params.eval, c.params.sample, field)) return display(*v);
+  if (auto* v = idx.find(idx.targets, c.params.eval, c.params.target, field)) return display(*v);
+  if (r.result)
+    if (auto* v = r.result->transcript.metadata.if_contains(field)) return display(*v);
+  return std::nullopt;
+}
+
+void count(rate& r, case_state s) {
+  if (!scored(s)) return;
+  ++r.scored;
+  if (s == case_state::passed) ++r.passed;
+}
+
+}  // namespace
+
+summary summarize(const plan::plan& p, const std::vector<schedule::case_record>& cases,
+                  const protocol::list_result* listing, std::string group_by) {
+  summary out;
+  out.group_by = std::move(group_by);
+  metadata_index idx(out.group_by.empty() ? nullptr : listing);
+  std::map<std::string, rate> groups;
+  rate unset;
+  std::unordered_map<std::string, std::size_t> trial_index;
+  std::map<std::string, std::vector<double>> latencies, ttfts;
+  std::map<std::string, std::pair<double, std::size_t>> metrics;
+  std::vector<std::vector<double>> trial_scores;
+
+  for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
+    auto& c = p.cases[i];
+    auto& r = cases[i];
+    auto& eval = c.params.eval;
+    auto& target = c.params.target;
+    ++out.counts[static_cast<std::size_t>(r.state)];
+    if (!out.per_eval.count(eval)) out.eval_order.push_back(eval);
+    if (!out.per_target.count(target)) out.target_order.push_back(target);
+    count(out.overall, r.state);
+    count(out.per_eval[eval], r.state);
+    count(out.per_target[target], r.state);
+    count(out.matrix[{eval, target}], r.state);
+    if (!out.group_by.empty()) {
+      auto v = group_value(c, r, idx, out.group_by);
+      count(v ? groups[*v] : unset, r.state);
+    }
+    if (c.params.trials > 1) {
+      auto [it, fresh] = trial_index.emplace(c.logical_key, out.trials.size());
+      if (fresh) {
+        trial_summary t;
+        t.logical_key = c.logical_key;
+        t.trials = static_cast<std::size_t>(c.params.trials);
+        out.trials.push_back(std::move(t));
+        trial_scores.emplace_back();
+      }
+      auto& t = out.trials[it->second];
+      if (scored(r.state)) {
+        ++t.scored;
+        if (r.state == case_state::passed) ++t.passed;
+        trial_scores[it->second].push_back(r.result ? r.result->aggregate : 0.0);
+      }
+    }
+    out.total.retries += r.retried.size();
+    for (auto& e : r.retried) ++out.total.retry_causes[e.cause];
+    if (r.attempts > 0 && r.state != case_state::cancelled)
+      latencies[target].push_back(r.latency_seconds);
+    if (!r.result || r.state == case_state::skipped) continue;
+    auto& t = r.result->transcript;
+    out.total.input_tokens += t.usage.input_tokens;
+    out.total.output_tokens += t.usage.output_tokens;
+    out.total.cache_read_tokens += t.usage.cache_read_tokens;
+    out.total.reasoning_tokens += t.usage.reasoning_tokens;
+    out.total.cost_usd += t.usage.cost_usd;
+    out.total.tool_calls += t.tool_calls_count;
+    if (t.timing.duration_ms) out.total.duration_ms += *t.timing.duration_ms;
+    if (t.timing.time_to_first_token_ms)
+      ttfts[target].push_back(static_cast<double>(*t.timing.time_to_first_token_ms));
+    for (auto& [k, v] : t.metrics) {
+      metrics[k].first += v;
+      ++metrics[k].second;
+    }
+  }
+
+  for (std::size_t i = 0; i < out.trials.size(); ++i) {
+    auto& t = out.trials[i];
+    for (std::size_t k = 1; k <= t.trials; ++k)
+      t.pass_at.push_back(pass_at_k(t.scored, t.passed, k));
+    auto& xs = trial_scores[i];
+    if (!xs.empty()) {
+      double sum = 0;
+      for (double x : xs) sum += x;
+      t.mean = sum / static_cast<double>(xs.size());
+      if (xs.size() > 1) {
+        double sq = 0;
+        for (double x : xs) sq += (x - t.mean) * (x - t.mean);
+        t.stddev = std::sqrt(sq / static_cast<double>(xs.size() - 1));
+      }
+    }
+  }
+  for (auto& [value, r] : groups) out.groups.emplace_back(value, r);
+  if (unset.scored > 0) out.groups.emplace_back("(unset)", unset);
+  for (auto& [target, xs] : latencies) {
+    auto& l = out.latency_by_target[target];
+    l.n = xs.size();
+    l.p50 = percentile(xs, 50);
+    l.p95 = percentile(xs, 95);
+    l.p99 = percentile(xs, 99);
+  }
+  for (auto& [target, xs] : ttfts) {
+    auto& l = out.latency_by_target[target];
+    l.ttft_n = xs.size();
+    l.ttft_p50_ms = percentile(xs, 50);
+    l.ttft_p95_ms = percentile(xs, 95);
+  }
+  for (auto& [k, sn] : metrics)
+    out.total.metric_means[k] = sn.first / static_cast<double>(sn.second);
+  return out;
+}
+
+}  // namespace mira::aggregate

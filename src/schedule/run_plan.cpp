@@ -1,0 +1,308 @@
+// The run pipeline (see run_plan.hpp): the scheduler's decisions turned into requests.
+#include <mira/schedule/run_plan.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <memory>
+#include <sstream>
+#include <unordered_map>
+
+namespace mira::schedule {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+
+std::string_view to_string(case_state s) {
+  switch (s) {
+    case case_state::passed:
+      return "passed";
+    case case_state::failed:
+      return "failed";
+    case case_state::na:
+      return "na";
+    case case_state::skipped:
+      return "skipped";
+    case case_state::cancelled:
+      return "cancelled";
+    case case_state::error:
+      return "error";
+  }
+  return "?";
+}
+
+std::string_view to_string(stop_reason r) {
+  switch (r) {
+    case stop_reason::none:
+      return "none";
+    case stop_reason::fail_fast:
+      return "fail-fast";
+    case stop_reason::budget:
+      return "budget";
+    case stop_reason::deadline:
+      return "deadline";
+    case stop_reason::study_failed:
+      return "study failed";
+  }
+  return "?";
+}
+
+namespace {
+
+struct attempt_outcome {
+  tl::expected<protocol::run_result, error> result;
+  bool timed_out = false;
+};
+
+asio::awaitable<attempt_outcome> one_attempt(host_handle host, protocol::run_params params,
+                                             std::optional<duration> timeout) {
+  attempt_outcome out;
+  if (!timeout) {
+    out.result = co_await host.run(std::move(params));
+    co_return out;
+  }
+  asio::steady_timer timer(co_await asio::this_coro::executor, *timeout);
+  auto raced = co_await (host.run(std::move(params)) ||
+                         timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 0)
+    out.result = std::move(std::get<0>(raced));
+  else
+    out.timed_out = true;
+  co_return out;
+}
+
+std::string seconds_text(duration d) {
+  std::ostringstream os;
+  os << std::chrono::duration<double>(d).count();
+  return os.str();
+}
+
+// The cause of a retried or given-up attempt, for the case's history.
+attempt_error describe(const attempt_outcome& o, const attempt_verdict& v,
+                       std::optional<duration> timeout) {
+  attempt_error e;
+  if (o.timed_out) {
+    e.cause = "timeout";
+    e.message = "timed out after " + seconds_text(*timeout) + " s";
+  } else if (!o.result) {
+    e.cause = v.rate_limited                                ? "rate limit"
+              : o.result.error().code == errc::study_exited ? "study exited"
+              : is_retryable(o.result.error().code)         ? "retryable error"
+                                                            : "error";
+    e.message = o.result.error().message();
+  } else {
+    e.cause = v.rate_limited ? "rate limit" : "infra";
+    e.message = o.result->transcript.error.value_or("infra error");
+  }
+  return e;
+}
+
+class pipeline {
+ public:
+  pipeline(asio::any_io_executor ex, host_handle host, const plan::plan& p, run_policy policy,
+           run_hooks hooks)
+      : ex_(std::move(ex)),
+        host_(std::move(host)),
+        plan_(p),
+        policy_(std::move(policy)),
+        hooks_(std::move(hooks)),
+        wake_(ex_) {}
+
+  asio::awaitable<run_report> run() {
+    auto t0 = clock::now();
+    report_.cases.resize(plan_.cases.size());
+    std::vector<std::string> providers;
+    for (std::size_t i = 0; i < plan_.cases.size(); ++i) {
+      if (!plan_.cases[i].available) {
+        auto& rec = report_.cases[i];
+        rec.state = case_state::skipped;
+        rec.message = "target unavailable";
+        if (hooks_.on_result) hooks_.on_result(i, rec);
+        continue;
+      }
+      providers.push_back(plan_.cases[i].provider);
+      index_of_.push_back(i);
+    }
+    sched_.emplace(std::move(providers), policy_.concurrency, policy_.retry,
+                   policy_.jitter_seed.value_or(std::random_device{}()));
+    deadline_ = policy_.deadline ? t0 + *policy_.deadline : time_point::max();
+
+    for (;;) {
+      if (!sched_->stopped())
+        while (auto id = sched_->next(clock::now())) start(*id);
+      if (done_.empty() && running_ == 0 && (sched_->idle() || sched_->stopped())) break;
+      if (done_.empty()) {
+        auto until = deadline_;
+        if (auto w = sched_->next_wakeup(clock::now()); w && *w < until) until = *w;
+        wake_.expires_at(until);
+        co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
+      }
+      if (!sched_->stopped() && clock::now() >= deadline_)
+        stop(stop_reason::deadline,
+             "the run deadline (" + seconds_text(*policy_.deadline) + " s) passed");
+      auto batch = std::move(done_);
+      done_.clear();
+      for (auto& [id, outcome] : batch) finish(id, std::move(outcome));
+    }
+    report_.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    co_return std::move(report_);
+  }
+
+ private:
+  void start(std::size_t id) {
+    auto index = index_of_[id];
+    auto sig = std::make_unique<asio::cancellation_signal>();
+    auto slot = sig->slot();
+    signals_[id] = std::move(sig);
+    started_[id] = clock::now();
+    ++running_;
+    if (hooks_.on_start) hooks_.on_start(index);
+    asio::co_spawn(
+        ex_, one_attempt(host_, plan_.cases[index].params, policy_.case_timeout),
+        asio::bind_cancellation_slot(slot, [this, id](std::exception_ptr ep, attempt_outcome o) {
+          if (ep) o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
+          done_.emplace_back(id, std::move(o));
+          --running_;
+          wake_.cancel();
+        }));
+  }
+
+  void finish(std::size_t id, attempt_outcome o) {
+    auto index = index_of_[id];
+    auto& rec = report_.cases[index];
+    signals_.erase(id);
+    rec.attempts = sched_->attempts(id);
+    rec.latency_seconds = std::chrono::duration<double>(clock::now() - started_[id]).count();
+    started_.erase(id);
+
+    bool aborted =
+        !o.timed_out && !o.result && o.result.error().code == asio::error::operation_aborted;
+    if (aborted && sched_->stopped()) {
+      sched_->release(id);
+      rec.state = case_state::cancelled;
+      rec.message = "cancelled: " + std::string(to_string(report_.stopped));
+      return report(index);
+    }
+    if (o.result) spend(o.result->transcript.usage);
+
+    attempt a;
+    a.result = o.result ? &*o.result : nullptr;
+    a.error = o.result ? nullptr : &o.result.error();
+    a.timed_out = o.timed_out;
+    // A dead connection is not retried: every further attempt would fail the same way.
+    bool fatal = a.error && is_fatal(a.error->code);
+    auto v = fatal ? attempt_verdict{}
+                   : classify(a, policy_.timeout_is_infra, policy_.rate_limited, policy_.transient);
+    auto d = sched_->finish(id, v, clock::now());
+    if (d == disposition::retry) {
+      rec.retried.push_back(describe(o, v, policy_.case_timeout));
+      return;
+    }
+    bool gave_up = d == disposition::gave_up;
+    if (o.timed_out) {
+      rec.state = gave_up ? case_state::na : case_state::failed;
+      rec.message = describe(o, v, policy_.case_timeout).message;
+    } else if (!o.result) {
+      auto& e = o.result.error();
+      rec.message = e.message();
+      rec.state = gave_up && e.code != errc::study_exited ? case_state::na : case_state::error;
+      if (is_fatal(e.code)) stop(stop_reason::study_failed, e.message(), case_state::error);
+    } else {
+      auto& r = *o.result;
+      if (r.skipped)
+        rec.state = case_state::skipped;
+      else if (r.is_na() || (gave_up && r.transcript.error_kind == protocol::error_kind::infra))
+        rec.state = case_state::na;
+      else if (gave_up)  // retried on a rate limit until the attempts ran out
+        rec.state = case_state::na;
+      else
+        rec.state = r.passed ? case_state::passed : case_state::failed;
+      if (r.transcript.error) rec.message = *r.transcript.error;
+      rec.result = std::move(r);
+    }
+    if (gave_up)
+      rec.message = "gave up after " + std::to_string(rec.attempts) + " attempts: " + rec.message;
+    report(index);
+    if (policy_.fail_fast && !sched_->stopped() &&
+        (rec.state == case_state::failed || rec.state == case_state::error))
+      stop(stop_reason::fail_fast,
+           "case " + plan_.cases[index].key + " " + std::string(to_string(rec.state)));
+  }
+
+  void spend(const protocol::usage& u) {
+    cost_ += u.cost_usd;
+    tokens_ += u.input_tokens + u.output_tokens;
+    if (sched_->stopped()) return;
+    if (policy_.max_cost_usd && cost_ > *policy_.max_cost_usd)
+      stop(stop_reason::budget,
+           "the cost budget ($" + std::to_string(*policy_.max_cost_usd) + ") was exceeded");
+    else if (policy_.max_tokens && tokens_ > *policy_.max_tokens)
+      stop(stop_reason::budget,
+           "the token budget (" + std::to_string(*policy_.max_tokens) + ") was exceeded");
+  }
+
+  // No more starts; waiting cases end as `waiting_state`, in-flight ones are cancelled (the
+  // study is sent `cancel`) and end as cancelled when their abort comes back.
+  void stop(stop_reason why, std::string message,
+            case_state waiting_state = case_state::cancelled) {
+    if (sched_->stopped()) return;
+    report_.stopped = why;
+    report_.stop_message = std::move(message);
+    for (auto id : sched_->stop()) {
+      auto index = index_of_[id];
+      auto& rec = report_.cases[index];
+      rec.state = waiting_state;
+      rec.attempts = sched_->attempts(id);
+      rec.message = "not run: " + report_.stop_message;
+      report(index);
+    }
+    for (auto& [id, sig] : signals_) sig->emit(asio::cancellation_type::terminal);
+  }
+
+  void report(std::size_t index) {
+    if (hooks_.on_result) hooks_.on_result(index, report_.cases[index]);
+  }
+
+  asio::any_io_executor ex_;
+  host_handle host_;
+  const plan::plan& plan_;
+  run_policy policy_;
+  run_hooks hooks_;
+  asio::steady_timer wake_;
+  std::optional<scheduler> sched_;
+  std::vector<std::size_t> index_of_;  // scheduler id -> plan index
+  std::unordered_map<std::size_t, std::unique_ptr<asio::cancellation_signal>> signals_;
+  std::unordered_map<std::size_t, time_point> started_;
+  std::vector<std::pair<std::size_t, attempt_outcome>> done_;
+  std::size_t running_ = 0;
+  double cost_ = 0;
+  std::int64_t tokens_ = 0;
+  time_point deadline_;
+  run_report report_;
+};
+
+asio::awaitable<run_report> run_on_strand(asio::any_io_executor strand, host_handle host,
+                                          const plan::plan& p, run_policy policy, run_hooks hooks) {
+  pipeline pl(strand, std::move(host), p, std::move(policy), std::move(hooks));
+  co_return co_await pl.run();
+}
+
+}  // namespace
+
+asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p, run_policy policy,
+                                     run_hooks hooks) {
+  // All bookkeeping on one strand: attempts complete into it, so a multi-threaded executor
+  // needs no locks here.
+  auto strand = asio::make_strand(co_await asio::this_coro::executor);
+  co_return co_await asio::co_spawn(
+      strand, run_on_strand(strand, std::move(host), p, std::move(policy), std::move(hooks)),
+      asio::use_awaitable);
+}
+
+}  // namespace mira::schedule

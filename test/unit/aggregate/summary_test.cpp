@@ -1,0 +1,122 @@
+// Aggregation: pass@k, Wilson intervals, percentiles, breakdowns and totals.
+#include <mira/aggregate/summary.hpp>
+#include <mira/protocol/codec.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+using namespace mira;
+using namespace mira::aggregate;
+using schedule::case_state;
+namespace tt = boost::test_tools;
+
+BOOST_AUTO_TEST_SUITE(aggregate_tests)
+
+BOOST_AUTO_TEST_CASE(pass_at_k_matches_hand_computed_values) {
+  // n = 5, c = 2: pass@1 = 2/5; pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10; pass@3 = 1 - 1/10.
+  BOOST_TEST(*pass_at_k(5, 2, 1) == 0.4, tt::tolerance(1e-12));
+  BOOST_TEST(*pass_at_k(5, 2, 2) == 0.7, tt::tolerance(1e-12));
+  BOOST_TEST(*pass_at_k(5, 2, 3) == 0.9, tt::tolerance(1e-12));
+  BOOST_TEST(*pass_at_k(5, 2, 4) == 1.0);  // n - c < k
+  BOOST_TEST(*pass_at_k(10, 0, 3) == 0.0);
+  BOOST_TEST(*pass_at_k(3, 3, 1) == 1.0);
+  BOOST_TEST(!pass_at_k(3, 1, 4));  // k > n: undefined, not clamped
+  BOOST_TEST(!pass_at_k(0, 0, 1));
+}
+
+BOOST_AUTO_TEST_CASE(wilson_interval) {
+  auto i = wilson(8, 10);
+  BOOST_TEST(i.low == 0.4901625, tt::tolerance(1e-5));
+  BOOST_TEST(i.high == 0.9433178, tt::tolerance(1e-5));
+  auto all = wilson(10, 10);
+  BOOST_TEST(all.high == 1.0, tt::tolerance(1e-12));
+  BOOST_TEST(all.low == 0.7224672, tt::tolerance(1e-5));
+  auto none = wilson(0, 0);
+  BOOST_TEST(none.low == 0.0);
+  BOOST_TEST(none.high == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(percentiles_interpolate) {
+  BOOST_TEST(percentile({1, 2, 3, 4, 5}, 50) == 3.0);
+  BOOST_TEST(percentile({1, 2, 3, 4}, 50) == 2.5);
+  BOOST_TEST(percentile({10}, 99) == 10.0);
+  BOOST_TEST(percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 95) == 9.55, tt::tolerance(1e-12));
+  BOOST_TEST(percentile({}, 50) == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(summary_of_a_run) {
+  auto listing = protocol::decode_list_result(boost::json::parse(R"({"evals":[
+    {"name":"e","samples":[{"id":"a","metadata":{"difficulty":"easy"}},{"id":"b"}],"scorers":[],
+     "targets":[{"label":"x","metadata":{"tier":"cheap"}},{"label":"y"}],"trials":3}]})"));
+  BOOST_REQUIRE(listing);
+  auto p = plan::make_plan(*listing);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE(p->cases.size() == 12u);
+  std::vector<schedule::case_record> recs(12);
+  auto result = [](bool passed, double aggregate, double cost) {
+    protocol::run_result r;
+    r.passed = passed;
+    r.aggregate = aggregate;
+    r.transcript.usage.input_tokens = 10;
+    r.transcript.usage.output_tokens = 5;
+    r.transcript.usage.cost_usd = cost;
+    r.transcript.tool_calls_count = 1;
+    r.transcript.timing.time_to_first_token_ms = 100;
+    r.transcript.metrics["recall"] = aggregate;
+    return r;
+  };
+  // e/a@x: pass, pass, fail.  e/a@y: na, skipped(cancelled), pass.  e/b@x: error x3.  e/b@y: pass
+  // x3.
+  std::vector<case_state> states = {case_state::passed, case_state::passed,    case_state::failed,
+                                    case_state::na,     case_state::cancelled, case_state::passed,
+                                    case_state::error,  case_state::error,     case_state::error,
+                                    case_state::passed, case_state::passed,    case_state::passed};
+  for (std::size_t i = 0; i < 12; ++i) {
+    recs[i].state = states[i];
+    recs[i].attempts = states[i] == case_state::cancelled ? 0 : 1;
+    recs[i].latency_seconds = static_cast<double>(i);
+    if (states[i] == case_state::passed || states[i] == case_state::failed ||
+        states[i] == case_state::na)
+      recs[i].result =
+          result(states[i] == case_state::passed, states[i] == case_state::passed ? 1.0 : 0.0, 0.5);
+  }
+  recs[6].retried = {{"rate limit", "429"}, {"rate limit", "429"}};
+  auto s = summarize(*p, recs, &*listing, "difficulty");
+  BOOST_TEST(s.count(case_state::passed) == 6u);
+  BOOST_TEST(s.count(case_state::error) == 3u);
+  BOOST_TEST(s.overall.scored == 10u);  // N/A and cancelled are out of the denominator
+  BOOST_TEST(s.overall.passed == 6u);
+  BOOST_TEST(s.matrix.at({"e", "x"}).scored == 6u);
+  BOOST_TEST(s.matrix.at({"e", "y"}).passed == 4u);
+  BOOST_TEST(s.per_target.at("y").scored == 4u);
+  BOOST_REQUIRE(s.trials.size() == 4u);
+  auto& t = s.trials[0];
+  BOOST_TEST(t.logical_key == "e/a@x");
+  BOOST_TEST(t.scored == 3u);
+  BOOST_TEST(t.passed == 2u);
+  BOOST_TEST(*t.pass_at[0] == 2.0 / 3.0, tt::tolerance(1e-12));
+  BOOST_TEST(*t.pass_at[1] == 1.0);
+  BOOST_TEST(t.mean == 2.0 / 3.0, tt::tolerance(1e-12));
+  BOOST_TEST(t.stddev == 0.5773503, tt::tolerance(1e-6));  // sample sd of {1, 1, 0}
+  BOOST_TEST(s.trials[1].scored == 1u);                    // na and cancelled do not count
+  BOOST_TEST(!s.trials[1].pass_at[1].has_value());         // k = 2 > n = 1
+  // group-by difficulty: sample a has it (easy), sample b does not.
+  BOOST_REQUIRE(s.groups.size() == 2u);
+  BOOST_TEST(s.groups[0].first == "easy");
+  BOOST_TEST(s.groups[0].second.scored == 4u);
+  BOOST_TEST(s.groups[1].first == "(unset)");
+  BOOST_TEST(s.groups[1].second.scored == 6u);
+  BOOST_TEST(s.total.input_tokens == 80);  // 8 results: 6 passed, 1 failed, 1 N/A
+  BOOST_TEST(s.total.cost_usd == 4.0, tt::tolerance(1e-12));
+  BOOST_TEST(s.total.retries == 2u);
+  BOOST_TEST(s.total.retry_causes.at("rate limit") == 2u);
+  BOOST_TEST(s.total.metric_means.at("recall") == 0.75, tt::tolerance(1e-12));
+  BOOST_TEST(s.latency_by_target.at("x").n == 6u);
+  BOOST_TEST(s.latency_by_target.at("y").ttft_n == 5u);
+
+  auto by_tier = summarize(*p, recs, &*listing, "tier");
+  BOOST_TEST(by_tier.groups[0].first == "cheap");
+  BOOST_TEST(by_tier.groups[0].second.scored == 6u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

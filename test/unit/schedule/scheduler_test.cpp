@@ -1,0 +1,189 @@
+// The scheduler's bookkeeping under a mock clock: caps, AIMD, backoff bounds, retries.
+#include <mira/schedule/scheduler.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+using namespace mira::schedule;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+
+const time_point t0{seconds(1000)};
+
+std::vector<std::size_t> start_all(scheduler& s, time_point now) {
+  std::vector<std::size_t> out;
+  while (auto id = s.next(now)) out.push_back(*id);
+  return out;
+}
+
+attempt_verdict ok() {
+  return {};
+}
+attempt_verdict rate_limited() {
+  return {true, true, std::nullopt};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(scheduler_tests)
+
+BOOST_AUTO_TEST_CASE(global_and_provider_caps_are_never_exceeded) {
+  concurrency_policy c;
+  c.max_concurrent = 5;
+  c.provider_limits = {{"slow", 2}};
+  std::vector<std::string> providers(10, "slow");
+  providers.insert(providers.end(), 10, "fast");
+  scheduler s(providers, c, {}, 1);
+  auto started = start_all(s, t0);
+  BOOST_TEST(started.size() == 5u);
+  BOOST_TEST(s.in_flight("slow") == 2u);
+  BOOST_TEST(s.in_flight("fast") == 3u);
+  // Finishing a slow case frees a slot: the next start may only be from the provider with room.
+  BOOST_TEST((s.finish(started[0], ok(), t0) == disposition::done));
+  auto id = s.next(t0);
+  BOOST_REQUIRE(id);
+  BOOST_TEST(s.in_flight() == 5u);
+  BOOST_TEST(s.in_flight("slow") <= 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_burst_of_rate_limits_halves_the_limit_once_per_window) {
+  concurrency_policy c;
+  c.max_concurrent = 8;
+  scheduler s(std::vector<std::string>(20, "p"), c, {}, 7);
+  auto started = start_all(s, t0);
+  BOOST_REQUIRE(started.size() == 8u);
+  // Four concurrent 429s: one decrease (8 -> 4), not four (8 -> 0.5).
+  for (int i = 0; i < 4; ++i)
+    BOOST_TEST((s.finish(started[i], rate_limited(), t0) == disposition::retry));
+  BOOST_TEST(s.limit("p") == 4u);
+  auto until = s.backoff_until("p");
+  BOOST_REQUIRE(until);
+  BOOST_TEST((*until >= t0));
+  BOOST_TEST((*until <= t0 + milliseconds(500)));  // first window: base backoff, full jitter
+  // Nothing starts during the backoff, even with room under the limit.
+  for (int i = 4; i < 8; ++i) s.finish(started[i], ok(), t0);
+  BOOST_TEST((!s.next(t0).has_value() || *until == t0));
+  // After the window a new 429 halves again.
+  auto later = *until + milliseconds(1);
+  auto more = start_all(s, later);
+  BOOST_TEST(more.size() <= 4u);
+  BOOST_REQUIRE(!more.empty());
+  s.finish(more[0], rate_limited(), later);
+  BOOST_TEST(s.limit("p") <= 2u);
+}
+
+BOOST_AUTO_TEST_CASE(successes_recover_the_limit_additively) {
+  concurrency_policy c;
+  c.max_concurrent = 8;
+  scheduler s(std::vector<std::string>(200, "p"), c, {}, 3);
+  auto first = start_all(s, t0);
+  s.finish(first[0], rate_limited(), t0);  // 8 -> 4
+  for (std::size_t i = 1; i < first.size(); ++i) s.finish(first[i], ok(), t0);
+  std::size_t limit_before = s.limit("p");
+  BOOST_TEST(limit_before >= 4u);
+  BOOST_TEST(limit_before < 8u);
+  auto now = t0 + seconds(60);
+  // Additive increase: about one slot per `limit` successes, up to the ceiling.
+  int successes = 0;
+  while (s.limit("p") < 8u && successes < 100) {
+    auto id = s.next(now);
+    BOOST_REQUIRE(id);
+    s.finish(*id, ok(), now);
+    ++successes;
+  }
+  BOOST_TEST(s.limit("p") == 8u);
+  BOOST_TEST(successes >= 5);  // one slot per `limit` successes, not all at once
+  BOOST_TEST(successes <= 30);
+}
+
+BOOST_AUTO_TEST_CASE(retries_wait_a_jittered_exponential_backoff_within_bounds) {
+  retry_policy r;
+  r.max_retries = 6;
+  r.base_backoff = milliseconds(100);
+  r.max_backoff = milliseconds(1000);
+  concurrency_policy c;
+  c.adaptive = false;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    scheduler s({"p"}, c, r, seed);
+    auto now = t0;
+    for (int attempt = 1; attempt <= 6; ++attempt) {
+      auto id = s.next(now);
+      BOOST_REQUIRE(id);
+      BOOST_TEST((s.finish(*id, {true, false, std::nullopt}, now) == disposition::retry));
+      auto wake = s.next_wakeup(now);
+      auto bound = std::min(milliseconds(100) * (1 << (attempt - 1)), milliseconds(1000));
+      if (wake) {
+        BOOST_TEST((*wake - now <= bound));
+        now = *wake;
+      }
+    }
+    auto id = s.next(now);
+    BOOST_REQUIRE(id);
+    BOOST_TEST((s.finish(*id, {true, false, std::nullopt}, now) == disposition::gave_up));
+    BOOST_TEST(s.attempts(*id) == 7);
+    BOOST_TEST(s.idle());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(retry_after_is_honoured) {
+  concurrency_policy c;
+  c.adaptive = false;
+  scheduler s({"p"}, c, {}, 5);
+  auto id = s.next(t0);
+  s.finish(*id, {true, false, seconds(40)}, t0);
+  auto wake = s.next_wakeup(t0);
+  BOOST_REQUIRE(wake);
+  BOOST_TEST((*wake >= t0 + seconds(40)));
+  BOOST_TEST(!s.next(t0 + seconds(39)).has_value());
+  BOOST_TEST(s.next(t0 + seconds(40)).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(subject_failures_are_not_retried) {
+  scheduler s({"p"}, {}, {}, 1);
+  auto id = s.next(t0);
+  BOOST_TEST((s.finish(*id, ok(), t0) == disposition::done));
+  BOOST_TEST(s.attempts(*id) == 1);
+  BOOST_TEST(s.idle());
+}
+
+BOOST_AUTO_TEST_CASE(no_adaptive_keeps_limits_and_provider_backoff_off) {
+  concurrency_policy c;
+  c.max_concurrent = 4;
+  c.adaptive = false;
+  scheduler s(std::vector<std::string>(8, "p"), c, {}, 2);
+  auto started = start_all(s, t0);
+  s.finish(started[0], rate_limited(), t0);
+  BOOST_TEST(s.limit("p") == 4u);
+  BOOST_TEST(!s.backoff_until("p").has_value());
+  BOOST_TEST(s.next(t0).has_value());  // the slot is usable at once
+}
+
+BOOST_AUTO_TEST_CASE(stop_returns_what_never_started) {
+  concurrency_policy c;
+  c.max_concurrent = 2;
+  scheduler s(std::vector<std::string>(5, "p"), c, {}, 1);
+  auto started = start_all(s, t0);
+  auto waiting = s.stop();
+  BOOST_TEST(waiting == (std::vector<std::size_t>{2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(!s.next(t0).has_value());
+  s.release(started[0]);
+  BOOST_TEST((s.finish(started[1], {true, false, std::nullopt}, t0) == disposition::gave_up));
+  BOOST_TEST(s.idle());
+}
+
+BOOST_AUTO_TEST_CASE(providers_take_turns) {
+  concurrency_policy c;
+  c.max_concurrent = 1;
+  scheduler s({"a", "a", "a", "b", "b", "b"}, c, {}, 1);
+  std::string order;
+  for (int i = 0; i < 6; ++i) {
+    auto id = s.next(t0);
+    BOOST_REQUIRE(id);
+    order += *id < 3 ? 'a' : 'b';
+    s.finish(*id, ok(), t0);
+  }
+  BOOST_TEST(order == "ababab");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
