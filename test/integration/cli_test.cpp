@@ -4,6 +4,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <optional>
+
 using namespace mira::test;
 namespace json = boost::json;
 
@@ -21,11 +23,17 @@ command_result cli(const std::string& args) {
 BOOST_AUTO_TEST_SUITE(mira_cli)
 
 BOOST_AUTO_TEST_CASE(run_prints_a_table_and_exits_0_when_everything_passes) {
-  auto r = cli("run -- " + example);
+  auto r = cli("run --max-retries 1 -- " + example);
   BOOST_TEST(r.code == 0);
   BOOST_TEST(
-      r.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 errors, 0 timed out (41 cases)") !=
+      r.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 cancelled, 0 errors (41 cases)") !=
       std::string::npos);
+  // The infra error is retried, then reported N/A.
+  BOOST_TEST(r.out.find("N/A   outage/provider-503@sim  (gave up after 2 attempts: provider "
+                        "returned 503") != std::string::npos);
+  BOOST_TEST(r.out.find("coin/flip@sim  3/3 passed · rate 100% · pass@1 1.00 · pass@2 1.00 · "
+                        "pass@3 1.00") != std::string::npos);
+  BOOST_TEST(r.out.find("arithmetic    25/25") != std::string::npos);
   BOOST_TEST(r.out.find("SKIP  greet/hi@anthropic/claude-opus  (target unavailable)") !=
              std::string::npos);
   BOOST_TEST(r.out.find("PASS  coin/flip@sim#2") != std::string::npos);
@@ -33,24 +41,32 @@ BOOST_AUTO_TEST_CASE(run_prints_a_table_and_exits_0_when_everything_passes) {
 }
 
 BOOST_AUTO_TEST_CASE(jsonl_is_one_result_per_case_with_its_key) {
-  auto r = cli("run -j 3 --format jsonl -- " + example);
+  auto r = cli("run -j 3 --max-retries 0 --format jsonl -- " + example);
   BOOST_TEST(r.code == 0);
   std::istringstream in(r.out);
   std::set<std::string> keys;
+  std::optional<json::object> summary;
   for (std::string line; std::getline(in, line);) {
     auto v = json::parse(line).as_object();
+    if (v.contains("summary")) {
+      summary = v.at("summary").as_object();
+      continue;
+    }
     keys.insert(std::string(v.at("key").as_string()));
     BOOST_TEST(v.contains("status"));
     BOOST_TEST(v.contains("transcript"));
   }
   BOOST_TEST(keys.size() == 41u);
   BOOST_TEST(keys.count("arithmetic/case-24@sim") == 1u);
+  BOOST_REQUIRE(summary);
+  BOOST_TEST(summary->at("counts").at("passed").as_int64() == 37);
+  BOOST_TEST(summary->at("trials").at(0).at("pass_at_k").at("3").as_double() == 1.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_timed_out_case_is_cancelled_and_fails_the_run) {
-  auto r = cli("run --timeout 0.2 -- " + example + " --slow-ms 30000");
+  auto r = cli("run --max-retries 0 --timeout 0.2 -- " + example + " --slow-ms 30000");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.out.find("TIME  slow/long-task@sim  (timed out after 0.2 s)") != std::string::npos);
+  BOOST_TEST(r.out.find("FAIL  slow/long-task@sim  (timed out after 0.2 s)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(list_prints_every_page) {

@@ -1,0 +1,153 @@
+// Command-line parsing (see args.hpp).
+#include "args.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace mira::cli {
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    auto end = s.find(sep, start);
+    auto part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!part.empty()) out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::int64_t whole_number(const std::string& flag, const std::string& v, std::int64_t min,
+                          std::int64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE || n < min || n > max)
+    throw usage_error{flag + " needs a whole number from " + std::to_string(min) + " to " +
+                      std::to_string(max) + ", got '" + printable(v) + "'"};
+  return n;
+}
+
+double positive_number(const std::string& flag, const std::string& v, bool allow_zero = false) {
+  char* end = nullptr;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(d) || d < 0 || (d == 0 && !allow_zero))
+    throw usage_error{flag + " needs a " + (allow_zero ? "non-negative" : "positive") +
+                      " number, got '" + printable(v) + "'"};
+  return d;
+}
+
+schedule::duration seconds(const std::string& flag, const std::string& v) {
+  return std::chrono::duration_cast<schedule::duration>(
+      std::chrono::duration<double>(positive_number(flag, v)));
+}
+
+}  // namespace
+
+run_args parse_args(command cmd, const std::vector<std::string>& args) {
+  run_args out;
+  bool selects = cmd != command::list;
+  bool runs = cmd == command::run;
+  std::size_t i = 0;
+  auto value = [&](const std::string& flag) -> const std::string& {
+    if (i + 1 >= args.size() || args[i + 1] == "--") throw usage_error{flag + " needs a value"};
+    return args[++i];
+  };
+  for (; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--") {
+      out.study.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      return out;
+    }
+    if (a == "--json" && !runs) {
+      out.json = true;
+    } else if (selects && a == "--evals") {
+      auto v = split(value(a), ',');
+      out.selection.evals.insert(out.selection.evals.end(), v.begin(), v.end());
+    } else if (selects && a == "--samples") {
+      auto v = split(value(a), ',');
+      out.selection.samples.insert(out.selection.samples.end(), v.begin(), v.end());
+    } else if (selects && a == "--targets") {
+      auto v = split(value(a), ',');
+      out.selection.targets.insert(out.selection.targets.end(), v.begin(), v.end());
+    } else if (selects && a == "--tag") {
+      out.selection.tags.push_back(value(a));
+    } else if (selects && a == "--axis") {
+      const auto& v = value(a);
+      auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw usage_error{"--axis needs NAME=V1,V2, got '" + printable(v) + "'"};
+      out.selection.axes.emplace_back(v.substr(0, eq), split(v.substr(eq + 1), ','));
+    } else if (selects && a == "--trials") {
+      out.selection.trials = whole_number(a, value(a), 0, 1000000);
+    } else if (selects && a == "--seed") {
+      out.selection.seed = whole_number(a, value(a), INT64_MIN / 2, INT64_MAX / 2);
+    } else if (runs && (a == "-j" || a == "--max-concurrent")) {
+      out.policy.concurrency.max_concurrent =
+          static_cast<std::size_t>(whole_number(a, value(a), 1, 100000));
+    } else if (runs && a == "--provider-concurrency") {
+      for (auto& entry : split(value(a), ',')) {
+        auto eq = entry.find('=');
+        if (eq == std::string::npos)
+          throw usage_error{"--provider-concurrency needs PROVIDER=N,..., got '" +
+                            printable(entry) + "'"};
+        out.policy.concurrency.provider_limits[entry.substr(0, eq)] =
+            static_cast<std::size_t>(whole_number(a, entry.substr(eq + 1), 1, 100000));
+      }
+    } else if (runs && a == "--no-adaptive") {
+      out.policy.concurrency.adaptive = false;
+    } else if (runs && a == "--max-retries") {
+      out.policy.retry.max_retries = static_cast<int>(whole_number(a, value(a), 0, 1000));
+    } else if (runs && a == "--timeout") {
+      out.policy.case_timeout = seconds(a, value(a));
+    } else if (runs && a == "--timeout-is-infra") {
+      out.policy.timeout_is_infra = true;
+    } else if (runs && a == "--deadline") {
+      out.policy.deadline = seconds(a, value(a));
+    } else if (runs && a == "--fail-fast") {
+      out.policy.fail_fast = true;
+    } else if (runs && a == "--max-cost") {
+      out.policy.max_cost_usd = positive_number(a, value(a), true);
+    } else if (runs && a == "--max-tokens") {
+      out.policy.max_tokens = whole_number(a, value(a), 0, INT64_MAX / 2);
+    } else if (runs && a == "--group-by") {
+      out.group_by = value(a);
+    } else if (runs && a == "--format") {
+      out.format = value(a);
+      if (out.format != "table" && out.format != "jsonl")
+        throw usage_error{"--format must be table or jsonl, got '" + printable(out.format) + "'"};
+    } else if (selects && !a.empty() && a[0] != '-' && out.selection.filter.empty()) {
+      out.selection.filter = a;
+    } else {
+      throw usage_error{"unknown option '" + printable(a) + "'"};
+    }
+  }
+  if (out.study.empty()) throw usage_error{"missing study command: put it after `--`"};
+  return out;
+}
+
+}  // namespace mira::cli

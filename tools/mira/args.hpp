@@ -1,0 +1,36 @@
+// Command-line parsing for the `mira` commands: selection flags, run policy flags, and the
+// `-- STUDY_CMD ...` tail. Every bad value is a usage_error naming the flag and the value.
+#pragma once
+
+#include <mira/plan/plan.hpp>
+#include <mira/schedule/run_plan.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mira::cli {
+
+struct usage_error {
+  std::string message;
+};
+
+/// Study-provided text made safe for a terminal: control characters shown escaped.
+std::string printable(std::string_view s);
+
+struct run_args {
+  std::vector<std::string> study;  // after `--`
+  bool help = false;
+  plan::selection selection;
+  schedule::run_policy policy;
+  std::string format = "table";  // table | jsonl (run); table | json (plan)
+  std::string group_by;
+  bool json = false;  // list / plan --json
+};
+
+enum class command { list, plan, run };
+
+/// Parses the arguments after the command name.
+run_args parse_args(command cmd, const std::vector<std::string>& args);
+
+}  // namespace mira::cli

@@ -1,0 +1,263 @@
+// Rendering (see render.hpp).
+#include "render.hpp"
+
+#include "args.hpp"
+
+#include <mira/protocol/codec.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mira::cli {
+
+namespace json = boost::json;
+using schedule::case_state;
+
+namespace {
+
+std::string_view badge(case_state s) {
+  switch (s) {
+    case case_state::passed:
+      return "PASS";
+    case case_state::failed:
+      return "FAIL";
+    case case_state::na:
+      return "N/A ";
+    case case_state::skipped:
+      return "SKIP";
+    case case_state::cancelled:
+      return "STOP";
+    case case_state::error:
+      return "ERR ";
+  }
+  return "?   ";
+}
+
+std::string fraction(const aggregate::rate& r) {
+  return r.scored ? std::to_string(r.passed) + "/" + std::to_string(r.scored) : "-";
+}
+
+std::string percent(double v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", v * 100);
+  return buf;
+}
+
+std::string fixed(double v, int digits = 2) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+json::object rate_json(const aggregate::rate& r) {
+  auto ci = r.ci();
+  return {{"passed", r.passed},
+          {"scored", r.scored},
+          {"rate", r.value()},
+          {"ci95", json::array{ci.low, ci.high}}};
+}
+
+}  // namespace
+
+json::object case_json(const plan::planned_case& c, const schedule::case_record& r) {
+  json::object o;
+  if (r.result) {
+    o = r.result->raw();
+  } else {
+    o = protocol::encode(c.params);
+    o["passed"] = false;
+    o["aggregate"] = 0.0;
+    o["scores"] = json::array{};
+    json::object t{
+        {"final_response", ""},
+        {"iterations", 0},
+        {"tool_calls_count", 0},
+        {"usage", json::object{{"input_tokens", 0}, {"output_tokens", 0}, {"cost_usd", 0.0}}}};
+    if (!r.message.empty()) t["error"] = r.message;
+    if (r.state == case_state::na) t["error_kind"] = "infra";
+    o["transcript"] = std::move(t);
+    o["skipped"] = r.state == case_state::skipped;
+  }
+  o["key"] = c.key;
+  o["status"] = to_string(r.state);
+  o["attempts"] = r.attempts;
+  if (!r.retried.empty()) {
+    json::array retried;
+    for (auto& e : r.retried)
+      retried.push_back(json::object{{"cause", e.cause}, {"message", e.message}});
+    o["retried"] = std::move(retried);
+  }
+  if (!r.message.empty() && r.result) o["host_message"] = r.message;
+  if (r.attempts > 0) o["latency_ms"] = std::round(r.latency_seconds * 1e6) / 1e3;
+  return o;
+}
+
+json::object summary_json(const aggregate::summary& s, const schedule::run_report& report) {
+  json::object counts;
+  for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
+                  case_state::cancelled, case_state::error})
+    counts[to_string(st)] = s.count(st);
+  json::object matrix;
+  for (auto& [key, r] : s.matrix) {
+    auto& row = matrix[key.first];
+    if (!row.is_object()) row = json::object{};
+    row.as_object()[key.second] = rate_json(r);
+  }
+  json::array trials;
+  for (auto& t : s.trials) {
+    json::object pass_at;
+    for (std::size_t k = 0; k < t.pass_at.size(); ++k)
+      pass_at[std::to_string(k + 1)] =
+          t.pass_at[k] ? json::value(*t.pass_at[k]) : json::value(nullptr);
+    trials.push_back(json::object{{"key", t.logical_key},
+                                  {"trials", t.trials},
+                                  {"scored", t.scored},
+                                  {"passed", t.passed},
+                                  {"pass_rate", t.pass_rate().value()},
+                                  {"pass_at_k", std::move(pass_at)},
+                                  {"mean", t.mean},
+                                  {"stddev", t.stddev}});
+  }
+  json::object groups;
+  for (auto& [v, r] : s.groups) groups[v] = rate_json(r);
+  json::object latency;
+  for (auto& [target, l] : s.latency_by_target) {
+    json::object lo{{"n", l.n}, {"p50_s", l.p50}, {"p95_s", l.p95}, {"p99_s", l.p99}};
+    if (l.ttft_n) {
+      lo["ttft_p50_ms"] = l.ttft_p50_ms;
+      lo["ttft_p95_ms"] = l.ttft_p95_ms;
+    }
+    latency[target] = std::move(lo);
+  }
+  auto& t = s.total;
+  json::object causes;
+  for (auto& [c, n] : t.retry_causes) causes[c] = n;
+  json::object metrics;
+  for (auto& [k, v] : t.metric_means) metrics[k] = v;
+  json::object out{
+      {"counts", std::move(counts)},
+      {"overall", rate_json(s.overall)},
+      {"matrix", std::move(matrix)},
+      {"trials", std::move(trials)},
+      {"totals", json::object{{"input_tokens", t.input_tokens},
+                              {"output_tokens", t.output_tokens},
+                              {"cache_read_tokens", t.cache_read_tokens},
+                              {"reasoning_tokens", t.reasoning_tokens},
+                              {"cost_usd", t.cost_usd},
+                              {"tool_calls", t.tool_calls},
+                              {"duration_ms", t.duration_ms},
+                              {"retries", t.retries},
+                              {"retry_causes", std::move(causes)},
+                              {"metric_means", std::move(metrics)}}},
+      {"latency", std::move(latency)},
+      {"seconds", report.seconds},
+  };
+  if (!s.group_by.empty())
+    out["groups"] = json::object{{"by", s.group_by}, {"values", std::move(groups)}};
+  if (report.stopped != schedule::stop_reason::none)
+    out["stopped"] =
+        json::object{{"reason", to_string(report.stopped)}, {"message", report.stop_message}};
+  return out;
+}
+
+void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s) {
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    auto& r = report.cases[i];
+    std::fprintf(out, "%s  %s", std::string(badge(r.state)).c_str(),
+                 printable(p.cases[i].key).c_str());
+    if (r.result && (r.state == case_state::passed || r.state == case_state::failed))
+      std::fprintf(out, "  %.2f", r.result->aggregate);
+    std::string note = r.message;
+    if (note.empty() && r.state == case_state::failed && r.result)
+      for (auto& sc : r.result->scores)
+        if (!sc.na && !sc.pass) {
+          note = sc.scorer + ": " + sc.reason;
+          break;
+        }
+    if (!note.empty()) std::fprintf(out, "  (%s)", printable(note).c_str());
+    if (!r.retried.empty()) std::fprintf(out, "  [%zu retries]", r.retried.size());
+    std::fprintf(out, "\n");
+  }
+
+  // The eval x target matrix.
+  std::size_t w = 4;
+  for (auto& e : s.eval_order) w = std::max(w, printable(e).size());
+  std::fprintf(out, "\n-- matrix (passed/scored) --\n%-*s", static_cast<int>(w), "");
+  for (auto& t : s.target_order)
+    std::fprintf(out, "  %*s", static_cast<int>(std::max<std::size_t>(7, printable(t).size())),
+                 printable(t).c_str());
+  std::fprintf(out, "\n");
+  for (auto& e : s.eval_order) {
+    std::fprintf(out, "%-*s", static_cast<int>(w), printable(e).c_str());
+    for (auto& t : s.target_order) {
+      auto it = s.matrix.find({e, t});
+      std::fprintf(out, "  %*s", static_cast<int>(std::max<std::size_t>(7, printable(t).size())),
+                   it == s.matrix.end() ? "-" : fraction(it->second).c_str());
+    }
+    std::fprintf(out, "\n");
+  }
+
+  if (!s.trials.empty()) {
+    std::fprintf(out, "\n-- trials (pass@k) --\n");
+    for (auto& t : s.trials) {
+      std::string line = printable(t.logical_key) + "  " + std::to_string(t.passed) + "/" +
+                         std::to_string(t.scored) + " passed";
+      if (t.scored) line += " · rate " + percent(t.pass_rate().value());
+      for (std::size_t k = 0; k < t.pass_at.size(); ++k)
+        if (t.pass_at[k]) line += " · pass@" + std::to_string(k + 1) + " " + fixed(*t.pass_at[k]);
+      if (t.scored) line += " · mean " + fixed(t.mean) + " · sd " + fixed(t.stddev, 3);
+      std::fprintf(out, "%s\n", line.c_str());
+    }
+  }
+
+  if (!s.group_by.empty()) {
+    std::fprintf(out, "\n-- by %s (passed/scored, 95%% interval) --\n",
+                 printable(s.group_by).c_str());
+    for (auto& [v, r] : s.groups) {
+      auto ci = r.ci();
+      std::fprintf(out, "%s  %s  %s  [%s, %s]\n", printable(v).c_str(), fraction(r).c_str(),
+                   percent(r.value()).c_str(), percent(ci.low).c_str(), percent(ci.high).c_str());
+    }
+  }
+
+  auto& t = s.total;
+  std::fprintf(out, "\n-- totals --\n");
+  std::fprintf(out,
+               "tokens: %lld in, %lld out, %lld cache read, %lld reasoning · cost $%.4f · %lld "
+               "tool calls · study time %.1f s\n",
+               static_cast<long long>(t.input_tokens), static_cast<long long>(t.output_tokens),
+               static_cast<long long>(t.cache_read_tokens),
+               static_cast<long long>(t.reasoning_tokens), t.cost_usd,
+               static_cast<long long>(t.tool_calls), static_cast<double>(t.duration_ms) / 1000);
+  if (t.retries) {
+    std::string causes;
+    for (auto& [c, n] : t.retry_causes)
+      causes += (causes.empty() ? "" : ", ") + c + " " + std::to_string(n);
+    std::fprintf(out, "retries: %zu (%s)\n", t.retries, causes.c_str());
+  }
+  for (auto& [target, l] : s.latency_by_target) {
+    std::fprintf(out, "latency %s: p50 %.3f s · p95 %.3f s · p99 %.3f s", printable(target).c_str(),
+                 l.p50, l.p95, l.p99);
+    if (l.ttft_n)
+      std::fprintf(out, " · ttft p50 %.0f ms · p95 %.0f ms", l.ttft_p50_ms, l.ttft_p95_ms);
+    std::fprintf(out, "\n");
+  }
+  for (auto& [k, v] : t.metric_means)
+    std::fprintf(out, "metric %s: mean %.4g\n", printable(k).c_str(), v);
+
+  auto ci = s.overall.ci();
+  std::fprintf(
+      out,
+      "\n%zu passed, %zu failed, %zu n/a, %zu skipped, %zu cancelled, %zu errors (%zu cases) · "
+      "pass rate %s [%s, %s] · %.2f s\n",
+      s.count(case_state::passed), s.count(case_state::failed), s.count(case_state::na),
+      s.count(case_state::skipped), s.count(case_state::cancelled), s.count(case_state::error),
+      p.cases.size(), percent(s.overall.value()).c_str(), percent(ci.low).c_str(),
+      percent(ci.high).c_str(), report.seconds);
+  if (report.stopped != schedule::stop_reason::none)
+    std::fprintf(out, "stopped (%s): %s\n", std::string(to_string(report.stopped)).c_str(),
+                 printable(report.stop_message).c_str());
+}
+
+}  // namespace mira::cli

@@ -1,0 +1,24 @@
+// Rendering a finished run for the terminal (table) and for machines (jsonl).
+#pragma once
+
+#include <mira/aggregate/summary.hpp>
+
+#include <boost/json/object.hpp>
+
+#include <cstdio>
+
+namespace mira::cli {
+
+/// One case as a JSON object: the study's RunResult (unknown fields kept) or a synthesised
+/// one, plus host fields: key, status, attempts, retried, latency_ms.
+boost::json::object case_json(const plan::planned_case& c, const schedule::case_record& r);
+
+/// The summary as JSON (counts, overall rate, matrix, trials with pass@k, groups, totals).
+boost::json::object summary_json(const aggregate::summary& s, const schedule::run_report& report);
+
+/// The readable report: every case, the eval x target matrix, trials with pass@k, the
+/// group-by table, totals, and how the run ended.
+void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s);
+
+}  // namespace mira::cli
