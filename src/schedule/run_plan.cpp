@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <memory>
+#include <ostream>
 #include <sstream>
 #include <unordered_map>
 
@@ -51,6 +52,13 @@ std::string_view to_string(stop_reason r) {
       return "study failed";
   }
   return "?";
+}
+
+std::ostream& operator<<(std::ostream& os, case_state s) {
+  return os << to_string(s);
+}
+std::ostream& operator<<(std::ostream& os, stop_reason r) {
+  return os << to_string(r);
 }
 
 namespace {

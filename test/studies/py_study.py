@@ -10,6 +10,9 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --stderr-flood BYTES write BYTES of stderr lines from a thread while serving
   --garbage            write junk lines (non-JSON, invalid UTF-8, an array, a 2 MiB line)
                        before every response
+  --capacity K         a provider that serves K runs at once: a run beyond K is answered at
+                       once with a retryable 429 error
+  --cost USD           the cost_usd each run reports
 """
 import argparse
 import json
@@ -27,6 +30,8 @@ args.add_argument("--die-after", type=int, default=0)
 args.add_argument("--sigkill-after", type=int, default=0)
 args.add_argument("--stderr-flood", type=int, default=0)
 args.add_argument("--garbage", action="store_true")
+args.add_argument("--capacity", type=int, default=0)
+args.add_argument("--cost", type=float, default=0.0)
 opts = args.parse_args()
 
 out = sys.stdout.buffer
@@ -35,6 +40,7 @@ record = open(opts.record, "ab") if opts.record else None
 runs = {}  # request id -> threading.Event (set = cancelled)
 run_count = 0
 workers = []
+active = 0  # runs being served, for --capacity
 
 
 def log_line(raw: bytes):
@@ -68,19 +74,22 @@ def result_for(params, passed=True):
         "scores": [{"scorer": "echo", "value": 1.0 if passed else 0.0, "pass": passed, "reason": "echo"}],
         "transcript": {"final_response": params.get("sample", ""), "iterations": 1,
                        "tool_calls_count": 0,
-                       "usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0}},
+                       "usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": opts.cost}},
         "skipped": False,
     })
     return r
 
 
 def serve_run(rid, params, cancelled):
+    global active
     # "fail" answers at once, so it can be the first failure of a group.
     work_ms = 0 if params.get("sample") == "fail" else opts.run_ms
     deadline = time.monotonic() + work_ms / 1000.0
     while time.monotonic() < deadline:
         if cancelled.wait(0.005):
             break
+    with lock:
+        active -= 1  # before answering: the host may send the next run at once
     if opts.garbage:
         garbage()
     if cancelled.is_set():
@@ -102,7 +111,7 @@ def flood():
 
 
 def main():
-    global run_count
+    global run_count, active
     if opts.stderr_flood:
         t = threading.Thread(target=flood)
         t.start()
@@ -131,6 +140,14 @@ def main():
                 os._exit(3)
             if opts.sigkill_after and run_count == opts.sigkill_after:
                 os.kill(os.getpid(), signal.SIGKILL)
+            with lock:
+                busy = opts.capacity and active >= opts.capacity
+                if not busy:
+                    active += 1
+            if busy:
+                send({"id": rid, "error": {"code": -32000, "message": "429 Too Many Requests",
+                                           "retryable": True, "data": {"http_status": 429}}})
+                continue
             ev = threading.Event()
             with lock:
                 runs[rid] = ev

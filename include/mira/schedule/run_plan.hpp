@@ -11,6 +11,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@ enum class case_state {
   error,      // the study rejected the request, or the connection failed
 };
 std::string_view to_string(case_state s);
+std::ostream& operator<<(std::ostream& os, case_state s);
 
 /// One attempt that did not give the final outcome, and why it was retried.
 struct attempt_error {
@@ -45,6 +47,7 @@ struct case_record {
 
 enum class stop_reason { none, fail_fast, budget, deadline, study_failed };
 std::string_view to_string(stop_reason r);
+std::ostream& operator<<(std::ostream& os, stop_reason r);
 
 struct run_policy {
   concurrency_policy concurrency;

@@ -1,0 +1,214 @@
+// run_plan against the Python test study: a provider with a fixed capacity, fail-fast and
+// per-case timeouts that cancel exactly the right requests, a cost budget.
+#include "common/fake_study.hpp"
+#include "common/run_co.hpp"
+#include "integration/process_util.hpp"
+
+#include <mira/aggregate/summary.hpp>
+#include <mira/schedule/run_plan.hpp>
+
+using namespace mira;
+using namespace mira::test;
+using schedule::case_state;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct session {
+  host_handle host;
+  protocol::list_result list;
+};
+
+asio::awaitable<session> open(std::vector<std::string> args) {
+  auto o = quiet_options();
+  o.on_stderr_line = [](std::string_view) {};
+  auto cmd = py_study(std::move(args));
+  auto host = host_handle::spawn(co_await asio::this_coro::executor, cmd, o);
+  BOOST_REQUIRE(host);
+  auto init = co_await host->initialize();
+  BOOST_REQUIRE(init);
+  auto list = co_await host->list_all();
+  BOOST_REQUIRE(list);
+  co_return session{std::move(*host), std::move(*list)};
+}
+
+plan::plan make(const protocol::list_result& list, std::vector<std::string> samples,
+                std::int64_t trials) {
+  plan::selection sel;
+  sel.samples = std::move(samples);
+  sel.trials = trials;
+  auto p = plan::make_plan(list, sel);
+  BOOST_REQUIRE(p);
+  return std::move(*p);
+}
+
+// (method, id, params.id or params.sample) of every frame the host sent, from a recording.
+struct frame_info {
+  std::string method;
+  std::int64_t id = 0;
+  std::int64_t target = 0;  // cancel: the id it cancels
+  std::string sample;       // run: its sample
+};
+
+std::vector<frame_info> sent_frames(const std::string& path) {
+  std::vector<frame_info> out;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) {
+    auto f = json::parse(line).as_object();
+    auto* m = f.if_contains("method");
+    if (!m || !f.contains("id")) continue;
+    frame_info fi;
+    fi.method = std::string(m->as_string());
+    fi.id = f.at("id").as_int64();
+    if (fi.method == "cancel") fi.target = f.at("params").at("id").as_int64();
+    if (fi.method == "run") fi.sample = std::string(f.at("params").at("sample").as_string());
+    out.push_back(fi);
+  }
+  return out;
+}
+
+std::size_t rate_limited_answers(const std::string& path) {
+  std::size_t n = 0;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"http_status\":429") != std::string::npos) ++n;
+  return n;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_plan_tests)
+
+BOOST_AUTO_TEST_CASE(a_provider_with_fixed_capacity_gets_every_case_through) {
+  temp_file rec;
+  constexpr std::int64_t trials = 20;  // 2 samples x 20 trials = 40 cases
+  run_co(
+      [&](asio::io_context&) -> asio::awaitable<void> {
+        std::vector<std::string> args = {"--capacity", "4", "--run-ms", "30", "--record", rec.path};
+        auto s = co_await open(args);
+        auto p = make(s.list, {"a", "b"}, trials);
+        schedule::run_policy policy;
+        policy.concurrency.max_concurrent = 16;
+        policy.retry.max_retries = 20;
+        policy.retry.base_backoff = milliseconds(20);
+        policy.retry.max_backoff = milliseconds(200);
+        policy.jitter_seed = 1;
+        auto report = co_await schedule::run_plan(s.host, p, policy);
+        auto sum = aggregate::summarize(p, report.cases);
+        BOOST_TEST(sum.count(case_state::passed) == 40u);
+        BOOST_TEST(report.stopped == schedule::stop_reason::none);
+        BOOST_TEST(sum.total.retry_causes["rate limit"] == sum.total.retries);
+        co_await s.host.shutdown();
+      },
+      std::chrono::seconds(60));
+  // Adaptation keeps the rejections well below one per case.
+  auto rejected = rate_limited_answers(rec.path);
+  BOOST_TEST_MESSAGE("429 answers: " << rejected);
+  BOOST_TEST(rejected < 40u);
+}
+
+BOOST_AUTO_TEST_CASE(fail_fast_cancels_exactly_the_in_flight_runs) {
+  temp_file rec;
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "20000", "--record", rec.path};
+    auto s = co_await open(args);
+    auto p = make(s.list, {}, 1);  // a, b, fail
+    schedule::run_policy policy;
+    policy.fail_fast = true;
+    auto t0 = std::chrono::steady_clock::now();
+    auto report = co_await schedule::run_plan(s.host, p, policy);
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)));
+    BOOST_TEST(report.stopped == schedule::stop_reason::fail_fast);
+    BOOST_TEST(report.stop_message == "case echo/fail@sim failed");
+    BOOST_TEST(report.cases[0].state == case_state::cancelled);
+    BOOST_TEST(report.cases[1].state == case_state::cancelled);
+    BOOST_TEST(report.cases[2].state == case_state::failed);
+    co_await s.host.shutdown();
+  });
+  std::vector<std::int64_t> slow_runs, cancelled;
+  for (auto& f : sent_frames(rec.path)) {
+    if (f.method == "run" && f.sample != "fail") slow_runs.push_back(f.id);
+    if (f.method == "cancel") cancelled.push_back(f.target);
+  }
+  std::sort(cancelled.begin(), cancelled.end());
+  BOOST_TEST(cancelled == slow_runs, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_case_timeout_cancels_each_attempt_and_fails_the_case) {
+  temp_file rec;
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "20000", "--record", rec.path};
+    auto s = co_await open(args);
+    auto p = make(s.list, {"a", "b"}, 1);
+    schedule::run_policy policy;
+    policy.case_timeout = milliseconds(100);
+    auto report = co_await schedule::run_plan(s.host, p, policy);
+    for (auto& c : report.cases) {
+      BOOST_TEST(c.state == case_state::failed);
+      BOOST_TEST(c.message == "timed out after 0.1 s");
+      BOOST_TEST(c.attempts == 1);
+    }
+    co_await s.host.shutdown();
+  });
+  std::vector<std::int64_t> runs, cancelled;
+  for (auto& f : sent_frames(rec.path)) {
+    if (f.method == "run") runs.push_back(f.id);
+    if (f.method == "cancel") cancelled.push_back(f.target);
+  }
+  std::sort(cancelled.begin(), cancelled.end());
+  BOOST_TEST(cancelled == runs, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(timeouts_as_infra_are_retried_then_na) {
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "20000"};
+    auto s = co_await open(args);
+    auto p = make(s.list, {"a"}, 1);
+    schedule::run_policy policy;
+    policy.case_timeout = milliseconds(50);
+    policy.timeout_is_infra = true;
+    policy.retry.max_retries = 2;
+    policy.retry.base_backoff = milliseconds(1);
+    auto report = co_await schedule::run_plan(s.host, p, policy);
+    BOOST_TEST(report.cases[0].state == case_state::na);
+    BOOST_TEST(report.cases[0].attempts == 3);
+    BOOST_TEST(report.cases[0].retried.size() == 2u);
+    BOOST_TEST(report.cases[0].retried[0].cause == "timeout");
+    co_await s.host.shutdown();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_cost_budget_stops_the_run) {
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--cost", "0.1"};
+    auto s = co_await open(args);
+    auto p = make(s.list, {"a"}, 10);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 1;
+    policy.max_cost_usd = 0.25;
+    auto report = co_await schedule::run_plan(s.host, p, policy);
+    BOOST_TEST(report.stopped == schedule::stop_reason::budget);
+    auto sum = aggregate::summarize(p, report.cases);
+    BOOST_TEST(sum.count(case_state::passed) == 3u);  // the third crossed $0.25
+    BOOST_TEST(sum.count(case_state::cancelled) == 7u);
+    BOOST_TEST(report.cases[9].message.find("not run: the cost budget") == 0u);
+    co_await s.host.shutdown();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_with_errors) {
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "200", "--die-after", "2"};
+    auto s = co_await open(args);
+    auto p = make(s.list, {"a"}, 5);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 1;
+    auto report = co_await schedule::run_plan(s.host, p, policy);
+    BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
+    BOOST_TEST(report.cases[0].state == case_state::passed);
+    BOOST_TEST(report.cases[1].state == case_state::error);
+    for (std::size_t i = 2; i < 5; ++i) BOOST_TEST(report.cases[i].state == case_state::error);
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
