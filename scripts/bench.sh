@@ -13,3 +13,7 @@ for c in 1 8 64 512; do
 done
 echo "== host_throughput, typical results, c=64"
 "$build/benchmarks/host_throughput" -n 100000 -c 64 -r 3 -- "$build/benchmarks/echo_study" --typical
+echo "== scheduler_goodput: capacity 8, 20 ms per run, 400 cases, -j 32"
+"$build/benchmarks/scheduler_goodput" -n 400 -k 8 -l 20 -j 32 -r 3
+echo "== scheduler_goodput: capacity 4, 50 ms per run, 200 cases, -j 64"
+"$build/benchmarks/scheduler_goodput" -n 200 -k 4 -l 50 -j 64 -r 3

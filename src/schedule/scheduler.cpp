@@ -55,6 +55,7 @@ std::optional<std::size_t> scheduler::next(time_point now) {
     ++in_flight_;
     --waiting_;
     ++cases_[id].attempts;
+    cases_[id].started_seq = ++seq_;
     rr_ = (rr_ + n + 1) % buckets_.size();
     return id;
   }
@@ -79,22 +80,38 @@ disposition scheduler::finish(std::size_t id, const attempt_verdict& v, time_poi
   --in_flight_;
   if (conc_.adaptive) {
     if (v.rate_limited) {
-      // At most one decrease per backoff window: the concurrent 429s of one burst are one
-      // signal, not one halving each.
-      if (now >= b.backoff_until) {
-        b.limit = std::max(1.0, std::floor(b.limit / 2));
-        b.backoff_steps = std::min(b.backoff_steps + 1, 8);
-        b.backoff_until = now + jittered_backoff(b.backoff_steps - 1, v.retry_after);
+      // One decrease per window: the 429s of attempts that started before the last decrease
+      // answer the same burst, they are not new news.
+      if (c.started_seq > b.window_start) {
+        double before = b.limit;
+        b.limit = std::max(1.0, std::floor(before / 2));
+        b.recover_to = std::max(b.limit, std::floor(before) - 1);
+        b.window_start = seq_;
+        // Pause the provider only when it is serving nothing: no success since the last
+        // decrease and nothing else of its in flight. A 429 beside successful requests is a
+        // concurrency limit, which the smaller limit already answers.
+        if ((!b.success_since_decrease && b.in_flight == 0) || v.retry_after) {
+          b.backoff_steps = std::min(b.backoff_steps + 1, 8);
+          b.backoff_until = now + jittered_backoff(b.backoff_steps - 1, v.retry_after);
+        }
+        b.success_since_decrease = false;
       }
     } else {
-      b.limit = std::min(static_cast<double>(b.ceiling), b.limit + 1.0 / b.limit);
-      if (b.backoff_steps > 0 && b.limit >= static_cast<double>(b.ceiling)) b.backoff_steps = 0;
+      b.success_since_decrease = true;
+      b.backoff_steps = 0;
+      b.limit += b.limit < b.recover_to ? 1.0 : 1.0 / b.limit;
+      b.limit = std::min(static_cast<double>(b.ceiling), b.limit);
     }
   }
   if (!v.retry) return disposition::done;
   if (c.attempts > retry_.max_retries || stopped_) return disposition::gave_up;
   ++waiting_;
-  delayed_.push({now + jittered_backoff(c.attempts - 1, v.retry_after), id});
+  if (v.rate_limited && conc_.adaptive && !v.retry_after) {
+    // The provider's limit (and its backoff, if any) is the wait: straight back to the front.
+    b.ready.push_front(id);
+  } else {
+    delayed_.push({now + jittered_backoff(c.attempts - 1, v.retry_after), id});
+  }
   return disposition::retry;
 }
 

@@ -78,15 +78,19 @@ class scheduler {
   struct bucket {
     std::string name;
     std::size_t ceiling = 1;
-    double limit = 1;  // fractional: grows by 1/limit per success (one slot per `limit` wins)
+    double limit = 1;       // fractional: beyond `recover_to` it grows 1/limit per success
+    double recover_to = 0;  // after a decrease, grow one slot per success back to here
     std::size_t in_flight = 0;
     time_point backoff_until{};
     int backoff_steps = 0;
+    std::uint64_t window_start = 0;  // attempts started before this belong to the last window
+    bool success_since_decrease = true;
     std::deque<std::size_t> ready;
   };
   struct case_state {
     std::size_t bucket = 0;
     int attempts = 0;
+    std::uint64_t started_seq = 0;  // start order of its current attempt
   };
   struct delayed {
     time_point at;
@@ -107,6 +111,7 @@ class scheduler {
   std::size_t in_flight_ = 0;
   std::size_t waiting_ = 0;  // queued or delayed
   std::size_t rr_ = 0;       // round-robin start over buckets, so no provider starves
+  std::uint64_t seq_ = 0;    // attempts started so far
   bool stopped_ = false;
 };
 

@@ -3,6 +3,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <set>
+
 using namespace mira::schedule;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -53,48 +55,72 @@ BOOST_AUTO_TEST_CASE(a_burst_of_rate_limits_halves_the_limit_once_per_window) {
   scheduler s(std::vector<std::string>(20, "p"), c, {}, 7);
   auto started = start_all(s, t0);
   BOOST_REQUIRE(started.size() == 8u);
-  // Four concurrent 429s: one decrease (8 -> 4), not four (8 -> 0.5).
+  // Four 429s from one burst: one decrease (8 -> 4), not four (8 -> 1).
   for (int i = 0; i < 4; ++i)
     BOOST_TEST((s.finish(started[i], rate_limited(), t0) == disposition::retry));
   BOOST_TEST(s.limit("p") == 4u);
-  auto until = s.backoff_until("p");
-  BOOST_REQUIRE(until);
-  BOOST_TEST((*until >= t0));
-  BOOST_TEST((*until <= t0 + milliseconds(500)));  // first window: base backoff, full jitter
-  // Nothing starts during the backoff, even with room under the limit.
+  // The provider still serves the other four: a smaller limit, no pause.
+  BOOST_TEST(!s.backoff_until("p").has_value());
+  // Successes bring the limit back one slot each to the last good level (7).
   for (int i = 4; i < 8; ++i) s.finish(started[i], ok(), t0);
-  BOOST_TEST((!s.next(t0).has_value() || *until == t0));
-  // After the window a new 429 halves again.
-  auto later = *until + milliseconds(1);
-  auto more = start_all(s, later);
-  BOOST_TEST(more.size() <= 4u);
-  BOOST_REQUIRE(!more.empty());
-  s.finish(more[0], rate_limited(), later);
-  BOOST_TEST(s.limit("p") <= 2u);
+  BOOST_TEST(s.limit("p") == 7u);
+  // Rate-limited cases go back to the front of the queue, without a delay of their own.
+  auto again = start_all(s, t0);
+  BOOST_REQUIRE(again.size() == 7u);
+  BOOST_TEST((std::set<std::size_t>(again.begin(), again.begin() + 4) ==
+              std::set<std::size_t>(started.begin(), started.begin() + 4)));
+  // An attempt that started after the decrease is a new window: it halves again.
+  s.finish(again[0], rate_limited(), t0);
+  BOOST_TEST(s.limit("p") == 3u);
 }
 
-BOOST_AUTO_TEST_CASE(successes_recover_the_limit_additively) {
+BOOST_AUTO_TEST_CASE(a_provider_that_serves_nothing_is_paused) {
+  concurrency_policy c;
+  c.max_concurrent = 4;
+  retry_policy r;
+  r.base_backoff = milliseconds(200);
+  scheduler s(std::vector<std::string>(1, "p"), c, r, 11);
+  auto id = s.next(t0);
+  s.finish(*id, rate_limited(), t0);  // the first 429: a smaller limit only
+  BOOST_TEST(!s.backoff_until("p").has_value());
+  id = s.next(t0);
+  BOOST_REQUIRE(id);
+  s.finish(*id, rate_limited(), t0);  // again, with no success and nothing else in flight
+  auto until = s.backoff_until("p");
+  BOOST_REQUIRE(until);
+  BOOST_TEST((*until <= t0 + milliseconds(200)));  // full jitter within the first step
+  auto wake = s.next_wakeup(t0);
+  if (*until > t0) {
+    BOOST_TEST(!s.next(t0).has_value());
+    BOOST_REQUIRE(wake);
+    BOOST_TEST((*wake == *until));
+  }
+  BOOST_TEST(s.next(*until).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(the_limit_recovers_fast_to_the_last_good_level_then_probes_slowly) {
   concurrency_policy c;
   c.max_concurrent = 8;
   scheduler s(std::vector<std::string>(200, "p"), c, {}, 3);
   auto first = start_all(s, t0);
-  s.finish(first[0], rate_limited(), t0);  // 8 -> 4
-  for (std::size_t i = 1; i < first.size(); ++i) s.finish(first[i], ok(), t0);
-  std::size_t limit_before = s.limit("p");
-  BOOST_TEST(limit_before >= 4u);
-  BOOST_TEST(limit_before < 8u);
-  auto now = t0 + seconds(60);
-  // Additive increase: about one slot per `limit` successes, up to the ceiling.
-  int successes = 0;
-  while (s.limit("p") < 8u && successes < 100) {
-    auto id = s.next(now);
+  s.finish(first[0], rate_limited(), t0);  // 8 -> 4; 7 was fine
+  BOOST_TEST(s.limit("p") == 4u);
+  // One slot per success back to 7 ...
+  for (int i = 1; i <= 3; ++i) s.finish(first[i], ok(), t0);
+  BOOST_TEST(s.limit("p") == 7u);
+  // ... then one slot per `limit` successes.
+  for (int i = 4; i < 8; ++i) s.finish(first[i], ok(), t0);
+  BOOST_TEST(s.limit("p") == 7u);
+  int successes = 4;
+  while (s.limit("p") < 8u) {
+    auto id = s.next(t0);
     BOOST_REQUIRE(id);
-    s.finish(*id, ok(), now);
+    s.finish(*id, ok(), t0);
     ++successes;
   }
-  BOOST_TEST(s.limit("p") == 8u);
-  BOOST_TEST(successes >= 5);  // one slot per `limit` successes, not all at once
-  BOOST_TEST(successes <= 30);
+  BOOST_TEST(successes == 8);  // 7 + 4/7 after the first eight, then four more
+  for (int i = 0; i < 10; ++i) s.finish(*s.next(t0), ok(), t0);
+  BOOST_TEST(s.limit("p") == 8u);  // never past the ceiling
 }
 
 BOOST_AUTO_TEST_CASE(retries_wait_a_jittered_exponential_backoff_within_bounds) {
