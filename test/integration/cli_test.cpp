@@ -11,11 +11,11 @@ namespace json = boost::json;
 
 namespace {
 
-const std::string mira = MIRA_CLI;
+const std::string mira_bin = MIRA_CLI;
 const std::string example = MIRA_EXAMPLE_STUDY;
 
 command_result cli(const std::string& args) {
-  return run_command(mira + " " + args + " 2>/dev/null");
+  return run_command(mira_bin + " " + args + " 2>/dev/null");
 }
 
 }  // namespace
@@ -99,6 +99,70 @@ BOOST_AUTO_TEST_CASE(host_and_study_errors_exit_3) {
   auto died =
       cli(std::string("run -- ") + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
   BOOST_TEST(died.code == 3);
+}
+
+BOOST_AUTO_TEST_CASE(plan_shows_counts_and_cases_without_running) {
+  auto r = cli("plan -- " + example);
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.out.find("reasoning: 2 sample(s) x 1 target(s) x 2 axis combination(s) x 1 "
+                        "trial(s) = 4 case(s)") != std::string::npos);
+  BOOST_TEST(r.out.find("coin: 1 sample(s) x 1 target(s) x 1 axis combination(s) x 3 trial(s) = "
+                        "3 case(s)") != std::string::npos);
+  BOOST_TEST(r.out.find("total: 41 case(s), 3 on unavailable targets (reported as skipped)") !=
+             std::string::npos);
+  auto j = cli("plan --json --evals 'reason*' --axis effort=high -- " + example);
+  BOOST_TEST(j.code == 0);
+  BOOST_TEST(j.out ==
+             "{\"eval\":\"reasoning\",\"sample\":\"puzzle-1\",\"target\":\"sim\","
+             "\"params\":{\"effort\":\"high\"},\"key\":\"reasoning/puzzle-1@sim[effort=high]\","
+             "\"provider\":\"sim\"}\n"
+             "{\"eval\":\"reasoning\",\"sample\":\"puzzle-2\",\"target\":\"sim\","
+             "\"params\":{\"effort\":\"high\"},\"key\":\"reasoning/puzzle-2@sim[effort=high]\","
+             "\"provider\":\"sim\"}\n");
+  auto t = cli("plan --trials 2 --seed 7 coin -- " + example);
+  BOOST_TEST(t.out.find("coin: 1 sample(s) x 1 target(s) x 1 axis combination(s) x 2 trial(s) = "
+                        "2 case(s)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(selection_errors_name_the_flag_and_exit_2) {
+  auto r = run_command(mira_bin + " plan --axis effort=extreme -- " + example + " 2>&1");
+  BOOST_TEST(r.code == 2);
+  BOOST_TEST(r.out.find("mira: --axis effort: \"extreme\" matches no value (values: low, high)") !=
+             std::string::npos);
+  auto e = run_command(mira_bin + " run --evals nope -- " + example + " 2>&1");
+  BOOST_TEST(e.code == 2);
+  BOOST_TEST(e.out.find("--evals: \"nope\" matches no eval") != std::string::npos);
+  BOOST_TEST(cli("run --axis effort -- x").code == 2);
+  BOOST_TEST(cli("run --provider-concurrency sim -- x").code == 2);
+  BOOST_TEST(cli("run --max-cost -3 -- x").code == 2);
+}
+
+BOOST_AUTO_TEST_CASE(group_by_breaks_the_pass_rate_down) {
+  auto r = cli("run --group-by difficulty --evals arithmetic -- " + example);
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.out.find("-- by difficulty (passed/scored, 95% interval) --\neasy  16/16  100%") !=
+             std::string::npos);
+  BOOST_TEST(r.out.find("hard  9/9  100%") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+  auto ff = cli("run --fail-fast -- " + py + " --run-ms 20000");
+  BOOST_TEST(ff.code == 1);
+  BOOST_TEST(ff.out.find("STOP  echo/a@sim  (cancelled: fail-fast)") != std::string::npos);
+  BOOST_TEST(ff.out.find("FAIL  echo/fail@sim") != std::string::npos);
+  BOOST_TEST(ff.out.find("stopped (fail-fast): case echo/fail@sim failed") != std::string::npos);
+
+  auto budget = cli("run -j 1 --max-cost 0.15 --samples a --trials 5 -- " + py + " --cost 0.1");
+  BOOST_TEST(budget.code == 4);
+  BOOST_TEST(budget.out.find("2 passed, 0 failed, 0 n/a, 0 skipped, 3 cancelled") !=
+             std::string::npos);
+  BOOST_TEST(budget.out.find("stopped (budget): the cost budget") != std::string::npos);
+
+  auto deadline = cli("run --deadline 0.3 -- " + py + " --run-ms 20000");
+  BOOST_TEST(deadline.code == 4);
+  BOOST_TEST(deadline.out.find("stopped (deadline): the run deadline (0.3 s) passed") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -134,9 +134,14 @@ json::object summary_json(const aggregate::summary& s, const schedule::run_repor
   for (auto& [c, n] : t.retry_causes) causes[c] = n;
   json::object metrics;
   for (auto& [k, v] : t.metric_means) metrics[k] = v;
+  json::object per_eval, per_target;
+  for (auto& [e, r] : s.per_eval) per_eval[e] = rate_json(r);
+  for (auto& [target, r] : s.per_target) per_target[target] = rate_json(r);
   json::object out{
       {"counts", std::move(counts)},
       {"overall", rate_json(s.overall)},
+      {"per_eval", std::move(per_eval)},
+      {"per_target", std::move(per_target)},
       {"matrix", std::move(matrix)},
       {"trials", std::move(trials)},
       {"totals", json::object{{"input_tokens", t.input_tokens},
@@ -197,6 +202,23 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
     }
     std::fprintf(out, "\n");
   }
+
+  auto rates = [&](const char* title, const std::vector<std::string>& order,
+                   const std::map<std::string, aggregate::rate>& m) {
+    std::fprintf(out, "\n-- %s (passed/scored, rate, 95%% interval) --\n", title);
+    for (auto& name : order) {
+      auto& r = m.at(name);
+      if (!r.scored) {
+        std::fprintf(out, "%s  -\n", printable(name).c_str());
+        continue;
+      }
+      auto ci = r.ci();
+      std::fprintf(out, "%s  %s  %s  [%s, %s]\n", printable(name).c_str(), fraction(r).c_str(),
+                   percent(r.value()).c_str(), percent(ci.low).c_str(), percent(ci.high).c_str());
+    }
+  };
+  rates("per eval", s.eval_order, s.per_eval);
+  rates("per target", s.target_order, s.per_target);
 
   if (!s.trials.empty()) {
     std::fprintf(out, "\n-- trials (pass@k) --\n");
