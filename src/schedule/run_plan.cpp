@@ -5,6 +5,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -142,9 +143,10 @@ class pipeline {
     deadline_ = policy_.deadline ? t0 + *policy_.deadline : time_point::max();
 
     for (;;) {
-      if (!sched_->stopped())
+      if (!sched_->stopped() && !restarting_)
         while (auto id = sched_->next(clock::now())) start(*id);
-      if (done_.empty() && running_ == 0 && (sched_->idle() || sched_->stopped())) break;
+      if (done_.empty() && running_ == 0 && !restarting_ && (sched_->idle() || sched_->stopped()))
+        break;
       if (done_.empty()) {
         auto until = deadline_;
         if (auto w = sched_->next_wakeup(clock::now()); w && *w < until) until = *w;
@@ -169,6 +171,7 @@ class pipeline {
     auto slot = sig->slot();
     signals_[id] = std::move(sig);
     started_[id] = clock::now();
+    generation_of_[id] = generation_;
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
     asio::co_spawn(
@@ -189,6 +192,8 @@ class pipeline {
     rec.latency_seconds = std::chrono::duration<double>(clock::now() - started_[id]).count();
     started_.erase(id);
 
+    auto generation = generation_of_[id];
+    generation_of_.erase(id);
     bool aborted =
         !o.timed_out && !o.result && o.result.error().code == asio::error::operation_aborted;
     if (aborted && sched_->stopped()) {
@@ -203,10 +208,14 @@ class pipeline {
     a.result = o.result ? &*o.result : nullptr;
     a.error = o.result ? nullptr : &o.result.error();
     a.timed_out = o.timed_out;
-    // A dead connection is not retried: every further attempt would fail the same way.
+    // A dead study: its cases are retried on a new one, if we may start one; otherwise
+    // every further attempt would fail the same way.
     bool fatal = a.error && is_fatal(a.error->code);
-    auto v = fatal ? attempt_verdict{}
-                   : classify(a, policy_.timeout_is_infra, policy_.rate_limited, policy_.transient);
+    bool recovered = fatal && recover(generation, a.error->message());
+    auto v = fatal && !recovered
+                 ? attempt_verdict{}
+                 : classify(a, policy_.timeout_is_infra, policy_.rate_limited, policy_.transient);
+    if (recovered) v.retry = true;
     auto d = sched_->finish(id, v, clock::now());
     if (d == disposition::retry) {
       rec.retried.push_back(describe(o, v, policy_.case_timeout));
@@ -220,7 +229,8 @@ class pipeline {
       auto& e = o.result.error();
       rec.message = e.message();
       rec.state = gave_up && e.code != errc::study_exited ? case_state::na : case_state::error;
-      if (is_fatal(e.code)) stop(stop_reason::study_failed, e.message(), case_state::error);
+      if (is_fatal(e.code) && !recovered)
+        stop(stop_reason::study_failed, e.message(), case_state::error);
     } else {
       auto& r = *o.result;
       if (r.skipped)
@@ -241,6 +251,34 @@ class pipeline {
         (rec.state == case_state::failed || rec.state == case_state::error))
       stop(stop_reason::fail_fast,
            "case " + plan_.cases[index].key + " " + std::string(to_string(rec.state)));
+  }
+
+  // The study behind `generation` died. True when its cases may be retried: a new study is
+  // (being) started. Stragglers of an older generation are retried on the current one.
+  bool recover(std::uint64_t generation, const std::string& why) {
+    if (!policy_.respawn || sched_->stopped()) return false;
+    if (generation < generation_ || restarting_) return true;
+    if (report_.restarts >= policy_.max_restarts) return false;
+    restarting_ = true;
+    auto delay = policy_.restart_backoff * (1 << std::min(report_.restarts, 10));
+    ++report_.restarts;
+    asio::co_spawn(ex_, restart(delay, why), asio::detached);
+    return true;
+  }
+
+  asio::awaitable<void> restart(duration delay, std::string why) {
+    asio::steady_timer t(ex_, delay);
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto h = co_await policy_.respawn();
+    if (h) {
+      host_ = std::move(*h);
+      ++generation_;
+    } else {
+      stop(stop_reason::study_failed, why + "; restarting it failed: " + h.error().message(),
+           case_state::error);
+    }
+    restarting_ = false;
+    wake_.cancel();
   }
 
   void spend(const protocol::usage& u) {
@@ -287,6 +325,9 @@ class pipeline {
   std::vector<std::size_t> index_of_;  // scheduler id -> plan index
   std::unordered_map<std::size_t, std::unique_ptr<asio::cancellation_signal>> signals_;
   std::unordered_map<std::size_t, time_point> started_;
+  std::unordered_map<std::size_t, std::uint64_t> generation_of_;  // the study an attempt ran on
+  std::uint64_t generation_ = 0;
+  bool restarting_ = false;
   std::vector<std::pair<std::size_t, attempt_outcome>> done_;
   std::size_t running_ = 0;
   double cost_ = 0;

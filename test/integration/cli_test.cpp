@@ -159,6 +159,15 @@ BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
              std::string::npos);
   BOOST_TEST(budget.out.find("stopped (budget): the cost budget") != std::string::npos);
 
+  temp_file base;
+  const std::string marker = base.path + ".died";
+  auto restarted = run_command(mira_bin + " run --samples a --trials 4 -- " + py +
+                               " --run-ms 50 --die-after 2 --die-once " + marker + " 2>&1");
+  std::remove(marker.c_str());
+  BOOST_TEST(restarted.code == 0);
+  BOOST_TEST(restarted.out.find("mira: the study died; starting it again") != std::string::npos);
+  BOOST_TEST(restarted.out.find("4 passed, 0 failed") != std::string::npos);
+
   auto deadline = cli("run --deadline 0.3 -- " + py + " --run-ms 20000");
   BOOST_TEST(deadline.code == 4);
   BOOST_TEST(deadline.out.find("stopped (deadline): the run deadline (0.3 s) passed") !=

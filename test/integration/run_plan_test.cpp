@@ -211,4 +211,57 @@ BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_with_errors) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_dead_study_is_restarted_and_its_cases_retried) {
+  temp_file base;
+  const std::string marker = base.path + ".died";
+  run_co(
+      [&](asio::io_context&) -> asio::awaitable<void> {
+        std::vector<std::string> args = {"--run-ms", "100",        "--die-after",
+                                         "3",        "--die-once", marker};
+        auto s = co_await open(args);
+        auto p = make(s.list, {"a"}, 6);
+        schedule::run_policy policy;
+        policy.concurrency.max_concurrent = 2;
+        policy.restart_backoff = milliseconds(10);
+        policy.retry.base_backoff = milliseconds(10);
+        int spawned = 0;
+        policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
+          ++spawned;
+          auto again = co_await open(args);
+          co_return again.host;
+        };
+        auto report = co_await schedule::run_plan(s.host, p, policy);
+        BOOST_TEST(report.stopped == schedule::stop_reason::none);
+        BOOST_TEST(report.restarts == 1);
+        BOOST_TEST(spawned == 1);
+        auto sum = aggregate::summarize(p, report.cases);
+        BOOST_TEST(sum.count(case_state::passed) == 6u);
+        BOOST_TEST(sum.total.retry_causes["study exited"] >= 1u);
+      },
+      std::chrono::seconds(60));
+  std::remove(marker.c_str());
+}
+
+BOOST_AUTO_TEST_CASE(restarts_are_bounded) {
+  run_co(
+      [&](asio::io_context&) -> asio::awaitable<void> {
+        std::vector<std::string> args = {"--run-ms", "50", "--die-after", "1"};
+        auto s = co_await open(args);
+        auto p = make(s.list, {"a"}, 3);
+        schedule::run_policy policy;
+        policy.max_restarts = 2;
+        policy.restart_backoff = milliseconds(1);
+        policy.retry.base_backoff = milliseconds(1);
+        policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
+          auto again = co_await open(args);
+          co_return again.host;
+        };
+        auto report = co_await schedule::run_plan(s.host, p, policy);
+        BOOST_TEST(report.restarts == 2);
+        BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
+        for (auto& c : report.cases) BOOST_TEST(c.state == case_state::error);
+      },
+      std::chrono::seconds(60));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

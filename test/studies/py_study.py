@@ -7,6 +7,8 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --run-ms N           how long a run works (honours cancel), default 0
   --die-after N        exit with code 3 when the N-th run arrives (after an stderr line)
   --sigkill-after N    kill itself with SIGKILL when the N-th run arrives
+  --die-once PATH      with --die-after: die only if PATH does not exist yet (and create it),
+                       so a restarted study works
   --stderr-flood BYTES write BYTES of stderr lines from a thread while serving
   --garbage            write junk lines (non-JSON, invalid UTF-8, an array, a 2 MiB line)
                        before every response
@@ -28,6 +30,7 @@ args.add_argument("--caps", default="cancel")
 args.add_argument("--run-ms", type=int, default=0)
 args.add_argument("--die-after", type=int, default=0)
 args.add_argument("--sigkill-after", type=int, default=0)
+args.add_argument("--die-once")
 args.add_argument("--stderr-flood", type=int, default=0)
 args.add_argument("--garbage", action="store_true")
 args.add_argument("--capacity", type=int, default=0)
@@ -134,7 +137,10 @@ def main():
                 "targets": [{"label": "sim", "provider": "sim", "available": True}]}]}})
         elif method == "run":
             run_count += 1
-            if opts.die_after and run_count == opts.die_after:
+            if opts.die_after and run_count == opts.die_after and not (
+                    opts.die_once and os.path.exists(opts.die_once)):
+                if opts.die_once:
+                    open(opts.die_once, "w").close()
                 sys.stderr.write("py-study: dying on purpose\n")
                 sys.stderr.flush()
                 os._exit(3)

@@ -122,6 +122,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.policy.concurrency.adaptive = false;
     } else if (runs && a == "--max-retries") {
       out.policy.retry.max_retries = static_cast<int>(whole_number(a, value(a), 0, 1000));
+    } else if (runs && a == "--max-restarts") {
+      out.policy.max_restarts = static_cast<int>(whole_number(a, value(a), 0, 1000));
     } else if (runs && a == "--timeout") {
       out.policy.case_timeout = seconds(a, value(a));
     } else if (runs && a == "--timeout-is-infra") {

@@ -84,6 +84,8 @@ const char* const run_help =
     "  --no-adaptive                 no adaptive per-provider limits and no rate-limit backoff\n"
     "  --max-retries N               retries of rate limits, retryable errors, infra errors and\n"
     "                                cases whose study died (default 4); then the case is N/A\n"
+    "  --max-restarts N              start a study that died again, up to N times (default 3);\n"
+    "                                the cases it was running are retried on the new one\n"
     "  --timeout SECONDS             per-attempt deadline (fractional allowed); the study is\n"
     "                                sent `cancel`; counts as a failure unless --timeout-is-infra\n"
     "  --timeout-is-infra            retry timeouts, and report them N/A when retries run out\n"
@@ -117,8 +119,30 @@ host_options cli_host_options() {
 // Starts the study, initializes it and lists every page; prints what went wrong otherwise.
 struct opened {
   host_handle host;
+  protocol::initialize_result init;
   protocol::list_result list;
 };
+
+// Starts the same study again for run_plan, refusing one that is not the same study.
+asio::awaitable<tl::expected<host_handle, error>> restart_study(
+    std::vector<std::string> argv, protocol::initialize_result original) {
+  std::fprintf(stderr, "mira: the study died; starting it again\n");
+  study_command cmd;
+  cmd.argv = std::move(argv);
+  auto host = host_handle::spawn(co_await asio::this_coro::executor, cmd, cli_host_options());
+  if (!host) co_return tl::unexpected(host.error());
+  auto init = co_await host->initialize();
+  if (!init) co_return tl::unexpected(init.error());
+  if (init->study != original.study || protocol::version_major(init->protocol_version) !=
+                                           protocol::version_major(original.protocol_version)) {
+    error e{make_error_code(errc::incompatible_protocol), {}};
+    e.diag.message = "the restarted study is '" + init->study + "' (protocol " +
+                     init->protocol_version + "), not '" + original.study + "' (protocol " +
+                     original.protocol_version + ")";
+    co_return tl::unexpected(std::move(e));
+  }
+  co_return std::move(*host);
+}
 
 asio::awaitable<std::optional<opened>> open_study(const std::vector<std::string>& argv) {
   auto ex = co_await asio::this_coro::executor;
@@ -144,7 +168,7 @@ asio::awaitable<std::optional<opened>> open_study(const std::vector<std::string>
     std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
     co_return std::nullopt;
   }
-  co_return opened{std::move(*host), std::move(*list)};
+  co_return opened{std::move(*host), std::move(*init), std::move(*list)};
 }
 
 void print_list(const protocol::list_result& list) {
@@ -274,6 +298,11 @@ int cmd_run(const std::vector<std::string>& args) {
       co_return;
     }
     if (p->cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
+    a.policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
+      auto h = co_await restart_study(a.study, study->init);
+      if (h) study->host = *h;  // so the final shutdown reaches the live one
+      co_return h;
+    };
     schedule::run_hooks hooks;
     if (a.format == "jsonl")
       hooks.on_result = [&](std::size_t i, const schedule::case_record& r) {

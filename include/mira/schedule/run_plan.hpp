@@ -61,6 +61,11 @@ struct run_policy {
   rate_limit_classifier rate_limited;  // replaces is_rate_limited
   retry_predicate transient;           // replaces is_transient
   std::optional<std::uint64_t> jitter_seed;
+  /// When the study dies: start a new one (and initialize it). The cases that were in flight
+  /// are retried on it. Without it, a dead study stops the run.
+  std::function<boost::asio::awaitable<tl::expected<host_handle, error>>()> respawn;
+  int max_restarts = 3;
+  duration restart_backoff = std::chrono::milliseconds(500);  // doubles per restart
 };
 
 struct run_hooks {
@@ -73,6 +78,7 @@ struct run_report {
   stop_reason stopped = stop_reason::none;
   std::string stop_message;
   double seconds = 0;
+  int restarts = 0;  // studies started by `respawn`
 };
 
 /// Runs every case of `p` (which must outlive the awaitable) through `host`, which must be
