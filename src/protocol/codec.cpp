@@ -68,12 +68,24 @@ class reader {
 
   const json::value* find(std::string_view key, bool required = false) {
     if (err_) return nullptr;
-    auto it = obj_.find(key);
-    if (it == obj_.end() || it->value().is_null()) {
+    // Fields are looked up in the order studies write them, so the search resumes after the
+    // last hit: usually the next member is the one wanted.
+    const json::value* found = nullptr;
+    auto n = obj_.size();
+    auto* members = obj_.begin();
+    for (std::size_t k = 0; k < n; ++k) {
+      auto i = cursor_ + k < n ? cursor_ + k : cursor_ + k - n;
+      if (members[i].key() == key) {
+        found = &members[i].value();
+        cursor_ = i + 1 < n ? i + 1 : 0;
+        break;
+      }
+    }
+    if (!found || found->is_null()) {
       if (required) err_ = decode_error{child_path(path_, key), "missing required field"};
       return nullptr;
     }
-    return &it->value();
+    return found;
   }
 
   void str(std::string_view key, std::string& out, bool required = false) {
@@ -219,6 +231,7 @@ class reader {
   const json::object& obj_;
   std::string path_;
   std::optional<decode_error> err_;
+  std::size_t cursor_ = 0;
 };
 
 template <class T>
