@@ -266,20 +266,34 @@ int cmd_list(const std::vector<std::string>& args) {
   });
 }
 
+// Opens the study and plans the selection; on a planning error the study is shut down, the
+// error printed and `rc` set to the usage exit code.
+struct planned {
+  opened study;
+  plan::plan p;
+};
+
+asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc) {
+  auto study = co_await open_study(a.study);
+  if (!study) co_return std::nullopt;
+  auto p = plan::make_plan(study->list, a.selection);
+  if (!p) {
+    std::fprintf(stderr, "mira: %s\n", printable(p.error().message).c_str());
+    co_await study->host.shutdown();
+    rc = exit_usage;
+    co_return std::nullopt;
+  }
+  co_return planned{std::move(*study), std::move(*p)};
+}
+
 int cmd_plan(const std::vector<std::string>& args) {
   auto a = parse_args(command::plan, args);
   if (a.help) return std::fputs(plan_help, stdout), exit_ok;
   return run_io([&](int& rc) -> asio::awaitable<void> {
-    auto study = co_await open_study(a.study);
-    if (!study) co_return;
-    auto p = plan::make_plan(study->list, a.selection);
-    co_await study->host.shutdown();
-    if (!p) {
-      std::fprintf(stderr, "mira: %s\n", printable(p.error().message).c_str());
-      rc = exit_usage;
-      co_return;
-    }
-    print_plan(*p, a.json);
+    auto pl = co_await open_and_plan(a, rc);
+    if (!pl) co_return;
+    co_await pl->study.host.shutdown();
+    print_plan(pl->p, a.json);
     rc = exit_ok;
   });
 }
@@ -288,15 +302,10 @@ int cmd_run(const std::vector<std::string>& args) {
   auto a = parse_args(command::run, args);
   if (a.help) return std::fputs(run_help, stdout), exit_ok;
   return run_io([&](int& rc) -> asio::awaitable<void> {
-    auto study = co_await open_study(a.study);
-    if (!study) co_return;
-    auto p = plan::make_plan(study->list, a.selection);
-    if (!p) {
-      std::fprintf(stderr, "mira: %s\n", printable(p.error().message).c_str());
-      co_await study->host.shutdown();
-      rc = exit_usage;
-      co_return;
-    }
+    auto pl = co_await open_and_plan(a, rc);
+    if (!pl) co_return;
+    auto* study = &pl->study;
+    auto* p = &pl->p;
     if (p->cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
     a.policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
       auto h = co_await restart_study(a.study, study->init);
