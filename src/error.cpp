@@ -32,8 +32,8 @@ class category_impl final : public boost::system::error_category {
         return "the study's sample cursor repeats";
       case errc::spawn_failed:
         return "the study could not be started";
-      case errc::not_initialized:
-        return "the study has not been initialized";
+      case errc::response_too_large:
+        return "the study's response is too large";
     }
     return "unknown mira error";
   }

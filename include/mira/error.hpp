@@ -25,7 +25,7 @@ enum class errc {
   not_supported,          // the study did not advertise the capability this call needs
   cursor_loop,            // list_samples returned a cursor it had returned before
   spawn_failed,           // the study command could not be started
-  not_initialized,        // a call that needs initialize's result came before it
+  response_too_large,     // the answer was longer than host_options::max_line_bytes
 };
 
 const boost::system::error_category& category();

@@ -304,6 +304,32 @@ inbound multiplexer::on_line(std::string_view line) {
   return in;
 }
 
+std::unique_ptr<pending_op> multiplexer::take_oversized(std::string_view prefix, std::int64_t& id) {
+  // Only the envelope's own "id", written before any nested value: `{"id":12,"result":...`.
+  std::size_t i = prefix.find_first_not_of(" \t");
+  if (i == std::string_view::npos || prefix[i] != '{') return nullptr;
+  auto rest = prefix.substr(i + 1);
+  auto key = rest.find("\"id\"");
+  if (key == std::string_view::npos ||
+      rest.substr(0, key).find_first_of("{[") != std::string_view::npos)
+    return nullptr;
+  auto colon = rest.find_first_not_of(" \t", key + 4);
+  if (colon == std::string_view::npos || rest[colon] != ':') return nullptr;
+  auto digits = rest.find_first_not_of(" \t", colon + 1);
+  if (digits == std::string_view::npos) return nullptr;
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(rest.data() + digits, rest.data() + rest.size(), value);
+  if (ec != std::errc{} || value < 0) return nullptr;
+  auto it = entries_.find(value);
+  if (it == entries_.end() || it->second.is_cancel || !it->second.op ||
+      it->second.state == request_state::queued)
+    return nullptr;
+  id = value;
+  auto op = std::move(it->second.op);
+  erase(it);
+  return op;
+}
+
 cancel_outcome multiplexer::cancel(std::int64_t id, asio::cancellation_type_t type,
                                    std::int64_t cancel_frame_id) {
   cancel_outcome out;

@@ -320,10 +320,17 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   void on_frame(const line_framer::frame& f) {
     using fk = line_framer::frame_kind;
     if (f.kind == fk::overlong) {
-      log(log_level::warning,
-          "skipped a line of " + std::to_string(f.size) + " bytes from the study (limit " +
-              std::to_string(framer_.max_line()) + ")",
-          {}, {}, f.text);
+      auto what = "a line of " + std::to_string(f.size) + " bytes from the study (limit " +
+                  std::to_string(framer_.max_line()) + ")";
+      std::int64_t id = 0;
+      if (auto op = mux_.take_oversized(f.text, id)) {
+        std::unique_ptr<op_base> o(static_cast<op_base*>(op.release()));
+        log(log_level::warning, "the response was " + what, id, o->method, f.text);
+        diagnostics d;
+        d.message = "the response was " + what;
+        return fail(std::move(o), make_error_code(errc::response_too_large), std::move(d));
+      }
+      log(log_level::warning, "skipped " + what, {}, {}, f.text);
       return;
     }
     if (f.kind == fk::partial) {

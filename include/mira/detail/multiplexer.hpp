@@ -117,6 +117,10 @@ class multiplexer {
   /// next call reuses: consume it (copy what must outlive it) before calling again.
   inbound on_line(std::string_view line);
 
+  /// A line too long to keep began with `prefix`: when that prefix shows a response to a
+  /// written request (`{"id": N, ...`), that request is handed back to be failed.
+  std::unique_ptr<pending_op> take_oversized(std::string_view prefix, std::int64_t& id);
+
   /// Applies the cancellation rules above; `cancel_frame_id` is used if a frame is sent.
   cancel_outcome cancel(std::int64_t id, boost::asio::cancellation_type_t type,
                         std::int64_t cancel_frame_id);

@@ -267,6 +267,23 @@ BOOST_AUTO_TEST_CASE(frames_in_a_write_are_never_torn) {
   BOOST_TEST(!m.has_pending_writes());
 }
 
+BOOST_AUTO_TEST_CASE(an_oversized_response_is_matched_by_its_prefix) {
+  multiplexer m;
+  m.add_request(1, "run", params, op(1));
+  m.add_request(2, "run", params, op(2));
+  flush(m);
+  std::int64_t id = -1;
+  BOOST_TEST(!m.take_oversized(R"({"result":{"id":1,"x":"aaaa)", id));  // not the envelope's
+  BOOST_TEST(!m.take_oversized(R"({"id":7,"result":{"x":"aaaa)", id));  // unknown
+  BOOST_TEST(!m.take_oversized("xxxxxxxx", id));
+  auto taken = m.take_oversized(R"( {"id" : 2,"result":{"x":"aaaa)", id);
+  BOOST_REQUIRE(taken);
+  BOOST_TEST(tag_of(taken) == 2);
+  BOOST_TEST(id == 2);
+  BOOST_TEST(m.find(2) == nullptr);
+  BOOST_TEST(m.find(1) != nullptr);
+}
+
 BOOST_AUTO_TEST_CASE(close_hands_back_every_waiting_request) {
   multiplexer m;
   for (int i = 1; i <= 1000; ++i) m.add_request(i, "run", params, op(i));

@@ -521,6 +521,33 @@ BOOST_AUTO_TEST_CASE(garbage_is_logged_and_reading_continues) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_response_over_the_line_limit_fails_its_request) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    auto opts = quiet_options();
+    opts.max_line_bytes = 1024;
+    fake_pair fp(ctx.get_executor(), opts);
+    co_await initialized(fp);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto big = co_await fp.study->read();
+          auto id = big.at("id").as_int64();
+          co_await fp.study->write("{\"id\":" + std::to_string(id) + ",\"result\":{\"final\":\"" +
+                                   std::string(5000, 'x') + "\"}}");
+          auto next = co_await fp.study->read();
+          co_await fp.study->reply(next, run_result_for(next));
+        },
+        asio::detached);
+    auto big = co_await fp.host->run(run_case("big"));
+    BOOST_REQUIRE(!big);
+    BOOST_TEST(big.error().code == errc::response_too_large);
+    BOOST_TEST(big.error().diag.message.find("bytes from the study (limit 1024)") !=
+               std::string::npos);
+    auto next = co_await fp.host->run(run_case("next"));  // the connection goes on
+    BOOST_TEST(next.has_value());
+  });
+}
+
 BOOST_AUTO_TEST_CASE(many_threads_share_one_handle) {
   asio::io_context ctx;
   fake_pair fp(ctx.get_executor());
