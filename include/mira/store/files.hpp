@@ -1,0 +1,44 @@
+// Building blocks of the run store: run ids, case-key directory names that cannot escape the
+// run folder, atomic file writes, SHA-256. Free of any connection or CLI.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <tl/expected.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mira::store {
+
+/// "20261130T081502Z-3fa9": UTC start second and 16 random bits, so ids sort by start time
+/// and two runs started in the same second still differ.
+std::string new_run_id(std::chrono::system_clock::time_point now, std::uint16_t random);
+
+/// Why `id` cannot name a run folder (empty, too long, a path separator, "..", a character
+/// outside [A-Za-z0-9._-]), or nothing when it can.
+std::optional<std::string> invalid_run_id(std::string_view id);
+
+/// A directory name for a case key, using only [A-Za-z0-9_-]: letters, digits and '-' stay,
+/// every other byte becomes _xx (two lower-case hex digits). Reversible; a name over 200 bytes
+/// is cut and ends in "__" and a SHA-256 prefix of the key instead ("__" never appears
+/// otherwise), so it is never longer than 200 bytes.
+std::string encode_key(std::string_view key);
+/// The key of a directory name made by encode_key; nothing for a hashed (long) one or for a
+/// name encode_key cannot have made.
+std::optional<std::string> decode_key(std::string_view name);
+
+/// Writes `contents` so that `path` either keeps its old contents or has all of the new ones,
+/// even if the process dies at any point: a temporary file in the same directory, fsync,
+/// rename over `path`, fsync of the directory.
+boost::system::error_code write_file_atomic(const std::filesystem::path& path,
+                                            std::string_view contents);
+
+/// SHA-256 of `data`, as 64 lower-case hex digits.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace mira::store

@@ -1,0 +1,206 @@
+// Run-store building blocks (see files.hpp).
+#include <mira/store/files.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <random>
+
+namespace mira::store {
+
+std::string new_run_id(std::chrono::system_clock::time_point now, std::uint16_t random) {
+  auto t = std::chrono::system_clock::to_time_t(now);
+  std::tm utc{};
+  ::gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &utc);
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "-%04x", random);
+  return std::string(buf) + suffix;
+}
+
+std::optional<std::string> invalid_run_id(std::string_view id) {
+  if (id.empty()) return "a run id cannot be empty";
+  if (id.size() > 100) return "a run id is at most 100 characters";
+  if (id == "." || id == ".." || id.find("..") != std::string_view::npos)
+    return "a run id cannot contain \"..\"";
+  for (unsigned char c : id)
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.')
+      return "a run id may only contain letters, digits, '.', '_' and '-'";
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr std::size_t max_name = 200;
+constexpr char hex[] = "0123456789abcdef";
+
+bool verbatim(unsigned char c) {
+  return std::isalnum(c) || c == '-';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string encode_key(std::string_view key) {
+  std::string out;
+  out.reserve(key.size() + 8);
+  for (unsigned char c : key) {
+    if (verbatim(c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '_';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  if (out.size() <= max_name) return out;
+  // Cut on a whole escape, then "__" + 32 hex digits of the key's hash: 200 bytes at most.
+  std::size_t keep = max_name - 2 - 32;
+  while (keep > 0 && (out[keep - 1] == '_' || (keep > 1 && out[keep - 2] == '_'))) --keep;
+  out.resize(keep);
+  out += "__";
+  out += sha256_hex(key).substr(0, 32);
+  return out;
+}
+
+std::optional<std::string> decode_key(std::string_view name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (verbatim(c)) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    if (c != '_' || i + 2 >= name.size()) return std::nullopt;
+    int hi = hex_value(name[i + 1]), lo = hex_value(name[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;  // "__": a hashed name
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+boost::system::error_code write_file_atomic(const std::filesystem::path& path,
+                                            std::string_view contents) {
+  using boost::system::error_code;
+  auto fail = [](int e) { return error_code(e, boost::system::system_category()); };
+  auto dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  auto tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rng() % 1000000000));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(errno);
+  std::size_t done = 0;
+  while (done < contents.size()) {
+    auto n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return fail(e);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return fail(e);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return fail(e);
+  }
+  // The rename itself must survive a crash too.
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+namespace {
+
+// FIPS 180-4.
+struct sha256 {
+  std::array<std::uint32_t, 8> h{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  static constexpr std::uint32_t k[64] = {
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+      0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+      0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+      0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+      0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+      0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+      0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+      0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+      0xc67178f2};
+
+  static std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+  void block(const unsigned char* p) {
+    std::uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = std::uint32_t(p[4 * i]) << 24 | std::uint32_t(p[4 * i + 1]) << 16 |
+             std::uint32_t(p[4 * i + 2]) << 8 | std::uint32_t(p[4 * i + 3]);
+    for (int i = 16; i < 64; ++i) {
+      auto s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      auto s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    auto [a, b, c, d, e, f, g, hh] = h;
+    for (int i = 0; i < 64; ++i) {
+      auto s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+      auto ch = (e & f) ^ (~e & g);
+      auto t1 = hh + s1 + ch + k[i] + w[i];
+      auto s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+      auto maj = (a & b) ^ (a & c) ^ (b & c);
+      auto t2 = s0 + maj;
+      hh = g;
+      g = f;
+      f = e;
+      e = d + t1;
+      d = c;
+      c = b;
+      b = a;
+      a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+  }
+};
+
+}  // namespace
+
+std::string sha256_hex(std::string_view data) {
+  sha256 s;
+  std::size_t full = data.size() / 64 * 64;
+  auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  for (std::size_t i = 0; i < full; i += 64) s.block(bytes + i);
+  unsigned char tail[128] = {};
+  std::size_t rest = data.size() - full;
+  std::memcpy(tail, bytes + full, rest);
+  tail[rest] = 0x80;
+  std::size_t len = rest + 1 + 8 <= 64 ? 64 : 128;
+  std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
+  for (int i = 0; i < 8; ++i) tail[len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+  s.block(tail);
+  if (len == 128) s.block(tail + 64);
+  std::string out;
+  for (auto word : s.h)
+    for (int i = 28; i >= 0; i -= 4) out += hex[(word >> i) & 15];
+  return out;
+}
+
+}  // namespace mira::store

@@ -1,0 +1,87 @@
+// Run-store building blocks: run ids, key directory names, atomic writes, SHA-256.
+#include <mira/store/files.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+using namespace mira::store;
+namespace fs = std::filesystem;
+
+BOOST_AUTO_TEST_SUITE(store_files)
+
+BOOST_AUTO_TEST_CASE(run_ids_sort_by_start_and_are_validated) {
+  auto t = std::chrono::system_clock::from_time_t(1796026502);  // 2026-11-30T08:15:02Z
+  BOOST_TEST(new_run_id(t, 0x3fa9) == "20261130T081502Z-3fa9");
+  BOOST_TEST(new_run_id(t, 0x3fa9) < new_run_id(t + std::chrono::seconds(1), 0x0000));
+  BOOST_TEST(!invalid_run_id("20261130T081502Z-3fa9"));
+  BOOST_TEST(invalid_run_id("").has_value());
+  BOOST_TEST(invalid_run_id("../etc").has_value());
+  BOOST_TEST(invalid_run_id("a/b").has_value());
+  BOOST_TEST(invalid_run_id("..").has_value());
+  BOOST_TEST(invalid_run_id("run id").has_value());
+  BOOST_TEST(invalid_run_id(std::string(101, 'a')).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(key_names_use_a_safe_alphabet_and_round_trip) {
+  BOOST_TEST(encode_key("greet/hi@sim") == "greet_2fhi_40sim");
+  BOOST_TEST(encode_key("a_b/é@x-1") == "a_5fb_2f_c3_a9_40x-1");
+  BOOST_TEST(encode_key("../../etc/passwd") == "_2e_2e_2f_2e_2e_2fetc_2fpasswd");
+  const std::vector<std::string> keys = {"greet/hi@sim[effort=high]#2", "a_b/é@x-1",
+                                         std::string("nul\0byte", 8), "../..",
+                                         "\x1b[31m\"><script>"};
+  for (auto& key : keys) {
+    auto name = encode_key(key);
+    BOOST_TEST(name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_-") == std::string::npos);
+    BOOST_TEST(decode_key(name).value() == key);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(long_keys_end_in_a_hash_and_stay_short) {
+  std::string a(10000, '/'), b = a;
+  b.back() = '@';
+  auto na = encode_key(a), nb = encode_key(b);
+  BOOST_TEST(na.size() <= 200u);
+  BOOST_TEST(nb.size() <= 200u);
+  BOOST_TEST(na != nb);
+  BOOST_TEST(na.find("__") != std::string::npos);
+  BOOST_TEST(!decode_key(na).has_value());
+  std::string exact(200, 'x');  // exactly at the limit: not hashed
+  BOOST_TEST(encode_key(exact) == exact);
+  BOOST_TEST(!decode_key("abc_zz").has_value());
+  BOOST_TEST(!decode_key("abc_2").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(atomic_writes_replace_whole_files) {
+  auto dir = fs::temp_directory_path() / ("mira-store-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = dir / "result.json";
+  BOOST_TEST(!write_file_atomic(file, "first"));
+  BOOST_TEST(!write_file_atomic(file, "second, longer"));
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  BOOST_TEST(ss.str() == "second, longer");
+  std::size_t entries = 0;
+  for (auto& e : fs::directory_iterator(dir)) entries += e.is_regular_file();
+  BOOST_TEST(entries == 1u);  // no temporary left behind
+  auto missing = write_file_atomic(dir / "no-such-dir" / "x.json", "x");
+  BOOST_TEST(missing.failed());
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(sha256_known_answers) {
+  BOOST_TEST(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  BOOST_TEST(sha256_hex("abc") ==
+             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  BOOST_TEST(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  BOOST_TEST(sha256_hex(std::string(1000000, 'a')) ==
+             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
