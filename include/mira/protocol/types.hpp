@@ -175,7 +175,7 @@ struct run_result {
 
   /// Every score is N/A (and there is at least one): neither passed nor failed.
   bool is_na() const;
-  /// raw_json parsed.
+  /// raw_json parsed (empty for a result built by hand).
   json::object raw() const;
 };
 

@@ -35,6 +35,13 @@ BOOST_AUTO_TEST_CASE(run_result_defaults_missing_fields_and_keeps_unknown_ones) 
   BOOST_TEST(exact->raw_json == "{ \"as\": \"sent\" }");
 }
 
+BOOST_AUTO_TEST_CASE(a_result_built_by_hand_has_an_empty_raw_view) {
+  run_result r;
+  BOOST_TEST(r.raw().empty());
+  r.raw_json = R"({"eval":"e"})";
+  BOOST_TEST(r.raw().at("eval").as_string() == "e");
+}
+
 BOOST_AUTO_TEST_CASE(trials_zero_or_absent_means_one) {
   auto e = decode_list_result(json::parse(
       R"({"evals":[{"name":"a","samples":[],"scorers":[],"targets":[],"trials":0},
