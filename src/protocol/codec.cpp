@@ -392,11 +392,21 @@ bool initialize_result::has_capability(std::string_view token) const {
   return false;
 }
 
+namespace {
+
+json::object parse_object(const std::string& text) {
+  if (text.empty()) return {};  // built by hand, never received
+  auto v = json::parse(text);
+  return v.is_object() ? std::move(v.as_object()) : json::object{};
+}
+
+}  // namespace
+
 json::object run_result::raw() const {
-  return json::parse(raw_json).as_object();
+  return parse_object(raw_json);
 }
 json::object execute_result::raw() const {
-  return json::parse(raw_json).as_object();
+  return parse_object(raw_json);
 }
 
 bool run_result::is_na() const {
