@@ -1,0 +1,48 @@
+// A saved run on disk: <results>/<run_id>/meta.json and cases/<encoded key>/result.json, every
+// file written atomically, so a host killed at any moment leaves a folder that resumes.
+#pragma once
+
+#include <mira/store/files.hpp>
+
+#include <boost/json/object.hpp>
+#include <tl/expected.hpp>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mira::store {
+
+class run_folder {
+ public:
+  /// A new run folder `results_dir/run_id` (the results directory is created when missing).
+  /// Fails when the id is invalid or the folder exists.
+  static tl::expected<run_folder, std::string> create(const std::filesystem::path& results_dir,
+                                                      const std::string& run_id);
+  /// An existing run folder, for --resume. Fails when the id is invalid or there is no such run.
+  static tl::expected<run_folder, std::string> open(const std::filesystem::path& results_dir,
+                                                    const std::string& run_id);
+
+  const std::filesystem::path& path() const { return path_; }
+  const std::string& id() const { return id_; }
+
+  /// Saves one finished case (its JSON record, which must carry "key").
+  boost::system::error_code save_case(const std::string& key, const boost::json::object& record);
+  /// Every saved case record, by key. A file that does not parse (or names no key) is listed in
+  /// `unreadable` and left alone: its case is simply run again.
+  std::map<std::string, boost::json::object> load_cases(
+      std::vector<std::string>* unreadable = nullptr) const;
+
+  boost::system::error_code save_meta(const boost::json::object& meta);
+  std::optional<boost::json::object> load_meta() const;
+
+ private:
+  run_folder(std::filesystem::path path, std::string id)
+      : path_(std::move(path)), id_(std::move(id)) {}
+
+  std::filesystem::path path_;
+  std::string id_;
+};
+
+}  // namespace mira::store

@@ -1,0 +1,99 @@
+// A saved run on disk (see run_folder.hpp).
+#include <mira/store/run_folder.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace mira::store {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+std::optional<std::string> read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<json::object> read_object(const fs::path& p) {
+  auto text = read_text(p);
+  if (!text) return std::nullopt;
+  boost::system::error_code ec;
+  auto v = json::parse(*text, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  return std::move(v.as_object());
+}
+
+}  // namespace
+
+tl::expected<run_folder, std::string> run_folder::create(const fs::path& results_dir,
+                                                         const std::string& run_id) {
+  if (auto why = invalid_run_id(run_id))
+    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+  std::error_code ec;
+  fs::create_directories(results_dir, ec);
+  if (ec) return tl::make_unexpected("cannot create " + results_dir.string() + ": " + ec.message());
+  auto path = results_dir / run_id;
+  if (!fs::create_directory(path, ec) || ec)
+    return tl::make_unexpected("cannot create run folder " + path.string() + ": " +
+                               (ec ? ec.message() : std::string("it exists")));
+  fs::create_directory(path / "cases", ec);
+  if (ec)
+    return tl::make_unexpected("cannot create " + (path / "cases").string() + ": " + ec.message());
+  return run_folder(std::move(path), run_id);
+}
+
+tl::expected<run_folder, std::string> run_folder::open(const fs::path& results_dir,
+                                                       const std::string& run_id) {
+  if (auto why = invalid_run_id(run_id))
+    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+  auto path = results_dir / run_id;
+  std::error_code ec;
+  if (!fs::is_directory(path / "cases", ec))
+    return tl::make_unexpected("no saved run \"" + run_id + "\" in " + results_dir.string());
+  return run_folder(std::move(path), run_id);
+}
+
+boost::system::error_code run_folder::save_case(const std::string& key,
+                                                const json::object& record) {
+  auto dir = path_ / "cases" / encode_key(key);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return {ec.value(), boost::system::system_category()};
+  return write_file_atomic(dir / "result.json", json::serialize(record) + "\n");
+}
+
+std::map<std::string, json::object> run_folder::load_cases(
+    std::vector<std::string>* unreadable) const {
+  std::map<std::string, json::object> out;
+  std::error_code ec;
+  for (auto& entry : fs::directory_iterator(path_ / "cases", ec)) {
+    auto file = entry.path() / "result.json";
+    auto record = read_object(file);
+    auto* key = record ? record->if_contains("key") : nullptr;
+    if (!key || !key->is_string()) {
+      if (unreadable) unreadable->push_back(file.string());
+      continue;
+    }
+    std::string k(key->get_string());
+    out.emplace(std::move(k), std::move(*record));
+  }
+  return out;
+}
+
+boost::system::error_code run_folder::save_meta(const json::object& meta) {
+  return write_file_atomic(path_ / "meta.json", json::serialize(meta) + "\n");
+}
+
+std::optional<json::object> run_folder::load_meta() const {
+  return read_object(path_ / "meta.json");
+}
+
+}  // namespace mira::store
