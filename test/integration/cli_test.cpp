@@ -4,6 +4,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <filesystem>
 #include <optional>
 
 using namespace mira::test;
@@ -23,7 +24,7 @@ command_result cli(const std::string& args) {
 BOOST_AUTO_TEST_SUITE(mira_cli)
 
 BOOST_AUTO_TEST_CASE(run_prints_a_table_and_exits_0_when_everything_passes) {
-  auto r = cli("run --max-retries 1 -- " + example);
+  auto r = cli("run --dry-run --max-retries 1 -- " + example);
   BOOST_TEST(r.code == 0);
   BOOST_TEST(
       r.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 cancelled, 0 errors (41 cases)") !=
@@ -41,7 +42,7 @@ BOOST_AUTO_TEST_CASE(run_prints_a_table_and_exits_0_when_everything_passes) {
 }
 
 BOOST_AUTO_TEST_CASE(jsonl_is_one_result_per_case_with_its_key) {
-  auto r = cli("run -j 3 --max-retries 0 --format jsonl -- " + example);
+  auto r = cli("run --dry-run -j 3 --max-retries 0 --format jsonl -- " + example);
   BOOST_TEST(r.code == 0);
   std::istringstream in(r.out);
   std::set<std::string> keys;
@@ -64,7 +65,7 @@ BOOST_AUTO_TEST_CASE(jsonl_is_one_result_per_case_with_its_key) {
 }
 
 BOOST_AUTO_TEST_CASE(a_timed_out_case_is_cancelled_and_fails_the_run) {
-  auto r = cli("run --max-retries 0 --timeout 0.2 -- " + example + " --slow-ms 30000");
+  auto r = cli("run --dry-run --max-retries 0 --timeout 0.2 -- " + example + " --slow-ms 30000");
   BOOST_TEST(r.code == 1);
   BOOST_TEST(r.out.find("FAIL  slow/long-task@sim  (timed out after 0.2 s)") != std::string::npos);
 }
@@ -84,20 +85,20 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
   BOOST_TEST(cli("").code == 2);
   BOOST_TEST(cli("frobnicate").code == 2);
   BOOST_TEST(cli("run").code == 2);
-  BOOST_TEST(cli("run --timeout soon -- x").code == 2);
-  BOOST_TEST(cli("run --timeout -1 -- x").code == 2);
-  BOOST_TEST(cli("run -j 0 -- x").code == 2);
-  BOOST_TEST(cli("run --format xml -- x").code == 2);
-  BOOST_TEST(cli("run --bogus -- x").code == 2);
-  BOOST_TEST(cli("run --help").code == 0);
+  BOOST_TEST(cli("run --dry-run --timeout soon -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run --timeout -1 -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run -j 0 -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run --format xml -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run --bogus -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run --help").code == 0);
   BOOST_TEST(cli("--version").out.find("protocol 1.1") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(host_and_study_errors_exit_3) {
-  BOOST_TEST(cli("run -- /nonexistent/study").code == 3);
+  BOOST_TEST(cli("run --dry-run -- /nonexistent/study").code == 3);
   BOOST_TEST(cli("list -- /bin/false").code == 3);
   auto died =
-      cli(std::string("run -- ") + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
+      cli(std::string("run --dry-run -- ") + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
   BOOST_TEST(died.code == 3);
 }
 
@@ -129,16 +130,16 @@ BOOST_AUTO_TEST_CASE(selection_errors_name_the_flag_and_exit_2) {
   BOOST_TEST(r.code == 2);
   BOOST_TEST(r.out.find("mira: --axis effort: \"extreme\" matches no value (values: low, high)") !=
              std::string::npos);
-  auto e = run_command(mira_bin + " run --evals nope -- " + example + " 2>&1");
+  auto e = run_command(mira_bin + " run --dry-run --evals nope -- " + example + " 2>&1");
   BOOST_TEST(e.code == 2);
   BOOST_TEST(e.out.find("--evals: \"nope\" matches no eval") != std::string::npos);
-  BOOST_TEST(cli("run --axis effort -- x").code == 2);
-  BOOST_TEST(cli("run --provider-concurrency sim -- x").code == 2);
-  BOOST_TEST(cli("run --max-cost -3 -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run --axis effort -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run --provider-concurrency sim -- x").code == 2);
+  BOOST_TEST(cli("run --dry-run --max-cost -3 -- x").code == 2);
 }
 
 BOOST_AUTO_TEST_CASE(group_by_breaks_the_pass_rate_down) {
-  auto r = cli("run --group-by difficulty --evals arithmetic -- " + example);
+  auto r = cli("run --dry-run --group-by difficulty --evals arithmetic -- " + example);
   BOOST_TEST(r.code == 0);
   BOOST_TEST(r.out.find("-- by difficulty (passed/scored, 95% interval) --\neasy  16/16  100%") !=
              std::string::npos);
@@ -147,13 +148,14 @@ BOOST_AUTO_TEST_CASE(group_by_breaks_the_pass_rate_down) {
 
 BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
   const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
-  auto ff = cli("run --fail-fast -- " + py + " --run-ms 20000");
+  auto ff = cli("run --dry-run --fail-fast -- " + py + " --run-ms 20000");
   BOOST_TEST(ff.code == 1);
   BOOST_TEST(ff.out.find("STOP  echo/a@sim  (cancelled: fail-fast)") != std::string::npos);
   BOOST_TEST(ff.out.find("FAIL  echo/fail@sim") != std::string::npos);
   BOOST_TEST(ff.out.find("stopped (fail-fast): case echo/fail@sim failed") != std::string::npos);
 
-  auto budget = cli("run -j 1 --max-cost 0.15 --samples a --trials 5 -- " + py + " --cost 0.1");
+  auto budget =
+      cli("run --dry-run -j 1 --max-cost 0.15 --samples a --trials 5 -- " + py + " --cost 0.1");
   BOOST_TEST(budget.code == 4);
   BOOST_TEST(budget.out.find("2 passed, 0 failed, 0 n/a, 0 skipped, 3 cancelled") !=
              std::string::npos);
@@ -161,17 +163,81 @@ BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
 
   temp_file base;
   const std::string marker = base.path + ".died";
-  auto restarted = run_command(mira_bin + " run --samples a --trials 4 -- " + py +
+  auto restarted = run_command(mira_bin + " run --dry-run --samples a --trials 4 -- " + py +
                                " --run-ms 50 --die-after 2 --die-once " + marker + " 2>&1");
   std::remove(marker.c_str());
   BOOST_TEST(restarted.code == 0);
   BOOST_TEST(restarted.out.find("mira: the study died; starting it again") != std::string::npos);
   BOOST_TEST(restarted.out.find("4 passed, 0 failed") != std::string::npos);
 
-  auto deadline = cli("run --deadline 0.3 -- " + py + " --run-ms 20000");
+  auto deadline = cli("run --dry-run --deadline 0.3 -- " + py + " --run-ms 20000");
   BOOST_TEST(deadline.code == 4);
   BOOST_TEST(deadline.out.find("stopped (deadline): the run deadline (0.3 s) passed") !=
              std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_is_saved_and_resumes_without_rerunning_saved_cases) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/mira-cli-XXXXXX";
+  fs::path dir = ::mkdtemp(tmpl);
+  auto results = (dir / "results").string();
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+
+  // The example study: one run folder, one result per case, meta.json.
+  auto ex = cli("run --max-retries 0 --results-dir " + results + " -- " + example);
+  BOOST_TEST(ex.code == 0);
+  std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
+  BOOST_REQUIRE(runs.size() == 1u);
+  BOOST_TEST(std::distance(fs::directory_iterator(runs[0] / "cases"), fs::directory_iterator{}) ==
+             41);
+  auto meta = json::parse(read_file((runs[0] / "meta.json").string())).as_object();
+  BOOST_TEST(meta.at("study").at("study").as_string() == "example-study");
+  BOOST_TEST(meta.at("summary").at("counts").at("passed").as_int64() == 37);
+  fs::remove_all(results);
+
+  // Fail-fast leaves two cases cancelled, unsaved; resuming runs exactly those two.
+  auto first = cli("run --fail-fast --results-dir " + results + " -- " + py + " --run-ms 20000");
+  BOOST_TEST(first.code == 1);
+  runs.assign(fs::directory_iterator(results), fs::directory_iterator{});
+  BOOST_REQUIRE(runs.size() == 1u);
+  auto id = runs[0].filename().string();
+  temp_file rec;
+  auto resumed = run_command(mira_bin + " run --resume " + id + " --results-dir " + results +
+                             " -- " + py + " --record " + rec.path + " 2>&1");
+  BOOST_TEST(resumed.code == 1);  // echo/fail is still a failure, from the saved run
+  BOOST_TEST(resumed.out.find("resuming run " + id + ": 1 of 3 case(s) already saved") !=
+             std::string::npos);
+  BOOST_TEST(resumed.out.find("2 passed, 1 failed, 0 n/a, 0 skipped, 0 cancelled") !=
+             std::string::npos);
+  std::size_t run_frames = 0;
+  std::istringstream in(read_file(rec.path));
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"method\":\"run\"") != std::string::npos) {
+      ++run_frames;
+      BOOST_TEST(line.find("\"sample\":\"fail\"") == std::string::npos);
+    }
+  BOOST_TEST(run_frames == 2u);
+  BOOST_TEST(std::distance(fs::directory_iterator(runs[0] / "cases"), fs::directory_iterator{}) ==
+             3);
+
+  // A resume of nothing, or by another study, is refused.
+  auto missing = run_command(mira_bin + " run --resume 20990101T000000Z-0000 --results-dir " +
+                             results + " -- " + py + " 2>&1");
+  BOOST_TEST(missing.code == 2);
+  BOOST_TEST(missing.out.find("no saved run \"20990101T000000Z-0000\"") != std::string::npos);
+  auto other = run_command(mira_bin + " run --resume " + id + " --results-dir " + results + " -- " +
+                           example + " 2>&1");
+  BOOST_TEST(other.code == 2);
+  BOOST_TEST(other.out.find("was made by study 'py-study', this is 'example-study'") !=
+             std::string::npos);
+  BOOST_TEST(cli("run --resume ../x -- " + py).code == 2);
+
+  // --dry-run saves nothing.
+  auto dry = cli("run --dry-run --results-dir " + (dir / "dry").string() + " -- " + py);
+  BOOST_TEST(dry.code == 1);
+  BOOST_TEST(!fs::exists(dir / "dry"));
+  BOOST_TEST(cli("run --dry-run --resume x -- " + py).code == 2);
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

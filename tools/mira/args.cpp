@@ -136,6 +136,18 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.policy.max_cost_usd = positive_number(a, value(a), true);
     } else if (runs && a == "--max-tokens") {
       out.policy.max_tokens = whole_number(a, value(a), 0, INT64_MAX / 2);
+    } else if (runs && a == "--results-dir") {
+      out.results_dir = value(a);
+    } else if (runs && a == "--dry-run") {
+      out.dry_run = true;
+    } else if (runs && a == "--resume") {
+      out.resume = value(a);
+    } else if (runs && a == "--retry-errors") {
+      out.retry_errors = true;
+    } else if (runs && a == "--retry-failed") {
+      out.retry_failed = true;
+    } else if (runs && a == "--allow-other-study") {
+      out.allow_other_study = true;
     } else if (runs && a == "--group-by") {
       out.group_by = value(a);
     } else if (runs && a == "--format") {
@@ -149,6 +161,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     }
   }
   if (out.study.empty()) throw usage_error{"missing study command: put it after `--`"};
+  if (out.dry_run && !out.resume.empty())
+    throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};
   return out;
 }
 

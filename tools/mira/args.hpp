@@ -26,6 +26,13 @@ struct run_args {
   std::string format = "table";  // table | jsonl (run); table | json (plan)
   std::string group_by;
   bool json = false;  // list / plan --json
+  // Saved runs (run).
+  std::string results_dir = "results";
+  bool dry_run = false;
+  std::string resume;  // run id
+  bool retry_errors = false;
+  bool retry_failed = false;
+  bool allow_other_study = false;
 };
 
 enum class command { list, plan, run };

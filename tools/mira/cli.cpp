@@ -10,6 +10,7 @@
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/schedule/run_plan.hpp>
+#include <mira/store/run_folder.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -17,7 +18,10 @@
 #include <boost/json/serialize.hpp>
 
 #include <cstdio>
+#include <ctime>
 #include <iostream>
+#include <map>
+#include <random>
 
 namespace mira::cli {
 
@@ -97,6 +101,12 @@ const char* const run_help =
     "  --group-by KEY                pass rate by KEY: axis param, sample, target or transcript\n"
     "                                metadata\n"
     "  --format table|jsonl          table (default), or one JSON line per case then a summary\n"
+    "\nSaved runs:\n"
+    "  --results-dir DIR             where run folders go (default ./results)\n"
+    "  --dry-run                     save nothing\n"
+    "  --resume RUN_ID               run only what the saved run lacks; report the whole plan\n"
+    "  --retry-errors, --retry-failed  with --resume: also re-run errors and N/A, or failures\n"
+    "  --allow-other-study           with --resume: accept a study of another name\n"
     "\nExit codes: 0 every scored case passed, 1 some case failed, 2 usage error, 3 host or\n"
     "study error, 4 stopped by a budget or the deadline.\n"
     "\nExample:\n  mira run -j 16 --timeout 30 --group-by effort -- "
@@ -298,6 +308,75 @@ int cmd_plan(const std::vector<std::string>& args) {
   });
 }
 
+// The run folder of this run: a new one, the one being resumed, or none for --dry-run.
+// Prints why and sets rc when it cannot be had.
+std::optional<store::run_folder> run_folder_for(const run_args& a, const opened& study, bool& ok) {
+  ok = true;
+  if (a.dry_run) return std::nullopt;
+  if (!a.resume.empty()) {
+    auto f = store::run_folder::open(a.results_dir, a.resume);
+    if (!f) {
+      std::fprintf(stderr, "mira: --resume: %s\n", printable(f.error()).c_str());
+      ok = false;
+      return std::nullopt;
+    }
+    if (auto meta = f->load_meta()) {
+      auto* s = meta->if_contains("study");
+      auto* name = s && s->is_object() ? s->get_object().if_contains("study") : nullptr;
+      if (name && name->is_string() && name->get_string() != study.init.study) {
+        std::fprintf(stderr,
+                     "mira: --resume: run %s was made by study '%s', this is '%s' "
+                     "(--allow-other-study resumes anyway)\n",
+                     a.resume.c_str(), printable(name->get_string()).c_str(),
+                     printable(study.init.study).c_str());
+        if (!a.allow_other_study) {
+          ok = false;
+          return std::nullopt;
+        }
+      }
+      auto* study_version =
+          s && s->is_object() ? s->get_object().if_contains("study_version") : nullptr;
+      if (study_version && study_version->is_string() &&
+          study_version->get_string() != study.init.study_version)
+        std::fprintf(stderr, "mira: warning: run %s was made by study version %s, this is %s\n",
+                     a.resume.c_str(), printable(study_version->get_string()).c_str(),
+                     printable(study.init.study_version).c_str());
+    }
+    return std::move(*f);
+  }
+  std::random_device rd;
+  auto id = store::new_run_id(std::chrono::system_clock::now(),
+                              static_cast<std::uint16_t>(rd() & 0xffff));
+  auto f = store::run_folder::create(a.results_dir, id);
+  if (!f) {
+    std::fprintf(stderr, "mira: %s\n", printable(f.error()).c_str());
+    ok = false;
+    return std::nullopt;
+  }
+  return std::move(*f);
+}
+
+json::object meta_json(const run_args& a, const opened& study, const std::string& run_id,
+                       const std::string& started) {
+  json::array argv;
+  for (auto& s : a.study) argv.emplace_back(s);
+  return {{"format", 1},
+          {"run_id", run_id},
+          {"started", started},
+          {"host", json::object{{"name", "mira-cpp"}, {"version", version}}},
+          {"study", study.init.raw},
+          {"study_command", std::move(argv)}};
+}
+
+std::string utc_now() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  ::gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   auto a = parse_args(command::run, args);
   if (a.help) return std::fputs(run_help, stdout), exit_ok;
@@ -307,24 +386,104 @@ int cmd_run(const std::vector<std::string>& args) {
     auto* study = &pl->study;
     auto* p = &pl->p;
     if (p->cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
+    bool folder_ok = true;
+    auto folder = run_folder_for(a, *study, folder_ok);
+    if (!folder_ok) {
+      co_await study->host.shutdown();
+      rc = a.resume.empty() ? exit_host_error : exit_usage;
+      co_return;
+    }
+
+    // Resume: what is saved is not run again (unless asked to), and counts in the report.
+    std::vector<schedule::case_record> records(p->cases.size());
+    plan::plan todo;
+    std::vector<std::size_t> full_index;
+    std::size_t reused = 0;
+    std::map<std::string, json::object> saved;
+    if (!a.resume.empty()) {
+      std::vector<std::string> unreadable;
+      saved = folder->load_cases(&unreadable);
+      for (auto& u : unreadable)
+        std::fprintf(stderr, "mira: warning: cannot read %s; that case runs again\n",
+                     printable(u).c_str());
+    }
+    for (std::size_t i = 0; i < p->cases.size(); ++i) {
+      if (auto it = saved.find(p->cases[i].key); it != saved.end()) {
+        auto rec = case_from_json(it->second);
+        bool again =
+            (a.retry_errors && (rec.state == case_state::error || rec.state == case_state::na)) ||
+            (a.retry_failed && rec.state == case_state::failed) ||
+            rec.state == case_state::cancelled;
+        if (!again) {
+          records[i] = std::move(rec);
+          ++reused;
+          if (a.format == "jsonl") std::cout << json::serialize(it->second) << '\n';
+          continue;
+        }
+      }
+      todo.cases.push_back(p->cases[i]);
+      full_index.push_back(i);
+    }
+    if (!a.resume.empty())
+      std::fprintf(stderr, "resuming run %s: %zu of %zu case(s) already saved\n", a.resume.c_str(),
+                   reused, p->cases.size());
+    auto started = utc_now();
+    if (folder) {
+      auto meta = folder->load_meta().value_or(meta_json(a, *study, folder->id(), started));
+      meta["study"] = study->init.raw;
+      if (auto ec = folder->save_meta(meta))
+        std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
+    }
+
     a.policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
       auto h = co_await restart_study(a.study, study->init);
       if (h) study->host = *h;  // so the final shutdown reaches the live one
       co_return h;
     };
+    std::size_t unsaved = 0;
     schedule::run_hooks hooks;
-    if (a.format == "jsonl")
-      hooks.on_result = [&](std::size_t i, const schedule::case_record& r) {
-        std::cout << json::serialize(case_json(p->cases[i], r)) << '\n' << std::flush;
-      };
-    auto report = co_await schedule::run_plan(study->host, *p, a.policy, hooks);
+    hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
+      auto& c = p->cases[full_index[j]];
+      auto record = case_json(c, r);
+      // A cancelled case is not finished: a resumed run runs it.
+      if (folder && r.state != case_state::cancelled)
+        if (auto ec = folder->save_case(c.key, record)) {
+          ++unsaved;
+          std::fprintf(stderr, "mira: error: cannot save %s: %s\n", printable(c.key).c_str(),
+                       ec.message().c_str());
+        }
+      if (a.format == "jsonl") std::cout << json::serialize(record) << '\n' << std::flush;
+    };
+    auto part = co_await schedule::run_plan(study->host, todo, a.policy, hooks);
+    schedule::run_report report;
+    report.stopped = part.stopped;
+    report.stop_message = part.stop_message;
+    report.seconds = part.seconds;
+    report.restarts = part.restarts;
+    for (std::size_t j = 0; j < part.cases.size(); ++j)
+      records[full_index[j]] = std::move(part.cases[j]);
+    report.cases = std::move(records);
+
     auto s = aggregate::summarize(*p, report.cases, &study->list, a.group_by);
     if (a.format == "jsonl")
       std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
     else
       print_table(stdout, *p, report, s);
     co_await study->host.shutdown();
-    if (report.stopped == schedule::stop_reason::study_failed)
+    if (folder) {
+      if (auto meta = folder->load_meta()) {
+        (*meta)["finished"] = utc_now();
+        (*meta)["summary"] = summary_json(s, report);
+        folder->save_meta(*meta);
+      }
+      std::fprintf(stderr, "saved run %s to %s\n", folder->id().c_str(), folder->path().c_str());
+      if (report.stopped != schedule::stop_reason::none || s.count(case_state::cancelled) > 0)
+        std::fprintf(stderr, "resume with: mira run --resume %s --results-dir %s -- ...\n",
+                     folder->id().c_str(), a.results_dir.c_str());
+    }
+    if (unsaved > 0)
+      rc = exit_host_error;
+    else if (report.stopped == schedule::stop_reason::study_failed)
       rc = exit_host_error;
     else if (report.stopped == schedule::stop_reason::budget ||
              report.stopped == schedule::stop_reason::deadline)

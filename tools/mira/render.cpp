@@ -92,6 +92,43 @@ json::object case_json(const plan::planned_case& c, const schedule::case_record&
   return o;
 }
 
+schedule::case_record case_from_json(const json::object& saved) {
+  schedule::case_record r;
+  auto text = [&](std::string_view k) -> std::string {
+    auto* v = saved.if_contains(k);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+  };
+  auto status = text("status");
+  for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
+                  case_state::cancelled, case_state::error})
+    if (status == to_string(st)) r.state = st;
+  if (auto* v = saved.if_contains("attempts"); v && v->is_int64())
+    r.attempts = static_cast<int>(v->get_int64());
+  if (auto* v = saved.if_contains("latency_ms"); v && v->is_number())
+    r.latency_seconds = v->to_number<double>() / 1000;
+  if (auto* v = saved.if_contains("retried"); v && v->is_array())
+    for (auto& e : v->get_array())
+      if (auto* o = e.if_object())
+        r.retried.push_back(
+            {std::string(o->at("cause").as_string()), std::string(o->at("message").as_string())});
+  r.message = text("host_message");
+  // The study's own result, without the host's fields; cases that never produced one (errors,
+  // unavailable targets) were saved with a synthesised result that is not put back.
+  if (r.state == case_state::passed || r.state == case_state::failed || r.state == case_state::na ||
+      (r.state == case_state::skipped && r.attempts > 0)) {
+    json::object study_part = saved;
+    for (auto k : {"key", "status", "attempts", "retried", "latency_ms", "host_message"})
+      study_part.erase(k);
+    if (auto d = protocol::decode_run_result(study_part)) r.result = std::move(*d);
+  }
+  if (r.message.empty() && !r.result) {
+    if (auto* t = saved.if_contains("transcript"); t && t->is_object())
+      if (auto* e = t->get_object().if_contains("error"); e && e->is_string())
+        r.message = std::string(e->get_string());
+  }
+  return r;
+}
+
 json::object summary_json(const aggregate::summary& s, const schedule::run_report& report) {
   json::object counts;
   for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,

@@ -13,6 +13,9 @@ namespace mira::cli {
 /// one, plus host fields: key, status, attempts, retried, latency_ms.
 boost::json::object case_json(const plan::planned_case& c, const schedule::case_record& r);
 
+/// A case record read back from a saved case_json() object (for resumed runs).
+schedule::case_record case_from_json(const boost::json::object& saved);
+
 /// The summary as JSON (counts, overall rate, matrix, trials with pass@k, groups, totals).
 boost::json::object summary_json(const aggregate::summary& s, const schedule::run_report& report);
 
