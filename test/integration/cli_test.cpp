@@ -97,8 +97,8 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
 BOOST_AUTO_TEST_CASE(host_and_study_errors_exit_3) {
   BOOST_TEST(cli("run --dry-run -- /nonexistent/study").code == 3);
   BOOST_TEST(cli("list -- /bin/false").code == 3);
-  auto died =
-      cli(std::string("run --dry-run -- ") + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
+  auto died = cli(std::string("run --dry-run -- ") + MIRA_PYTHON3 +
+                  " " MIRA_PY_STUDY " --run-ms 500 --die-after 2");
   BOOST_TEST(died.code == 3);
 }
 

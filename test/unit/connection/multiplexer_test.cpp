@@ -50,12 +50,15 @@ BOOST_AUTO_TEST_CASE(requests_are_framed_and_coalesced) {
   multiplexer m;
   m.add_request(1, "initialize", params, op(1));
   m.add_request(2, "list", {}, op(2));
+  BOOST_TEST((m.state(1) == request_state::queued));
   BOOST_TEST(m.has_pending_writes());
   BOOST_TEST(flush(m) ==
              "{\"id\":1,\"method\":\"initialize\",\"params\":{\"eval\":\"e\"}}\n{\"id\":2,"
              "\"method\":\"list\"}\n");
   BOOST_TEST(!m.has_pending_writes());
   BOOST_TEST(m.outstanding() == 2u);
+  BOOST_TEST((m.state(2) == request_state::written));
+  BOOST_TEST(!m.state(3).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
