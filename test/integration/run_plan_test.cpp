@@ -93,9 +93,17 @@ BOOST_AUTO_TEST_CASE(a_provider_with_fixed_capacity_gets_every_case_through) {
         policy.retry.base_backoff = milliseconds(20);
         policy.retry.max_backoff = milliseconds(200);
         policy.jitter_seed = 1;
-        auto report = co_await schedule::run_plan(s.host, p, policy);
+        std::size_t starts = 0, results = 0;
+        schedule::run_hooks hooks;
+        hooks.on_start = [&](std::size_t) { ++starts; };
+        hooks.on_result = [&](std::size_t, const schedule::case_record&) { ++results; };
+        auto report = co_await schedule::run_plan(s.host, p, policy, hooks);
         auto sum = aggregate::summarize(p, report.cases);
         BOOST_TEST(sum.count(case_state::passed) == 40u);
+        std::size_t attempts = 0;
+        for (auto& c : report.cases) attempts += static_cast<std::size_t>(c.attempts);
+        BOOST_TEST(starts == attempts);  // one start per attempt, retries included
+        BOOST_TEST(results == 40u);      // one final result per case
         BOOST_TEST(report.stopped == schedule::stop_reason::none);
         BOOST_TEST(sum.total.retry_causes["rate limit"] == sum.total.retries);
         co_await s.host.shutdown();
