@@ -4,6 +4,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 
@@ -174,6 +175,34 @@ BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
   BOOST_TEST(deadline.code == 4);
   BOOST_TEST(deadline.out.find("stopped (deadline): the run deadline (0.3 s) passed") !=
              std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_study_that_never_answers_initialize_times_out) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_command(mira_bin + " list --init-timeout 0.3 -- " + MIRA_PYTHON3 +
+                       " -c 'import time; time.sleep(60)' 2>&1");
+  BOOST_TEST(r.code == 3);
+  BOOST_TEST(r.out.find("the study did not answer initialize within 0.3 s (--init-timeout)") !=
+             std::string::npos);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)));
+}
+
+BOOST_AUTO_TEST_CASE(the_study_environment_can_be_chosen_and_only_names_are_saved) {
+  auto r = run_command(mira_bin + " list --study-env-clear --study-env MIRA_X=1 --study-env PATH " +
+                       "-- sh -c 'echo \"x=$MIRA_X home=${HOME:-unset}\" >&2' 2>&1");
+  BOOST_TEST(r.out.find("[study] x=1 home=unset") != std::string::npos);
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/mira-env-XXXXXX";
+  fs::path dir = ::mkdtemp(tmpl);
+  auto saved = cli("run --max-retries 0 --study-env MIRA_SECRET=hunter2 --results-dir " +
+                   (dir / "r").string() + " -- " + example);
+  BOOST_TEST(saved.code == 0);
+  std::vector<fs::path> runs(fs::directory_iterator(dir / "r"), fs::directory_iterator{});
+  BOOST_REQUIRE(runs.size() == 1u);
+  auto meta = read_file((runs[0] / "meta.json").string());
+  BOOST_TEST(meta.find("MIRA_SECRET") != std::string::npos);
+  BOOST_TEST(meta.find("hunter2") == std::string::npos);
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(a_run_is_saved_and_resumes_without_rerunning_saved_cases) {

@@ -85,6 +85,14 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     }
     if (a == "--json" && !runs) {
       out.json = true;
+    } else if (a == "--study-env") {
+      const auto& v = value(a);
+      if (v.empty() || v.front() == '=') throw usage_error{"--study-env needs KEY or KEY=VALUE"};
+      out.study_env.push_back(v);
+    } else if (a == "--study-env-clear") {
+      out.study_env_clear = true;
+    } else if (a == "--init-timeout") {
+      out.init_timeout = seconds(a, value(a));
     } else if (selects && a == "--evals") {
       auto v = split(value(a), ',');
       out.selection.evals.insert(out.selection.evals.end(), v.begin(), v.end());

@@ -21,6 +21,10 @@ std::string printable(std::string_view s);
 struct run_args {
   std::vector<std::string> study;  // after `--`
   bool help = false;
+  // Study launch (every command).
+  std::vector<std::string> study_env;  // KEY=VALUE, or KEY to pass the host's value
+  bool study_env_clear = false;        // start from an empty environment
+  schedule::duration init_timeout = std::chrono::seconds(60);
   plan::selection selection;
   schedule::run_policy policy;
   std::string format = "table";  // table | jsonl (run); table | json (plan)

@@ -12,10 +12,16 @@
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/run_folder.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
@@ -27,6 +33,7 @@ namespace mira::cli {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
+using namespace asio::experimental::awaitable_operators;
 using schedule::case_state;
 
 namespace {
@@ -57,9 +64,20 @@ Usage: mira list [--json] -- STUDY_CMD [ARGS...]
 
   --json   print the catalogue as one JSON object
 
+Study launch (list, plan and run):
+  --study-env KEY[=VALUE]  set KEY for the study (KEY alone: the host's value); repeatable
+  --study-env-clear        start the study with only the --study-env variables
+  --init-timeout SECONDS   how long the study may take to answer initialize (default 60)
+
 Example:
   mira list -- ./build/examples/example_study
 )";
+
+#define MIRA_LAUNCH_HELP                                                                         \
+  "\nStudy launch:\n"                                                                            \
+  "  --study-env KEY[=VALUE]  set KEY for the study (KEY alone: the host's value); repeatable\n" \
+  "  --study-env-clear        start the study with only the --study-env variables\n"             \
+  "  --init-timeout SECONDS   how long the study may take to answer initialize (default 60)\n"
 
 #define MIRA_SELECTION_HELP                                                             \
   "Selection (globs: * ? [...]; comma-separated lists; each must match something):\n"   \
@@ -75,7 +93,8 @@ Example:
 const char* const plan_help =
     "mira plan - show what a selection would run, without running it\n\n"
     "Usage: mira plan [FILTER] [selection] [--json] -- STUDY_CMD [ARGS...]\n\n" MIRA_SELECTION_HELP
-    "  --json                 print every planned case as JSON\n\n"
+    "  --json                 print every planned case as JSON\n" MIRA_LAUNCH_HELP
+    "\n"
     "Example:\n  mira plan --evals 'reason*' --axis effort=high -- "
     "./build/examples/example_study\n";
 
@@ -106,13 +125,15 @@ const char* const run_help =
     "  --dry-run                     save nothing\n"
     "  --resume RUN_ID               run only what the saved run lacks; report the whole plan\n"
     "  --retry-errors, --retry-failed  with --resume: also re-run errors and N/A, or failures\n"
-    "  --allow-other-study           with --resume: accept a study of another name\n"
+    "  --allow-other-study           with --resume: accept a study of another "
+    "name\n" MIRA_LAUNCH_HELP
     "\nExit codes: 0 every scored case passed, 1 some case failed, 2 usage error, 3 host or\n"
     "study error, 4 stopped by a budget or the deadline.\n"
     "\nExample:\n  mira run -j 16 --timeout 30 --group-by effort -- "
     "./build/examples/example_study\n";
 
 #undef MIRA_SELECTION_HELP
+#undef MIRA_LAUNCH_HELP
 
 host_options cli_host_options() {
   host_options o;
@@ -135,10 +156,8 @@ struct opened {
 
 // Starts the same study again for run_plan, refusing one that is not the same study.
 asio::awaitable<tl::expected<host_handle, error>> restart_study(
-    std::vector<std::string> argv, protocol::initialize_result original) {
+    study_command cmd, protocol::initialize_result original) {
   std::fprintf(stderr, "mira: the study died; starting it again\n");
-  study_command cmd;
-  cmd.argv = std::move(argv);
   auto host = host_handle::spawn(co_await asio::this_coro::executor, cmd, cli_host_options());
   if (!host) co_return tl::unexpected(host.error());
   auto init = co_await host->initialize();
@@ -154,16 +173,50 @@ asio::awaitable<tl::expected<host_handle, error>> restart_study(
   co_return std::move(*host);
 }
 
-asio::awaitable<std::optional<opened>> open_study(const std::vector<std::string>& argv) {
-  auto ex = co_await asio::this_coro::executor;
+// The study's command line and environment: the host's environment unless --study-env-clear,
+// plus each --study-env (KEY=VALUE, or KEY to pass the host's own value).
+study_command command_for(const run_args& a) {
   study_command cmd;
-  cmd.argv = argv;
-  auto host = host_handle::spawn(ex, cmd, cli_host_options());
+  cmd.argv = a.study;
+  if (!a.study_env_clear && a.study_env.empty()) return cmd;
+  std::map<std::string, std::string> env;
+  if (!a.study_env_clear)
+    for (char** e = ::environ; *e; ++e) {
+      std::string_view kv(*e);
+      auto eq = kv.find('=');
+      if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+    }
+  for (auto& entry : a.study_env) {
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) {
+      env[entry.substr(0, eq)] = entry.substr(eq + 1);
+    } else if (const char* v = std::getenv(entry.c_str())) {
+      env[entry] = v;
+    }
+  }
+  std::vector<std::string> flat;
+  for (auto& [k, v] : env) flat.push_back(k + "=" + v);
+  cmd.environment = std::move(flat);
+  return cmd;
+}
+
+asio::awaitable<std::optional<opened>> open_study(const run_args& a) {
+  auto ex = co_await asio::this_coro::executor;
+  auto host = host_handle::spawn(ex, command_for(a), cli_host_options());
   if (!host) {
     std::fprintf(stderr, "mira: %s\n", host.error().message().c_str());
     co_return std::nullopt;
   }
-  auto init = co_await host->initialize();
+  // A study that never answers (a build that hangs, a blocked import) must not hang the host.
+  asio::steady_timer timer(ex, a.init_timeout);
+  auto raced =
+      co_await (host->initialize() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 1) {
+    std::fprintf(stderr, "mira: the study did not answer initialize within %g s (--init-timeout)\n",
+                 std::chrono::duration<double>(a.init_timeout).count());
+    co_return std::nullopt;
+  }
+  auto init = std::move(std::get<0>(raced));
   if (!init) {
     std::fprintf(stderr, "mira: initialize failed: %s\n", init.error().message().c_str());
     for (auto& l : init.error().diag.stderr_tail)
@@ -265,7 +318,7 @@ int cmd_list(const std::vector<std::string>& args) {
   auto a = parse_args(command::list, args);
   if (a.help) return std::fputs(list_help, stdout), exit_ok;
   return run_io([&](int& rc) -> asio::awaitable<void> {
-    auto study = co_await open_study(a.study);
+    auto study = co_await open_study(a);
     if (!study) co_return;
     if (a.json)
       std::cout << json::serialize(protocol::encode(study->list)) << '\n';
@@ -284,7 +337,7 @@ struct planned {
 };
 
 asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc) {
-  auto study = co_await open_study(a.study);
+  auto study = co_await open_study(a);
   if (!study) co_return std::nullopt;
   auto p = plan::make_plan(study->list, a.selection);
   if (!p) {
@@ -360,12 +413,17 @@ json::object meta_json(const run_args& a, const opened& study, const std::string
                        const std::string& started) {
   json::array argv;
   for (auto& s : a.study) argv.emplace_back(s);
+  // Names only: values (API keys) never reach a run folder.
+  json::array env_names;
+  for (auto& entry : a.study_env) env_names.emplace_back(entry.substr(0, entry.find('=')));
   return {{"format", 1},
           {"run_id", run_id},
           {"started", started},
           {"host", json::object{{"name", "mira-cpp"}, {"version", version}}},
           {"study", study.init.raw},
-          {"study_command", std::move(argv)}};
+          {"study_command", std::move(argv)},
+          {"study_env",
+           json::object{{"cleared", a.study_env_clear}, {"passed", std::move(env_names)}}}};
 }
 
 std::string utc_now() {
@@ -436,7 +494,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
 
     a.policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
-      auto h = co_await restart_study(a.study, study->init);
+      auto h = co_await restart_study(command_for(a), study->init);
       if (h) study->host = *h;  // so the final shutdown reaches the live one
       co_return h;
     };
