@@ -70,10 +70,11 @@ struct attempt_outcome {
 };
 
 asio::awaitable<attempt_outcome> one_attempt(host_handle host, protocol::run_params params,
-                                             std::optional<duration> timeout) {
+                                             std::optional<duration> timeout,
+                                             notification_handler on_notification) {
   attempt_outcome out;
   if (!timeout) {
-    out.result = co_await host.run(std::move(params));
+    out.result = co_await host.run(std::move(params), std::move(on_notification));
     co_return out;
   }
   asio::steady_timer timer(co_await asio::this_coro::executor, *timeout);
@@ -175,7 +176,13 @@ class pipeline {
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
     asio::co_spawn(
-        ex_, one_attempt(host_, plan_.cases[index].params, policy_.case_timeout),
+        ex_,
+        one_attempt(host_, plan_.cases[index].params, policy_.case_timeout,
+                    hooks_.on_notification
+                        ? notification_handler([this, index](const notification& n) {
+                            hooks_.on_notification(index, n);
+                          })
+                        : notification_handler{}),
         asio::bind_cancellation_slot(slot, [this, id](std::exception_ptr ep, attempt_outcome o) {
           if (ep) o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
           done_.emplace_back(id, std::move(o));

@@ -4,7 +4,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <vector>
 #include <cstring>
 #include <ctime>
 #include <random>
@@ -182,6 +187,102 @@ struct sha256 {
 };
 
 }  // namespace
+
+namespace {
+
+void canonical(std::string& out, const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::null: out += "null"; return;
+    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
+    case boost::json::kind::int64: out += std::to_string(v.get_int64()); return;
+    case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); return;
+    case boost::json::kind::double_: {
+      double d = v.get_double();
+      if (d == 0) {
+        out += '0';  // -0 too
+        return;
+      }
+      if (std::trunc(d) == d && std::fabs(d) < 1e21) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.0f", d);
+        out += buf;
+        return;
+      }
+      char buf[32];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+      std::string s(buf, end);
+      // ECMAScript writes exponents as e+21 / e-7: a sign, no leading zeros.
+      if (auto e = s.find('e'); e != std::string::npos) {
+        if (s[e + 1] != '-' && s[e + 1] != '+') s.insert(e + 1, "+");
+        while (e + 3 < s.size() && s[e + 2] == '0') s.erase(e + 2, 1);
+      }
+      out += s;
+      return;
+    }
+    case boost::json::kind::string: {
+      out += '"';
+      for (unsigned char c : v.get_string()) {
+        switch (c) {
+          case '"': out += "\\\""; break;
+          case '\\': out += "\\\\"; break;
+          case '\b': out += "\\b"; break;
+          case '\f': out += "\\f"; break;
+          case '\n': out += "\\n"; break;
+          case '\r': out += "\\r"; break;
+          case '\t': out += "\\t"; break;
+          default:
+            if (c < 0x20) {
+              out += "\\u00";
+              out += hex[c >> 4];
+              out += hex[c & 15];
+            } else {
+              out += static_cast<char>(c);
+            }
+        }
+      }
+      out += '"';
+      return;
+    }
+    case boost::json::kind::array: {
+      out += '[';
+      bool first = true;
+      for (auto& e : v.get_array()) {
+        if (!first) out += ',';
+        first = false;
+        canonical(out, e);
+      }
+      out += ']';
+      return;
+    }
+    case boost::json::kind::object: {
+      // Keys compare by UTF-16 code units in JCS; for UTF-8 that is byte order except across
+      // the BMP boundary, which keys of eval listings do not reach in practice.
+      std::vector<const boost::json::key_value_pair*> members;
+      for (auto& kv : v.get_object()) members.push_back(&kv);
+      std::sort(members.begin(), members.end(),
+                [](auto* a, auto* b) { return a->key() < b->key(); });
+      out += '{';
+      bool first = true;
+      for (auto* kv : members) {
+        if (!first) out += ',';
+        first = false;
+        canonical(out, boost::json::value(kv->key()));
+        out += ':';
+        canonical(out, kv->value());
+      }
+      out += '}';
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string canonical_json(const boost::json::value& v) {
+  std::string out;
+  canonical(out, v);
+  return out;
+}
 
 std::string sha256_hex(std::string_view data) {
   sha256 s;

@@ -222,6 +222,16 @@ BOOST_AUTO_TEST_CASE(a_run_is_saved_and_resumes_without_rerunning_saved_cases) {
   auto meta = json::parse(read_file((runs[0] / "meta.json").string())).as_object();
   BOOST_TEST(meta.at("study").at("study").as_string() == "example-study");
   BOOST_TEST(meta.at("summary").at("counts").at("passed").as_int64() == 37);
+  BOOST_TEST(meta.at("environment").at("cpus").as_int64() > 0);
+  BOOST_TEST(meta.at("fingerprints").at("greet").as_string().size() == 64u);
+  auto report = json::parse(read_file((runs[0] / "report.json").string())).as_object();
+  BOOST_TEST(report.at("cases").as_array().size() == 41u);
+  BOOST_TEST(report.at("summary").at("trials").as_array().size() == 1u);
+  // The events eval's notifications, each with its case key.
+  auto events = read_file((runs[0] / "events.ndjson").string());
+  BOOST_TEST(events.find("{\"key\":\"events/tool-use@sim\",\"method\":\"event\"") !=
+             std::string::npos);
+  BOOST_TEST(fs::exists(runs[0] / "study.stderr.log"));
   fs::remove_all(results);
 
   // Fail-fast leaves two cases cancelled, unsaved; resuming runs exactly those two.

@@ -21,13 +21,17 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
+#include <deque>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
+#include <thread>
 
 namespace mira::cli {
 
@@ -135,16 +139,104 @@ const char* const run_help =
 #undef MIRA_SELECTION_HELP
 #undef MIRA_LAUNCH_HELP
 
+// What a run folder keeps besides results, written when the run ends: the study's stderr
+// (its last MiB: a flood must not grow the host) and every notification, as NDJSON.
+struct run_log {
+  static constexpr std::size_t max_stderr = std::size_t{1} << 20;
+  std::deque<std::string> stderr_lines;
+  std::size_t stderr_bytes = 0;
+  std::string events;
+
+  void stderr_line(std::string_view line) {
+    stderr_lines.emplace_back(line);
+    stderr_bytes += line.size() + 1;
+    while (stderr_bytes > max_stderr && !stderr_lines.empty()) {
+      stderr_bytes -= stderr_lines.front().size() + 1;
+      stderr_lines.pop_front();
+    }
+  }
+  void event(const std::string* key, const notification& n) {
+    json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
+                   {"method", n.method},
+                   {"params", n.params}};
+    events += json::serialize(o);
+    events += '\n';
+  }
+  std::string stderr_text() const {
+    std::string out;
+    for (auto& l : stderr_lines) (out += l) += '\n';
+    return out;
+  }
+};
+
+run_log& the_log() {
+  static run_log log;
+  return log;
+}
+
 host_options cli_host_options() {
   host_options o;
   o.host_name = "mira-cpp";
   o.on_notification = [](const notification& n) {
+    the_log().event(nullptr, n);
     if (n.method != "log") return;
     auto* m = n.params.if_contains("message");
     if (m && m->is_string())
       std::fprintf(stderr, "  study: %s\n", printable(m->get_string()).c_str());
   };
+  o.on_stderr_line = [](std::string_view line) {
+    the_log().stderr_line(line);
+    std::fprintf(stderr, "[study] %s\n", printable(line).c_str());
+  };
   return o;
+}
+
+std::string first_line_of(const std::string& command) {
+  std::string out;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[512];
+    if (std::fgets(buf, sizeof buf, p)) out = buf;
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// Where the run happened: enough to tell two runs' conditions apart, nothing secret.
+json::object environment_json() {
+  json::object env;
+  utsname u{};
+  if (::uname(&u) == 0) {
+    env["os"] = std::string(u.sysname) + " " + u.release;
+    env["arch"] = u.machine;
+  }
+  env["cpus"] = std::thread::hardware_concurrency();
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);)
+    if (line.rfind("MemTotal:", 0) == 0)
+      env["memory_mib"] = std::strtoll(line.c_str() + 9, nullptr, 10) / 1024;
+  auto commit = first_line_of("git rev-parse HEAD 2>/dev/null");
+  if (!commit.empty()) {
+    json::object git{{"commit", commit}};
+    auto branch = first_line_of("git rev-parse --abbrev-ref HEAD 2>/dev/null");
+    if (!branch.empty() && branch != "HEAD") git["branch"] = branch;
+    git["dirty"] = !first_line_of("git status --porcelain 2>/dev/null").empty();
+    env["git"] = std::move(git);
+  }
+  json::object ci;
+  for (auto* var : {"CI", "CI_PROVIDER", "GITHUB_WORKFLOW", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT",
+                    "GITHUB_ACTOR", "CI_PIPELINE_ID", "CI_JOB_URL"})
+    if (const char* v = std::getenv(var)) ci[var] = v;
+  if (!ci.empty()) env["ci"] = std::move(ci);
+  return env;
+}
+
+// SHA-256 of each eval's canonical listing entry: a resumed run can tell what changed.
+json::object fingerprints(const protocol::list_result& list) {
+  json::object out;
+  for (auto& e : list.evals)
+    out[e.name] = store::sha256_hex(store::canonical_json(json::value(protocol::encode(e))));
+  return out;
 }
 
 // Starts the study, initializes it and lists every page; prints what went wrong otherwise.
@@ -395,6 +487,15 @@ std::optional<store::run_folder> run_folder_for(const run_args& a, const opened&
                      a.resume.c_str(), printable(study_version->get_string()).c_str(),
                      printable(study.init.study_version).c_str());
     }
+    if (auto meta = f->load_meta()) {
+      auto* saved = meta->if_contains("fingerprints");
+      auto now = fingerprints(study.list);
+      if (saved && saved->is_object())
+        for (auto& [name, hash] : now)
+          if (auto* old = saved->get_object().if_contains(name); old && *old != hash)
+            std::fprintf(stderr, "mira: warning: eval '%s' changed since run %s was saved\n",
+                         printable(name).c_str(), a.resume.c_str());
+    }
     return std::move(*f);
   }
   std::random_device rd;
@@ -416,14 +517,16 @@ json::object meta_json(const run_args& a, const opened& study, const std::string
   // Names only: values (API keys) never reach a run folder.
   json::array env_names;
   for (auto& entry : a.study_env) env_names.emplace_back(entry.substr(0, entry.find('=')));
-  return {{"format", 1},
-          {"run_id", run_id},
-          {"started", started},
-          {"host", json::object{{"name", "mira-cpp"}, {"version", version}}},
-          {"study", study.init.raw},
-          {"study_command", std::move(argv)},
-          {"study_env",
-           json::object{{"cleared", a.study_env_clear}, {"passed", std::move(env_names)}}}};
+  return {
+      {"format", 1},
+      {"run_id", run_id},
+      {"started", started},
+      {"host", json::object{{"name", "mira-cpp"}, {"version", version}}},
+      {"study", study.init.raw},
+      {"study_command", std::move(argv)},
+      {"study_env", json::object{{"cleared", a.study_env_clear}, {"passed", std::move(env_names)}}},
+      {"environment", environment_json()},
+      {"fingerprints", fingerprints(study.list)}};
 }
 
 std::string utc_now() {
@@ -500,6 +603,9 @@ int cmd_run(const std::vector<std::string>& args) {
     };
     std::size_t unsaved = 0;
     schedule::run_hooks hooks;
+    hooks.on_notification = [&](std::size_t j, const notification& n) {
+      the_log().event(&p->cases[full_index[j]].key, n);
+    };
     hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
       auto& c = p->cases[full_index[j]];
       auto record = case_json(c, r);
@@ -529,9 +635,20 @@ int cmd_run(const std::vector<std::string>& args) {
       print_table(stdout, *p, report, s);
     co_await study->host.shutdown();
     if (folder) {
+      json::array cases;
+      for (std::size_t i = 0; i < p->cases.size(); ++i)
+        cases.push_back(case_json(p->cases[i], report.cases[i]));
+      auto summary = summary_json(s, report);
+      json::object report_file{{"summary", summary}, {"cases", std::move(cases)}};
+      for (auto [name, text] :
+           {std::pair<const char*, std::string>{"report.json", json::serialize(report_file) + "\n"},
+            {"events.ndjson", the_log().events},
+            {"study.stderr.log", the_log().stderr_text()}})
+        if (auto ec = store::write_file_atomic(folder->path() / name, text))
+          std::fprintf(stderr, "mira: warning: cannot write %s: %s\n", name, ec.message().c_str());
       if (auto meta = folder->load_meta()) {
         (*meta)["finished"] = utc_now();
-        (*meta)["summary"] = summary_json(s, report);
+        (*meta)["summary"] = std::move(summary);
         folder->save_meta(*meta);
       }
       std::fprintf(stderr, "saved run %s to %s\n", folder->id().c_str(), folder->path().c_str());

@@ -71,6 +71,8 @@ struct run_policy {
 struct run_hooks {
   std::function<void(std::size_t case_index)> on_start;                       // an attempt starts
   std::function<void(std::size_t case_index, const case_record&)> on_result;  // final
+  /// An event/log notification the study correlated with an attempt of this case.
+  std::function<void(std::size_t case_index, const notification&)> on_notification;
 };
 
 struct run_report {

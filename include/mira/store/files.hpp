@@ -2,6 +2,7 @@
 // run folder, atomic file writes, SHA-256. Free of any connection or CLI.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>
 
@@ -40,5 +41,14 @@ boost::system::error_code write_file_atomic(const std::filesystem::path& path,
 
 /// SHA-256 of `data`, as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
+
+}  // namespace mira::store
+
+namespace mira::store {
+
+/// RFC 8785 (JCS) canonical JSON: object members sorted by key, no whitespace, strings with
+/// the minimal escapes, numbers in their shortest round-trip form (integral doubles below 1e21
+/// written as integers). Used for fingerprints that do not change with key order or spacing.
+std::string canonical_json(const boost::json::value& v);
 
 }  // namespace mira::store

@@ -1,6 +1,7 @@
 // Run-store building blocks: run ids, key directory names, atomic writes, SHA-256.
 #include <mira/store/files.hpp>
 
+#include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
@@ -82,6 +83,16 @@ BOOST_AUTO_TEST_CASE(sha256_known_answers) {
              "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   BOOST_TEST(sha256_hex(std::string(1000000, 'a')) ==
              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+BOOST_AUTO_TEST_CASE(canonical_json_sorts_keys_and_writes_numbers_shortest) {
+  auto v = boost::json::parse(
+      R"({"b":1,"a":[true,null,"x\n\u0001"],"c":1.5,"d":1e21,"e":2.0,"f":-0.0,"g":1e-7})");
+  BOOST_TEST(canonical_json(v) ==
+             R"({"a":[true,null,"x\n\u0001"],"b":1,"c":1.5,"d":1e+21,"e":2,"f":0,"g":1e-7})");
+  auto same = boost::json::parse(R"({ "g":1e-7, "f":0, "e":2, "d":1e21, "c":1.5,
+                                      "b":1, "a":[true, null, "x\n\u0001"] })");
+  BOOST_TEST(canonical_json(same) == canonical_json(v));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
