@@ -51,6 +51,8 @@ std::string_view to_string(stop_reason r) {
       return "deadline";
     case stop_reason::study_failed:
       return "study failed";
+    case stop_reason::interrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -125,6 +127,10 @@ class pipeline {
         wake_(ex_) {}
 
   asio::awaitable<run_report> run() {
+    // Cancellation of the whole operation is a request to stop, not an error: keep awaiting
+    // (to drain what is in flight) and report.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    auto cancel_state = co_await asio::this_coro::cancellation_state;
     auto t0 = clock::now();
     report_.cases.resize(plan_.cases.size());
     std::vector<std::string> providers;
@@ -154,6 +160,8 @@ class pipeline {
         wake_.expires_at(until);
         co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
       }
+      if (!sched_->stopped() && cancel_state.cancelled() != asio::cancellation_type::none)
+        stop(stop_reason::interrupted, "interrupted");
       if (!sched_->stopped() && clock::now() >= deadline_)
         stop(stop_reason::deadline,
              "the run deadline (" + seconds_text(*policy_.deadline) + " s) passed");

@@ -177,6 +177,29 @@ BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
              std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(ctrl_c_cancels_saves_and_tells_how_to_resume) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/mira-int-XXXXXX";
+  fs::path dir = ::mkdtemp(tmpl);
+  auto results = (dir / "results").string();
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+  // The study sends the host SIGINT when the third run arrives: Ctrl-C at a known point.
+  auto r = run_command(mira_bin + " run --samples a --trials 6 -j 3 --results-dir " + results +
+                       " -- " + py + " --run-ms 20000 --interrupt-host-after 3 2>&1");
+  BOOST_TEST(r.code == 130);
+  BOOST_TEST(r.out.find("mira: interrupted: cancelling the cases in flight") != std::string::npos);
+  BOOST_TEST(r.out.find("stopped (interrupted)") != std::string::npos);
+  BOOST_TEST(r.out.find("resume with: mira run --resume ") != std::string::npos);
+  std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
+  BOOST_REQUIRE(runs.size() == 1u);
+  auto id = runs[0].filename().string();
+  auto resumed =
+      cli("run --samples a --trials 6 --resume " + id + " --results-dir " + results + " -- " + py);
+  BOOST_TEST(resumed.code == 0);
+  BOOST_TEST(resumed.out.find("6 passed, 0 failed") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(a_study_that_never_answers_initialize_times_out) {
   auto t0 = std::chrono::steady_clock::now();
   auto r = run_command(mira_bin + " list --init-timeout 0.3 -- " + MIRA_PYTHON3 +

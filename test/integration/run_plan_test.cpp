@@ -1,6 +1,10 @@
 // run_plan against the Python test study: a provider with a fixed capacity, fail-fast and
 // per-case timeouts that cancel exactly the right requests, a cost budget.
 #include "common/fake_study.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 #include "common/run_co.hpp"
 #include "integration/process_util.hpp"
 
@@ -216,6 +220,29 @@ BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_with_errors) {
     BOOST_TEST(report.cases[0].state == case_state::passed);
     BOOST_TEST(report.cases[1].state == case_state::error);
     for (std::size_t i = 2; i < 5; ++i) BOOST_TEST(report.cases[i].state == case_state::error);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_run_plan_stops_it_and_still_reports) {
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "20000"};
+    auto s = co_await open(args);
+    auto p = make(s.list, {"a"}, 4);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 2;
+    asio::cancellation_signal sig;
+    std::size_t starts = 0;
+    schedule::run_hooks hooks;
+    hooks.on_start = [&](std::size_t) {
+      if (++starts == 2) asio::post(ctx, [&] { sig.emit(asio::cancellation_type::terminal); });
+    };
+    auto report =
+        co_await asio::co_spawn(ctx, schedule::run_plan(s.host, p, policy, hooks),
+                                asio::bind_cancellation_slot(sig.slot(), asio::use_awaitable));
+    BOOST_TEST(report.stopped == schedule::stop_reason::interrupted);
+    for (auto& c : report.cases) BOOST_TEST(c.state == case_state::cancelled);
+    BOOST_TEST(starts == 2u);
+    co_await s.host.shutdown();
   });
 }
 

@@ -9,6 +9,8 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --sigkill-after N    kill itself with SIGKILL when the N-th run arrives
   --die-once PATH      with --die-after: die only if PATH does not exist yet (and create it),
                        so a restarted study works
+  --interrupt-host-after N  send SIGINT to the host when the N-th run arrives (a Ctrl-C at a
+                       known point)
   --stderr-flood BYTES write BYTES of stderr lines from a thread while serving
   --garbage            write junk lines (non-JSON, invalid UTF-8, an array, a 2 MiB line)
                        before every response
@@ -31,6 +33,7 @@ args.add_argument("--run-ms", type=int, default=0)
 args.add_argument("--die-after", type=int, default=0)
 args.add_argument("--sigkill-after", type=int, default=0)
 args.add_argument("--die-once")
+args.add_argument("--interrupt-host-after", type=int, default=0)
 args.add_argument("--stderr-flood", type=int, default=0)
 args.add_argument("--garbage", action="store_true")
 args.add_argument("--capacity", type=int, default=0)
@@ -144,6 +147,8 @@ def main():
                 sys.stderr.write("py-study: dying on purpose\n")
                 sys.stderr.flush()
                 os._exit(3)
+            if opts.interrupt_host_after and run_count == opts.interrupt_host_after:
+                os.kill(os.getppid(), signal.SIGINT)
             if opts.sigkill_after and run_count == opts.sigkill_after:
                 os.kill(os.getpid(), signal.SIGKILL)
             with lock:

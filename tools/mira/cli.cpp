@@ -13,10 +13,13 @@
 #include <mira/store/run_folder.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
@@ -24,6 +27,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <deque>
@@ -49,6 +53,7 @@ constexpr int exit_failed = 1;
 constexpr int exit_usage = 2;
 constexpr int exit_host_error = 3;
 constexpr int exit_stopped = 4;
+constexpr int exit_interrupted = 130;
 
 const char* const main_help = R"(mira - run Mira Eval Protocol studies
 
@@ -132,7 +137,8 @@ const char* const run_help =
     "  --allow-other-study           with --resume: accept a study of another "
     "name\n" MIRA_LAUNCH_HELP
     "\nExit codes: 0 every scored case passed, 1 some case failed, 2 usage error, 3 host or\n"
-    "study error, 4 stopped by a budget or the deadline.\n"
+    "study error, 4 stopped by a budget or the deadline, 130 interrupted (Ctrl-C: the first\n"
+    "press cancels what is in flight, saves and reports; the second quits at once).\n"
     "\nExample:\n  mira run -j 16 --timeout 30 --group-by effort -- "
     "./build/examples/example_study\n";
 
@@ -618,7 +624,27 @@ int cmd_run(const std::vector<std::string>& args) {
         }
       if (a.format == "jsonl") std::cout << json::serialize(record) << '\n' << std::flush;
     };
-    auto part = co_await schedule::run_plan(study->host, todo, a.policy, hooks);
+    // Ctrl-C (or SIGTERM): the first stops the run (in-flight cases are sent `cancel`, finished
+    // ones are saved and reported, the resume command is printed); the second quits at once.
+    asio::cancellation_signal interrupt;
+    asio::signal_set signals(co_await asio::this_coro::executor, SIGINT, SIGTERM);
+    int presses = 0;
+    std::function<void()> arm = [&] {
+      signals.async_wait([&](boost::system::error_code ec, int) {
+        if (ec) return;
+        if (++presses > 1) std::_Exit(exit_interrupted);
+        std::fprintf(
+            stderr,
+            "\nmira: interrupted: cancelling the cases in flight (again to quit at once)\n");
+        interrupt.emit(asio::cancellation_type::terminal);
+        arm();
+      });
+    };
+    arm();
+    auto part = co_await asio::co_spawn(
+        co_await asio::this_coro::executor, schedule::run_plan(study->host, todo, a.policy, hooks),
+        asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
+    signals.cancel();
     schedule::run_report report;
     report.stopped = part.stopped;
     report.stop_message = part.stop_message;
@@ -656,7 +682,9 @@ int cmd_run(const std::vector<std::string>& args) {
         std::fprintf(stderr, "resume with: mira run --resume %s --results-dir %s -- ...\n",
                      folder->id().c_str(), a.results_dir.c_str());
     }
-    if (unsaved > 0)
+    if (report.stopped == schedule::stop_reason::interrupted)
+      rc = exit_interrupted;
+    else if (unsaved > 0)
       rc = exit_host_error;
     else if (report.stopped == schedule::stop_reason::study_failed)
       rc = exit_host_error;

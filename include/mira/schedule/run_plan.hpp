@@ -45,7 +45,7 @@ struct case_record {
   double latency_seconds = 0;          // host-measured, final attempt
 };
 
-enum class stop_reason { none, fail_fast, budget, deadline, study_failed };
+enum class stop_reason { none, fail_fast, budget, deadline, study_failed, interrupted };
 std::string_view to_string(stop_reason r);
 std::ostream& operator<<(std::ostream& os, stop_reason r);
 
@@ -85,6 +85,9 @@ struct run_report {
 
 /// Runs every case of `p` (which must outlive the awaitable) through `host`, which must be
 /// initialized. Never throws for a case's sake: every outcome is a case_record.
+/// Cancelling the operation (terminal, e.g. a signal bound with bind_cancellation_slot) stops
+/// the run like fail-fast does, with stop_reason::interrupted, and still completes with the
+/// report: in-flight cases are cancelled (the study gets `cancel`), finished ones are kept.
 boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p,
                                             run_policy policy, run_hooks hooks = {});
 
