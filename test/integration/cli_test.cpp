@@ -200,6 +200,15 @@ BOOST_AUTO_TEST_CASE(ctrl_c_cancels_saves_and_tells_how_to_resume) {
   fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(study_cmd_splits_like_a_shell) {
+  auto r =
+      cli(std::string("list --study-cmd \"") + MIRA_PYTHON3 + " '" MIRA_PY_STUDY "' --run-ms 1\"");
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.out.find("samples: a, b, fail") != std::string::npos);
+  BOOST_TEST(cli("list --study-cmd \"python3 'unterminated\"").code == 2);
+  BOOST_TEST(cli("list --study-cmd ''").code == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_study_that_never_answers_initialize_times_out) {
   auto t0 = std::chrono::steady_clock::now();
   auto r = run_command(mira_bin + " list --init-timeout 0.3 -- " + MIRA_PYTHON3 +
@@ -255,6 +264,14 @@ BOOST_AUTO_TEST_CASE(a_run_is_saved_and_resumes_without_rerunning_saved_cases) {
   BOOST_TEST(events.find("{\"key\":\"events/tool-use@sim\",\"method\":\"event\"") !=
              std::string::npos);
   BOOST_TEST(fs::exists(runs[0] / "study.stderr.log"));
+  // mira report shows it again from the folder alone.
+  auto again = cli("report " + runs[0].filename().string() + " --results-dir " + results);
+  BOOST_TEST(again.code == 0);
+  BOOST_TEST(
+      again.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 cancelled, 0 errors (41 cases)") !=
+      std::string::npos);
+  BOOST_TEST(again.out.find("coin/flip@sim  3/3 passed") != std::string::npos);
+  BOOST_TEST(cli("report 20990101T000000Z-0000 --results-dir " + results).code == 2);
   fs::remove_all(results);
 
   // Fail-fast leaves two cases cancelled, unsaved; resuming runs exactly those two.

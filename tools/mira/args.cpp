@@ -64,10 +64,50 @@ schedule::duration seconds(const std::string& flag, const std::string& v) {
 
 }  // namespace
 
+std::vector<std::string> split_command_line(std::string_view line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\\') {
+      if (++i >= line.size()) throw usage_error{"--study-cmd ends with a backslash"};
+      word += line[i];
+    } else if (c == '\'') {
+      auto end = line.find('\'', i + 1);
+      if (end == std::string_view::npos)
+        throw usage_error{"--study-cmd has an unterminated ' quote"};
+      word.append(line.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (c == '"') {
+      for (++i;; ++i) {
+        if (i >= line.size()) throw usage_error{"--study-cmd has an unterminated \" quote"};
+        if (line[i] == '"') break;
+        if (line[i] == '\\' && i + 1 < line.size() &&
+            std::string_view("\\\"$`").find(line[i + 1]) != std::string_view::npos)
+          ++i;
+        word += line[i];
+      }
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
 run_args parse_args(command cmd, const std::vector<std::string>& args) {
   run_args out;
-  bool selects = cmd != command::list;
+  bool selects = cmd == command::plan || cmd == command::run;
   bool runs = cmd == command::run;
+  bool reports = cmd == command::report;
   std::size_t i = 0;
   auto value = [&](const std::string& flag) -> const std::string& {
     if (i + 1 >= args.size() || args[i + 1] == "--") throw usage_error{flag + " needs a value"};
@@ -85,6 +125,9 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     }
     if (a == "--json" && !runs) {
       out.json = true;
+    } else if (a == "--study-cmd") {
+      out.study = split_command_line(value(a));
+      if (out.study.empty()) throw usage_error{"--study-cmd is empty"};
     } else if (a == "--study-env") {
       const auto& v = value(a);
       if (v.empty() || v.front() == '=') throw usage_error{"--study-env needs KEY or KEY=VALUE"};
@@ -144,7 +187,7 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.policy.max_cost_usd = positive_number(a, value(a), true);
     } else if (runs && a == "--max-tokens") {
       out.policy.max_tokens = whole_number(a, value(a), 0, INT64_MAX / 2);
-    } else if (runs && a == "--results-dir") {
+    } else if ((runs || reports) && a == "--results-dir") {
       out.results_dir = value(a);
     } else if (runs && a == "--dry-run") {
       out.dry_run = true;
@@ -156,19 +199,26 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.retry_failed = true;
     } else if (runs && a == "--allow-other-study") {
       out.allow_other_study = true;
-    } else if (runs && a == "--group-by") {
+    } else if ((runs || reports) && a == "--group-by") {
       out.group_by = value(a);
-    } else if (runs && a == "--format") {
+    } else if ((runs || reports) && a == "--format") {
       out.format = value(a);
       if (out.format != "table" && out.format != "jsonl")
         throw usage_error{"--format must be table or jsonl, got '" + printable(out.format) + "'"};
     } else if (selects && !a.empty() && a[0] != '-' && out.selection.filter.empty()) {
       out.selection.filter = a;
+    } else if (reports && !a.empty() && a[0] != '-' && out.run_id.empty()) {
+      out.run_id = a;
     } else {
       throw usage_error{"unknown option '" + printable(a) + "'"};
     }
   }
-  if (out.study.empty()) throw usage_error{"missing study command: put it after `--`"};
+  if (reports) {
+    if (out.run_id.empty()) throw usage_error{"missing RUN_ID"};
+    return out;
+  }
+  if (out.study.empty())
+    throw usage_error{"missing study command: put it after `--` or give --study-cmd"};
   if (out.dry_run && !out.resume.empty())
     throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};
   return out;

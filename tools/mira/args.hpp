@@ -37,9 +37,14 @@ struct run_args {
   bool retry_errors = false;
   bool retry_failed = false;
   bool allow_other_study = false;
+  std::string run_id;  // report: the positional RUN_ID
 };
 
-enum class command { list, plan, run };
+enum class command { list, plan, run, report };
+
+/// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
+/// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd.
+std::vector<std::string> split_command_line(std::string_view line);
 
 /// Parses the arguments after the command name.
 run_args parse_args(command cmd, const std::vector<std::string>& args);

@@ -61,9 +61,12 @@ Usage:
   mira list [--json] -- STUDY_CMD [ARGS...]
   mira plan [FILTER] [selection] [--json] -- STUDY_CMD [ARGS...]
   mira run [FILTER] [selection] [run options] -- STUDY_CMD [ARGS...]
+  mira report RUN_ID [--results-dir DIR] [--format table|jsonl] [--group-by KEY]
   mira --version
 
-Everything after `--` is the study's command line, passed as is (no shell).
+Everything after `--` is the study's command line, passed as is (no shell);
+--study-cmd "CMD ARGS" gives it as one string instead, split like a shell would (quotes and
+backslashes, no expansion).
 Run `mira COMMAND --help` for a command's options.
 )";
 
@@ -74,6 +77,7 @@ Usage: mira list [--json] -- STUDY_CMD [ARGS...]
   --json   print the catalogue as one JSON object
 
 Study launch (list, plan and run):
+  --study-cmd "CMD ARGS"   the study's command line as one string (shell-like quoting)
   --study-env KEY[=VALUE]  set KEY for the study (KEY alone: the host's value); repeatable
   --study-env-clear        start the study with only the --study-env variables
   --init-timeout SECONDS   how long the study may take to answer initialize (default 60)
@@ -698,6 +702,65 @@ int cmd_run(const std::vector<std::string>& args) {
   });
 }
 
+const char* const report_help = R"(mira report - show a saved run again, without the study
+
+Usage: mira report RUN_ID [--results-dir DIR] [--format table|jsonl] [--group-by KEY]
+
+  --results-dir DIR      where run folders are (default ./results)
+  --format table|jsonl   as for `mira run`
+  --group-by KEY         pass rate by an axis param or transcript metadata key
+
+Cases are shown in key order. Exit codes: 0, or 2 when there is no such run.
+
+Example:
+  mira report 20261130T081502Z-3fa9
+)";
+
+int cmd_report(const std::vector<std::string>& args) {
+  auto a = parse_args(command::report, args);
+  if (a.help) return std::fputs(report_help, stdout), exit_ok;
+  auto folder = store::run_folder::open(a.results_dir, a.run_id);
+  if (!folder) {
+    std::fprintf(stderr, "mira: %s\n", printable(folder.error()).c_str());
+    return exit_usage;
+  }
+  std::vector<std::string> unreadable;
+  auto saved = folder->load_cases(&unreadable);
+  for (auto& u : unreadable)
+    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  plan::plan p;
+  schedule::run_report report;
+  for (auto& [key, record] : saved) {
+    auto params = protocol::decode_run_params(record);
+    if (!params) {
+      std::fprintf(stderr, "mira: warning: the saved case %s has no case identity: %s\n",
+                   printable(key).c_str(), params.error().message().c_str());
+      continue;
+    }
+    plan::planned_case c;
+    c.params = std::move(*params);
+    c.key = key;
+    c.logical_key = plan::logical_key(c.params);
+    p.cases.push_back(std::move(c));
+    report.cases.push_back(case_from_json(record));
+  }
+  if (auto meta = folder->load_meta()) {
+    auto* summary = meta->if_contains("summary");
+    auto* secs =
+        summary && summary->is_object() ? summary->get_object().if_contains("seconds") : nullptr;
+    if (secs && secs->is_number()) report.seconds = secs->to_number<double>();
+  }
+  auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
+  if (a.format == "jsonl") {
+    for (std::size_t i = 0; i < p.cases.size(); ++i)
+      std::cout << json::serialize(case_json(p.cases[i], report.cases[i])) << '\n';
+    std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
+  } else {
+    print_table(stdout, p, report, s);
+  }
+  return exit_ok;
+}
+
 }  // namespace
 
 int main(const std::vector<std::string>& args) {
@@ -715,7 +778,9 @@ int main(const std::vector<std::string>& args) {
     if (args[0] == "list") return cmd_list(rest);
     if (args[0] == "plan") return cmd_plan(rest);
     if (args[0] == "run") return cmd_run(rest);
-    throw usage_error{"unknown command '" + printable(args[0]) + "' (commands: list, plan, run)"};
+    if (args[0] == "report") return cmd_report(rest);
+    throw usage_error{"unknown command '" + printable(args[0]) +
+                      "' (commands: list, plan, run, report)"};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "mira: %s\nRun `mira --help` for usage.\n", e.message.c_str());
     return exit_usage;
