@@ -200,6 +200,30 @@ BOOST_AUTO_TEST_CASE(ctrl_c_cancels_saves_and_tells_how_to_resume) {
   fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(report_formats_are_well_formed) {
+  temp_file xml, csv, md, js;
+  const std::string base = "run --dry-run --max-retries 0 ";
+  BOOST_TEST(cli(base + "--format junit --out " + xml.path + " -- " + example).code == 0);
+  auto parsed = run_command(std::string(MIRA_PYTHON3) +
+                            " -c \"import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
+                            "print(len(d.getElementsByTagName('testcase')), "
+                            "len(d.getElementsByTagName('skipped')))\" " +
+                            xml.path);
+  BOOST_TEST(parsed.out == "41 4\n");  // 3 unavailable + 1 N/A
+  BOOST_TEST(cli(base + "--format csv --out " + csv.path + " -- " + example).code == 0);
+  auto rows = run_command(std::string(MIRA_PYTHON3) +
+                          " -c \"import csv, sys; r = list(csv.reader(open(sys.argv[1]))); "
+                          "print(len(r), r[0][8], r[1][8])\" " +
+                          csv.path);
+  BOOST_TEST(rows.out == "42 status passed\n");
+  BOOST_TEST(cli(base + "--format md --out " + md.path + " -- " + example).code == 0);
+  BOOST_TEST(read_file(md.path).find("| arithmetic | 25/25 | - |") != std::string::npos);
+  BOOST_TEST(cli(base + "--format json --out " + js.path + " -- " + example).code == 0);
+  auto report = json::parse(read_file(js.path)).as_object();
+  BOOST_TEST(report.at("cases").as_array().size() == 41u);
+  BOOST_TEST(cli("run --dry-run --out x.json -- " + example).code == 2);  // --out needs a format
+}
+
 BOOST_AUTO_TEST_CASE(study_cmd_splits_like_a_shell) {
   auto r =
       cli(std::string("list --study-cmd \"") + MIRA_PYTHON3 + " '" MIRA_PY_STUDY "' --run-ms 1\"");

@@ -203,8 +203,12 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.group_by = value(a);
     } else if ((runs || reports) && a == "--format") {
       out.format = value(a);
-      if (out.format != "table" && out.format != "jsonl")
-        throw usage_error{"--format must be table or jsonl, got '" + printable(out.format) + "'"};
+      if (out.format != "table" && out.format != "json" && out.format != "jsonl" &&
+          out.format != "csv" && out.format != "junit" && out.format != "md")
+        throw usage_error{"--format must be table, json, jsonl, csv, junit or md, got '" +
+                          printable(out.format) + "'"};
+    } else if ((runs || reports) && a == "--out") {
+      out.out = value(a);
     } else if (selects && !a.empty() && a[0] != '-' && out.selection.filter.empty()) {
       out.selection.filter = a;
     } else if (reports && !a.empty() && a[0] != '-' && out.run_id.empty()) {
@@ -213,6 +217,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       throw usage_error{"unknown option '" + printable(a) + "'"};
     }
   }
+  if (!out.out.empty() && out.format == "table")
+    throw usage_error{"--out needs a file --format (json, jsonl, csv, junit or md)"};
   if (reports) {
     if (out.run_id.empty()) throw usage_error{"missing RUN_ID"};
     return out;

@@ -27,7 +27,8 @@ struct run_args {
   schedule::duration init_timeout = std::chrono::seconds(60);
   plan::selection selection;
   schedule::run_policy policy;
-  std::string format = "table";  // table | jsonl (run); table | json (plan)
+  std::string format = "table";  // table | json | jsonl | csv | junit | md (run, report)
+  std::string out;               // write the format there (atomically); the table to stdout
   std::string group_by;
   bool json = false;  // list / plan --json
   // Saved runs (run).

@@ -132,7 +132,9 @@ const char* const run_help =
     "\nReport:\n"
     "  --group-by KEY                pass rate by KEY: axis param, sample, target or transcript\n"
     "                                metadata\n"
-    "  --format table|jsonl          table (default), or one JSON line per case then a summary\n"
+    "  --format F                    table (default); json, jsonl (one line per case as it ends,\n"
+    "                                then the summary), csv, junit or md\n"
+    "  --out PATH                    write the --format report to PATH; the table to stdout\n"
     "\nSaved runs:\n"
     "  --results-dir DIR             where run folders go (default ./results)\n"
     "  --dry-run                     save nothing\n"
@@ -548,6 +550,29 @@ std::string utc_now() {
   return buf;
 }
 
+// The finished report on stdout and, with --out, in a file. Returns false when the file could
+// not be written.
+bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s, bool cases_already_streamed) {
+  if (!a.out.empty()) {
+    print_table(stdout, p, report, s);
+    if (auto ec = store::write_file_atomic(a.out, render(a.format, p, report, s))) {
+      std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
+                   ec.message().c_str());
+      return false;
+    }
+    std::fprintf(stderr, "wrote %s (%s)\n", printable(a.out).c_str(), a.format.c_str());
+    return true;
+  }
+  if (a.format == "table")
+    print_table(stdout, p, report, s);
+  else if (a.format == "jsonl" && cases_already_streamed)
+    std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
+  else
+    std::cout << render(a.format, p, report, s);
+  return true;
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   auto a = parse_args(command::run, args);
   if (a.help) return std::fputs(run_help, stdout), exit_ok;
@@ -565,6 +590,8 @@ int cmd_run(const std::vector<std::string>& args) {
       co_return;
     }
 
+    // jsonl on stdout streams each case as it ends; to a file it is written at the end.
+    const bool stream_jsonl = a.format == "jsonl" && a.out.empty();
     // Resume: what is saved is not run again (unless asked to), and counts in the report.
     std::vector<schedule::case_record> records(p->cases.size());
     plan::plan todo;
@@ -588,7 +615,7 @@ int cmd_run(const std::vector<std::string>& args) {
         if (!again) {
           records[i] = std::move(rec);
           ++reused;
-          if (a.format == "jsonl") std::cout << json::serialize(it->second) << '\n';
+          if (stream_jsonl) std::cout << json::serialize(it->second) << '\n';
           continue;
         }
       }
@@ -626,7 +653,7 @@ int cmd_run(const std::vector<std::string>& args) {
           std::fprintf(stderr, "mira: error: cannot save %s: %s\n", printable(c.key).c_str(),
                        ec.message().c_str());
         }
-      if (a.format == "jsonl") std::cout << json::serialize(record) << '\n' << std::flush;
+      if (stream_jsonl) std::cout << json::serialize(record) << '\n' << std::flush;
     };
     // Ctrl-C (or SIGTERM): the first stops the run (in-flight cases are sent `cancel`, finished
     // ones are saved and reported, the resume command is printed); the second quits at once.
@@ -659,10 +686,7 @@ int cmd_run(const std::vector<std::string>& args) {
     report.cases = std::move(records);
 
     auto s = aggregate::summarize(*p, report.cases, &study->list, a.group_by);
-    if (a.format == "jsonl")
-      std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
-    else
-      print_table(stdout, *p, report, s);
+    bool written = emit_report(a, *p, report, s, stream_jsonl);
     co_await study->host.shutdown();
     if (folder) {
       json::array cases;
@@ -688,7 +712,7 @@ int cmd_run(const std::vector<std::string>& args) {
     }
     if (report.stopped == schedule::stop_reason::interrupted)
       rc = exit_interrupted;
-    else if (unsaved > 0)
+    else if (unsaved > 0 || !written)
       rc = exit_host_error;
     else if (report.stopped == schedule::stop_reason::study_failed)
       rc = exit_host_error;
@@ -704,10 +728,11 @@ int cmd_run(const std::vector<std::string>& args) {
 
 const char* const report_help = R"(mira report - show a saved run again, without the study
 
-Usage: mira report RUN_ID [--results-dir DIR] [--format table|jsonl] [--group-by KEY]
+Usage: mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group-by KEY]
 
   --results-dir DIR      where run folders are (default ./results)
-  --format table|jsonl   as for `mira run`
+  --format F             table, json, jsonl, csv, junit or md, as for `mira run`
+  --out PATH             write that format to PATH, the table to stdout
   --group-by KEY         pass rate by an axis param or transcript metadata key
 
 Cases are shown in key order. Exit codes: 0, or 2 when there is no such run.
@@ -751,14 +776,7 @@ int cmd_report(const std::vector<std::string>& args) {
     if (secs && secs->is_number()) report.seconds = secs->to_number<double>();
   }
   auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
-  if (a.format == "jsonl") {
-    for (std::size_t i = 0; i < p.cases.size(); ++i)
-      std::cout << json::serialize(case_json(p.cases[i], report.cases[i])) << '\n';
-    std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
-  } else {
-    print_table(stdout, p, report, s);
-  }
-  return exit_ok;
+  return emit_report(a, p, report, s, false) ? exit_ok : exit_host_error;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include "args.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <mira/protocol/codec.hpp>
 
 #include <algorithm>
@@ -317,6 +319,257 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
   if (report.stopped != schedule::stop_reason::none)
     std::fprintf(out, "stopped (%s): %s\n", std::string(to_string(report.stopped)).c_str(),
                  printable(report.stop_message).c_str());
+}
+
+}  // namespace mira::cli
+
+namespace mira::cli {
+
+namespace {
+
+// RFC 4180: quoted when it holds a comma, a quote or a line break; quotes doubled.
+std::string csv_field(std::string_view v) {
+  if (v.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(v);
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + '"';
+}
+
+// Text safe in XML 1.0 content and attribute values: escaped, and the characters XML cannot
+// carry at all (C0 controls but tab/LF/CR, U+FFFE, U+FFFF, invalid UTF-8) dropped.
+std::string xml_text(std::string_view v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    auto c = static_cast<unsigned char>(v[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&apos;";
+          break;
+        case '\t':
+          out += "&#9;";
+          break;
+        case '\n':
+          out += "&#10;";
+          break;
+        case '\r':
+          out += "&#13;";
+          break;
+        default:
+          if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
+      }
+      continue;
+    }
+    // A whole UTF-8 sequence, or nothing.
+    std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    if (n == 0 || i + n > v.size()) continue;
+    bool ok = true;
+    for (std::size_t k = 1; k < n; ++k)
+      ok = ok && (static_cast<unsigned char>(v[i + k]) & 0xc0) == 0x80;
+    if (!ok) continue;
+    auto seq = v.substr(i, n);
+    if (seq == "\xef\xbf\xbe" || seq == "\xef\xbf\xbf") {  // U+FFFE, U+FFFF
+      i += n - 1;
+      continue;
+    }
+    out.append(seq);
+    i += n - 1;
+  }
+  return out;
+}
+
+// Markdown table cell: pipes escaped, line breaks folded, control characters dropped.
+std::string md_cell(std::string_view v) {
+  std::string out;
+  for (unsigned char c : v) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n' || c == '\r' || c == '\t')
+      out += ' ';
+    else if (c >= 0x20 && c != 0x7f)
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string params_text(const protocol::axis_params& p) {
+  std::string out;
+  for (auto& [k, v] : p) out += (out.empty() ? "" : ";") + k + "=" + v;
+  return out;
+}
+
+std::string csv_report(const plan::plan& p, const schedule::run_report& report) {
+  std::string out =
+      "key,eval,sample,target,params,trial,trials,seed,status,passed,aggregate,attempts,"
+      "latency_ms,input_tokens,output_tokens,cache_read_tokens,reasoning_tokens,cost_usd,"
+      "duration_ms,time_to_first_token_ms,tool_calls,error,error_kind,final_response\r\n";
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    auto& c = p.cases[i];
+    auto& r = report.cases[i];
+    const protocol::run_result* res = r.result ? &*r.result : nullptr;
+    std::vector<std::string> f = {c.key,
+                                  c.params.eval,
+                                  c.params.sample,
+                                  c.params.target,
+                                  params_text(c.params.params),
+                                  std::to_string(c.params.trial),
+                                  std::to_string(c.params.trials),
+                                  c.params.seed ? std::to_string(*c.params.seed) : "",
+                                  std::string(to_string(r.state)),
+                                  res && res->passed ? "true" : "false",
+                                  res ? number(res->aggregate) : "",
+                                  std::to_string(r.attempts),
+                                  r.attempts ? number(r.latency_seconds * 1000) : ""};
+    if (res) {
+      auto& t = res->transcript;
+      f.insert(
+          f.end(),
+          {std::to_string(t.usage.input_tokens), std::to_string(t.usage.output_tokens),
+           std::to_string(t.usage.cache_read_tokens), std::to_string(t.usage.reasoning_tokens),
+           number(t.usage.cost_usd),
+           t.timing.duration_ms ? std::to_string(*t.timing.duration_ms) : "",
+           t.timing.time_to_first_token_ms ? std::to_string(*t.timing.time_to_first_token_ms) : "",
+           std::to_string(t.tool_calls_count), t.error.value_or(r.message),
+           t.error_kind == protocol::error_kind::infra ? "infra" : "", t.final_response});
+    } else {
+      f.insert(f.end(), {"", "", "", "", "", "", "", "", r.message, "", ""});
+    }
+    for (std::size_t k = 0; k < f.size(); ++k) out += (k ? "," : "") + csv_field(f[k]);
+    out += "\r\n";
+  }
+  return out;
+}
+
+std::string junit_report(const plan::plan& p, const schedule::run_report& report,
+                         const aggregate::summary& s) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mira\">\n";
+  for (auto& eval : s.eval_order) {
+    std::size_t tests = 0, failures = 0, errors = 0, skipped = 0;
+    double time = 0;
+    std::string cases;
+    for (std::size_t i = 0; i < p.cases.size(); ++i) {
+      if (p.cases[i].params.eval != eval) continue;
+      auto& r = report.cases[i];
+      ++tests;
+      time += r.latency_seconds;
+      cases += "    <testcase classname=\"" + xml_text(eval) + "\" name=\"" +
+               xml_text(p.cases[i].key) + "\" time=\"" + number(r.latency_seconds) + "\">";
+      std::string why = r.message;
+      if (why.empty() && r.result)
+        for (auto& sc : r.result->scores)
+          if (!sc.na && !sc.pass) why += (why.empty() ? "" : "; ") + sc.scorer + ": " + sc.reason;
+      switch (r.state) {
+        case case_state::passed:
+          break;
+        case case_state::failed:
+          ++failures;
+          cases += "<failure message=\"" + xml_text(why) + "\"/>";
+          break;
+        case case_state::error:
+          ++errors;
+          cases += "<error message=\"" + xml_text(why) + "\"/>";
+          break;
+        case case_state::na:
+        case case_state::skipped:
+        case case_state::cancelled:
+          ++skipped;
+          cases += "<skipped message=\"" +
+                   xml_text(std::string(to_string(r.state)) + (why.empty() ? "" : ": " + why)) +
+                   "\"/>";
+          break;
+      }
+      if (r.result && !r.result->transcript.final_response.empty())
+        cases += "<system-out>" + xml_text(r.result->transcript.final_response.substr(0, 2000)) +
+                 "</system-out>";
+      cases += "</testcase>\n";
+    }
+    out += "  <testsuite name=\"" + xml_text(eval) + "\" tests=\"" + std::to_string(tests) +
+           "\" failures=\"" + std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
+           "\" skipped=\"" + std::to_string(skipped) + "\" time=\"" + number(time) + "\">\n" +
+           cases + "  </testsuite>\n";
+  }
+  return out + "</testsuites>\n";
+}
+
+std::string md_report(const plan::plan& p, const schedule::run_report& report,
+                      const aggregate::summary& s) {
+  auto ci = s.overall.ci();
+  std::string out = "## Mira eval results\n\n**" + std::to_string(s.overall.passed) + " / " +
+                    std::to_string(s.overall.scored) + " passed** (" + percent(s.overall.value()) +
+                    ", 95% interval " + percent(ci.low) + "–" + percent(ci.high) + "); " +
+                    std::to_string(s.count(case_state::failed)) + " failed, " +
+                    std::to_string(s.count(case_state::error)) + " errors, " +
+                    std::to_string(s.count(case_state::na)) + " n/a, " +
+                    std::to_string(s.count(case_state::skipped)) + " skipped, " +
+                    std::to_string(s.count(case_state::cancelled)) + " cancelled\n\n| eval |";
+  for (auto& t : s.target_order) out += " " + md_cell(t) + " |";
+  out += "\n|---|";
+  for (std::size_t k = 0; k < s.target_order.size(); ++k) out += "---|";
+  out += "\n";
+  for (auto& e : s.eval_order) {
+    out += "| " + md_cell(e) + " |";
+    for (auto& t : s.target_order) {
+      auto it = s.matrix.find({e, t});
+      out += " " + (it == s.matrix.end() ? std::string("-") : fraction(it->second)) + " |";
+    }
+    out += "\n";
+  }
+  std::string problems;
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    auto& r = report.cases[i];
+    if (r.state != case_state::failed && r.state != case_state::error) continue;
+    problems += "| " + md_cell(p.cases[i].key) + " | " + std::string(to_string(r.state)) + " | " +
+                md_cell(r.message.empty() && r.result ? r.result->transcript.error.value_or("")
+                                                      : r.message) +
+                " |\n";
+  }
+  if (!problems.empty())
+    out += "\n### Failures and errors\n\n| case | status | why |\n|---|---|---|\n" + problems;
+  return out;
+}
+
+}  // namespace
+
+std::string render(const std::string& format, const plan::plan& p,
+                   const schedule::run_report& report, const aggregate::summary& s) {
+  if (format == "csv") return csv_report(p, report);
+  if (format == "jsonl") {
+    std::string out;
+    for (std::size_t i = 0; i < p.cases.size(); ++i)
+      out += json::serialize(case_json(p.cases[i], report.cases[i])) + "\n";
+    return out + json::serialize(json::object{{"summary", summary_json(s, report)}}) + "\n";
+  }
+  if (format == "junit") return junit_report(p, report, s);
+  if (format == "md") return md_report(p, report, s);
+  json::array cases;
+  for (std::size_t i = 0; i < p.cases.size(); ++i)
+    cases.push_back(case_json(p.cases[i], report.cases[i]));
+  return json::serialize(
+             json::object{{"summary", summary_json(s, report)}, {"cases", std::move(cases)}}) +
+         "\n";
 }
 
 }  // namespace mira::cli

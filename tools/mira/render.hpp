@@ -6,6 +6,7 @@
 #include <boost/json/object.hpp>
 
 #include <cstdio>
+#include <string>
 
 namespace mira::cli {
 
@@ -18,6 +19,12 @@ schedule::case_record case_from_json(const boost::json::object& saved);
 
 /// The summary as JSON (counts, overall rate, matrix, trials with pass@k, groups, totals).
 boost::json::object summary_json(const aggregate::summary& s, const schedule::run_report& report);
+
+/// The report in a file format: json (summary + cases), jsonl (cases, then the summary), csv
+/// (RFC 4180, one row per case), junit (one testsuite per eval; XML-illegal characters
+/// removed) or md.
+std::string render(const std::string& format, const plan::plan& p,
+                   const schedule::run_report& report, const aggregate::summary& s);
 
 /// The readable report: every case, the eval x target matrix, trials with pass@k, the
 /// group-by table, totals, and how the run ended.
