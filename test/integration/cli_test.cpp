@@ -224,6 +224,15 @@ BOOST_AUTO_TEST_CASE(report_formats_are_well_formed) {
   BOOST_TEST(cli("run --dry-run --out x.json -- " + example).code == 2);  // --out needs a format
 }
 
+BOOST_AUTO_TEST_CASE(a_heartbeat_reports_progress_when_stderr_is_not_a_terminal) {
+  // A 0.1 s heartbeat over a run of about a second: several lines, whatever the scheduling.
+  auto r = run_command(mira_bin + " run --dry-run --heartbeat 0.1 --samples a --trials 3 -j 1 -- " +
+                       MIRA_PYTHON3 + " " MIRA_PY_STUDY " --run-ms 300 2>&1 >/dev/null");
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.out.find("progress: [") != std::string::npos);
+  BOOST_TEST(r.out.find(" in progress · ") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(study_cmd_splits_like_a_shell) {
   auto r =
       cli(std::string("list --study-cmd \"") + MIRA_PYTHON3 + " '" MIRA_PY_STUDY "' --run-ms 1\"");

@@ -181,6 +181,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.policy.timeout_is_infra = true;
     } else if (runs && a == "--deadline") {
       out.policy.deadline = seconds(a, value(a));
+    } else if (runs && a == "--heartbeat") {
+      out.heartbeat = seconds(a, value(a));
     } else if (runs && a == "--fail-fast") {
       out.policy.fail_fast = true;
     } else if (runs && a == "--max-cost") {

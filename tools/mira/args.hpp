@@ -38,7 +38,8 @@ struct run_args {
   bool retry_errors = false;
   bool retry_failed = false;
   bool allow_other_study = false;
-  std::string run_id;  // report: the positional RUN_ID
+  std::string run_id;                                       // report: the positional RUN_ID
+  schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
 };
 
 enum class command { list, plan, run, report };

@@ -135,6 +135,7 @@ const char* const run_help =
     "  --format F                    table (default); json, jsonl (one line per case as it ends,\n"
     "                                then the summary), csv, junit or md\n"
     "  --out PATH                    write the --format report to PATH; the table to stdout\n"
+    "  --heartbeat SECONDS           progress line interval when stderr is not a terminal (10)\n"
     "\nSaved runs:\n"
     "  --results-dir DIR             where run folders go (default ./results)\n"
     "  --dry-run                     save nothing\n"
@@ -150,6 +151,60 @@ const char* const run_help =
 
 #undef MIRA_SELECTION_HELP
 #undef MIRA_LAUNCH_HELP
+
+// Progress on stderr while a run goes: on a terminal a live line redrawn every half second
+// (cleared around every other stderr line, so study output never garbles it); elsewhere a
+// heartbeat line every --heartbeat seconds.
+struct progress_line {
+  bool tty = ::isatty(2) != 0;
+  bool active = false;
+  bool shown = false;
+  std::size_t total = 0, done = 0, passed = 0, failed = 0, na = 0;
+  std::size_t starts = 0, finished_attempts = 0;  // their difference: attempts under way
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+
+  std::string text() const {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "[%zu/%zu] %zu passed · %zu failed · %zu n/a · %zu in progress · %.1f/s · %.0f s",
+                  done, total, passed, failed, na, starts - finished_attempts, rate, secs);
+    std::string t = buf;
+    if (rate > 0 && done < total) {
+      std::snprintf(buf, sizeof buf, " · ETA %.0f s", static_cast<double>(total - done) / rate);
+      t += buf;
+    }
+    return t;
+  }
+  void clear() {
+    if (tty && shown) std::fputs("\r\x1b[K", stderr);
+    shown = false;
+  }
+  void draw() {
+    if (!active) return;
+    if (tty) {
+      std::fprintf(stderr, "\r\x1b[K%s", text().c_str());
+      shown = true;
+    } else {
+      std::fprintf(stderr, "progress: %s\n", text().c_str());
+    }
+    std::fflush(stderr);
+  }
+};
+
+progress_line& the_progress() {
+  static progress_line p;
+  return p;
+}
+
+// Every line the CLI writes on stderr while a run goes passes here.
+void stderr_line(const std::string& text) {
+  auto& p = the_progress();
+  p.clear();
+  std::fprintf(stderr, "%s\n", text.c_str());
+  if (p.tty && p.active) p.draw();
+}
 
 // What a run folder keeps besides results, written when the run ends: the study's stderr
 // (its last MiB: a flood must not grow the host) and every notification, as NDJSON.
@@ -193,12 +248,11 @@ host_options cli_host_options() {
     the_log().event(nullptr, n);
     if (n.method != "log") return;
     auto* m = n.params.if_contains("message");
-    if (m && m->is_string())
-      std::fprintf(stderr, "  study: %s\n", printable(m->get_string()).c_str());
+    if (m && m->is_string()) stderr_line("  study: " + printable(m->get_string()));
   };
   o.on_stderr_line = [](std::string_view line) {
     the_log().stderr_line(line);
-    std::fprintf(stderr, "[study] %s\n", printable(line).c_str());
+    stderr_line("[study] " + printable(line));
   };
   return o;
 }
@@ -643,15 +697,22 @@ int cmd_run(const std::vector<std::string>& args) {
     hooks.on_notification = [&](std::size_t j, const notification& n) {
       the_log().event(&p->cases[full_index[j]].key, n);
     };
+    auto& progress = the_progress();
+    progress.total = todo.cases.size();
+    hooks.on_start = [&](std::size_t) { ++progress.starts; };
     hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
+      progress.finished_attempts += static_cast<std::size_t>(r.attempts);
+      ++progress.done;
+      progress.passed += r.state == case_state::passed;
+      progress.failed += r.state == case_state::failed || r.state == case_state::error;
+      progress.na += r.state == case_state::na;
       auto& c = p->cases[full_index[j]];
       auto record = case_json(c, r);
       // A cancelled case is not finished: a resumed run runs it.
       if (folder && r.state != case_state::cancelled)
         if (auto ec = folder->save_case(c.key, record)) {
           ++unsaved;
-          std::fprintf(stderr, "mira: error: cannot save %s: %s\n", printable(c.key).c_str(),
-                       ec.message().c_str());
+          stderr_line("mira: error: cannot save " + printable(c.key) + ": " + ec.message());
         }
       if (stream_jsonl) std::cout << json::serialize(record) << '\n' << std::flush;
     };
@@ -672,10 +733,30 @@ int cmd_run(const std::vector<std::string>& args) {
       });
     };
     arm();
+    // The progress ticker runs until the run ends.
+    progress.t0 = std::chrono::steady_clock::now();
+    progress.active = true;
+    asio::steady_timer ticker(co_await asio::this_coro::executor);
+    auto period =
+        progress.tty
+            ? std::chrono::duration_cast<schedule::duration>(std::chrono::milliseconds(500))
+            : a.heartbeat;
+    std::function<void()> tick = [&] {
+      ticker.expires_after(period);
+      ticker.async_wait([&](boost::system::error_code ec) {
+        if (ec || !progress.active) return;
+        progress.draw();
+        tick();
+      });
+    };
+    tick();
     auto part = co_await asio::co_spawn(
         co_await asio::this_coro::executor, schedule::run_plan(study->host, todo, a.policy, hooks),
         asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
     signals.cancel();
+    progress.active = false;
+    progress.clear();
+    ticker.cancel();
     schedule::run_report report;
     report.stopped = part.stopped;
     report.stop_message = part.stop_message;
