@@ -9,10 +9,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <vector>
 #include <cstring>
 #include <ctime>
 #include <random>
+#include <vector>
 
 namespace mira::store {
 
@@ -192,10 +192,18 @@ namespace {
 
 void canonical(std::string& out, const boost::json::value& v) {
   switch (v.kind()) {
-    case boost::json::kind::null: out += "null"; return;
-    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
-    case boost::json::kind::int64: out += std::to_string(v.get_int64()); return;
-    case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); return;
+    case boost::json::kind::null:
+      out += "null";
+      return;
+    case boost::json::kind::bool_:
+      out += v.get_bool() ? "true" : "false";
+      return;
+    case boost::json::kind::int64:
+      out += std::to_string(v.get_int64());
+      return;
+    case boost::json::kind::uint64:
+      out += std::to_string(v.get_uint64());
+      return;
     case boost::json::kind::double_: {
       double d = v.get_double();
       if (d == 0) {
@@ -223,13 +231,27 @@ void canonical(std::string& out, const boost::json::value& v) {
       out += '"';
       for (unsigned char c : v.get_string()) {
         switch (c) {
-          case '"': out += "\\\""; break;
-          case '\\': out += "\\\\"; break;
-          case '\b': out += "\\b"; break;
-          case '\f': out += "\\f"; break;
-          case '\n': out += "\\n"; break;
-          case '\r': out += "\\r"; break;
-          case '\t': out += "\\t"; break;
+          case '"':
+            out += "\\\"";
+            break;
+          case '\\':
+            out += "\\\\";
+            break;
+          case '\b':
+            out += "\\b";
+            break;
+          case '\f':
+            out += "\\f";
+            break;
+          case '\n':
+            out += "\\n";
+            break;
+          case '\r':
+            out += "\\r";
+            break;
+          case '\t':
+            out += "\\t";
+            break;
           default:
             if (c < 0x20) {
               out += "\\u00";
