@@ -1,4 +1,5 @@
 // Run-store building blocks (see files.hpp).
+#include <mira/protocol/codec.hpp>
 #include <mira/store/files.hpp>
 
 #include <fcntl.h>
@@ -227,44 +228,9 @@ void canonical(std::string& out, const boost::json::value& v) {
       out += s;
       return;
     }
-    case boost::json::kind::string: {
-      out += '"';
-      for (unsigned char c : v.get_string()) {
-        switch (c) {
-          case '"':
-            out += "\\\"";
-            break;
-          case '\\':
-            out += "\\\\";
-            break;
-          case '\b':
-            out += "\\b";
-            break;
-          case '\f':
-            out += "\\f";
-            break;
-          case '\n':
-            out += "\\n";
-            break;
-          case '\r':
-            out += "\\r";
-            break;
-          case '\t':
-            out += "\\t";
-            break;
-          default:
-            if (c < 0x20) {
-              out += "\\u00";
-              out += hex[c >> 4];
-              out += hex[c & 15];
-            } else {
-              out += static_cast<char>(c);
-            }
-        }
-      }
-      out += '"';
+    case boost::json::kind::string:
+      protocol::append_json_string(out, v.get_string());
       return;
-    }
     case boost::json::kind::array: {
       out += '[';
       bool first = true;

@@ -552,15 +552,13 @@ std::optional<store::run_folder> run_folder_for(const run_args& a, const opened&
         std::fprintf(stderr, "mira: warning: run %s was made by study version %s, this is %s\n",
                      a.resume.c_str(), printable(study_version->get_string()).c_str(),
                      printable(study.init.study_version).c_str());
-    }
-    if (auto meta = f->load_meta()) {
       auto* saved = meta->if_contains("fingerprints");
       auto now = fingerprints(study.list);
       if (saved && saved->is_object())
-        for (auto& [name, hash] : now)
-          if (auto* old = saved->get_object().if_contains(name); old && *old != hash)
+        for (auto& [eval, hash] : now)
+          if (auto* old = saved->get_object().if_contains(eval); old && *old != hash)
             std::fprintf(stderr, "mira: warning: eval '%s' changed since run %s was saved\n",
-                         printable(name).c_str(), a.resume.c_str());
+                         printable(eval).c_str(), a.resume.c_str());
     }
     return std::move(*f);
   }
@@ -679,9 +677,10 @@ int cmd_run(const std::vector<std::string>& args) {
     if (!a.resume.empty())
       std::fprintf(stderr, "resuming run %s: %zu of %zu case(s) already saved\n", a.resume.c_str(),
                    reused, p->cases.size());
-    auto started = utc_now();
+    // Kept in memory from here: written now, completed when the run ends.
+    json::object meta;
     if (folder) {
-      auto meta = folder->load_meta().value_or(meta_json(a, *study, folder->id(), started));
+      meta = folder->load_meta().value_or(meta_json(a, *study, folder->id(), utc_now()));
       meta["study"] = study->init.raw;
       if (auto ec = folder->save_meta(meta))
         std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
@@ -775,17 +774,18 @@ int cmd_run(const std::vector<std::string>& args) {
         cases.push_back(case_json(p->cases[i], report.cases[i]));
       auto summary = summary_json(s, report);
       json::object report_file{{"summary", summary}, {"cases", std::move(cases)}};
+      auto report_text = json::serialize(report_file) + "\n";
+      auto stderr_text = the_log().stderr_text();
       for (auto [name, text] :
-           {std::pair<const char*, std::string>{"report.json", json::serialize(report_file) + "\n"},
+           {std::pair<const char*, std::string_view>{"report.json", report_text},
             {"events.ndjson", the_log().events},
-            {"study.stderr.log", the_log().stderr_text()}})
+            {"study.stderr.log", stderr_text}})
         if (auto ec = store::write_file_atomic(folder->path() / name, text))
           std::fprintf(stderr, "mira: warning: cannot write %s: %s\n", name, ec.message().c_str());
-      if (auto meta = folder->load_meta()) {
-        (*meta)["finished"] = utc_now();
-        (*meta)["summary"] = std::move(summary);
-        folder->save_meta(*meta);
-      }
+      meta["finished"] = utc_now();
+      meta["summary"] = std::move(summary);
+      if (auto ec = folder->save_meta(meta))
+        std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
       std::fprintf(stderr, "saved run %s to %s\n", folder->id().c_str(), folder->path().c_str());
       if (report.stopped != schedule::stop_reason::none || s.count(case_state::cancelled) > 0)
         std::fprintf(stderr, "resume with: mira run --resume %s --results-dir %s -- ...\n",
