@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build ccache python3 python3-jsonschema
           libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev
-          libboost-filesystem1.81-dev libexpected-dev)
+          libboost-filesystem1.81-dev libexpected-dev
+          chromium)  # renders the HTML report in the tests
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,7 +41,7 @@ std::optional<std::string> invalid_run_id(std::string_view id) {
 
 namespace {
 
-constexpr std::size_t max_name = 200;
+constexpr std::size_t max_name = 199;  // under 200 bytes
 constexpr char hex[] = "0123456789abcdef";
 
 bool verbatim(unsigned char c) {
@@ -69,7 +69,7 @@ std::string encode_key(std::string_view key) {
     }
   }
   if (out.size() <= max_name) return out;
-  // Cut on a whole escape, then "__" + 32 hex digits of the key's hash: 200 bytes at most.
+  // Cut on a whole escape, then "__" + 32 hex digits of the key's hash.
   std::size_t keep = max_name - 2 - 32;
   while (keep > 0 && (out[keep - 1] == '_' || (keep > 1 && out[keep - 2] == '_'))) --keep;
   out.resize(keep);

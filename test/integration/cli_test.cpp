@@ -224,6 +224,19 @@ BOOST_AUTO_TEST_CASE(report_formats_are_well_formed) {
   BOOST_TEST(cli("run --dry-run --out x.json -- " + example).code == 2);  // --out needs a format
 }
 
+BOOST_AUTO_TEST_CASE(colour_only_when_asked_for_or_on_a_terminal_and_never_with_no_color) {
+  const std::string run = "run --dry-run --max-retries 0 --evals greet ";
+  // stdout is a pipe here: auto means no colour.
+  BOOST_TEST(cli(run + "-- " + example).out.find('\x1b') == std::string::npos);
+  auto always = cli(run + "--color always -- " + example);
+  BOOST_TEST(always.out.find("\x1b[1;32mPASS\x1b[0m  greet/hi@sim") != std::string::npos);
+  auto no_color = run_command("NO_COLOR=1 " + mira_bin + " " + run + "--color always -- " +
+                              example + " 2>/dev/null");
+  BOOST_TEST(no_color.out.find('\x1b') == std::string::npos);
+  BOOST_TEST(no_color.out.find("PASS  greet/hi@sim") != std::string::npos);
+  BOOST_TEST(cli(run + "--color sometimes -- " + example).code == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_heartbeat_reports_progress_when_stderr_is_not_a_terminal) {
   // A 0.1 s heartbeat over a run of about a second: several lines, whatever the scheduling.
   auto r = run_command(mira_bin + " run --dry-run --heartbeat 0.1 --samples a --trials 3 -j 1 -- " +

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -49,6 +50,21 @@ struct temp_file {
     path = tmpl;
   }
   ~temp_file() { std::remove(path.c_str()); }
+};
+
+/// A fresh directory under the system temp directory, removed with everything in it by the
+/// destructor.
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir() {
+    char tmpl[] = "/tmp/mira-test-XXXXXX";
+    if (::mkdtemp(tmpl)) path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
 inline study_command py_study(std::vector<std::string> extra = {}) {

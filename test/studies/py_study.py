@@ -17,6 +17,8 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --capacity K         a provider that serves K runs at once: a run beyond K is answered at
                        once with a retryable 429 error
   --cost USD           the cost_usd each run reports
+  --hostile            names, answers and outputs built to break paths, terminals, HTML, XML,
+                       CSV and Markdown (script tags, ../, NUL, ANSI escapes, ]]>, 10 KB names)
 """
 import argparse
 import json
@@ -38,6 +40,7 @@ args.add_argument("--stderr-flood", type=int, default=0)
 args.add_argument("--garbage", action="store_true")
 args.add_argument("--capacity", type=int, default=0)
 args.add_argument("--cost", type=float, default=0.0)
+args.add_argument("--hostile", action="store_true")
 opts = args.parse_args()
 
 out = sys.stdout.buffer
@@ -72,6 +75,14 @@ def garbage():
         send_raw(junk, recorded=False)
 
 
+PWN = "document.title='pwned'"
+HOSTILE_EVAL = '"><script>' + PWN + '</script>'
+HOSTILE_SAMPLES = ["../../escape", "a/b", "\x1b[31mred\x1b[0m\x1b]0;title\x07", "]]><x>", "nul\x00byte",
+                   "line\nbreak", "L" * 10240, '<img src=x onerror="' + PWN + '">',
+                   "ctl\x01\x9b\ufffe", 'comma,"quote"', "|pipe|*md*", "fail"]
+HOSTILE_TARGET = "t'\"<>&"
+
+
 def result_for(params, passed=True):
     r = {k: params[k] for k in ("eval", "sample", "target", "params", "trial", "trials", "seed") if k in params}
     r.update({
@@ -83,6 +94,11 @@ def result_for(params, passed=True):
                        "usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": opts.cost}},
         "skipped": False,
     })
+    if opts.hostile:
+        r["transcript"]["final_response"] = "<script>" + PWN + "</script>" + params.get("sample", "")
+        r["transcript"]["output"] = [{"kind": "file", "uri": "javascript:" + PWN},
+                                     {"kind": "file", "uri": "https://example.com/a?b=1&c=\"2\""}]
+        r["scores"][0]["reason"] = "</pre><script>" + PWN + "</script>"
     return r
 
 
@@ -133,6 +149,11 @@ def main():
             caps = [c for c in opts.caps.split(",") if c]
             send({"id": rid, "result": {"protocol_version": "1.1", "study": "py-study",
                                         "study_version": "0.0.1", "evals": 1, "capabilities": caps}})
+        elif method == "list" and opts.hostile:
+            send({"id": rid, "result": {"evals": [{
+                "name": HOSTILE_EVAL, "description": "\x1b[2J" + HOSTILE_EVAL,
+                "samples": [{"id": s} for s in HOSTILE_SAMPLES], "scorers": ["echo"],
+                "targets": [{"label": HOSTILE_TARGET, "provider": "sim", "available": True}]}]}})
         elif method == "list":
             send({"id": rid, "result": {"evals": [{
                 "name": "echo", "samples": [{"id": "a"}, {"id": "b"}, {"id": "fail"}],

@@ -7,21 +7,6 @@
 
 namespace mira::cli {
 
-std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 namespace {
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -206,9 +191,15 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     } else if ((runs || reports) && a == "--format") {
       out.format = value(a);
       if (out.format != "table" && out.format != "json" && out.format != "jsonl" &&
-          out.format != "csv" && out.format != "junit" && out.format != "md")
-        throw usage_error{"--format must be table, json, jsonl, csv, junit or md, got '" +
+          out.format != "csv" && out.format != "junit" && out.format != "md" &&
+          out.format != "html")
+        throw usage_error{"--format must be table, json, jsonl, csv, junit, md or html, got '" +
                           printable(out.format) + "'"};
+    } else if ((runs || reports) && a == "--color") {
+      out.color = value(a);
+      if (out.color != "auto" && out.color != "always" && out.color != "never")
+        throw usage_error{"--color must be auto, always or never, got '" + printable(out.color) +
+                          "'"};
     } else if ((runs || reports) && a == "--out") {
       out.out = value(a);
     } else if (selects && !a.empty() && a[0] != '-' && out.selection.filter.empty()) {
@@ -220,7 +211,7 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     }
   }
   if (!out.out.empty() && out.format == "table")
-    throw usage_error{"--out needs a file --format (json, jsonl, csv, junit or md)"};
+    throw usage_error{"--out needs a file --format (json, jsonl, csv, junit, md or html)"};
   if (reports) {
     if (out.run_id.empty()) throw usage_error{"missing RUN_ID"};
     return out;

@@ -2,6 +2,8 @@
 // `-- STUDY_CMD ...` tail. Every bad value is a usage_error naming the flag and the value.
 #pragma once
 
+#include "escape.hpp"
+
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/run_plan.hpp>
 
@@ -15,9 +17,6 @@ struct usage_error {
   std::string message;
 };
 
-/// Study-provided text made safe for a terminal: control characters shown escaped.
-std::string printable(std::string_view s);
-
 struct run_args {
   std::vector<std::string> study;  // after `--`
   bool help = false;
@@ -29,6 +28,7 @@ struct run_args {
   schedule::run_policy policy;
   std::string format = "table";  // table | json | jsonl | csv | junit | md (run, report)
   std::string out;               // write the format there (atomically); the table to stdout
+  std::string color = "auto";    // table badges: auto (a terminal) | always | never; NO_COLOR wins
   std::string group_by;
   bool json = false;  // list / plan --json
   // Saved runs (run).

@@ -133,8 +133,11 @@ const char* const run_help =
     "  --group-by KEY                pass rate by KEY: axis param, sample, target or transcript\n"
     "                                metadata\n"
     "  --format F                    table (default); json, jsonl (one line per case as it ends,\n"
-    "                                then the summary), csv, junit or md\n"
+    "                                then the summary), csv, junit, md or html (one\n"
+    "                                self-contained page with charts)\n"
     "  --out PATH                    write the --format report to PATH; the table to stdout\n"
+    "  --color WHEN                  colour the table: auto (on a terminal), always or never;\n"
+    "                                never when NO_COLOR is set\n"
     "  --heartbeat SECONDS           progress line interval when stderr is not a terminal (10)\n"
     "\nSaved runs:\n"
     "  --results-dir DIR             where run folders go (default ./results)\n"
@@ -602,12 +605,19 @@ std::string utc_now() {
   return buf;
 }
 
+// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
+bool use_colour(const run_args& a) {
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color && *no_color) return false;
+  return a.color == "always" || (a.color == "auto" && ::isatty(1));
+}
+
 // The finished report on stdout and, with --out, in a file. Returns false when the file could
 // not be written.
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed) {
   if (!a.out.empty()) {
-    print_table(stdout, p, report, s);
+    print_table(stdout, p, report, s, use_colour(a));
     if (auto ec = store::write_file_atomic(a.out, render(a.format, p, report, s))) {
       std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
                    ec.message().c_str());
@@ -617,7 +627,7 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
     return true;
   }
   if (a.format == "table")
-    print_table(stdout, p, report, s);
+    print_table(stdout, p, report, s, use_colour(a));
   else if (a.format == "jsonl" && cases_already_streamed)
     std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
   else
@@ -812,8 +822,9 @@ const char* const report_help = R"(mira report - show a saved run again, without
 Usage: mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group-by KEY]
 
   --results-dir DIR      where run folders are (default ./results)
-  --format F             table, json, jsonl, csv, junit or md, as for `mira run`
+  --format F             table, json, jsonl, csv, junit, md or html, as for `mira run`
   --out PATH             write that format to PATH, the table to stdout
+  --color WHEN           auto (default: on a terminal), always or never; NO_COLOR turns it off
   --group-by KEY         pass rate by an axis param or transcript metadata key
 
 Cases are shown in key order. Exit codes: 0, or 2 when there is no such run.

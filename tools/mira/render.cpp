@@ -2,6 +2,7 @@
 #include "render.hpp"
 
 #include "args.hpp"
+#include "escape.hpp"
 
 #include <boost/json/serialize.hpp>
 
@@ -33,6 +34,28 @@ std::string_view badge(case_state s) {
       return "ERR ";
   }
   return "?   ";
+}
+
+std::string_view badge_colour(case_state s) {
+  switch (s) {
+    case case_state::passed:
+      return "\x1b[1;32m";
+    case case_state::failed:
+      return "\x1b[1;31m";
+    case case_state::error:
+      return "\x1b[1;35m";
+    case case_state::skipped:
+      return "\x1b[33m";
+    default:
+      return "\x1b[2m";
+  }
+}
+
+// Keys can be kilobytes long; a table line shows the start and the end.
+std::string shown_key(std::string_view key) {
+  constexpr std::size_t max = 160;
+  if (key.size() <= max) return printable(key);
+  return printable(key.substr(0, max - 40)) + "…" + printable(key.substr(key.size() - 30));
 }
 
 std::string fraction(const aggregate::rate& r) {
@@ -205,11 +228,15 @@ json::object summary_json(const aggregate::summary& s, const schedule::run_repor
 }
 
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
-                 const aggregate::summary& s) {
+                 const aggregate::summary& s, bool colour) {
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& r = report.cases[i];
-    std::fprintf(out, "%s  %s", std::string(badge(r.state)).c_str(),
-                 printable(p.cases[i].key).c_str());
+    if (colour)
+      std::fprintf(out, "%s%s\x1b[0m  %s", std::string(badge_colour(r.state)).c_str(),
+                   std::string(badge(r.state)).c_str(), shown_key(p.cases[i].key).c_str());
+    else
+      std::fprintf(out, "%s  %s", std::string(badge(r.state)).c_str(),
+                   shown_key(p.cases[i].key).c_str());
     if (r.result && (r.state == case_state::passed || r.state == case_state::failed))
       std::fprintf(out, "  %.2f", r.result->aggregate);
     std::string note = r.message;
@@ -326,88 +353,6 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
 namespace mira::cli {
 
 namespace {
-
-// RFC 4180: quoted when it holds a comma, a quote or a line break; quotes doubled.
-std::string csv_field(std::string_view v) {
-  if (v.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(v);
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + '"';
-}
-
-// Text safe in XML 1.0 content and attribute values: escaped, and the characters XML cannot
-// carry at all (C0 controls but tab/LF/CR, U+FFFE, U+FFFF, invalid UTF-8) dropped.
-std::string xml_text(std::string_view v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    auto c = static_cast<unsigned char>(v[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '&':
-          out += "&amp;";
-          break;
-        case '<':
-          out += "&lt;";
-          break;
-        case '>':
-          out += "&gt;";
-          break;
-        case '"':
-          out += "&quot;";
-          break;
-        case '\'':
-          out += "&apos;";
-          break;
-        case '\t':
-          out += "&#9;";
-          break;
-        case '\n':
-          out += "&#10;";
-          break;
-        case '\r':
-          out += "&#13;";
-          break;
-        default:
-          if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
-      }
-      continue;
-    }
-    // A whole UTF-8 sequence, or nothing.
-    std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-    if (n == 0 || i + n > v.size()) continue;
-    bool ok = true;
-    for (std::size_t k = 1; k < n; ++k)
-      ok = ok && (static_cast<unsigned char>(v[i + k]) & 0xc0) == 0x80;
-    if (!ok) continue;
-    auto seq = v.substr(i, n);
-    if (seq == "\xef\xbf\xbe" || seq == "\xef\xbf\xbf") {  // U+FFFE, U+FFFF
-      i += n - 1;
-      continue;
-    }
-    out.append(seq);
-    i += n - 1;
-  }
-  return out;
-}
-
-// Markdown table cell: pipes escaped, line breaks folded, control characters dropped.
-std::string md_cell(std::string_view v) {
-  std::string out;
-  for (unsigned char c : v) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n' || c == '\r' || c == '\t')
-      out += ' ';
-    else if (c >= 0x20 && c != 0x7f)
-      out += static_cast<char>(c);
-  }
-  return out;
-}
 
 std::string number(double v) {
   char buf[32];
@@ -564,6 +509,7 @@ std::string render(const std::string& format, const plan::plan& p,
   }
   if (format == "junit") return junit_report(p, report, s);
   if (format == "md") return md_report(p, report, s);
+  if (format == "html") return html_report(p, report, s, "Mira eval report");
   json::array cases;
   for (std::size_t i = 0; i < p.cases.size(); ++i)
     cases.push_back(case_json(p.cases[i], report.cases[i]));

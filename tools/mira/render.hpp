@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace mira::cli {
 
@@ -22,13 +23,20 @@ boost::json::object summary_json(const aggregate::summary& s, const schedule::ru
 
 /// The report in a file format: json (summary + cases), jsonl (cases, then the summary), csv
 /// (RFC 4180, one row per case), junit (one testsuite per eval; XML-illegal characters
-/// removed) or md.
+/// removed), md or html.
 std::string render(const std::string& format, const plan::plan& p,
                    const schedule::run_report& report, const aggregate::summary& s);
 
+/// One self-contained HTML page: summary cards, the eval x target matrix, charts per target
+/// (pass rate with its 95 % interval, latency, cost, tokens) as inline SVG, and a filterable,
+/// sortable case table with each case's scores, transcript excerpt, usage and retries.
+std::string html_report(const plan::plan& p, const schedule::run_report& report,
+                        const aggregate::summary& s, std::string_view title);
+
 /// The readable report: every case, the eval x target matrix, trials with pass@k, the
-/// group-by table, totals, and how the run ended.
+/// group-by table, totals, and how the run ended. With `colour`, verdict badges are coloured
+/// (ANSI SGR; never any study-provided bytes).
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
-                 const aggregate::summary& s);
+                 const aggregate::summary& s, bool colour = false);
 
 }  // namespace mira::cli

@@ -25,9 +25,9 @@ std::string new_run_id(std::chrono::system_clock::time_point now, std::uint16_t 
 std::optional<std::string> invalid_run_id(std::string_view id);
 
 /// A directory name for a case key, using only [A-Za-z0-9_-]: letters, digits and '-' stay,
-/// every other byte becomes _xx (two lower-case hex digits). Reversible; a name over 200 bytes
-/// is cut and ends in "__" and a SHA-256 prefix of the key instead ("__" never appears
-/// otherwise), so it is never longer than 200 bytes.
+/// every other byte becomes _xx (two lower-case hex digits). Reversible; a name of 200 bytes or
+/// more is cut and ends in "__" and a SHA-256 prefix of the key instead ("__" never appears
+/// otherwise), so it is always under 200 bytes.
 std::string encode_key(std::string_view key);
 /// The key of a directory name made by encode_key; nothing for a hashed (long) one or for a
 /// name encode_key cannot have made.

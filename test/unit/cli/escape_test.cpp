@@ -1,0 +1,56 @@
+// Escaping per output context, byte by byte.
+#include "mira/escape.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace mira::cli;
+
+BOOST_AUTO_TEST_SUITE(escaping)
+
+BOOST_AUTO_TEST_CASE(the_terminal_never_gets_a_control_sequence) {
+  BOOST_TEST(printable("a\x1b[31mb\x07") == "a\\x1b[31mb\\x07");
+  BOOST_TEST(printable("x\xc2\x9by") == "x\\u{9b}y");  // U+009B, CSI on 8-bit terminals
+  BOOST_TEST(printable("\x9b[2J") == "\\x9b[2J");      // a lone byte: not UTF-8
+  BOOST_TEST(printable("caf\xc3\xa9 \xe2\x9c\x93") == "caf\xc3\xa9 \xe2\x9c\x93");
+  BOOST_TEST(printable(std::string_view("n\0l", 3)) == "n\\x00l");
+  BOOST_TEST(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate is not UTF-8
+}
+
+BOOST_AUTO_TEST_CASE(html_escapes_markup_and_quotes_and_repairs_utf8) {
+  BOOST_TEST(html_text("\"><script>x</script>") == "&quot;&gt;&lt;script&gt;x&lt;/script&gt;");
+  BOOST_TEST(html_text("a'b&c") == "a&#39;b&amp;c");
+  BOOST_TEST(html_text("t\tn\nz\x01\x7f") == "t\tn\nz");
+  BOOST_TEST(html_text("bad\xff") == "bad\xef\xbf\xbd");
+  BOOST_TEST(html_text("\xc2\x9b") == "");
+}
+
+BOOST_AUTO_TEST_CASE(only_http_and_https_urls_become_links) {
+  BOOST_TEST(safe_href("https://x.org/?a=1&b=\"2\"") == "https://x.org/?a=1&amp;b=&quot;2&quot;");
+  BOOST_TEST(safe_href("HTTP://x.org") == "HTTP://x.org");
+  BOOST_TEST(safe_href("javascript:alert(1)").empty());
+  BOOST_TEST(safe_href(" javascript:alert(1)").empty());
+  BOOST_TEST(safe_href("data:text/html,<script>").empty());
+  BOOST_TEST(safe_href("https://x.org/\njavascript:").empty());
+}
+
+BOOST_AUTO_TEST_CASE(xml_drops_what_xml_cannot_carry) {
+  BOOST_TEST(xml_text("]]><a b='c'>&") == "]]&gt;&lt;a b=&apos;c&apos;&gt;&amp;");
+  BOOST_TEST(xml_text(std::string_view("a\0b\x01\x1f", 5)) == "ab");
+  BOOST_TEST(xml_text("\t\n\r") == "&#9;&#10;&#13;");
+  BOOST_TEST(xml_text("x\xef\xbf\xbey\xef\xbf\xbfz") == "xyz");  // U+FFFE, U+FFFF
+  BOOST_TEST(xml_text("\xc3\xa9\xff\xc3") == "\xc3\xa9");
+}
+
+BOOST_AUTO_TEST_CASE(csv_quotes_only_when_needed) {
+  BOOST_TEST(csv_field("plain") == "plain");
+  BOOST_TEST(csv_field("a,\"b\"") == "\"a,\"\"b\"\"\"");
+  BOOST_TEST(csv_field("line\nbreak") == "\"line\nbreak\"");
+}
+
+BOOST_AUTO_TEST_CASE(markdown_cells_cannot_break_the_table_or_inject_html) {
+  BOOST_TEST(md_cell("a|b\nc") == "a\\|b c");
+  BOOST_TEST(md_cell("<img src=x>") == "&lt;img src=x&gt;");
+  BOOST_TEST(md_cell("*x* [l](u) `c`") == "\\*x\\* \\[l\\](u) \\`c\\`");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,227 @@
+// Escaping for each output context (see escape.hpp).
+#include "escape.hpp"
+
+#include <cstdio>
+
+namespace mira::cli {
+
+namespace {
+
+// The length of the well-formed UTF-8 sequence starting at s[i] (1 for ASCII), or 0 when the
+// bytes there are not one (overlong forms, surrogates and values above U+10FFFF included).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  auto c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t n = c >= 0xc2 && c <= 0xdf   ? 2
+                  : c >= 0xe0 && c <= 0xef ? 3
+                  : c >= 0xf0 && c <= 0xf4 ? 4
+                                           : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((b(k) & 0xc0) != 0x80) return 0;
+  if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
+  if (c == 0xed && b(1) >= 0xa0) return 0;  // UTF-16 surrogate
+  if (c == 0xf0 && b(1) < 0x90) return 0;   // overlong
+  if (c == 0xf4 && b(1) >= 0x90) return 0;  // above U+10FFFF
+  return n;
+}
+
+bool is_c1(std::string_view seq) {
+  return seq.size() == 2 && static_cast<unsigned char>(seq[0]) == 0xc2 &&
+         static_cast<unsigned char>(seq[1]) < 0xa0;
+}
+
+bool is_xml_nonchar(std::string_view seq) {
+  return seq == "\xef\xbf\xbe" || seq == "\xef\xbf\xbf";  // U+FFFE, U+FFFF
+}
+
+}  // namespace
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[16];
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    auto n = utf8_length(s, i);
+    if (n == 0 || c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+      continue;
+    }
+    auto seq = s.substr(i, n);
+    if (is_c1(seq)) {  // U+0080..U+009F: 8-bit controls (CSI is U+009B) to some terminals
+      std::snprintf(buf, sizeof buf, "\\u{%02x}", static_cast<unsigned char>(seq[1]));
+      out += buf;
+    } else {
+      out.append(seq);
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string csv_field(std::string_view v) {
+  if (v.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(v);
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + '"';
+}
+
+std::string xml_text(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size();) {
+    auto c = static_cast<unsigned char>(v[i]);
+    auto n = utf8_length(v, i);
+    if (n == 0) {
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      auto seq = v.substr(i, n);
+      if (!is_xml_nonchar(seq)) out.append(seq);
+      i += n;
+      continue;
+    }
+    ++i;
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '\t':
+        out += "&#9;";
+        break;
+      case '\n':
+        out += "&#10;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      default:
+        if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string md_cell(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (unsigned char c : v) {
+    switch (c) {
+      case '|':
+        out += "\\|";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      // Inline HTML in Markdown renders: escape it like HTML would.
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '`':
+        out += "\\`";
+        break;
+      case '*':
+        out += "\\*";
+        break;
+      case '_':
+        out += "\\_";
+        break;
+      case '[':
+        out += "\\[";
+        break;
+      case ']':
+        out += "\\]";
+        break;
+      case '\n':
+      case '\r':
+      case '\t':
+        out += ' ';
+        break;
+      default:
+        if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string html_text(std::string_view v) {
+  std::string out;
+  out.reserve(v.size() + v.size() / 8);
+  for (std::size_t i = 0; i < v.size();) {
+    auto c = static_cast<unsigned char>(v[i]);
+    auto n = utf8_length(v, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      auto seq = v.substr(i, n);
+      if (!is_c1(seq)) out.append(seq);
+      i += n;
+      continue;
+    }
+    ++i;
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if (c >= 0x20 ? c != 0x7f : c == '\t' || c == '\n') out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string safe_href(std::string_view url) {
+  auto starts = [&](std::string_view p) {
+    if (url.size() < p.size()) return false;
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if ((url[i] | 0x20) != p[i]) return false;
+    return true;
+  };
+  if (!starts("http://") && !starts("https://")) return {};
+  for (unsigned char c : url)
+    if (c <= 0x20 || c == 0x7f) return {};  // whitespace or controls: not one URL
+  return html_text(url);
+}
+
+}  // namespace mira::cli

@@ -1,0 +1,411 @@
+// The HTML report: one self-contained page (no external resources), with summary cards, the
+// eval x target matrix, charts drawn here as inline SVG, and a case table that filters and sorts
+// with a small inline script. Every study-provided string goes through html_text()/safe_href(),
+// and a Content-Security-Policy that admits only this page's own script (by hash) backs that
+// up: injected markup would be inert even if an escape were missed.
+#include "escape.hpp"
+#include "render.hpp"
+
+#include <mira/store/files.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+
+namespace mira::cli {
+
+namespace {
+
+using schedule::case_state;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pct(double v) {
+  return fmt("%.1f%%", v * 100);
+}
+
+// At most `n` bytes of `s`, cut before a UTF-8 continuation byte, with an ellipsis when cut.
+std::string excerpt(std::string_view s, std::size_t n) {
+  if (s.size() <= n) return std::string(s);
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "…";
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    unsigned v = static_cast<unsigned char>(bytes[i]) << 16 |
+                 static_cast<unsigned char>(bytes[i + 1]) << 8 |
+                 static_cast<unsigned char>(bytes[i + 2]);
+    for (int k = 18; k >= 0; k -= 6) out += digits[(v >> k) & 63];
+  }
+  if (i < bytes.size()) {
+    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    out += digits[(v >> 18) & 63];
+    out += digits[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? digits[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// The CSP source for a script: 'sha256-<base64 of the digest>'.
+std::string script_hash(const std::string& script) {
+  auto hex = store::sha256_hex(script);
+  std::string raw;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return "'sha256-" + base64(raw) + "'";
+}
+
+const char* const style = R"(
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
+.sub{color:#5b6475;margin-bottom:16px}
+.cards{display:flex;flex-wrap:wrap;gap:10px}
+.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:10px 14px;min-width:110px}
+.card b{display:block;font-size:20px}.card span{color:#5b6475;font-size:12px}
+table{border-collapse:collapse;background:#fff}
+th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f2f5}#cases th{cursor:pointer;user-select:none}
+#cases th[data-dir=asc]::after{content:" \25B2"}#cases th[data-dir=desc]::after{content:" \25BC"}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+.b{display:inline-block;border-radius:4px;padding:0 6px;font-size:12px;font-weight:600;color:#fff}
+.passed{background:#1a7f37}.failed{background:#cf222e}.error{background:#8250df}
+.na{background:#6e7781}.skipped{background:#9a6700}.cancelled{background:#57606a}
+details summary{cursor:pointer}details .d{margin:6px 0 4px;max-width:900px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;margin:4px 0}
+.charts{display:flex;flex-wrap:wrap;gap:16px}.chart{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px}
+.controls{margin:8px 0}.controls input{width:320px}
+.stop{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;border-radius:6px}
+)";
+
+// Filtering (text and status) and sorting by a clicked column; marks the page ready so a test
+// can tell the script ran.
+const char* const script = R"((function(){
+var t=document.getElementById('cases'),b=t.tBodies[0],q=document.getElementById('q'),st=document.getElementById('st'),shown=document.getElementById('shown');
+function filter(){var s=q.value.toLowerCase(),v=st.value,n=0;
+for(var r of b.rows){var ok=(!v||r.dataset.status===v)&&(!s||r.textContent.toLowerCase().indexOf(s)>=0);r.hidden=!ok;if(ok)n++;}
+shown.textContent=n;}
+q.addEventListener('input',filter);st.addEventListener('change',filter);
+var hs=t.tHead.rows[0].cells;
+Array.prototype.forEach.call(hs,function(h,i){h.addEventListener('click',function(){
+var asc=h.dataset.dir!=='asc';Array.prototype.forEach.call(hs,function(o){delete o.dataset.dir;});h.dataset.dir=asc?'asc':'desc';
+var num=h.dataset.type==='num',rows=Array.prototype.slice.call(b.rows);
+rows.sort(function(x,y){var a=x.cells[i].dataset.v,c=y.cells[i].dataset.v;
+var r=num?(parseFloat(a)||0)-(parseFloat(c)||0):a.localeCompare(c);return asc?r:-r;});
+rows.forEach(function(r){b.appendChild(r);});});});
+filter();document.documentElement.dataset.ready='1';})();)";
+
+struct bar {
+  std::string label;
+  double value = 0;
+  std::optional<aggregate::interval> ci;
+  std::string text;
+};
+
+// A horizontal bar chart; labels are shortened to fit, the full label is the row's tooltip.
+std::string bar_chart(std::string_view title, const std::vector<bar>& bars, double max,
+                      std::string_view colour) {
+  const int label_w = 170, plot_w = 300, row_h = 24, top = 28, text_w = 130;
+  int h = top + row_h * static_cast<int>(bars.size()) + 8;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    std::to_string(label_w + plot_w + text_w) + "\" height=\"" + std::to_string(h) +
+                    "\" role=\"img\"><text x=\"4\" y=\"18\" font-weight=\"600\">" +
+                    html_text(title) + "</text>";
+  if (max <= 0) max = 1;
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    auto& b = bars[i];
+    int y = top + row_h * static_cast<int>(i);
+    auto x = [&](double v) { return label_w + std::clamp(v / max, 0.0, 1.0) * plot_w; };
+    out += "<g><title>" + html_text(b.label) + "</title><text x=\"4\" y=\"" +
+           std::to_string(y + 16) + "\">" + html_text(excerpt(b.label, 24)) + "</text>";
+    out += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 4) +
+           "\" width=\"" + fmt("%.1f", x(b.value) - label_w) + "\" height=\"16\" fill=\"" +
+           std::string(colour) + "\"/>";
+    if (b.ci) {
+      auto lo = fmt("%.1f", x(b.ci->low)), hi = fmt("%.1f", x(b.ci->high));
+      auto mid = std::to_string(y + 12);
+      out += "<path d=\"M" + lo + " " + mid + "H" + hi + "M" + lo + " " + std::to_string(y + 6) +
+             "V" + std::to_string(y + 18) + "M" + hi + " " + std::to_string(y + 6) + "V" +
+             std::to_string(y + 18) + "\" stroke=\"#1d2330\" fill=\"none\"/>";
+    }
+    out += "<text x=\"" + std::to_string(label_w + plot_w + 6) + "\" y=\"" +
+           std::to_string(y + 16) + "\">" + html_text(b.text) + "</text></g>";
+  }
+  return out + "</svg>";
+}
+
+struct spread {
+  std::string label;
+  std::vector<double> values;  // sorted
+};
+
+// Latency per target as box plots: whiskers min..max, box p25..p75, a bar at the median and a
+// dot at p95.
+std::string latency_chart(const std::vector<spread>& rows) {
+  const int label_w = 170, plot_w = 300, row_h = 26, top = 28, text_w = 190;
+  double max = 0;
+  for (auto& r : rows)
+    if (!r.values.empty()) max = std::max(max, r.values.back());
+  if (max <= 0) max = 1;
+  int h = top + row_h * static_cast<int>(rows.size()) + 8;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                    std::to_string(label_w + plot_w + text_w) + "\" height=\"" + std::to_string(h) +
+                    "\" role=\"img\"><text x=\"4\" y=\"18\" font-weight=\"600\">Latency per target "
+                    "(s; box p25–p75, bar median, dot p95)</text>";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto& r = rows[i];
+    int y = top + row_h * static_cast<int>(i);
+    auto x = [&](double v) { return fmt("%.1f", label_w + v / max * plot_w); };
+    out += "<g><title>" + html_text(r.label) + "</title><text x=\"4\" y=\"" +
+           std::to_string(y + 17) + "\">" + html_text(excerpt(r.label, 24)) + "</text>";
+    if (!r.values.empty()) {
+      auto q = [&](double p) { return aggregate::percentile(r.values, p); };
+      auto mid = std::to_string(y + 13);
+      out += "<path d=\"M" + x(r.values.front()) + " " + mid + "H" + x(r.values.back()) +
+             "\" stroke=\"#5b6475\"/>";
+      out += "<rect x=\"" + x(q(25)) + "\" y=\"" + std::to_string(y + 5) + "\" width=\"" +
+             fmt("%.1f", std::max(1.0, (q(75) - q(25)) / max * plot_w)) +
+             "\" height=\"16\" fill=\"#9ecbff\" stroke=\"#0969da\"/>";
+      out += "<path d=\"M" + x(q(50)) + " " + std::to_string(y + 5) + "V" + std::to_string(y + 21) +
+             "\" stroke=\"#0a3069\" stroke-width=\"2\"/>";
+      out += "<circle cx=\"" + x(q(95)) + "\" cy=\"" + mid + "\" r=\"3\" fill=\"#cf222e\"/>";
+      out += "<text x=\"" + std::to_string(label_w + plot_w + 6) + "\" y=\"" +
+             std::to_string(y + 17) + "\">p50 " + fmt("%.3f", q(50)) + " · p95 " +
+             fmt("%.3f", q(95)) + " · n " + std::to_string(r.values.size()) + "</text>";
+    }
+    out += "</g>";
+  }
+  return out + "</svg>";
+}
+
+std::string card(const std::string& value, std::string_view label) {
+  return "<div class=\"card\"><b>" + value + "</b><span>" + std::string(label) + "</span></div>";
+}
+
+std::string badge(case_state s) {
+  static const char* names[] = {"PASS", "FAIL", "N/A", "SKIP", "STOP", "ERR"};
+  return "<span class=\"b " + std::string(to_string(s)) + "\">" +
+         names[static_cast<std::size_t>(s)] + "</span>";
+}
+
+std::string params_text(const protocol::axis_params& p) {
+  std::string out;
+  for (auto& [k, v] : p) out += (out.empty() ? "" : ", ") + k + "=" + v;
+  return out;
+}
+
+// Everything known about one case, shown when its row is opened.
+std::string case_details(const schedule::case_record& r) {
+  std::string d;
+  if (!r.message.empty()) d += "<p><b>Host:</b> " + html_text(r.message) + "</p>";
+  if (r.result) {
+    auto& res = *r.result;
+    if (!res.scores.empty()) {
+      d += "<table><tr><th>scorer</th><th>value</th><th>pass</th><th>reason</th></tr>";
+      for (auto& sc : res.scores)
+        d += "<tr><td>" + html_text(sc.scorer) + "</td><td class=\"n\">" + fmt("%.4g", sc.value) +
+             "</td><td>" +
+             (sc.na     ? "n/a"
+              : sc.pass ? "yes"
+                        : "no") +
+             "</td><td>" + html_text(sc.reason) + "</td></tr>";
+      d += "</table>";
+    }
+    auto& t = res.transcript;
+    if (t.error)
+      d += "<p><b>Error" +
+           std::string(t.error_kind == protocol::error_kind::infra ? " (infra)" : "") + ":</b> " +
+           html_text(*t.error) + "</p>";
+    if (!t.final_response.empty())
+      d += "<p><b>Final response</b></p><pre>" + html_text(excerpt(t.final_response, 2000)) +
+           "</pre>";
+    for (auto& part : t.output) {
+      auto* o = part.if_object();
+      auto* uri = o ? o->if_contains("uri") : nullptr;
+      if (!uri || !uri->is_string()) continue;
+      auto href = safe_href(uri->get_string());
+      d += "<p><b>Output:</b> " +
+           (href.empty() ? html_text(uri->get_string())
+                         : "<a href=\"" + href + "\" rel=\"noopener noreferrer\">" +
+                               html_text(uri->get_string()) + "</a>") +
+           "</p>";
+    }
+    d += "<p><b>Usage:</b> " + std::to_string(t.usage.input_tokens) + " in, " +
+         std::to_string(t.usage.output_tokens) + " out, $" + fmt("%.4f", t.usage.cost_usd) + " · " +
+         std::to_string(t.iterations) + " iteration(s), " + std::to_string(t.tool_calls_count) +
+         " tool call(s)</p>";
+  }
+  if (!r.retried.empty()) {
+    d += "<p><b>Retries</b></p><ol>";
+    for (auto& e : r.retried)
+      d += "<li>" + html_text(e.cause) + ": " + html_text(e.message) + "</li>";
+    d += "</ol>";
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string html_report(const plan::plan& p, const schedule::run_report& report,
+                        const aggregate::summary& s, std::string_view title) {
+  std::string out;
+  out.reserve(4096 + p.cases.size() * 1024);
+  out +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; img-src data:; script-src " +
+      script_hash(script) + "\"><meta name=\"viewport\" content=\"width=device-width\"><title>" +
+      html_text(title) + "</title><style>" + style + "</style></head><body>\n";
+  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(p.cases.size()) +
+         " cases · " + fmt("%.2f", report.seconds) + " s</div>\n";
+  if (report.stopped != schedule::stop_reason::none)
+    out += "<p class=\"stop\"><b>Stopped (" + std::string(to_string(report.stopped)) + "):</b> " +
+           html_text(report.stop_message) + "</p>\n";
+
+  auto ci = s.overall.ci();
+  auto& t = s.total;
+  out += "<div class=\"cards\">" +
+         card(s.overall.scored ? pct(s.overall.value()) : "–",
+              "pass rate (95% " + pct(ci.low) + "–" + pct(ci.high) + ")") +
+         card(std::to_string(s.count(case_state::passed)), "passed") +
+         card(std::to_string(s.count(case_state::failed)), "failed") +
+         card(std::to_string(s.count(case_state::error)), "errors") +
+         card(std::to_string(s.count(case_state::na)), "n/a") +
+         card(std::to_string(s.count(case_state::skipped)), "skipped") +
+         card(std::to_string(s.count(case_state::cancelled)), "cancelled") +
+         card("$" + fmt("%.4f", t.cost_usd), "cost") +
+         card(std::to_string(t.input_tokens + t.output_tokens), "tokens (in + out)") +
+         card(std::to_string(t.retries), "retries") + "</div>\n";
+
+  // The eval x target matrix.
+  out += "<h2>Matrix</h2><table><tr><th>eval</th>";
+  for (auto& target : s.target_order) out += "<th>" + html_text(target) + "</th>";
+  out += "</tr>";
+  for (auto& e : s.eval_order) {
+    out += "<tr><th>" + html_text(e) + "</th>";
+    for (auto& target : s.target_order) {
+      auto it = s.matrix.find({e, target});
+      if (it == s.matrix.end() || !it->second.scored) {
+        out += "<td>–</td>";
+        continue;
+      }
+      auto& r = it->second;
+      // Green to red by pass rate.
+      int hue = static_cast<int>(std::lround(r.value() * 120));
+      out += "<td class=\"n\" style=\"background:hsl(" + std::to_string(hue) + ",60%,88%)\">" +
+             std::to_string(r.passed) + "/" + std::to_string(r.scored) + " (" + pct(r.value()) +
+             ")</td>";
+    }
+    out += "</tr>";
+  }
+  out += "</table>\n";
+
+  // Charts, per target.
+  std::map<std::string, spread> latencies;
+  std::map<std::string, double> cost;
+  std::map<std::string, std::int64_t> tokens;
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    auto& target = p.cases[i].params.target;
+    auto& r = report.cases[i];
+    if (r.attempts > 0 && r.state != case_state::cancelled)
+      latencies[target].values.push_back(r.latency_seconds);
+    if (r.result) {
+      cost[target] += r.result->transcript.usage.cost_usd;
+      tokens[target] +=
+          r.result->transcript.usage.input_tokens + r.result->transcript.usage.output_tokens;
+    }
+  }
+  std::vector<bar> rates, costs, token_bars;
+  std::vector<spread> spreads;
+  double max_cost = 0, max_tokens = 0;
+  for (auto& target : s.target_order) {
+    auto& r = s.per_target.at(target);
+    rates.push_back({target, r.value(), r.scored ? std::optional(r.ci()) : std::nullopt,
+                     r.scored ? pct(r.value()) + " of " + std::to_string(r.scored) : "no scores"});
+    costs.push_back({target, cost[target], std::nullopt, "$" + fmt("%.4f", cost[target])});
+    token_bars.push_back({target, static_cast<double>(tokens[target]), std::nullopt,
+                          std::to_string(tokens[target])});
+    max_cost = std::max(max_cost, cost[target]);
+    max_tokens = std::max(max_tokens, static_cast<double>(tokens[target]));
+    auto& sp = latencies[target];
+    std::sort(sp.values.begin(), sp.values.end());
+    sp.label = target;
+    spreads.push_back(std::move(sp));
+  }
+  out += "<h2>Per target</h2><div class=\"charts\"><div class=\"chart\">" +
+         bar_chart("Pass rate with 95% interval", rates, 1, "#2da44e") +
+         "</div><div class=\"chart\">" + latency_chart(spreads) + "</div><div class=\"chart\">" +
+         bar_chart("Cost (USD)", costs, max_cost, "#bf8700") + "</div><div class=\"chart\">" +
+         bar_chart("Tokens (in + out)", token_bars, max_tokens, "#8250df") + "</div></div>\n";
+
+  // The case table.
+  out +=
+      "<h2>Cases</h2><div class=\"controls\"><input id=\"q\" type=\"search\" "
+      "placeholder=\"filter (any text of the case)\" aria-label=\"filter\"> <select id=\"st\" "
+      "aria-label=\"status\"><option value=\"\">every status</option>";
+  for (auto st : {case_state::passed, case_state::failed, case_state::error, case_state::na,
+                  case_state::skipped, case_state::cancelled})
+    out += "<option value=\"" + std::string(to_string(st)) + "\">" + std::string(to_string(st)) +
+           " (" + std::to_string(s.count(st)) + ")</option>";
+  out += "</select> <span id=\"shown\">" + std::to_string(p.cases.size()) +
+         "</span> shown</div>\n<table id=\"cases\"><thead><tr><th>status</th><th>case</th>"
+         "<th>eval</th><th>sample</th><th>target</th><th>params</th><th data-type=\"num\">trial"
+         "</th><th data-type=\"num\">score</th><th data-type=\"num\">latency s</th><th "
+         "data-type=\"num\">tokens</th><th data-type=\"num\">cost $</th><th "
+         "data-type=\"num\">attempts</th></tr></thead><tbody>\n";
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    auto& c = p.cases[i];
+    auto& r = report.cases[i];
+    auto status = std::string(to_string(r.state));
+    auto cell = [&](const std::string& sort_value, const std::string& shown, bool num = false) {
+      out += std::string(num ? "<td class=\"n\"" : "<td") + " data-v=\"" + html_text(sort_value) +
+             "\">" + shown + "</td>";
+    };
+    out += "<tr data-status=\"" + status + "\">";
+    cell(status, badge(r.state));
+    cell(c.key, "<details><summary>" + html_text(c.key) + "</summary><div class=\"d\">" +
+                    case_details(r) + "</div></details>");
+    cell(c.params.eval, html_text(c.params.eval));
+    cell(c.params.sample, html_text(c.params.sample));
+    cell(c.params.target, html_text(c.params.target));
+    auto params = params_text(c.params.params);
+    cell(params, html_text(params));
+    cell(std::to_string(c.params.trial), std::to_string(c.params.trial), true);
+    if (r.result && (r.state == case_state::passed || r.state == case_state::failed))
+      cell(fmt("%.6g", r.result->aggregate), fmt("%.2f", r.result->aggregate), true);
+    else
+      cell("", "", true);
+    if (r.attempts > 0)
+      cell(fmt("%.6f", r.latency_seconds), fmt("%.3f", r.latency_seconds), true);
+    else
+      cell("", "", true);
+    if (r.result) {
+      auto& u = r.result->transcript.usage;
+      cell(std::to_string(u.input_tokens + u.output_tokens),
+           std::to_string(u.input_tokens + u.output_tokens), true);
+      cell(fmt("%.6f", u.cost_usd), fmt("%.4f", u.cost_usd), true);
+    } else {
+      cell("", "", true);
+      cell("", "", true);
+    }
+    cell(std::to_string(r.attempts), std::to_string(r.attempts), true);
+    out += "</tr>\n";
+  }
+  out += "</tbody></table>\n<script>";
+  out += script;
+  out += "</script></body></html>\n";
+  return out;
+}
+
+}  // namespace mira::cli
