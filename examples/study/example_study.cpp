@@ -2,6 +2,9 @@
 // what a study does and to give the host something real to run. Each `run` gets its own thread,
 // so many cases are in flight at once; `cancel` stops a running case.
 //
+// Besides `run` it answers `execute` (the transcript; greet's carries an ATIF trajectory) and
+// `score` (the same scorers over a supplied transcript).
+//
 // Evals: greet (a target marked unavailable), arithmetic (25 samples over paginated pages),
 // reasoning (an `effort` axis), coin (3 seeded trials), slow (sleeps, honours cancel),
 // events (emits event/log notifications), outage (an infra error scored N/A).
@@ -19,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,47 +191,40 @@ void emit_event(std::int64_t request_id, const json::object& params, std::string
   send(json::object{{"method", "event"}, {"params", std::move(p)}});
 }
 
-void run_case(json::value id, json::object params, std::shared_ptr<running> state) {
+// What the subject did for one case: its transcript, or nothing when an error reply (unknown
+// eval or sample, cancelled) has been sent instead. Shared by `run` and `execute`.
+std::optional<json::object> execute_case(const json::value& id, const json::object& params,
+                                         const running& state) {
   auto rid = id.as_int64();
   auto eval = str(params, "eval");
   auto sample = str(params, "sample");
-  json::object r = identity(params);
+  json::object t;
   if (eval == "greet") {
-    if (sample != "hi" && sample != "hello" && sample != "hey")
-      return reply_error(id, -32602, "no such sample: greet/" + sample);
-    finish(r, json::array{score("contains", true, "found \"42\"")},
-           transcript("Hi! The answer is 42.", 12, 8, 3));
+    if (sample != "hi" && sample != "hello" && sample != "hey") {
+      reply_error(id, -32602, "no such sample: greet/" + sample);
+      return std::nullopt;
+    }
+    t = transcript("Hi! The answer is 42.", 12, 8, 3);
   } else if (eval == "arithmetic") {
     auto n = std::stoi(sample.substr(sample.find('-') + 1));
-    r["input"] = json::array{"What is " + std::to_string(n) + " + " + std::to_string(n) + "?"};
-    r["expected"] = std::to_string(2 * n);
-    finish(r, json::array{score("exact", true, "matched")},
-           transcript(std::to_string(2 * n), 20, 2, 1));
+    t = transcript(std::to_string(2 * n), 20, 2, 1);
   } else if (eval == "reasoning") {
     auto* p = params.if_contains("params");
     std::string effort = p && p->is_object() ? str(p->as_object(), "effort") : "low";
-    auto t = transcript("solved at " + effort + " effort", 40, effort == "high" ? 200 : 50, 2);
+    t = transcript("solved at " + effort + " effort", 40, effort == "high" ? 200 : 50, 2);
     t["iterations"] = effort == "high" ? 3 : 1;
     t["metrics"] = json::object{{"steps_per_turn", effort == "high" ? 2.5 : 1.0}};
-    finish(r, json::array{score("succeeded", true, "solved")}, std::move(t));
   } else if (eval == "coin") {
     auto* s = params.if_contains("seed");
     std::int64_t seed = s && s->is_int64() ? s->as_int64() : 0;
-    bool heads = seed % 5 != 0;
-    finish(r, json::array{score("seeded", heads, heads ? "heads" : "tails")},
-           transcript(heads ? "heads" : "tails", 5, 1, 1));
+    t = transcript(seed % 5 != 0 ? "heads" : "tails", 5, 1, 1);
   } else if (eval == "slow") {
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(slow_ms);
     while (std::chrono::steady_clock::now() < until) {
-      if (state->cancelled) {
-        std::fprintf(stderr, "example-study: run %lld cancelled\n", static_cast<long long>(rid));
-        reply_error(id, -32800, "cancelled");
-        return;
-      }
+      if (state.cancelled) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    finish(r, json::array{score("succeeded", true, "finished")},
-           transcript("done", 10, 10, slow_ms));
+    t = transcript("done", 10, 10, slow_ms);
   } else if (eval == "events") {
     emit_event(rid, params, "started");
     emit_event(rid, params, "turn", {{"turn", 0}});
@@ -236,23 +233,117 @@ void run_case(json::value id, json::object params, std::shared_ptr<running> stat
     send(json::object{{"method", "log"},
                       {"params", json::object{{"request_id", rid}, {"message", "used one tool"}}}});
     emit_event(rid, params, "finished");
-    auto t = transcript("found it", 30, 6, 2);
+    t = transcript("found it", 30, 6, 2);
     t["tool_calls_count"] = 1;
     t["tool_calls"] = json::array{"search"};
-    finish(r, json::array{score("succeeded", true, "used the tool")}, std::move(t));
   } else if (eval == "outage") {
-    auto t = transcript("", 0, 0, 1);
+    t = transcript("", 0, 0, 1);
     t["error"] = "provider returned 503 Service Unavailable";
     t["error_kind"] = "infra";
-    json::object na = score("infra", false, "provider returned 503 Service Unavailable");
-    na["na"] = true;
-    finish(r, json::array{na}, std::move(t));
   } else {
     reply_error(id, -32602, "no such eval: " + eval);
-    return;
+    return std::nullopt;
   }
-  if (state->cancelled) return reply_error(id, -32800, "cancelled");
+  if (state.cancelled) {
+    std::fprintf(stderr, "example-study: run %lld cancelled\n", static_cast<long long>(rid));
+    reply_error(id, -32800, "cancelled");
+    return std::nullopt;
+  }
+  return t;
+}
+
+// The eval's scorers over a transcript (from this run, or replayed by `score`).
+json::array score_case(json::object& r, const json::object& params, const json::object& t) {
+  auto eval = str(params, "eval");
+  auto sample = str(params, "sample");
+  auto response = str(t, "final_response");
+  if (eval == "greet") {
+    bool found = response.find("42") != std::string::npos;
+    return {score("contains", found, found ? "found \"42\"" : "no \"42\" in the answer")};
+  }
+  if (eval == "arithmetic") {
+    auto n = std::stoi(sample.substr(sample.find('-') + 1));
+    r["input"] = json::array{"What is " + std::to_string(n) + " + " + std::to_string(n) + "?"};
+    r["expected"] = std::to_string(2 * n);
+    bool exact = response == std::to_string(2 * n);
+    return {score("exact", exact, exact ? "matched" : "expected " + std::to_string(2 * n))};
+  }
+  if (eval == "coin") {
+    bool heads = response == "heads";
+    return {score("seeded", heads, heads ? "heads" : "tails")};
+  }
+  if (eval == "outage" && str(t, "error_kind") == "infra") {
+    json::object na = score("infra", false, str(t, "error"));
+    na["na"] = true;
+    return {na};
+  }
+  if (eval == "events") {
+    auto* n = t.if_contains("tool_calls_count");
+    bool used = n && n->is_int64() && n->as_int64() >= 1;
+    return {score("succeeded", used, used ? "used the tool" : "no tool call")};
+  }
+  bool ok = !response.empty();
+  return {score("succeeded", ok, ok ? "answered" : "no answer")};
+}
+
+void run_case(json::value id, json::object params, std::shared_ptr<running> state) {
+  auto t = execute_case(id, params, *state);
+  if (!t) return;
+  json::object r = identity(params);
+  auto scores = score_case(r, params, *t);
+  finish(r, std::move(scores), std::move(*t));
   reply(id, std::move(r));
+}
+
+// `execute`: the full transcript; greet also carries an ATIF trajectory.
+void execute(json::value id, json::object params, std::shared_ptr<running> state) {
+  auto t = execute_case(id, params, *state);
+  if (!t) return;
+  if (str(params, "eval") == "greet")
+    (*t)["trajectory"] = json::object{
+        {"schema_version", "ATIF-v1.7"},
+        {"agent", json::object{{"name", "example-study"}, {"version", "0.1.0"}}},
+        {"steps", json::array{json::object{{"step_id", 1},
+                                           {"source", "user"},
+                                           {"message", "Say hello, " + str(params, "sample")}},
+                              json::object{{"step_id", 2},
+                                           {"source", "agent"},
+                                           {"message", "Hi! The answer is 42."},
+                                           {"metrics", json::object{{"prompt_tokens", 12},
+                                                                    {"completion_tokens", 8}}}}}}};
+  (*t)["events"] = json::array{};
+  (*t)["files"] = json::object{};
+  json::object r = identity(params);
+  r["transcript"] = std::move(*t);
+  r["skipped"] = false;
+  reply(id, std::move(r));
+}
+
+// `score`: the same scorers over a supplied transcript; the result carries its summary.
+void score_transcript(const json::value& id, const json::object& params) {
+  auto* tv = params.if_contains("transcript");
+  if (!tv || !tv->is_object()) return reply_error(id, -32602, "score needs a transcript object");
+  json::object t = tv->as_object();
+  for (auto key : {"trajectory", "events", "files"}) t.erase(key);
+  json::object r = identity(params);
+  auto scores = score_case(r, params, t);
+  finish(r, std::move(scores), std::move(t));
+  reply(id, std::move(r));
+}
+
+template <class Work>
+void in_flight(const json::value& id, json::object params, Work work) {
+  auto state = std::make_shared<running>();
+  {
+    std::lock_guard lock(runs_mutex);
+    runs[id.as_int64()] = state;
+  }
+  std::thread([id, params = std::move(params), state, work] {
+    work(id, params, state);
+    std::lock_guard lock(runs_mutex);
+    runs.erase(id.as_int64());
+    if (runs.empty()) runs_done.notify_all();
+  }).detach();
 }
 
 void handle(json::object msg) {
@@ -265,7 +356,8 @@ void handle(json::object msg) {
   if (auto* p = msg.if_contains("params"); p && p->is_object()) params = p->as_object();
 
   if (method == "initialize") {
-    json::array caps{"axes", "events", "usage", "trials", "paginate"};
+    json::array caps{"axes",     "events",  "usage", "trials",
+                     "paginate", "execute", "score", "trajectory"};
     if (advertise_cancel) caps.push_back("cancel");
     reply(id, json::object{
                   {"protocol_version", "1.1"},
@@ -276,7 +368,8 @@ void handle(json::object msg) {
                   {"capability_params",
                    json::object{
                        {"events", json::object{{"kinds", json::array{"started", "turn", "tool_call",
-                                                                     "output", "finished"}}}}}}});
+                                                                     "output", "finished"}}}},
+                       {"trajectory", json::object{{"format", "ATIF"}, {"version", "1.7"}}}}}});
   } else if (method == "list") {
     reply(id, list_result());
   } else if (method == "list_samples") {
@@ -290,17 +383,11 @@ void handle(json::object msg) {
     }
     reply(id, json::object{{"samples", arithmetic_page(from)}, {"next_cursor", next_cursor(from)}});
   } else if (method == "run") {
-    auto state = std::make_shared<running>();
-    {
-      std::lock_guard lock(runs_mutex);
-      runs[id.as_int64()] = state;
-    }
-    std::thread([id, params = std::move(params), state] {
-      run_case(id, params, state);
-      std::lock_guard lock(runs_mutex);
-      runs.erase(id.as_int64());
-      if (runs.empty()) runs_done.notify_all();
-    }).detach();
+    in_flight(id, std::move(params), run_case);
+  } else if (method == "execute") {
+    in_flight(id, std::move(params), execute);
+  } else if (method == "score") {
+    score_transcript(id, params);
   } else if (method == "cancel" && advertise_cancel) {
     auto* target = params.if_contains("id");
     bool found = false;

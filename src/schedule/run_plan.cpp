@@ -35,6 +35,8 @@ std::string_view to_string(case_state s) {
       return "cancelled";
     case case_state::error:
       return "error";
+    case case_state::executed:
+      return "executed";
   }
   return "?";
 }
@@ -71,17 +73,59 @@ struct attempt_outcome {
   bool timed_out = false;
 };
 
+// An execute result seen as a run result without scores: the scheduler's bookkeeping (usage,
+// infra errors, skipped) is the same, and raw_json keeps the full transcript to save.
+protocol::run_result unscored(protocol::execute_result e) {
+  protocol::run_result r;
+  r.eval = std::move(e.eval);
+  r.sample = std::move(e.sample);
+  r.target = std::move(e.target);
+  r.params = std::move(e.params);
+  r.trial = e.trial;
+  r.trials = e.trials;
+  r.seed = e.seed;
+  r.transcript = std::move(static_cast<protocol::transcript_summary&>(e.transcript));
+  r.skipped = e.skipped;
+  r.raw_json = std::move(e.raw_json);
+  return r;
+}
+
+asio::awaitable<tl::expected<protocol::run_result, error>> send(
+    host_handle host, protocol::run_params params, operation op,
+    std::optional<boost::json::object> transcript, notification_handler on_notification) {
+  switch (op) {
+    case operation::execute: {
+      auto e = co_await host.execute(std::move(params), std::move(on_notification));
+      if (!e) co_return tl::unexpected(std::move(e.error()));
+      co_return unscored(std::move(*e));
+    }
+    case operation::score: {
+      protocol::score_params sp;
+      sp.identity = std::move(params);
+      sp.transcript = std::move(*transcript);
+      co_return co_await host.score(std::move(sp));
+    }
+    case operation::run:
+      break;
+  }
+  co_return co_await host.run(std::move(params), std::move(on_notification));
+}
+
 asio::awaitable<attempt_outcome> one_attempt(host_handle host, protocol::run_params params,
+                                             operation op,
+                                             std::optional<boost::json::object> transcript,
                                              std::optional<duration> timeout,
                                              notification_handler on_notification) {
   attempt_outcome out;
+  auto request = send(std::move(host), std::move(params), op, std::move(transcript),
+                      std::move(on_notification));
   if (!timeout) {
-    out.result = co_await host.run(std::move(params), std::move(on_notification));
+    out.result = co_await std::move(request);
     co_return out;
   }
   asio::steady_timer timer(co_await asio::this_coro::executor, *timeout);
-  auto raced = co_await (host.run(std::move(params)) ||
-                         timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  auto raced =
+      co_await (std::move(request) || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 0)
     out.result = std::move(std::get<0>(raced));
   else
@@ -183,9 +227,12 @@ class pipeline {
     generation_of_[id] = generation_;
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
+    std::optional<boost::json::object> transcript;
+    if (policy_.op == operation::score) transcript = policy_.transcript_for(index);
     asio::co_spawn(
         ex_,
-        one_attempt(host_, plan_.cases[index].params, policy_.case_timeout,
+        one_attempt(host_, plan_.cases[index].params, policy_.op, std::move(transcript),
+                    policy_.case_timeout,
                     hooks_.on_notification
                         ? notification_handler([this, index](const notification& n) {
                             hooks_.on_notification(index, n);
@@ -254,6 +301,8 @@ class pipeline {
         rec.state = case_state::na;
       else if (gave_up)  // retried on a rate limit until the attempts ran out
         rec.state = case_state::na;
+      else if (policy_.op == operation::execute)
+        rec.state = case_state::executed;
       else
         rec.state = r.passed ? case_state::passed : case_state::failed;
       if (r.transcript.error) rec.message = *r.transcript.error;

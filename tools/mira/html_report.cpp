@@ -81,7 +81,7 @@ th{background:#f0f2f5}#cases th{cursor:pointer;user-select:none}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .b{display:inline-block;border-radius:4px;padding:0 6px;font-size:12px;font-weight:600;color:#fff}
 .passed{background:#1a7f37}.failed{background:#cf222e}.error{background:#8250df}
-.na{background:#6e7781}.skipped{background:#9a6700}.cancelled{background:#57606a}
+.na,.executed{background:#6e7781}.skipped{background:#9a6700}.cancelled{background:#57606a}
 details summary{cursor:pointer}details .d{margin:6px 0 4px;max-width:900px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;margin:4px 0}
 .charts{display:flex;flex-wrap:wrap;gap:16px}.chart{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px}
@@ -194,7 +194,7 @@ std::string card(const std::string& value, std::string_view label) {
 }
 
 std::string badge(case_state s) {
-  static const char* names[] = {"PASS", "FAIL", "N/A", "SKIP", "STOP", "ERR"};
+  static const char* names[] = {"PASS", "FAIL", "N/A", "SKIP", "STOP", "ERR", "EXEC"};
   return "<span class=\"b " + std::string(to_string(s)) + "\">" +
          names[static_cast<std::size_t>(s)] + "</span>";
 }

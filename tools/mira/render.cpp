@@ -32,6 +32,8 @@ std::string_view badge(case_state s) {
       return "STOP";
     case case_state::error:
       return "ERR ";
+    case case_state::executed:
+      return "EXEC";
   }
   return "?   ";
 }
@@ -125,7 +127,7 @@ schedule::case_record case_from_json(const json::object& saved) {
   };
   auto status = text("status");
   for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
-                  case_state::cancelled, case_state::error})
+                  case_state::cancelled, case_state::error, case_state::executed})
     if (status == to_string(st)) r.state = st;
   if (auto* v = saved.if_contains("attempts"); v && v->is_int64())
     r.attempts = static_cast<int>(v->get_int64());
@@ -157,7 +159,7 @@ schedule::case_record case_from_json(const json::object& saved) {
 json::object summary_json(const aggregate::summary& s, const schedule::run_report& report) {
   json::object counts;
   for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
-                  case_state::cancelled, case_state::error})
+                  case_state::cancelled, case_state::error, case_state::executed})
     counts[to_string(st)] = s.count(st);
   json::object matrix;
   for (auto& [key, r] : s.matrix) {
@@ -440,6 +442,7 @@ std::string junit_report(const plan::plan& p, const schedule::run_report& report
         case case_state::na:
         case case_state::skipped:
         case case_state::cancelled:
+        case case_state::executed:
           ++skipped;
           cases += "<skipped message=\"" +
                    xml_text(std::string(to_string(r.state)) + (why.empty() ? "" : ": " + why)) +

@@ -26,6 +26,7 @@ enum class case_state {
   skipped,    // target unavailable, or the study skipped it
   cancelled,  // stopped by fail-fast, a budget or the deadline before it finished
   error,      // the study rejected the request, or the connection failed
+  executed,   // operation::execute: the transcript is in, the verdict comes from a later score
 };
 std::string_view to_string(case_state s);
 std::ostream& operator<<(std::ostream& os, case_state s);
@@ -49,7 +50,17 @@ enum class stop_reason { none, fail_fast, budget, deadline, study_failed, interr
 std::string_view to_string(stop_reason r);
 std::ostream& operator<<(std::ostream& os, stop_reason r);
 
+/// What each attempt of a case sends to the study.
+enum class operation {
+  run,      // `run`: execute and score
+  execute,  // `execute`: the case's result holds the ExecuteResult; it ends as `executed`
+  score,    // `score`: the transcript comes from run_policy::transcript_for
+};
+
 struct run_policy {
+  operation op = operation::run;
+  /// operation::score: the transcript (as the study's `execute` returned it) for a case index.
+  std::function<boost::json::object(std::size_t case_index)> transcript_for;
   concurrency_policy concurrency;
   retry_policy retry;
   std::optional<duration> case_timeout;  // per attempt
