@@ -1,0 +1,12 @@
+// The `mira` subcommands, each taking the arguments after its name and returning the exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mira::cli {
+
+int cmd_run(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+
+}  // namespace mira::cli

@@ -1,0 +1,124 @@
+// The help text of every `mira` command.
+#pragma once
+
+namespace mira::cli {
+
+inline constexpr const char* main_help = R"(mira - run Mira Eval Protocol studies
+
+Usage:
+  mira list [--json] -- STUDY_CMD [ARGS...]
+  mira plan [FILTER] [selection] [--json] -- STUDY_CMD [ARGS...]
+  mira run [FILTER] [selection] [run options] -- STUDY_CMD [ARGS...]
+  mira report RUN_ID [--results-dir DIR] [--format table|jsonl] [--group-by KEY]
+  mira --version
+
+Everything after `--` is the study's command line, passed as is (no shell);
+--study-cmd "CMD ARGS" gives it as one string instead, split like a shell would (quotes and
+backslashes, no expansion).
+Run `mira COMMAND --help` for a command's options.
+)";
+
+inline constexpr const char* list_help =
+    R"(mira list - print the study's catalogue (every sample page)
+
+Usage: mira list [--json] -- STUDY_CMD [ARGS...]
+
+  --json   print the catalogue as one JSON object
+
+Study launch (list, plan and run):
+  --study-cmd "CMD ARGS"   the study's command line as one string (shell-like quoting)
+  --study-env KEY[=VALUE]  set KEY for the study (KEY alone: the host's value); repeatable
+  --study-env-clear        start the study with only the --study-env variables
+  --init-timeout SECONDS   how long the study may take to answer initialize (default 60)
+
+Example:
+  mira list -- ./build/examples/example_study
+)";
+
+#define MIRA_LAUNCH_HELP                                                                         \
+  "\nStudy launch:\n"                                                                            \
+  "  --study-env KEY[=VALUE]  set KEY for the study (KEY alone: the host's value); repeatable\n" \
+  "  --study-env-clear        start the study with only the --study-env variables\n"             \
+  "  --init-timeout SECONDS   how long the study may take to answer initialize (default 60)\n"
+
+#define MIRA_SELECTION_HELP                                                             \
+  "Selection (globs: * ? [...]; comma-separated lists; each must match something):\n"   \
+  "  FILTER                 keep cases whose eval/sample@target[k=v] contains FILTER\n" \
+  "  --evals GLOBS          evals to run\n"                                             \
+  "  --samples GLOBS        sample ids\n"                                               \
+  "  --targets GLOBS        target labels\n"                                            \
+  "  --tag TAG              samples with this tag (repeatable: any of them)\n"          \
+  "  --axis NAME=V1,V2      axis values (repeatable; the same NAME twice intersects)\n" \
+  "  --trials N             trials per case instead of the eval's (0 means 1)\n"        \
+  "  --seed S               base seed instead of the eval's; trial t gets S + t\n"
+
+inline constexpr const char* plan_help =
+    "mira plan - show what a selection would run, without running it\n\n"
+    "Usage: mira plan [FILTER] [selection] [--json] -- STUDY_CMD [ARGS...]\n\n" MIRA_SELECTION_HELP
+    "  --json                 print every planned case as JSON\n" MIRA_LAUNCH_HELP
+    "\n"
+    "Example:\n  mira plan --evals 'reason*' --axis effort=high -- "
+    "./build/examples/example_study\n";
+
+inline constexpr const char* run_help =
+    "mira run - run the selected cases and report\n\n"
+    "Usage: mira run [FILTER] [selection] [options] -- STUDY_CMD [ARGS...]\n\n" MIRA_SELECTION_HELP
+    "\nScheduling:\n"
+    "  -j, --max-concurrent N        cases in flight at once (default 8)\n"
+    "  --provider-concurrency p=N,.. per-provider caps (provider from the target's listing)\n"
+    "  --no-adaptive                 no adaptive per-provider limits and no rate-limit backoff\n"
+    "  --max-retries N               retries of rate limits, retryable errors, infra errors and\n"
+    "                                cases whose study died (default 4); then the case is N/A\n"
+    "  --max-restarts N              start a study that died again, up to N times (default 3);\n"
+    "                                the cases it was running are retried on the new one\n"
+    "  --timeout SECONDS             per-attempt deadline (fractional allowed); the study is\n"
+    "                                sent `cancel`; counts as a failure unless --timeout-is-infra\n"
+    "  --timeout-is-infra            retry timeouts, and report them N/A when retries run out\n"
+    "  --deadline SECONDS            whole-run deadline: then in-flight cases are cancelled\n"
+    "  --fail-fast                   the first failed case cancels the rest\n"
+    "  --max-cost USD                stop when transcript costs exceed USD\n"
+    "  --max-tokens N                stop when transcript tokens (in + out) exceed N\n"
+    "\nReport:\n"
+    "  --group-by KEY                pass rate by KEY: axis param, sample, target or transcript\n"
+    "                                metadata\n"
+    "  --format F                    table (default); json, jsonl (one line per case as it ends,\n"
+    "                                then the summary), csv, junit, md or html (one\n"
+    "                                self-contained page with charts)\n"
+    "  --out PATH                    write the --format report to PATH; the table to stdout\n"
+    "  --color WHEN                  colour the table: auto (on a terminal), always or never;\n"
+    "                                never when NO_COLOR is set\n"
+    "  --heartbeat SECONDS           progress line interval when stderr is not a terminal (10)\n"
+    "\nSaved runs:\n"
+    "  --results-dir DIR             where run folders go (default ./results)\n"
+    "  --dry-run                     save nothing\n"
+    "  --resume RUN_ID               run only what the saved run lacks; report the whole plan\n"
+    "  --retry-errors, --retry-failed  with --resume: also re-run errors and N/A, or failures\n"
+    "  --allow-other-study           with --resume: accept a study of another "
+    "name\n" MIRA_LAUNCH_HELP
+    "\nExit codes: 0 every scored case passed, 1 some case failed, 2 usage error, 3 host or\n"
+    "study error, 4 stopped by a budget or the deadline, 130 interrupted (Ctrl-C: the first\n"
+    "press cancels what is in flight, saves and reports; the second quits at once).\n"
+    "\nExample:\n  mira run -j 16 --timeout 30 --group-by effort -- "
+    "./build/examples/example_study\n";
+
+#undef MIRA_SELECTION_HELP
+#undef MIRA_LAUNCH_HELP
+
+inline constexpr const char* report_help =
+    R"(mira report - show a saved run again, without the study
+
+Usage: mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group-by KEY]
+
+  --results-dir DIR      where run folders are (default ./results)
+  --format F             table, json, jsonl, csv, junit, md or html, as for `mira run`
+  --out PATH             write that format to PATH, the table to stdout
+  --color WHEN           auto (default: on a terminal), always or never; NO_COLOR turns it off
+  --group-by KEY         pass rate by an axis param or transcript metadata key
+
+Cases are shown in key order. Exit codes: 0, or 2 when there is no such run.
+
+Example:
+  mira report 20261130T081502Z-3fa9
+)";
+
+}  // namespace mira::cli

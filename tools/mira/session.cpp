@@ -1,0 +1,257 @@
+// The shared parts of the `mira` commands (see session.hpp).
+#include "session.hpp"
+
+#include <mira/store/files.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <sys/utsname.h>
+
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+namespace mira::cli {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace asio::experimental::awaitable_operators;
+
+progress_line& the_progress() {
+  static progress_line p;
+  return p;
+}
+
+// Every line the CLI writes on stderr while a run goes passes here.
+void stderr_line(const std::string& text) {
+  auto& p = the_progress();
+  p.clear();
+  std::fprintf(stderr, "%s\n", text.c_str());
+  if (p.tty && p.active) p.draw();
+}
+
+void run_log::event(const std::string* key, const notification& n) {
+  json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
+                 {"method", n.method},
+                 {"params", n.params}};
+  events += json::serialize(o);
+  events += '\n';
+}
+
+run_log& the_log() {
+  static run_log log;
+  return log;
+}
+
+host_options cli_host_options() {
+  host_options o;
+  o.host_name = "mira-cpp";
+  o.on_notification = [](const notification& n) {
+    the_log().event(nullptr, n);
+    if (n.method != "log") return;
+    auto* m = n.params.if_contains("message");
+    if (m && m->is_string()) stderr_line("  study: " + printable(m->get_string()));
+  };
+  o.on_stderr_line = [](std::string_view line) {
+    the_log().stderr_line(line);
+    stderr_line("[study] " + printable(line));
+  };
+  return o;
+}
+
+std::string first_line_of(const std::string& command) {
+  std::string out;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[512];
+    if (std::fgets(buf, sizeof buf, p)) out = buf;
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// Where the run happened: enough to tell two runs' conditions apart, nothing secret.
+json::object environment_json() {
+  json::object env;
+  utsname u{};
+  if (::uname(&u) == 0) {
+    env["os"] = std::string(u.sysname) + " " + u.release;
+    env["arch"] = u.machine;
+  }
+  env["cpus"] = std::thread::hardware_concurrency();
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);)
+    if (line.rfind("MemTotal:", 0) == 0)
+      env["memory_mib"] = std::strtoll(line.c_str() + 9, nullptr, 10) / 1024;
+  auto commit = first_line_of("git rev-parse HEAD 2>/dev/null");
+  if (!commit.empty()) {
+    json::object git{{"commit", commit}};
+    auto branch = first_line_of("git rev-parse --abbrev-ref HEAD 2>/dev/null");
+    if (!branch.empty() && branch != "HEAD") git["branch"] = branch;
+    git["dirty"] = !first_line_of("git status --porcelain 2>/dev/null").empty();
+    env["git"] = std::move(git);
+  }
+  json::object ci;
+  for (auto* var : {"CI", "CI_PROVIDER", "GITHUB_WORKFLOW", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT",
+                    "GITHUB_ACTOR", "CI_PIPELINE_ID", "CI_JOB_URL"})
+    if (const char* v = std::getenv(var)) ci[var] = v;
+  if (!ci.empty()) env["ci"] = std::move(ci);
+  return env;
+}
+
+// SHA-256 of each eval's canonical listing entry: a resumed run can tell what changed.
+json::object fingerprints(const protocol::list_result& list) {
+  json::object out;
+  for (auto& e : list.evals)
+    out[e.name] = store::sha256_hex(store::canonical_json(json::value(protocol::encode(e))));
+  return out;
+}
+
+// Starts the same study again for run_plan, refusing one that is not the same study.
+asio::awaitable<tl::expected<host_handle, error>> restart_study(
+    study_command cmd, protocol::initialize_result original) {
+  std::fprintf(stderr, "mira: the study died; starting it again\n");
+  auto host = host_handle::spawn(co_await asio::this_coro::executor, cmd, cli_host_options());
+  if (!host) co_return tl::unexpected(host.error());
+  auto init = co_await host->initialize();
+  if (!init) co_return tl::unexpected(init.error());
+  if (init->study != original.study || protocol::version_major(init->protocol_version) !=
+                                           protocol::version_major(original.protocol_version)) {
+    error e{make_error_code(errc::incompatible_protocol), {}};
+    e.diag.message = "the restarted study is '" + init->study + "' (protocol " +
+                     init->protocol_version + "), not '" + original.study + "' (protocol " +
+                     original.protocol_version + ")";
+    co_return tl::unexpected(std::move(e));
+  }
+  co_return std::move(*host);
+}
+
+// The study's command line and environment: the host's environment unless --study-env-clear,
+// plus each --study-env (KEY=VALUE, or KEY to pass the host's own value).
+study_command command_for(const run_args& a) {
+  study_command cmd;
+  cmd.argv = a.study;
+  if (!a.study_env_clear && a.study_env.empty()) return cmd;
+  std::map<std::string, std::string> env;
+  if (!a.study_env_clear)
+    for (char** e = ::environ; *e; ++e) {
+      std::string_view kv(*e);
+      auto eq = kv.find('=');
+      if (eq != std::string_view::npos) env[std::string(kv.substr(0, eq))] = kv.substr(eq + 1);
+    }
+  for (auto& entry : a.study_env) {
+    auto eq = entry.find('=');
+    if (eq != std::string::npos) {
+      env[entry.substr(0, eq)] = entry.substr(eq + 1);
+    } else if (const char* v = std::getenv(entry.c_str())) {
+      env[entry] = v;
+    }
+  }
+  std::vector<std::string> flat;
+  for (auto& [k, v] : env) flat.push_back(k + "=" + v);
+  cmd.environment = std::move(flat);
+  return cmd;
+}
+
+asio::awaitable<std::optional<opened>> open_study(const run_args& a) {
+  auto ex = co_await asio::this_coro::executor;
+  auto host = host_handle::spawn(ex, command_for(a), cli_host_options());
+  if (!host) {
+    std::fprintf(stderr, "mira: %s\n", host.error().message().c_str());
+    co_return std::nullopt;
+  }
+  // A study that never answers (a build that hangs, a blocked import) must not hang the host.
+  asio::steady_timer timer(ex, a.init_timeout);
+  auto raced =
+      co_await (host->initialize() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 1) {
+    std::fprintf(stderr, "mira: the study did not answer initialize within %g s (--init-timeout)\n",
+                 std::chrono::duration<double>(a.init_timeout).count());
+    co_return std::nullopt;
+  }
+  auto init = std::move(std::get<0>(raced));
+  if (!init) {
+    std::fprintf(stderr, "mira: initialize failed: %s\n", init.error().message().c_str());
+    for (auto& l : init.error().diag.stderr_tail)
+      std::fprintf(stderr, "  | %s\n", printable(l).c_str());
+    co_return std::nullopt;
+  }
+  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals\n", printable(init->study).c_str(),
+               init->study_version.empty() ? "" : " ", printable(init->study_version).c_str(),
+               printable(init->protocol_version).c_str(), static_cast<long long>(init->evals));
+  auto list = co_await host->list_all();
+  if (!list) {
+    std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
+    co_return std::nullopt;
+  }
+  co_return opened{std::move(*host), std::move(*init), std::move(*list)};
+}
+
+asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc) {
+  auto study = co_await open_study(a);
+  if (!study) co_return std::nullopt;
+  auto p = plan::make_plan(study->list, a.selection);
+  if (!p) {
+    std::fprintf(stderr, "mira: %s\n", printable(p.error().message).c_str());
+    co_await study->host.shutdown();
+    rc = exit_usage;
+    co_return std::nullopt;
+  }
+  co_return planned{std::move(*study), std::move(*p)};
+}
+
+int run_io(std::function<asio::awaitable<void>(int& rc)> body) {
+  asio::io_context ctx;
+  int rc = exit_host_error;
+  asio::co_spawn(ctx, body(rc), asio::detached);
+  ctx.run();
+  return rc;
+}
+
+std::string utc_now() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  ::gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
+bool use_colour(const run_args& a) {
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color && *no_color) return false;
+  return a.color == "always" || (a.color == "auto" && ::isatty(1));
+}
+
+// The finished report on stdout and, with --out, in a file. Returns false when the file could
+// not be written.
+bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s, bool cases_already_streamed) {
+  if (!a.out.empty()) {
+    print_table(stdout, p, report, s, use_colour(a));
+    if (auto ec = store::write_file_atomic(a.out, render(a.format, p, report, s))) {
+      std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
+                   ec.message().c_str());
+      return false;
+    }
+    std::fprintf(stderr, "wrote %s (%s)\n", printable(a.out).c_str(), a.format.c_str());
+    return true;
+  }
+  if (a.format == "table")
+    print_table(stdout, p, report, s, use_colour(a));
+  else if (a.format == "jsonl" && cases_already_streamed)
+    std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
+  else
+    std::cout << render(a.format, p, report, s);
+  return true;
+}
+
+}  // namespace mira::cli

@@ -1,0 +1,156 @@
+// What the `mira` commands share: exit codes, the study launch (spawn, initialize, list, plan,
+// restart), progress and the study's stderr/notifications while a run goes, and report output.
+#pragma once
+
+#include "args.hpp"
+#include "render.hpp"
+
+#include <mira/host.hpp>
+#include <mira/plan/plan.hpp>
+#include <mira/protocol/codec.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace mira::cli {
+
+inline constexpr std::string_view version = "0.1.0";
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failed = 1;
+inline constexpr int exit_usage = 2;
+inline constexpr int exit_host_error = 3;
+inline constexpr int exit_stopped = 4;
+inline constexpr int exit_interrupted = 130;
+
+// Progress on stderr while a run goes: on a terminal a live line redrawn every half second
+// (cleared around every other stderr line, so study output never garbles it); elsewhere a
+// heartbeat line every --heartbeat seconds.
+struct progress_line {
+  bool tty = ::isatty(2) != 0;
+  bool active = false;
+  bool shown = false;
+  std::size_t total = 0, done = 0, passed = 0, failed = 0, na = 0;
+  std::size_t starts = 0, finished_attempts = 0;  // their difference: attempts under way
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+
+  std::string text() const {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "[%zu/%zu] %zu passed · %zu failed · %zu n/a · %zu in progress · %.1f/s · %.0f s",
+                  done, total, passed, failed, na, starts - finished_attempts, rate, secs);
+    std::string t = buf;
+    if (rate > 0 && done < total) {
+      std::snprintf(buf, sizeof buf, " · ETA %.0f s", static_cast<double>(total - done) / rate);
+      t += buf;
+    }
+    return t;
+  }
+  void clear() {
+    if (tty && shown) std::fputs("\r\x1b[K", stderr);
+    shown = false;
+  }
+  void draw() {
+    if (!active) return;
+    if (tty) {
+      std::fprintf(stderr, "\r\x1b[K%s", text().c_str());
+      shown = true;
+    } else {
+      std::fprintf(stderr, "progress: %s\n", text().c_str());
+    }
+    std::fflush(stderr);
+  }
+};
+
+progress_line& the_progress();
+
+// Every line the CLI writes on stderr while a run goes passes here.
+void stderr_line(const std::string& text);
+
+// What a run folder keeps besides results, written when the run ends: the study's stderr
+// (its last MiB: a flood must not grow the host) and every notification, as NDJSON.
+struct run_log {
+  static constexpr std::size_t max_stderr = std::size_t{1} << 20;
+  std::deque<std::string> stderr_lines;
+  std::size_t stderr_bytes = 0;
+  std::string events;
+
+  void stderr_line(std::string_view line) {
+    stderr_lines.emplace_back(line);
+    stderr_bytes += line.size() + 1;
+    while (stderr_bytes > max_stderr && !stderr_lines.empty()) {
+      stderr_bytes -= stderr_lines.front().size() + 1;
+      stderr_lines.pop_front();
+    }
+  }
+  void event(const std::string* key, const notification& n);
+  std::string stderr_text() const {
+    std::string out;
+    for (auto& l : stderr_lines) (out += l) += '\n';
+    return out;
+  }
+};
+
+run_log& the_log();
+
+/// Host options of the CLI: study log lines and stderr shown (sanitised) and kept for the folder.
+host_options cli_host_options();
+
+/// Where the run happened: enough to tell two runs' conditions apart, nothing secret.
+boost::json::object environment_json();
+
+/// SHA-256 of each eval's canonical listing entry: a resumed run can tell what changed.
+boost::json::object fingerprints(const protocol::list_result& list);
+
+// Starts the study, initializes it and lists every page; prints what went wrong otherwise.
+struct opened {
+  host_handle host;
+  protocol::initialize_result init;
+  protocol::list_result list;
+};
+
+/// Starts the same study again for run_plan, refusing one that is not the same study.
+boost::asio::awaitable<tl::expected<host_handle, error>> restart_study(
+    study_command cmd, protocol::initialize_result original);
+
+/// The study's command line and environment: the host's environment unless --study-env-clear,
+/// plus each --study-env (KEY=VALUE, or KEY to pass the host's own value).
+study_command command_for(const run_args& a);
+
+/// Starts, initializes (within --init-timeout) and lists the study; prints what went wrong.
+boost::asio::awaitable<std::optional<opened>> open_study(const run_args& a);
+
+// Opens the study and plans the selection; on a planning error the study is shut down, the
+// error printed and `rc` set to the usage exit code.
+struct planned {
+  opened study;
+  plan::plan p;
+};
+
+boost::asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc);
+
+/// Runs `body` (which sets the exit code) on a fresh io_context.
+int run_io(std::function<boost::asio::awaitable<void>(int& rc)> body);
+
+std::string utc_now();
+
+/// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
+bool use_colour(const run_args& a);
+
+/// The finished report on stdout and, with --out, in a file. False when the file could not be
+/// written.
+bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s, bool cases_already_streamed);
+
+}  // namespace mira::cli
