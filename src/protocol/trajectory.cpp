@@ -164,4 +164,34 @@ std::optional<decode_error> project_trajectory(json::object& transcript) {
   return std::nullopt;
 }
 
+json::object synthesize_trajectory(const transcript_summary& t, std::string_view agent_name,
+                                   std::string_view agent_version) {
+  json::array steps;
+  std::int64_t id = 0;
+  for (auto& tool : t.tool_calls) {
+    ++id;
+    steps.push_back(json::object{
+        {"step_id", id},
+        {"source", "agent"},
+        {"message", ""},
+        {"tool_calls", json::array{json::object{{"tool_call_id", "call-" + std::to_string(id)},
+                                                {"function_name", tool},
+                                                {"arguments", json::object{}}}}}});
+  }
+  ++id;
+  steps.push_back(
+      json::object{{"step_id", id}, {"source", "agent"}, {"message", t.final_response}});
+  json::object metrics{{"total_prompt_tokens", t.usage.input_tokens},
+                       {"total_completion_tokens", t.usage.output_tokens},
+                       {"total_cost_usd", t.usage.cost_usd},
+                       {"total_steps", id}};
+  if (t.usage.cache_read_tokens) metrics["total_cached_tokens"] = t.usage.cache_read_tokens;
+  if (t.usage.reasoning_tokens)
+    metrics["extra"] = json::object{{"reasoning_tokens", t.usage.reasoning_tokens}};
+  return {{"schema_version", "ATIF-v1.7"},
+          {"agent", json::object{{"name", agent_name}, {"version", agent_version}}},
+          {"steps", std::move(steps)},
+          {"final_metrics", std::move(metrics)}};
+}
+
 }  // namespace mira::protocol

@@ -2,6 +2,8 @@
 #include <mira/protocol/codec.hpp>
 #include <mira/store/files.hpp>
 
+#include <boost/json/parse.hpp>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -12,7 +14,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <vector>
 
 namespace mira::store {
@@ -270,6 +274,17 @@ std::string canonical_json(const boost::json::value& v) {
   std::string out;
   canonical(out, v);
   return out;
+}
+
+std::optional<boost::json::object> read_json_object(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text.str(), ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  return std::move(v.as_object());
 }
 
 std::string sha256_hex(std::string_view data) {

@@ -4,34 +4,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <fstream>
-#include <sstream>
-
 namespace mira::store {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-namespace {
-
-std::optional<std::string> read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::optional<json::object> read_object(const fs::path& p) {
-  auto text = read_text(p);
-  if (!text) return std::nullopt;
-  boost::system::error_code ec;
-  auto v = json::parse(*text, ec);
-  if (ec || !v.is_object()) return std::nullopt;
-  return std::move(v.as_object());
-}
-
-}  // namespace
 
 tl::expected<run_folder, std::string> run_folder::create(const fs::path& results_dir,
                                                          const std::string& run_id) {
@@ -76,7 +52,7 @@ std::map<std::string, json::object> run_folder::load_cases(
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(path_ / "cases", ec)) {
     auto file = entry.path() / "result.json";
-    auto record = read_object(file);
+    auto record = read_json_object(file);
     auto* key = record ? record->if_contains("key") : nullptr;
     if (!key || !key->is_string()) {
       if (unreadable) unreadable->push_back(file.string());
@@ -93,7 +69,7 @@ boost::system::error_code run_folder::save_meta(const json::object& meta) {
 }
 
 std::optional<json::object> run_folder::load_meta() const {
-  return read_object(path_ / "meta.json");
+  return read_json_object(path_ / "meta.json");
 }
 
 }  // namespace mira::store

@@ -90,9 +90,11 @@ std::vector<std::string> split_command_line(std::string_view line) {
 
 run_args parse_args(command cmd, const std::vector<std::string>& args) {
   run_args out;
-  bool selects = cmd == command::plan || cmd == command::run;
-  bool runs = cmd == command::run;
-  bool reports = cmd == command::report;
+  bool selects = cmd == command::plan || cmd == command::run || cmd == command::score;
+  bool runs = cmd == command::run || cmd == command::score;
+  bool exports = cmd == command::export_;
+  bool reports = cmd == command::report || exports;
+  if (exports) out.format = "atif";
   std::size_t i = 0;
   auto value = [&](const std::string& flag) -> const std::string& {
     if (i + 1 >= args.size() || args[i + 1] == "--") throw usage_error{flag + " needs a value"};
@@ -184,10 +186,21 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.retry_errors = true;
     } else if (runs && a == "--retry-failed") {
       out.retry_failed = true;
+    } else if (cmd == command::run && a == "--execute-only") {
+      out.execute_only = true;
+    } else if (runs && a == "--artifacts") {
+      out.artifacts = value(a);
     } else if (runs && a == "--allow-other-study") {
       out.allow_other_study = true;
     } else if ((runs || reports) && a == "--group-by") {
       out.group_by = value(a);
+    } else if (exports && a == "--format") {
+      out.format = value(a);
+      if (out.format != "atif")
+        throw usage_error{"mira export writes --format atif only, got '" + printable(out.format) +
+                          "'"};
+    } else if (exports && a == "--artifacts") {
+      out.artifacts = value(a);
     } else if ((runs || reports) && a == "--format") {
       out.format = value(a);
       if (out.format != "table" && out.format != "json" && out.format != "jsonl" &&
@@ -206,11 +219,13 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.selection.filter = a;
     } else if (reports && !a.empty() && a[0] != '-' && out.run_id.empty()) {
       out.run_id = a;
+    } else if (exports && !a.empty() && a[0] != '-' && out.selection.filter.empty()) {
+      out.selection.filter = a;
     } else {
       throw usage_error{"unknown option '" + printable(a) + "'"};
     }
   }
-  if (!out.out.empty() && out.format == "table")
+  if (!exports && !out.out.empty() && out.format == "table")
     throw usage_error{"--out needs a file --format (json, jsonl, csv, junit, md or html)"};
   if (reports) {
     if (out.run_id.empty()) throw usage_error{"missing RUN_ID"};
@@ -220,6 +235,18 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     throw usage_error{"missing study command: put it after `--` or give --study-cmd"};
   if (out.dry_run && !out.resume.empty())
     throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};
+  if (cmd == command::score && out.artifacts.empty())
+    throw usage_error{"mira score needs --artifacts DIR (made by mira run --execute-only)"};
+  if (cmd == command::run && out.execute_only) {
+    if (out.artifacts.empty()) throw usage_error{"--execute-only needs --artifacts DIR"};
+    if (!out.resume.empty() || out.retry_errors || out.retry_failed)
+      throw usage_error{
+          "--execute-only resumes by itself (cases with an artifact are not executed again); "
+          "--resume, --retry-errors and --retry-failed do not apply"};
+    if (out.dry_run) throw usage_error{"--execute-only saves artifacts; --dry-run does not apply"};
+  }
+  if (cmd == command::run && !out.artifacts.empty() && !out.execute_only)
+    throw usage_error{"--artifacts goes with --execute-only (mira score reads them back)"};
   return out;
 }
 

@@ -38,11 +38,14 @@ struct run_args {
   bool retry_errors = false;
   bool retry_failed = false;
   bool allow_other_study = false;
-  std::string run_id;                                       // report: the positional RUN_ID
+  // Execute now, score later.
+  bool execute_only = false;  // run: save ExecuteResults in `artifacts`, score nothing
+  std::string artifacts;      // run --execute-only: where to; score: where from
+  std::string run_id;         // report: the positional RUN_ID
   schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
 };
 
-enum class command { list, plan, run, report };
+enum class command { list, plan, run, score, report, export_ };
 
 /// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
 /// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd.

@@ -128,35 +128,11 @@ int cmd_report(const std::vector<std::string>& args) {
     std::fprintf(stderr, "mira: %s\n", printable(folder.error()).c_str());
     return exit_usage;
   }
-  std::vector<std::string> unreadable;
-  auto saved = folder->load_cases(&unreadable);
-  for (auto& u : unreadable)
-    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
-  plan::plan p;
-  schedule::run_report report;
-  for (auto& [key, record] : saved) {
-    auto params = protocol::decode_run_params(record);
-    if (!params) {
-      std::fprintf(stderr, "mira: warning: the saved case %s has no case identity: %s\n",
-                   printable(key).c_str(), params.error().message().c_str());
-      continue;
-    }
-    plan::planned_case c;
-    c.params = std::move(*params);
-    c.key = key;
-    c.logical_key = plan::logical_key(c.params);
-    p.cases.push_back(std::move(c));
-    report.cases.push_back(case_from_json(record));
-  }
-  if (auto meta = folder->load_meta()) {
-    auto* summary = meta->if_contains("summary");
-    auto* secs =
-        summary && summary->is_object() ? summary->get_object().if_contains("seconds") : nullptr;
-    if (secs && secs->is_number()) report.seconds = secs->to_number<double>();
-  }
-  auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
-  return emit_report(a, p, report, s, false) ? exit_ok : exit_host_error;
+  auto saved = load_saved_run(*folder);
+  auto s = aggregate::summarize(saved.p, saved.report.cases, nullptr, a.group_by);
+  return emit_report(a, saved.p, saved.report, s, false) ? exit_ok : exit_host_error;
 }
+
 int main(const std::vector<std::string>& args) {
   try {
     if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
@@ -172,9 +148,11 @@ int main(const std::vector<std::string>& args) {
     if (args[0] == "list") return cmd_list(rest);
     if (args[0] == "plan") return cmd_plan(rest);
     if (args[0] == "run") return cmd_run(rest);
+    if (args[0] == "score") return cmd_score(rest);
     if (args[0] == "report") return cmd_report(rest);
+    if (args[0] == "export") return cmd_export(rest);
     throw usage_error{"unknown command '" + printable(args[0]) +
-                      "' (commands: list, plan, run, report)"};
+                      "' (commands: list, plan, run, score, report, export)"};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "mira: %s\nRun `mira --help` for usage.\n", e.message.c_str());
     return exit_usage;

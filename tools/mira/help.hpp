@@ -9,7 +9,10 @@ Usage:
   mira list [--json] -- STUDY_CMD [ARGS...]
   mira plan [FILTER] [selection] [--json] -- STUDY_CMD [ARGS...]
   mira run [FILTER] [selection] [run options] -- STUDY_CMD [ARGS...]
-  mira report RUN_ID [--results-dir DIR] [--format table|jsonl] [--group-by KEY]
+  mira run --execute-only --artifacts DIR [selection] [run options] -- STUDY_CMD [ARGS...]
+  mira score --artifacts DIR [FILTER] [selection] [run options] -- STUDY_CMD [ARGS...]
+  mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group-by KEY]
+  mira export RUN_ID --format atif [--results-dir DIR] [--artifacts DIR] [--out DIR|-]
   mira --version
 
 Everything after `--` is the study's command line, passed as is (no shell);
@@ -94,11 +97,29 @@ inline constexpr const char* run_help =
     "  --resume RUN_ID               run only what the saved run lacks; report the whole plan\n"
     "  --retry-errors, --retry-failed  with --resume: also re-run errors and N/A, or failures\n"
     "  --allow-other-study           with --resume: accept a study of another "
-    "name\n" MIRA_LAUNCH_HELP
+    "name\n"
+    "\nExecute now, score later:\n"
+    "  --execute-only                send `execute` instead of `run`: save each case's full\n"
+    "                                transcript, score nothing; needs --artifacts\n"
+    "  --artifacts DIR               where --execute-only saves one ExecuteResult per case;\n"
+    "                                cases that already have one are not executed "
+    "again\n" MIRA_LAUNCH_HELP
     "\nExit codes: 0 every scored case passed, 1 some case failed, 2 usage error, 3 host or\n"
     "study error, 4 stopped by a budget or the deadline, 130 interrupted (Ctrl-C: the first\n"
     "press cancels what is in flight, saves and reports; the second quits at once).\n"
-    "\nExample:\n  mira run -j 16 --timeout 30 --group-by effort -- "
+    "\nExamples:\n  mira run -j 16 --timeout 30 --group-by effort -- "
+    "./build/examples/example_study\n"
+    "  mira run --execute-only --artifacts artifacts/ -- ./build/examples/example_study\n";
+
+inline constexpr const char* score_help =
+    "mira score - score saved execute artifacts again, without re-running the subject\n\n"
+    "Usage: mira score --artifacts DIR [FILTER] [selection] [options] -- STUDY_CMD [ARGS...]\n\n"
+    "Sends `score` with each artifact's transcript (the study must advertise `score`) and saves\n"
+    "a new run, as `mira run` would: the same selection, scheduling, report and saved-run\n"
+    "options apply (see `mira run --help`). Planned cases without an artifact are left out;\n"
+    "artifacts of skipped cases are reported skipped.\n\n"
+    "  --artifacts DIR   the directory `mira run --execute-only --artifacts DIR` filled\n"
+    "\nExample:\n  mira score --artifacts artifacts/ --format md --out scores.md -- "
     "./build/examples/example_study\n";
 
 #undef MIRA_SELECTION_HELP
@@ -119,6 +140,29 @@ Cases are shown in key order. Exit codes: 0, or 2 when there is no such run.
 
 Example:
   mira report 20261130T081502Z-3fa9
+)";
+
+inline constexpr const char* export_help =
+    R"(mira export - one ATIF trajectory document per case of a saved run
+
+Usage: mira export RUN_ID [FILTER] [--format atif] [--results-dir DIR] [--artifacts DIR]
+                   [--out DIR|-]
+
+  FILTER              only cases whose key contains FILTER
+  --format atif       the only format (ATIF-v1.7), and the default
+  --results-dir DIR   where run folders are (default ./results)
+  --artifacts DIR     execute artifacts: a case whose artifact carries the study's own
+                      trajectory exports that one; the others get one made from the saved
+                      transcript summary (default: the artifacts a `mira score` run scored)
+  --out DIR|-         where <encoded key>.atif.json files go (default RUN_FOLDER/export);
+                      - writes one document per line on stdout
+
+Each document's extra.reward holds the verdict (pass, score, status, scorers) and extra.mira
+the case identity (eval, sample, target, params, trial, run id, key). Skipped and cancelled
+cases are not exported. Exit codes: 0, or 2 when there is no such run or nothing to export.
+
+Example:
+  mira export 20261130T081502Z-3fa9 --artifacts artifacts/ --out -
 )";
 
 }  // namespace mira::cli

@@ -337,13 +337,15 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
     std::fprintf(out, "metric %s: mean %.4g\n", printable(k).c_str(), v);
 
   auto ci = s.overall.ci();
+  std::string executed;
+  if (auto n = s.count(case_state::executed)) executed = ", " + std::to_string(n) + " executed";
   std::fprintf(
       out,
-      "\n%zu passed, %zu failed, %zu n/a, %zu skipped, %zu cancelled, %zu errors (%zu cases) · "
+      "\n%zu passed, %zu failed, %zu n/a, %zu skipped, %zu cancelled, %zu errors%s (%zu cases) · "
       "pass rate %s [%s, %s] · %.2f s\n",
       s.count(case_state::passed), s.count(case_state::failed), s.count(case_state::na),
       s.count(case_state::skipped), s.count(case_state::cancelled), s.count(case_state::error),
-      p.cases.size(), percent(s.overall.value()).c_str(), percent(ci.low).c_str(),
+      executed.c_str(), p.cases.size(), percent(s.overall.value()).c_str(), percent(ci.low).c_str(),
       percent(ci.high).c_str(), report.seconds);
   if (report.stopped != schedule::stop_reason::none)
     std::fprintf(out, "stopped (%s): %s\n", std::string(to_string(report.stopped)).c_str(),

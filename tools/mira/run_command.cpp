@@ -1,11 +1,13 @@
-// `mira run`: plan, schedule through run_plan, save the run folder, report. Also resumes a
-// saved run and re-runs errors or failures.
+// `mira run` and `mira score`: plan, schedule through run_plan, save the run folder, report.
+// Also resumes a saved run (re-running errors or failures when asked), executes without scoring
+// into an artifacts directory (--execute-only), and scores such artifacts (`mira score`).
 #include "commands.hpp"
 #include "help.hpp"
 #include "session.hpp"
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/schedule/run_plan.hpp>
+#include <mira/store/artifacts.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_folder.hpp>
 
@@ -17,8 +19,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <random>
@@ -64,6 +68,17 @@ std::optional<store::run_folder> run_folder_for(const run_args& a, const opened&
         std::fprintf(stderr, "mira: warning: run %s was made by study version %s, this is %s\n",
                      a.resume.c_str(), printable(study_version->get_string()).c_str(),
                      printable(study.init.study_version).c_str());
+      auto* config = meta->if_contains("config");
+      auto* sel =
+          config && config->is_object() ? config->get_object().if_contains("selection") : nullptr;
+      auto* seed = sel && sel->is_object() ? sel->get_object().if_contains("seed") : nullptr;
+      auto now_seed = a.selection.seed ? json::value(*a.selection.seed) : json::value(nullptr);
+      if (seed && *seed != now_seed)
+        std::fprintf(stderr,
+                     "mira: warning: run %s was made with --seed %s, this run uses %s: saved "
+                     "trials keep their old seeds\n",
+                     a.resume.c_str(), json::serialize(*seed).c_str(),
+                     json::serialize(now_seed).c_str());
       auto* saved = meta->if_contains("fingerprints");
       auto now = fingerprints(study.list);
       if (saved && saved->is_object())
@@ -86,8 +101,58 @@ std::optional<store::run_folder> run_folder_for(const run_args& a, const opened&
   return std::move(*f);
 }
 
-json::object meta_json(const run_args& a, const opened& study, const std::string& run_id,
-                       const std::string& started) {
+std::optional<double> seconds_of(const std::optional<schedule::duration>& d) {
+  if (!d) return std::nullopt;
+  return std::chrono::duration<double>(*d).count();
+}
+
+json::value optional_json(const std::optional<double>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+json::array strings_json(const std::vector<std::string>& v) {
+  json::array out;
+  for (auto& s : v) out.emplace_back(s);
+  return out;
+}
+
+// The effective configuration: what a later reader needs to know how the run was made.
+json::object config_json(const std::vector<std::string>& host_args, const run_args& a) {
+  auto& sel = a.selection;
+  json::object axes;
+  for (auto& [name, globs] : sel.axes) {
+    auto& slot = axes[name];
+    if (!slot.is_array()) slot = json::array{};
+    slot.as_array().push_back(strings_json(globs));
+  }
+  json::object providers;
+  for (auto& [name, n] : a.policy.concurrency.provider_limits) providers[name] = n;
+  auto& pol = a.policy;
+  return {{"argv", strings_json(host_args)},
+          {"selection",
+           json::object{{"filter", sel.filter},
+                        {"evals", strings_json(sel.evals)},
+                        {"samples", strings_json(sel.samples)},
+                        {"targets", strings_json(sel.targets)},
+                        {"tags", strings_json(sel.tags)},
+                        {"axes", std::move(axes)},
+                        {"trials", sel.trials ? json::value(*sel.trials) : json::value(nullptr)},
+                        {"seed", sel.seed ? json::value(*sel.seed) : json::value(nullptr)}}},
+          {"max_concurrent", pol.concurrency.max_concurrent},
+          {"provider_concurrency", std::move(providers)},
+          {"adaptive", pol.concurrency.adaptive},
+          {"max_retries", pol.retry.max_retries},
+          {"max_restarts", pol.max_restarts},
+          {"timeout_s", optional_json(seconds_of(pol.case_timeout))},
+          {"timeout_is_infra", pol.timeout_is_infra},
+          {"deadline_s", optional_json(seconds_of(pol.deadline))},
+          {"fail_fast", pol.fail_fast},
+          {"max_cost_usd", optional_json(pol.max_cost_usd)},
+          {"max_tokens", pol.max_tokens ? json::value(*pol.max_tokens) : json::value(nullptr)}};
+}
+
+json::object meta_json(const std::vector<std::string>& host_args, const run_args& a,
+                       const opened& study, const std::string& run_id, const std::string& started) {
   json::array argv;
   for (auto& s : a.study) argv.emplace_back(s);
   // Names only: values (API keys) never reach a run folder.
@@ -100,24 +165,124 @@ json::object meta_json(const run_args& a, const opened& study, const std::string
       {"host", json::object{{"name", "mira-cpp"}, {"version", version}}},
       {"study", study.init.raw},
       {"study_command", std::move(argv)},
+      {"config", config_json(host_args, a)},
       {"study_env", json::object{{"cleared", a.study_env_clear}, {"passed", std::move(env_names)}}},
       {"environment", environment_json()},
       {"fingerprints", fingerprints(study.list)}};
 }
 
+// A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
+std::string shell_word(const std::string& w) {
+  if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                        "0123456789@%+=:,./_-") == std::string::npos)
+    return w;
+  std::string out = "'";
+  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The command that resumes this run: the same arguments, with --resume ID.
+std::string resume_command(std::vector<std::string> args, const std::string& id) {
+  auto it = std::find(args.begin(), args.end(), "--resume");
+  if (it != args.end() && it + 1 != args.end())
+    *(it + 1) = id;
+  else
+    args.insert(args.begin(), {"--resume", id});
+  std::string out = "mira run";
+  for (auto& w : args) out += " " + shell_word(w);
+  return out;
+}
+
+enum class mode { run, execute_only, score };
+
+// The study must advertise what the mode sends.
+bool study_can(const opened& study, mode m) {
+  const char* need = m == mode::execute_only ? "execute" : m == mode::score ? "score" : nullptr;
+  if (!need || study.init.has_capability(need)) return true;
+  std::fprintf(stderr,
+               "mira: %s needs the study's '%s' capability, and study '%s' does not advertise it\n",
+               m == mode::execute_only ? "--execute-only" : "mira score", need,
+               printable(study.init.study).c_str());
+  return false;
+}
+
+// What is already done before the run starts: saved cases of a resumed run, artifacts of an
+// earlier --execute-only, and for scoring the cases that have no artifact to score.
+struct prior_work {
+  std::vector<schedule::case_record> records;  // by plan index
+  plan::plan todo;
+  std::vector<std::size_t> full_index;    // todo index -> plan index
+  std::vector<json::object> transcripts;  // score: by todo index
+};
+
 }  // namespace
 
-int cmd_run(const std::vector<std::string>& args) {
-  auto a = parse_args(command::run, args);
-  if (a.help) return std::fputs(run_help, stdout), exit_ok;
+namespace {
+
+int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
   return run_io([&](int& rc) -> asio::awaitable<void> {
     auto pl = co_await open_and_plan(a, rc);
     if (!pl) co_return;
     auto* study = &pl->study;
     auto* p = &pl->p;
+    if (!study_can(*study, m)) {
+      co_await study->host.shutdown();
+      rc = exit_usage;
+      co_return;
+    }
     if (p->cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
+
+    // Artifacts: written by --execute-only, read by score.
+    std::optional<store::artifact_dir> artifacts;
+    std::map<std::string, json::object> stored;
+    if (m != mode::run) {
+      auto dir = m == mode::execute_only ? store::artifact_dir::create(a.artifacts)
+                                         : store::artifact_dir::open(a.artifacts);
+      if (!dir) {
+        std::fprintf(stderr, "mira: %s\n", printable(dir.error()).c_str());
+        co_await study->host.shutdown();
+        rc = m == mode::score ? exit_usage : exit_host_error;
+        co_return;
+      }
+      artifacts = std::move(*dir);
+      std::vector<std::string> unreadable;
+      stored = artifacts->load(&unreadable);
+      for (auto& u : unreadable)
+        std::fprintf(stderr, "mira: warning: cannot read the artifact %s; %s\n",
+                     printable(u).c_str(),
+                     m == mode::execute_only ? "that case is executed again" : "it is left out");
+      if (auto meta = artifacts->load_meta()) {
+        auto* made_by = meta->if_contains("study");
+        if (made_by && made_by->is_string() && made_by->get_string() != study->init.study)
+          std::fprintf(stderr, "mira: warning: the artifacts in %s were made by study '%s'\n",
+                       printable(a.artifacts).c_str(), printable(made_by->get_string()).c_str());
+      }
+    }
+    if (m == mode::score) {
+      // Only what was executed can be scored.
+      plan::plan scorable;
+      for (auto& c : p->cases)
+        if (stored.count(c.key)) scorable.cases.push_back(c);
+      if (scorable.cases.size() < p->cases.size())
+        std::fprintf(stderr,
+                     "mira: %zu of %zu planned case(s) have no artifact in %s; scoring the "
+                     "other %zu\n",
+                     p->cases.size() - scorable.cases.size(), p->cases.size(),
+                     printable(a.artifacts).c_str(), scorable.cases.size());
+      if (scorable.cases.empty()) {
+        std::fprintf(stderr, "mira: nothing to score: no artifact in %s matches the selection\n",
+                     printable(a.artifacts).c_str());
+        co_await study->host.shutdown();
+        rc = exit_usage;
+        co_return;
+      }
+      scorable.evals = std::move(p->evals);
+      *p = std::move(scorable);
+    }
+
     bool folder_ok = true;
-    auto folder = run_folder_for(a, *study, folder_ok);
+    std::optional<store::run_folder> folder;
+    if (m != mode::execute_only) folder = run_folder_for(a, *study, folder_ok);
     if (!folder_ok) {
       co_await study->host.shutdown();
       rc = a.resume.empty() ? exit_host_error : exit_usage;
@@ -126,10 +291,8 @@ int cmd_run(const std::vector<std::string>& args) {
 
     // jsonl on stdout streams each case as it ends; to a file it is written at the end.
     const bool stream_jsonl = a.format == "jsonl" && a.out.empty();
-    // Resume: what is saved is not run again (unless asked to), and counts in the report.
-    std::vector<schedule::case_record> records(p->cases.size());
-    plan::plan todo;
-    std::vector<std::size_t> full_index;
+    prior_work w;
+    w.records.resize(p->cases.size());
     std::size_t reused = 0;
     std::map<std::string, json::object> saved;
     if (!a.resume.empty()) {
@@ -140,34 +303,69 @@ int cmd_run(const std::vector<std::string>& args) {
                      printable(u).c_str());
     }
     for (std::size_t i = 0; i < p->cases.size(); ++i) {
-      if (auto it = saved.find(p->cases[i].key); it != saved.end()) {
+      auto& key = p->cases[i].key;
+      if (auto it = saved.find(key); it != saved.end()) {
         auto rec = case_from_json(it->second);
         bool again =
             (a.retry_errors && (rec.state == case_state::error || rec.state == case_state::na)) ||
             (a.retry_failed && rec.state == case_state::failed) ||
             rec.state == case_state::cancelled;
         if (!again) {
-          records[i] = std::move(rec);
+          w.records[i] = std::move(rec);
           ++reused;
           if (stream_jsonl) std::cout << json::serialize(it->second) << '\n';
           continue;
         }
       }
-      todo.cases.push_back(p->cases[i]);
-      full_index.push_back(i);
+      if (m == mode::execute_only && stored.count(key)) {
+        w.records[i].state = case_state::executed;
+        w.records[i].message = "executed earlier";
+        ++reused;
+        continue;
+      }
+      if (m == mode::score) {
+        auto& artifact = stored.at(key);
+        auto* skipped = artifact.if_contains("skipped");
+        if (skipped && skipped->is_bool() && skipped->get_bool()) {
+          w.records[i].state = case_state::skipped;
+          w.records[i].message = "skipped when executed";
+          continue;
+        }
+        auto* t = artifact.if_contains("transcript");
+        w.transcripts.push_back(t && t->is_object() ? t->get_object() : json::object{});
+      }
+      w.todo.cases.push_back(p->cases[i]);
+      w.full_index.push_back(i);
     }
     if (!a.resume.empty())
       std::fprintf(stderr, "resuming run %s: %zu of %zu case(s) already saved\n", a.resume.c_str(),
                    reused, p->cases.size());
+    if (m == mode::execute_only && reused > 0)
+      std::fprintf(stderr, "%zu of %zu case(s) already have an artifact in %s\n", reused,
+                   p->cases.size(), printable(a.artifacts).c_str());
+    if (artifacts && m == mode::execute_only)
+      if (auto ec = artifacts->save_meta(json::object{{"study", study->init.study},
+                                                      {"study_version", study->init.study_version},
+                                                      {"host_version", version},
+                                                      {"fingerprints", fingerprints(study->list)}}))
+        std::fprintf(stderr, "mira: warning: cannot write %s/meta.json: %s\n",
+                     printable(a.artifacts).c_str(), ec.message().c_str());
     // Kept in memory from here: written now, completed when the run ends.
     json::object meta;
     if (folder) {
-      meta = folder->load_meta().value_or(meta_json(a, *study, folder->id(), utc_now()));
+      meta = folder->load_meta().value_or(meta_json(args, a, *study, folder->id(), utc_now()));
       meta["study"] = study->init.raw;
+      if (m == mode::score)
+        meta["scored_artifacts"] = std::filesystem::absolute(a.artifacts).string();
       if (auto ec = folder->save_meta(meta))
         std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
     }
 
+    if (m == mode::execute_only) a.policy.op = schedule::operation::execute;
+    if (m == mode::score) {
+      a.policy.op = schedule::operation::score;
+      a.policy.transcript_for = [&](std::size_t j) { return w.transcripts[j]; };
+    }
     a.policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
       auto h = co_await restart_study(command_for(a), study->init);
       if (h) study->host = *h;  // so the final shutdown reaches the live one
@@ -176,18 +374,28 @@ int cmd_run(const std::vector<std::string>& args) {
     std::size_t unsaved = 0;
     schedule::run_hooks hooks;
     hooks.on_notification = [&](std::size_t j, const notification& n) {
-      the_log().event(&p->cases[full_index[j]].key, n);
+      the_log().event(&p->cases[w.full_index[j]].key, n);
     };
     auto& progress = the_progress();
-    progress.total = todo.cases.size();
+    progress.total = w.todo.cases.size();
     hooks.on_start = [&](std::size_t) { ++progress.starts; };
     hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
       progress.finished_attempts += static_cast<std::size_t>(r.attempts);
       ++progress.done;
-      progress.passed += r.state == case_state::passed;
+      progress.passed += r.state == case_state::passed || r.state == case_state::executed;
       progress.failed += r.state == case_state::failed || r.state == case_state::error;
       progress.na += r.state == case_state::na;
-      auto& c = p->cases[full_index[j]];
+      auto& c = p->cases[w.full_index[j]];
+      if (artifacts && m == mode::execute_only && r.result &&
+          (r.state == case_state::executed || r.state == case_state::skipped)) {
+        auto artifact = r.result->raw();
+        artifact["key"] = c.key;
+        if (auto ec = artifacts->save(c.key, artifact)) {
+          ++unsaved;
+          stderr_line("mira: error: cannot save the artifact of " + printable(c.key) + ": " +
+                      ec.message());
+        }
+      }
       auto record = case_json(c, r);
       // A cancelled case is not finished: a resumed run runs it.
       if (folder && r.state != case_state::cancelled)
@@ -232,7 +440,8 @@ int cmd_run(const std::vector<std::string>& args) {
     };
     tick();
     auto part = co_await asio::co_spawn(
-        co_await asio::this_coro::executor, schedule::run_plan(study->host, todo, a.policy, hooks),
+        co_await asio::this_coro::executor,
+        schedule::run_plan(study->host, w.todo, a.policy, hooks),
         asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
     signals.cancel();
     progress.active = false;
@@ -244,8 +453,8 @@ int cmd_run(const std::vector<std::string>& args) {
     report.seconds = part.seconds;
     report.restarts = part.restarts;
     for (std::size_t j = 0; j < part.cases.size(); ++j)
-      records[full_index[j]] = std::move(part.cases[j]);
-    report.cases = std::move(records);
+      w.records[w.full_index[j]] = std::move(part.cases[j]);
+    report.cases = std::move(w.records);
 
     auto s = aggregate::summarize(*p, report.cases, &study->list, a.group_by);
     bool written = emit_report(a, *p, report, s, stream_jsonl);
@@ -270,8 +479,16 @@ int cmd_run(const std::vector<std::string>& args) {
         std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
       std::fprintf(stderr, "saved run %s to %s\n", folder->id().c_str(), folder->path().c_str());
       if (report.stopped != schedule::stop_reason::none || s.count(case_state::cancelled) > 0)
-        std::fprintf(stderr, "resume with: mira run --resume %s --results-dir %s -- ...\n",
-                     folder->id().c_str(), a.results_dir.c_str());
+        std::fprintf(stderr, "resume with: %s\n",
+                     printable(resume_command(args, folder->id())).c_str());
+    }
+    if (artifacts && m == mode::execute_only) {
+      std::fprintf(stderr, "executed %zu case(s); artifacts in %s\n", s.count(case_state::executed),
+                   printable(a.artifacts).c_str());
+      std::string study_cmd;
+      for (auto& word : a.study) study_cmd += " " + shell_word(word);
+      std::fprintf(stderr, "score them with: mira score --artifacts %s --%s\n",
+                   printable(shell_word(a.artifacts)).c_str(), printable(study_cmd).c_str());
     }
     if (report.stopped == schedule::stop_reason::interrupted)
       rc = exit_interrupted;
@@ -287,6 +504,21 @@ int cmd_run(const std::vector<std::string>& args) {
     else
       rc = exit_ok;
   });
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  auto a = parse_args(command::run, args);
+  if (a.help) return std::fputs(run_help, stdout), exit_ok;
+  auto m = a.execute_only ? mode::execute_only : mode::run;
+  return run_cases(args, std::move(a), m);
+}
+
+int cmd_score(const std::vector<std::string>& args) {
+  auto a = parse_args(command::score, args);
+  if (a.help) return std::fputs(score_help, stdout), exit_ok;
+  return run_cases(args, std::move(a), mode::score);
 }
 
 }  // namespace mira::cli

@@ -2,6 +2,7 @@
 #include "session.hpp"
 
 #include <mira/store/files.hpp>
+#include <mira/store/run_folder.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -252,6 +253,37 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
   else
     std::cout << render(a.format, p, report, s);
   return true;
+}
+
+saved_run load_saved_run(const store::run_folder& folder) {
+  saved_run out;
+  auto& p = out.p;
+  auto& report = out.report;
+  std::vector<std::string> unreadable;
+  auto saved = folder.load_cases(&unreadable);
+  for (auto& u : unreadable)
+    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  for (auto& [key, record] : saved) {
+    auto params = protocol::decode_run_params(record);
+    if (!params) {
+      std::fprintf(stderr, "mira: warning: the saved case %s has no case identity: %s\n",
+                   printable(key).c_str(), params.error().message().c_str());
+      continue;
+    }
+    plan::planned_case c;
+    c.params = std::move(*params);
+    c.key = key;
+    c.logical_key = plan::logical_key(c.params);
+    p.cases.push_back(std::move(c));
+    report.cases.push_back(case_from_json(record));
+  }
+  if (auto meta = folder.load_meta()) {
+    auto* summary = meta->if_contains("summary");
+    auto* secs =
+        summary && summary->is_object() ? summary->get_object().if_contains("seconds") : nullptr;
+    if (secs && secs->is_number()) report.seconds = secs->to_number<double>();
+  }
+  return out;
 }
 
 }  // namespace mira::cli

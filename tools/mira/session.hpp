@@ -8,6 +8,7 @@
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/codec.hpp>
+#include <mira/store/run_folder.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
@@ -152,5 +153,13 @@ bool use_colour(const run_args& a);
 /// written.
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed);
+
+/// A saved run read back without the study: every readable case in key order (unreadable ones
+/// are warned about), and the run's duration from meta.json.
+struct saved_run {
+  plan::plan p;
+  schedule::run_report report;
+};
+saved_run load_saved_run(const store::run_folder& folder);
 
 }  // namespace mira::cli

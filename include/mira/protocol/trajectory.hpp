@@ -21,4 +21,10 @@ decoded<trajectory_projection> project(const json::value& trajectory);
 /// or default from its projection, never overwriting one the producer set.
 std::optional<decode_error> project_trajectory(json::object& transcript);
 
+/// An ATIF-v1.7 document built from a transcript summary, for a case whose study sent no
+/// trajectory: one agent step per tool call (id "call-N", empty arguments), then a final agent
+/// step with the final response; final_metrics carry the usage and the step count.
+json::object synthesize_trajectory(const transcript_summary& t, std::string_view agent_name,
+                                   std::string_view agent_version);
+
 }  // namespace mira::protocol

@@ -2,6 +2,7 @@
 // run folder, atomic file writes, SHA-256. Free of any connection or CLI.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>
@@ -38,6 +39,10 @@ std::optional<std::string> decode_key(std::string_view name);
 /// rename over `path`, fsync of the directory.
 boost::system::error_code write_file_atomic(const std::filesystem::path& path,
                                             std::string_view contents);
+
+/// The JSON object in the file at `path`; nothing when the file cannot be read or does not hold
+/// one object (a torn or foreign file).
+std::optional<boost::json::object> read_json_object(const std::filesystem::path& path);
 
 /// SHA-256 of `data`, as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
