@@ -128,7 +128,13 @@ json::object config_json(const std::vector<std::string>& host_args, const run_ar
   json::object providers;
   for (auto& [name, n] : a.policy.concurrency.provider_limits) providers[name] = n;
   auto& pol = a.policy;
-  return {{"argv", strings_json(host_args)},
+  // --study-env values may be secrets: only their names are kept.
+  json::array argv;
+  for (std::size_t i = 0; i < host_args.size(); ++i) {
+    bool env_value = i > 0 && host_args[i - 1] == "--study-env";
+    argv.emplace_back(env_value ? host_args[i].substr(0, host_args[i].find('=')) : host_args[i]);
+  }
+  return {{"argv", std::move(argv)},
           {"selection",
            json::object{{"filter", sel.filter},
                         {"evals", strings_json(sel.evals)},
