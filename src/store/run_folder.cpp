@@ -52,6 +52,13 @@ std::map<std::string, json::object> run_folder::load_cases(
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(path_ / "cases", ec)) {
     auto file = entry.path() / "result.json";
+    // A host killed while saving leaves a temporary file (and perhaps no result.json): that
+    // case was not saved.
+    std::error_code ignored;
+    for (auto& f : fs::directory_iterator(entry.path(), ignored))
+      if (f.path().filename().string().rfind(".result.json.tmp-", 0) == 0)
+        fs::remove(f.path(), ignored);
+    if (!fs::exists(file, ignored)) continue;
     auto record = read_json_object(file);
     auto* key = record ? record->if_contains("key") : nullptr;
     if (!key || !key->is_string()) {

@@ -9,6 +9,8 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --sigkill-after N    kill itself with SIGKILL when the N-th run arrives
   --die-once PATH      with --die-after: die only if PATH does not exist yet (and create it),
                        so a restarted study works
+  --kill-host-after N  send SIGKILL to the host when the N-th run arrives (a crash of the host at
+                       a known point)
   --interrupt-host-after N  send SIGINT to the host when the N-th run arrives (a Ctrl-C at a
                        known point)
   --stderr-flood BYTES write BYTES of stderr lines from a thread while serving
@@ -36,6 +38,7 @@ args.add_argument("--die-after", type=int, default=0)
 args.add_argument("--sigkill-after", type=int, default=0)
 args.add_argument("--die-once")
 args.add_argument("--interrupt-host-after", type=int, default=0)
+args.add_argument("--kill-host-after", type=int, default=0)
 args.add_argument("--stderr-flood", type=int, default=0)
 args.add_argument("--garbage", action="store_true")
 args.add_argument("--capacity", type=int, default=0)
@@ -168,6 +171,8 @@ def main():
                 sys.stderr.write("py-study: dying on purpose\n")
                 sys.stderr.flush()
                 os._exit(3)
+            if opts.kill_host_after and run_count == opts.kill_host_after:
+                os.kill(os.getppid(), signal.SIGKILL)
             if opts.interrupt_host_after and run_count == opts.interrupt_host_after:
                 os.kill(os.getppid(), signal.SIGINT)
             if opts.sigkill_after and run_count == opts.sigkill_after:

@@ -30,7 +30,8 @@ class run_folder {
   /// Saves one finished case (its JSON record, which must carry "key").
   boost::system::error_code save_case(const std::string& key, const boost::json::object& record);
   /// Every saved case record, by key. A file that does not parse (or names no key) is listed in
-  /// `unreadable` and left alone: its case is simply run again.
+  /// `unreadable` and left alone: its case is simply run again. Temporary files left by a host
+  /// killed while saving are removed.
   std::map<std::string, boost::json::object> load_cases(
       std::vector<std::string>* unreadable = nullptr) const;
 
