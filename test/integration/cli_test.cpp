@@ -200,6 +200,28 @@ BOOST_AUTO_TEST_CASE(ctrl_c_cancels_saves_and_tells_how_to_resume) {
   fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(resume_warns_about_a_changed_study_version_seed_or_eval) {
+  temp_dir dir;
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+  auto results = dir / "results";
+  BOOST_TEST(cli("run --samples a --seed 7 --results-dir " + results + " -- " + py).code == 0);
+  std::vector<std::filesystem::path> runs(std::filesystem::directory_iterator(results),
+                                          std::filesystem::directory_iterator{});
+  BOOST_REQUIRE(runs.size() == 1u);
+  auto id = runs[0].filename().string();
+  auto same = run_command(mira_bin + " run --samples a --seed 7 --resume " + id +
+                          " --results-dir " + results + " -- " + py + " 2>&1");
+  BOOST_TEST(same.code == 0);
+  BOOST_TEST(same.out.find("warning") == std::string::npos);
+  auto changed =
+      run_command(mira_bin + " run --samples a --seed 8 --resume " + id + " --results-dir " +
+                  results + " -- " + py + " --study-version 0.0.2 --scorer exact 2>&1");
+  BOOST_TEST(changed.code == 0);
+  BOOST_TEST(changed.out.find("made by study version 0.0.1, this is 0.0.2") != std::string::npos);
+  BOOST_TEST(changed.out.find("made with --seed 7, this run uses 8") != std::string::npos);
+  BOOST_TEST(changed.out.find("eval 'echo' changed since run " + id) != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(report_formats_are_well_formed) {
   temp_file xml, csv, md, js;
   const std::string base = "run --dry-run --max-retries 0 ";

@@ -19,6 +19,8 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --capacity K         a provider that serves K runs at once: a run beyond K is answered at
                        once with a retryable 429 error
   --cost USD           the cost_usd each run reports
+  --study-version V    the study_version initialize reports (default 0.0.1)
+  --scorer NAME        the echo eval's scorer name (default echo): changes its fingerprint
   --hostile            names, answers and outputs built to break paths, terminals, HTML, XML,
                        CSV and Markdown (script tags, ../, NUL, ANSI escapes, ]]>, 10 KB names)
 """
@@ -44,6 +46,8 @@ args.add_argument("--garbage", action="store_true")
 args.add_argument("--capacity", type=int, default=0)
 args.add_argument("--cost", type=float, default=0.0)
 args.add_argument("--hostile", action="store_true")
+args.add_argument("--study-version", default="0.0.1")
+args.add_argument("--scorer", default="echo")
 opts = args.parse_args()
 
 out = sys.stdout.buffer
@@ -151,7 +155,7 @@ def main():
         if method == "initialize":
             caps = [c for c in opts.caps.split(",") if c]
             send({"id": rid, "result": {"protocol_version": "1.1", "study": "py-study",
-                                        "study_version": "0.0.1", "evals": 1, "capabilities": caps}})
+                                        "study_version": opts.study_version, "evals": 1, "capabilities": caps}})
         elif method == "list" and opts.hostile:
             send({"id": rid, "result": {"evals": [{
                 "name": HOSTILE_EVAL, "description": "\x1b[2J" + HOSTILE_EVAL,
@@ -160,7 +164,7 @@ def main():
         elif method == "list":
             send({"id": rid, "result": {"evals": [{
                 "name": "echo", "samples": [{"id": "a"}, {"id": "b"}, {"id": "fail"}],
-                "scorers": ["echo"],
+                "scorers": [opts.scorer],
                 "targets": [{"label": "sim", "provider": "sim", "available": True}]}]}})
         elif method == "run":
             run_count += 1

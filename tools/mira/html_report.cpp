@@ -153,7 +153,7 @@ struct spread {
 // Latency per target as box plots: whiskers min..max, box p25..p75, a bar at the median and a
 // dot at p95.
 std::string latency_chart(const std::vector<spread>& rows) {
-  const int label_w = 170, plot_w = 300, row_h = 26, top = 28, text_w = 190;
+  const int label_w = 170, plot_w = 300, row_h = 26, top = 28, text_w = 250;
   double max = 0;
   for (auto& r : rows)
     if (!r.values.empty()) max = std::max(max, r.values.back());
