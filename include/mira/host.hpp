@@ -75,6 +75,9 @@ struct host_options {
   /// When the study closed stdout or exited, how long to wait for the rest (exit status,
   /// stderr tail) before failing the pending requests.
   std::chrono::milliseconds exit_wait{500};
+  /// No output at all from the study for this long while requests are pending: it is treated
+  /// as hung and killed, and the pending requests fail with errc::study_exited. 0: off.
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 /// Per-call extras.
@@ -151,6 +154,10 @@ class host_handle {
 
   /// Result of initialize, once it has completed (capabilities, study name, ...).
   std::optional<protocol::initialize_result> study() const;
+
+  /// Requests whose operation was cancelled but which the study has not answered yet (it may
+  /// ignore `cancel`): work the study still does. Schedulers count them against concurrency.
+  std::size_t abandoned() const;
 
   // --- Asynchronous operations: void(error_code, T) ------------------------------------------
   // Each has an overload taking request_options (diagnostics, correlated notifications).

@@ -169,6 +169,8 @@ void multiplexer::set_state(entry& e, request_state s) {
   if (!e.is_cancel) {
     if (counts(e.state) && !counts(s)) --outstanding_;
     if (!counts(e.state) && counts(s)) ++outstanding_;
+    if (e.state == request_state::abandoned && s != request_state::abandoned) --abandoned_;
+    if (e.state != request_state::abandoned && s == request_state::abandoned) ++abandoned_;
   }
   e.state = s;
 }
@@ -370,6 +372,7 @@ std::vector<std::unique_ptr<pending_op>> multiplexer::close() {
   urgent_.clear();
   queue_.clear();
   outstanding_ = 0;
+  abandoned_ = 0;
   live_queued_ = 0;
   // writing_ stays: its buffers may still be referenced by a write in progress.
   return ops;

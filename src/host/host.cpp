@@ -78,7 +78,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
         framer_(opts_.max_line_bytes),
         err_framer_(std::size_t{64} << 10, std::size_t{64} << 10),
         close_timer_(strand_),
-        exit_event_(strand_) {
+        exit_event_(strand_),
+        idle_timer_(strand_) {
     if (!opts_.log) opts_.log = [](const log_record&) {};
   }
 
@@ -126,6 +127,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   void cancel_request(std::int64_t id, asio::cancellation_type_t type) {
     auto out = mux_.cancel(id, type, next_id_.fetch_add(1));
+    abandoned_ = mux_.abandoned();
     if (out.op) {
       auto* op = static_cast<op_base*>(out.op.release());
       log(log_level::debug,
@@ -247,6 +249,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   asio::strand<asio::any_io_executor> strand_;
   std::atomic<std::int64_t> next_id_{1};
+  std::atomic<std::size_t> abandoned_{0};  // mux_.abandoned(), readable from any thread
 
  private:
   static std::string_view required_capability(std::string_view method) {
@@ -276,6 +279,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   void kick_writer() {
     if (mux_.writing() || finished_ || output_broken_ || !mux_.has_pending_writes()) return;
+    // The idle clock starts when the study gets work while it had none.
+    if (mux_.outstanding() == 0) idle_since_ = std::chrono::steady_clock::now();
     write_bufs_.clear();
     mux_.prepare_write(write_bufs_);
     io_->async_write(write_bufs_, asio::bind_executor(strand_, [self = shared_from_this()](
@@ -286,11 +291,41 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   void on_written(error_code ec) {
     mux_.on_write_done();
-    if (!ec) return kick_writer();
+    if (!ec) {
+      arm_idle();
+      return kick_writer();
+    }
     if (ec == asio::error::operation_aborted || finished_) return;
     output_broken_ = true;
     gone_reason_ = "the study stopped reading its input (" + ec.message() + ")";
     maybe_finish();
+  }
+
+  // --- idle timeout --------------------------------------------------------------------------
+
+  // While requests are pending, the study must write something at least every idle_timeout.
+  void arm_idle() {
+    if (opts_.idle_timeout.count() <= 0 || idle_armed_ || finished_ || mux_.outstanding() == 0)
+      return;
+    idle_armed_ = true;
+    idle_timer_.expires_at(idle_since_ + opts_.idle_timeout);
+    idle_timer_.async_wait(asio::bind_executor(
+        strand_, [self = shared_from_this()](error_code ec) { self->on_idle(ec); }));
+  }
+
+  void on_idle(error_code ec) {
+    idle_armed_ = false;
+    if (ec || finished_ || mux_.outstanding() == 0) return;
+    if (std::chrono::steady_clock::now() < idle_since_ + opts_.idle_timeout) return arm_idle();
+    gone_reason_ = "the study wrote nothing for " +
+                   std::to_string(std::chrono::duration<double>(opts_.idle_timeout).count()) +
+                   " s while " + std::to_string(mux_.outstanding()) +
+                   " request(s) were pending (idle timeout); it was killed";
+    log(log_level::warning, gone_reason_);
+    if (proc_ && !exited_)
+      proc_->kill();  // its exit fails what is pending, with this reason
+    else
+      finish_close(make_error_code(errc::study_exited), gone_reason_);
   }
 
   // --- reading stdout ------------------------------------------------------------------------
@@ -305,8 +340,10 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   }
 
   void on_stdout(error_code ec, std::size_t n) {
+    if (n > 0) idle_since_ = std::chrono::steady_clock::now();
     framer_.commit(n);
     while (auto f = framer_.next()) on_frame(*f);
+    abandoned_ = mux_.abandoned();
     if (!ec) return read_stdout();
     if (auto f = framer_.finish()) on_frame(*f);
     if (finished_) return;
@@ -461,7 +498,9 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     close_diag_.exit = exit_;
     close_diag_.stderr_tail.assign(tail_.begin(), tail_.end());
     close_timer_.cancel();
+    idle_timer_.cancel();
     auto ops = mux_.close();
+    abandoned_ = 0;
     if (!ops.empty() && ec != asio::error::operation_aborted)
       log(log_level::warning,
           std::to_string(ops.size()) + " pending request(s) failed: " + close_diag_.message);
@@ -480,6 +519,10 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   std::deque<std::string> tail_;
   asio::steady_timer close_timer_;
   asio::steady_timer exit_event_;  // cancelled when the process exits
+  asio::steady_timer idle_timer_;
+  std::chrono::steady_clock::time_point idle_since_ = std::chrono::steady_clock::now();
+  bool idle_armed_ = false;
+
   std::optional<asio::steady_timer> close_wait_;
   host_registry* registry_ = nullptr;
 
@@ -805,6 +848,10 @@ host_handle::executor_type host_handle::get_executor() const {
 
 std::optional<protocol::initialize_result> host_handle::study() const {
   return impl()->initialized();
+}
+
+std::size_t host_handle::abandoned() const {
+  return impl()->abandoned_.load();
 }
 
 namespace {

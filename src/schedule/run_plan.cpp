@@ -55,6 +55,8 @@ std::string_view to_string(stop_reason r) {
       return "study failed";
     case stop_reason::interrupted:
       return "interrupted";
+    case stop_reason::requested:
+      return "requested";
   }
   return "?";
 }
@@ -159,6 +161,9 @@ attempt_error describe(const attempt_outcome& o, const attempt_verdict& v,
   return e;
 }
 
+// How often a run whose slots are held by abandoned requests checks whether they were answered.
+constexpr auto abandoned_poll = std::chrono::milliseconds(20);
+
 class pipeline {
  public:
   pipeline(asio::any_io_executor ex, host_handle host, const plan::plan& p, run_policy policy,
@@ -194,6 +199,8 @@ class pipeline {
     deadline_ = policy_.deadline ? t0 + *policy_.deadline : time_point::max();
 
     for (;;) {
+      // A study that ignores `cancel` still works on what we gave up on: that counts.
+      sched_->reserve(host_.abandoned());
       if (!sched_->stopped() && !restarting_)
         while (auto id = sched_->next(clock::now())) start(*id);
       if (done_.empty() && running_ == 0 && !restarting_ && (sched_->idle() || sched_->stopped()))
@@ -201,6 +208,8 @@ class pipeline {
       if (done_.empty()) {
         auto until = deadline_;
         if (auto w = sched_->next_wakeup(clock::now()); w && *w < until) until = *w;
+        // The host does not signal a late answer to an abandoned request: look again soon.
+        if (sched_->reserved() > 0) until = std::min(until, clock::now() + abandoned_poll);
         wake_.expires_at(until);
         co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
       }
@@ -377,6 +386,9 @@ class pipeline {
 
   void report(std::size_t index) {
     if (hooks_.on_result) hooks_.on_result(index, report_.cases[index]);
+    if (hooks_.stop_after && !sched_->stopped())
+      if (auto why = hooks_.stop_after(index, report_.cases[index]))
+        stop(stop_reason::requested, std::move(*why));
   }
 
   asio::any_io_executor ex_;

@@ -43,7 +43,7 @@ void scheduler::promote(time_point now) {
 }
 
 std::optional<std::size_t> scheduler::next(time_point now) {
-  if (stopped_ || in_flight_ >= conc_.max_concurrent) return std::nullopt;
+  if (stopped_ || in_flight_ + reserved_ >= conc_.max_concurrent) return std::nullopt;
   promote(now);
   for (std::size_t n = 0; n < buckets_.size(); ++n) {
     auto& b = buckets_[(rr_ + n) % buckets_.size()];

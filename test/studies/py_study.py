@@ -19,6 +19,13 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --capacity K         a provider that serves K runs at once: a run beyond K is answered at
                        once with a retryable 429 error
   --cost USD           the cost_usd each run reports
+  --hang-after N       from the N-th run on, write nothing at all (with --die-once PATH: only
+                       the first study hangs)
+  --deaf               after answering initialize, never read stdin again (its pipe fills)
+  --huge-answer MB     answer every run with a line of MB megabytes (a padding field)
+  --ignore-cancel      answer `cancel` with cancelled: false and finish the run anyway (its
+                       answer then arrives late); every result's transcript metadata carries
+                       max_active, the most runs this study ever served at once
   --study-version V    the study_version initialize reports (default 0.0.1)
   --scorer NAME        the echo eval's scorer name (default echo): changes its fingerprint
   --hostile            names, answers and outputs built to break paths, terminals, HTML, XML,
@@ -46,6 +53,10 @@ args.add_argument("--garbage", action="store_true")
 args.add_argument("--capacity", type=int, default=0)
 args.add_argument("--cost", type=float, default=0.0)
 args.add_argument("--hostile", action="store_true")
+args.add_argument("--ignore-cancel", action="store_true")
+args.add_argument("--hang-after", type=int, default=0)
+args.add_argument("--deaf", action="store_true")
+args.add_argument("--huge-answer", type=int, default=0)
 args.add_argument("--study-version", default="0.0.1")
 args.add_argument("--scorer", default="echo")
 opts = args.parse_args()
@@ -57,6 +68,7 @@ runs = {}  # request id -> threading.Event (set = cancelled)
 run_count = 0
 workers = []
 active = 0  # runs being served, for --capacity
+max_active = 0
 
 
 def log_line(raw: bytes):
@@ -65,7 +77,12 @@ def log_line(raw: bytes):
         record.flush()
 
 
+hung = False
+
+
 def send_raw(raw: bytes, recorded=True):
+    if hung:
+        return
     with lock:
         out.write(raw + b"\n")
         out.flush()
@@ -101,6 +118,7 @@ def result_for(params, passed=True):
                        "usage": {"input_tokens": 1, "output_tokens": 1, "cost_usd": opts.cost}},
         "skipped": False,
     })
+    r["transcript"]["metadata"] = {"max_active": max_active}
     if opts.hostile:
         r["transcript"]["final_response"] = "<script>" + PWN + "</script>" + params.get("sample", "")
         r["transcript"]["output"] = [{"kind": "file", "uri": "javascript:" + PWN},
@@ -121,12 +139,26 @@ def serve_run(rid, params, cancelled):
         active -= 1  # before answering: the host may send the next run at once
     if opts.garbage:
         garbage()
-    if cancelled.is_set():
+    if opts.huge_answer and not cancelled.is_set():
+        huge(rid, params)
+    elif cancelled.is_set():
         send({"id": rid, "error": {"code": -32800, "message": "cancelled"}})
     else:
         send({"id": rid, "result": result_for(params, params.get("sample") != "fail")})
     with lock:
         runs.pop(rid, None)
+
+
+def huge(rid, params):
+    # Written in pieces, so this study never holds the whole line either.
+    head = json.dumps({"id": rid, "result": result_for(params)})[:-2].encode() + b',"pad":"'
+    chunk = b"x" * (1 << 20)
+    with lock:
+        out.write(head)
+        for _ in range(opts.huge_answer):
+            out.write(chunk)
+        out.write(b'"}}\n')
+        out.flush()
 
 
 def flood():
@@ -140,7 +172,7 @@ def flood():
 
 
 def main():
-    global run_count, active
+    global run_count, active, max_active, hung
     if opts.stderr_flood:
         t = threading.Thread(target=flood)
         t.start()
@@ -156,6 +188,8 @@ def main():
             caps = [c for c in opts.caps.split(",") if c]
             send({"id": rid, "result": {"protocol_version": "1.1", "study": "py-study",
                                         "study_version": opts.study_version, "evals": 1, "capabilities": caps}})
+            if opts.deaf:
+                time.sleep(600)
         elif method == "list" and opts.hostile:
             send({"id": rid, "result": {"evals": [{
                 "name": HOSTILE_EVAL, "description": "\x1b[2J" + HOSTILE_EVAL,
@@ -175,6 +209,11 @@ def main():
                 sys.stderr.write("py-study: dying on purpose\n")
                 sys.stderr.flush()
                 os._exit(3)
+            if opts.hang_after and run_count >= opts.hang_after and not (
+                    opts.die_once and os.path.exists(opts.die_once) and not hung):
+                if opts.die_once and not hung:
+                    open(opts.die_once, "w").close()
+                hung = True
             if opts.kill_host_after and run_count == opts.kill_host_after:
                 os.kill(os.getppid(), signal.SIGKILL)
             if opts.interrupt_host_after and run_count == opts.interrupt_host_after:
@@ -185,6 +224,7 @@ def main():
                 busy = opts.capacity and active >= opts.capacity
                 if not busy:
                     active += 1
+                    max_active = max(max_active, active)
             if busy:
                 send({"id": rid, "error": {"code": -32000, "message": "429 Too Many Requests",
                                            "retryable": True, "data": {"http_status": 429}}})
@@ -205,6 +245,8 @@ def main():
         elif method == "cancel":
             with lock:
                 ev = runs.get(params.get("id"))
+            if opts.ignore_cancel:
+                ev = None
             if ev:
                 ev.set()
             send({"id": rid, "result": {"cancelled": ev is not None}})

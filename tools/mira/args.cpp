@@ -123,6 +123,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.study_env_clear = true;
     } else if (a == "--init-timeout") {
       out.init_timeout = seconds(a, value(a));
+    } else if (a == "--idle-timeout") {
+      out.idle_timeout = seconds(a, value(a));
     } else if (selects && a == "--evals") {
       auto v = split(value(a), ',');
       out.selection.evals.insert(out.selection.evals.end(), v.begin(), v.end());

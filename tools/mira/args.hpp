@@ -24,6 +24,7 @@ struct run_args {
   std::vector<std::string> study_env;  // KEY=VALUE, or KEY to pass the host's value
   bool study_env_clear = false;        // start from an empty environment
   schedule::duration init_timeout = std::chrono::seconds(60);
+  schedule::duration idle_timeout{0};  // 0: off
   plan::selection selection;
   schedule::run_policy policy;
   std::string format = "table";  // table | json | jsonl | csv | junit | md (run, report)

@@ -32,7 +32,10 @@ Study launch (list, plan and run):
   --study-cmd "CMD ARGS"   the study's command line as one string (shell-like quoting)
   --study-env KEY[=VALUE]  set KEY for the study (KEY alone: the host's value); repeatable
   --study-env-clear        start the study with only the --study-env variables
-  --init-timeout SECONDS   how long the study may take to answer initialize (default 60)
+  --init-timeout SECONDS   how long the study may take to answer initialize, and then to
+                           list its evals (default 60 each)
+  --idle-timeout SECONDS   kill a study that writes nothing this long while requests are
+                           pending, as if it had crashed (default: off)
 
 Example:
   mira list -- ./build/examples/example_study
@@ -42,7 +45,10 @@ Example:
   "\nStudy launch:\n"                                                                            \
   "  --study-env KEY[=VALUE]  set KEY for the study (KEY alone: the host's value); repeatable\n" \
   "  --study-env-clear        start the study with only the --study-env variables\n"             \
-  "  --init-timeout SECONDS   how long the study may take to answer initialize (default 60)\n"
+  "  --init-timeout SECONDS   how long the study may take to answer initialize, and then to\n"   \
+  "                           list its evals (default 60 each)\n"                                \
+  "  --idle-timeout SECONDS   kill a study that writes nothing this long while requests are\n"   \
+  "                           pending, as if it had crashed (default: off)\n"
 
 #define MIRA_SELECTION_HELP                                                             \
   "Selection (globs: * ? [...]; comma-separated lists; each must match something):\n"   \

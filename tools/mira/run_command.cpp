@@ -373,11 +373,13 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       a.policy.transcript_for = [&](std::size_t j) { return w.transcripts[j]; };
     }
     a.policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
-      auto h = co_await restart_study(command_for(a), study->init);
+      auto h = co_await restart_study(a, study->init);
       if (h) study->host = *h;  // so the final shutdown reaches the live one
       co_return h;
     };
-    std::size_t unsaved = 0;
+    // A result that cannot be saved stops the run: carrying on would lose more of them.
+    std::vector<std::string> unsaved;
+    std::optional<std::string> save_error;
     schedule::run_hooks hooks;
     hooks.on_notification = [&](std::size_t j, const notification& n) {
       the_log().event(&p->cases[w.full_index[j]].key, n);
@@ -397,20 +399,22 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
         auto artifact = r.result->raw();
         artifact["key"] = c.key;
         if (auto ec = artifacts->save(c.key, artifact)) {
-          ++unsaved;
-          stderr_line("mira: error: cannot save the artifact of " + printable(c.key) + ": " +
-                      ec.message());
+          unsaved.push_back(c.key);
+          save_error = "cannot save the artifact of " + c.key + ": " + ec.message();
+          stderr_line("mira: error: " + printable(*save_error));
         }
       }
       auto record = case_json(c, r);
       // A cancelled case is not finished: a resumed run runs it.
       if (folder && r.state != case_state::cancelled)
         if (auto ec = folder->save_case(c.key, record)) {
-          ++unsaved;
-          stderr_line("mira: error: cannot save " + printable(c.key) + ": " + ec.message());
+          unsaved.push_back(c.key);
+          save_error = "cannot save the result of " + c.key + ": " + ec.message();
+          stderr_line("mira: error: " + printable(*save_error));
         }
       if (stream_jsonl) std::cout << json::serialize(record) << '\n' << std::flush;
     };
+    hooks.stop_after = [&](std::size_t, const schedule::case_record&) { return save_error; };
     // Ctrl-C (or SIGTERM): the first stops the run (in-flight cases are sent `cancel`, finished
     // ones are saved and reported, the resume command is printed); the second quits at once.
     asio::cancellation_signal interrupt;
@@ -464,6 +468,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
 
     auto s = aggregate::summarize(*p, report.cases, &study->list, a.group_by);
     bool written = emit_report(a, *p, report, s, stream_jsonl);
+    std::fflush(stdout);  // the report before what stderr says about it
     co_await study->host.shutdown();
     if (folder) {
       json::array cases;
@@ -496,9 +501,17 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       std::fprintf(stderr, "score them with: mira score --artifacts %s --%s\n",
                    printable(shell_word(a.artifacts)).c_str(), printable(study_cmd).c_str());
     }
+    if (!unsaved.empty()) {
+      std::string keys;
+      for (auto& k : unsaved) keys += "\n  " + printable(k);
+      std::fprintf(stderr,
+                   "mira: error: %zu finished case(s) could not be saved (their results are in "
+                   "the report above):%s\n",
+                   unsaved.size(), keys.c_str());
+    }
     if (report.stopped == schedule::stop_reason::interrupted)
       rc = exit_interrupted;
-    else if (unsaved > 0 || !written)
+    else if (!unsaved.empty() || !written)
       rc = exit_host_error;
     else if (report.stopped == schedule::stop_reason::study_failed)
       rc = exit_host_error;

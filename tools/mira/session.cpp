@@ -51,8 +51,9 @@ run_log& the_log() {
   return log;
 }
 
-host_options cli_host_options() {
+host_options cli_host_options(const run_args& a) {
   host_options o;
+  o.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(a.idle_timeout);
   o.host_name = "mira-cpp";
   o.on_notification = [](const notification& n) {
     the_log().event(nullptr, n);
@@ -117,9 +118,10 @@ json::object fingerprints(const protocol::list_result& list) {
 
 // Starts the same study again for run_plan, refusing one that is not the same study.
 asio::awaitable<tl::expected<host_handle, error>> restart_study(
-    study_command cmd, protocol::initialize_result original) {
+    const run_args& a, protocol::initialize_result original) {
   std::fprintf(stderr, "mira: the study died; starting it again\n");
-  auto host = host_handle::spawn(co_await asio::this_coro::executor, cmd, cli_host_options());
+  auto host =
+      host_handle::spawn(co_await asio::this_coro::executor, command_for(a), cli_host_options(a));
   if (!host) co_return tl::unexpected(host.error());
   auto init = co_await host->initialize();
   if (!init) co_return tl::unexpected(init.error());
@@ -163,7 +165,7 @@ study_command command_for(const run_args& a) {
 
 asio::awaitable<std::optional<opened>> open_study(const run_args& a) {
   auto ex = co_await asio::this_coro::executor;
-  auto host = host_handle::spawn(ex, command_for(a), cli_host_options());
+  auto host = host_handle::spawn(ex, command_for(a), cli_host_options(a));
   if (!host) {
     std::fprintf(stderr, "mira: %s\n", host.error().message().c_str());
     co_return std::nullopt;
@@ -187,7 +189,16 @@ asio::awaitable<std::optional<opened>> open_study(const run_args& a) {
   std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals\n", printable(init->study).c_str(),
                init->study_version.empty() ? "" : " ", printable(init->study_version).c_str(),
                printable(init->protocol_version).c_str(), static_cast<long long>(init->evals));
-  auto list = co_await host->list_all();
+  timer.expires_after(a.init_timeout);
+  auto listed =
+      co_await (host->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (listed.index() == 1) {
+    std::fprintf(stderr,
+                 "mira: the study did not finish listing its evals within %g s (--init-timeout)\n",
+                 std::chrono::duration<double>(a.init_timeout).count());
+    co_return std::nullopt;
+  }
+  auto list = std::move(std::get<0>(listed));
   if (!list) {
     std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
     co_return std::nullopt;

@@ -106,7 +106,7 @@ struct run_log {
 run_log& the_log();
 
 /// Host options of the CLI: study log lines and stderr shown (sanitised) and kept for the folder.
-host_options cli_host_options();
+host_options cli_host_options(const run_args& a);
 
 /// Where the run happened: enough to tell two runs' conditions apart, nothing secret.
 boost::json::object environment_json();
@@ -123,7 +123,7 @@ struct opened {
 
 /// Starts the same study again for run_plan, refusing one that is not the same study.
 boost::asio::awaitable<tl::expected<host_handle, error>> restart_study(
-    study_command cmd, protocol::initialize_result original);
+    const run_args& a, protocol::initialize_result original);
 
 /// The study's command line and environment: the host's environment unless --study-env-clear,
 /// plus each --study-env (KEY=VALUE, or KEY to pass the host's own value).

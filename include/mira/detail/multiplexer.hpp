@@ -133,6 +133,8 @@ class multiplexer {
   std::optional<request_state> state(std::int64_t id) const;
   /// Requests the study is working on or may still answer (written or abandoned).
   std::size_t outstanding() const { return outstanding_; }
+  /// Cancelled requests the study has not answered yet: still working, as far as we know.
+  std::size_t abandoned() const { return abandoned_; }
   std::size_t size() const { return entries_.size(); }
 
  private:
@@ -156,6 +158,7 @@ class multiplexer {
   std::vector<frame> writing_;
   std::size_t max_batch_;
   std::size_t outstanding_ = 0;
+  std::size_t abandoned_ = 0;
   std::size_t live_queued_ = 0;  // queued request frames not cancelled
   bool supports_cancel_ = false;
   bool closed_ = false;

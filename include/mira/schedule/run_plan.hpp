@@ -46,7 +46,15 @@ struct case_record {
   double latency_seconds = 0;          // host-measured, final attempt
 };
 
-enum class stop_reason { none, fail_fast, budget, deadline, study_failed, interrupted };
+enum class stop_reason {
+  none,
+  fail_fast,
+  budget,
+  deadline,
+  study_failed,
+  interrupted,
+  requested,  // run_hooks::stop_after asked (e.g. results could no longer be saved)
+};
 std::string_view to_string(stop_reason r);
 std::ostream& operator<<(std::ostream& os, stop_reason r);
 
@@ -84,6 +92,9 @@ struct run_hooks {
   std::function<void(std::size_t case_index, const case_record&)> on_result;  // final
   /// An event/log notification the study correlated with an attempt of this case.
   std::function<void(std::size_t case_index, const notification&)> on_notification;
+  /// Asked after each on_result: a message stops the run as fail-fast does
+  /// (stop_reason::requested), e.g. when results can no longer be saved.
+  std::function<std::optional<std::string>(std::size_t case_index, const case_record&)> stop_after;
 };
 
 struct run_report {

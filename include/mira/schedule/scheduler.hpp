@@ -58,6 +58,10 @@ class scheduler {
   disposition finish(std::size_t id, const attempt_verdict& v, time_point now);
   /// An in-flight case ended without an outcome (cancelled): its slot is freed.
   void release(std::size_t id);
+  /// Slots held by work the scheduler no longer tracks: cancelled requests the study has not
+  /// answered (it may ignore `cancel`). They count against the global cap until set back.
+  void reserve(std::size_t slots) { reserved_ = slots; }
+  std::size_t reserved() const { return reserved_; }
   /// No more starts; returns the cases that were waiting (never started, or between attempts).
   std::vector<std::size_t> stop();
 
@@ -109,6 +113,7 @@ class scheduler {
   std::vector<case_state> cases_;
   std::priority_queue<delayed, std::vector<delayed>, std::greater<>> delayed_;
   std::size_t in_flight_ = 0;
+  std::size_t reserved_ = 0;
   std::size_t waiting_ = 0;  // queued or delayed
   std::size_t rr_ = 0;       // round-robin start over buckets, so no provider starves
   std::uint64_t seq_ = 0;    // attempts started so far

@@ -49,6 +49,19 @@ BOOST_AUTO_TEST_CASE(global_and_provider_caps_are_never_exceeded) {
   BOOST_TEST(s.in_flight("slow") <= 2u);
 }
 
+BOOST_AUTO_TEST_CASE(reserved_slots_count_against_the_global_cap) {
+  concurrency_policy c;
+  c.max_concurrent = 3;
+  scheduler s(std::vector<std::string>(6, "p"), c, {}, 1);
+  s.reserve(2);  // two abandoned requests the study is still working on
+  BOOST_TEST(start_all(s, t0).size() == 1u);
+  s.reserve(3);
+  BOOST_TEST(!s.next(t0).has_value());
+  s.reserve(0);  // they were answered
+  BOOST_TEST(start_all(s, t0).size() == 2u);
+  BOOST_TEST(s.in_flight() == 3u);
+}
+
 BOOST_AUTO_TEST_CASE(a_burst_of_rate_limits_halves_the_limit_once_per_window) {
   concurrency_policy c;
   c.max_concurrent = 8;
