@@ -239,13 +239,28 @@ inbound multiplexer::drop(drop_reason r, std::string detail, std::string_view me
 }
 
 inbound multiplexer::on_line(std::string_view line) {
-  // Steady state parses without a single allocation: the arena keeps its largest block.
+  // Typical lines parse inside the fixed buffer, without a single allocation. The arena is made
+  // anew per line rather than release()d: release() keeps doubling the size of the next block
+  // it asks for (Boost 1.81), so a long run of large lines ended in bad_alloc.
   parser_.reset();  // drops the previous document before its memory is reused
-  arena_.release();
-  parser_.reset(json::storage_ptr(&arena_));
+  arena_.emplace(arena_buffer_, sizeof arena_buffer_);
+  parser_.reset(json::storage_ptr(&*arena_));
   boost::system::error_code ec;
   parser_.write(line.data(), line.size(), ec);
-  if (ec) return drop(drop_reason::invalid_json, ec.message() + ": " + excerpt(line));
+  if (ec) {
+    // Broken JSON that still starts like an answer to a written request ({"id":N,... with a
+    // NaN, a truncated string, bad UTF-8): fail that request instead of leaving it waiting.
+    std::int64_t id = 0;
+    if (auto op = take_oversized(line, id)) {
+      inbound in;
+      in.kind = inbound_kind::response;
+      in.id = id;
+      in.op = std::move(op);
+      in.violation = "the response is not valid JSON (" + ec.message() + ")";
+      return in;
+    }
+    return drop(drop_reason::invalid_json, ec.message() + ": " + excerpt(line));
+  }
   json::value v = parser_.release();
   auto* obj = v.if_object();
   if (!obj) return drop(drop_reason::not_object, excerpt(line));

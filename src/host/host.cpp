@@ -685,8 +685,11 @@ asio::awaitable<list_all_outcome> list_all_coro(impl_ptr self, diagnostics* diag
   o.diag = diag;
   auto [ec, list] = co_await async_call<protocol::list_result>(self, list_call{}, o);
   if (ec) co_return list_all_outcome{ec, {}};
+  // Cursors that never repeat but keep giving empty pages would page forever.
+  constexpr int max_empty_pages = 100;
   for (auto& e : list.evals) {
     std::unordered_set<std::string> seen;
+    int empty_pages = 0;
     while (e.next_cursor) {
       if (!seen.insert(*e.next_cursor).second) {
         if (diag) {
@@ -699,6 +702,16 @@ asio::awaitable<list_all_outcome> list_all_coro(impl_ptr self, diagnostics* diag
       protocol::list_samples_params p{e.name, *e.next_cursor};
       auto [ec2, page] = co_await async_call<protocol::list_samples_result>(self, std::move(p), o);
       if (ec2) co_return list_all_outcome{ec2, {}};
+      empty_pages = page.samples.empty() ? empty_pages + 1 : 0;
+      if (empty_pages == max_empty_pages && page.next_cursor) {
+        if (diag) {
+          diag->clear();
+          diag->message = "eval '" + e.name + "': list_samples returned " +
+                          std::to_string(max_empty_pages) +
+                          " empty pages in a row and still a next cursor";
+        }
+        co_return list_all_outcome{make_error_code(errc::cursor_loop), {}};
+      }
       e.samples.insert(e.samples.end(), std::make_move_iterator(page.samples.begin()),
                        std::make_move_iterator(page.samples.end()));
       e.next_cursor = std::move(page.next_cursor);

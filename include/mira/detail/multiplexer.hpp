@@ -114,11 +114,13 @@ class multiplexer {
   bool writing() const { return !writing_.empty(); }
 
   /// Classifies and routes one inbound line. The JSON it hands out lives in an arena that the
-  /// next call reuses: consume it (copy what must outlive it) before calling again.
+  /// next call reuses: consume it (copy what must outlive it) before calling again. A line that
+  /// is not valid JSON but begins `{"id":N` for a written request N is that request's response,
+  /// with a violation (it fails instead of waiting forever).
   inbound on_line(std::string_view line);
 
-  /// A line too long to keep began with `prefix`: when that prefix shows a response to a
-  /// written request (`{"id": N, ...`), that request is handed back to be failed.
+  /// A line too long to keep (or not valid JSON) began with `prefix`: when that prefix shows a
+  /// response to a written request (`{"id": N, ...`), that request is handed back to be failed.
   std::unique_ptr<pending_op> take_oversized(std::string_view prefix, std::int64_t& id);
 
   /// Applies the cancellation rules above; `cancel_frame_id` is used if a frame is sent.
@@ -163,7 +165,7 @@ class multiplexer {
   bool supports_cancel_ = false;
   bool closed_ = false;
   unsigned char arena_buffer_[16 << 10];  // typical lines parse inside it, without malloc
-  boost::json::monotonic_resource arena_{arena_buffer_, sizeof arena_buffer_};
+  std::optional<boost::json::monotonic_resource> arena_;
   boost::json::parser parser_;
   std::set<std::string, std::less<>> logged_;  // reasons/methods already reported once
 };

@@ -105,7 +105,8 @@ BOOST_AUTO_TEST_CASE(lines_that_cannot_be_routed_are_dropped_with_a_reason) {
   };
   std::vector<row> rows{
       {"not json", drop_reason::invalid_json},
-      {"{\"id\":1,\"result\":\"\xff\xfe\"}", drop_reason::invalid_json},  // invalid UTF-8
+      {"{\"result\":\"\xff\xfe\"}", drop_reason::invalid_json},                // invalid UTF-8
+      {R"({"id":77,"result":{"aggregate":NaN}})", drop_reason::invalid_json},  // no such request
       {"[1,2]", drop_reason::not_object},
       {R"({"id":"1","result":{}})", drop_reason::bad_id},
       {R"({"id":-1,"result":{}})", drop_reason::bad_id},
@@ -126,6 +127,46 @@ BOOST_AUTO_TEST_CASE(lines_that_cannot_be_routed_are_dropped_with_a_reason) {
   auto in = m.on_line(R"({"id":1,"result":{}})");
   BOOST_TEST((in.kind == inbound_kind::response));
   BOOST_TEST(tag_of(in.op) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(broken_json_addressed_to_a_written_request_fails_it) {
+  multiplexer m;
+  for (int i = 1; i <= 3; ++i) m.add_request(i, "run", params, op(i));
+  flush(m);
+  struct row {
+    std::string line;
+    int id;
+  };
+  std::vector<row> rows{
+      {R"({"id":1,"result":{"aggregate":NaN}})", 1},              // a bare NaN
+      {"{\"id\": 2, \"result\": {\"final\": \"\xff\xfe\"}}", 2},  // invalid UTF-8
+      {R"({"id":3,"result":{"passed":tru)", 3},                   // cut short
+  };
+  for (auto& r : rows) {
+    BOOST_TEST_CONTEXT(r.line) {
+      auto in = m.on_line(r.line);
+      BOOST_TEST((in.kind == inbound_kind::response));
+      BOOST_TEST(tag_of(in.op) == r.id);
+      BOOST_TEST(in.violation.find("the response is not valid JSON") == 0u);
+    }
+  }
+  BOOST_TEST(m.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(many_large_lines_parse_without_growing_the_arena_forever) {
+  // Each line needs more than the fixed parse buffer; 200 of them once made the arena ask for
+  // 2^200 bytes.
+  multiplexer m;
+  for (int i = 1; i <= 200; ++i) {
+    m.add_request(i, "run", params, op(i));
+    flush(m);
+    std::string line = R"({"id":)" + std::to_string(i) + R"(,"result":{"pad":[)";
+    for (int k = 0; k < 2000; ++k) line += (k ? "," : "") + std::to_string(k);
+    line += "]}}";
+    auto in = m.on_line(line);
+    BOOST_REQUIRE((in.kind == inbound_kind::response));
+    BOOST_TEST(tag_of(in.op) == i);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(drops_are_flagged_once_per_reason_and_method) {

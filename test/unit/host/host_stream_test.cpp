@@ -3,6 +3,8 @@
 #include "common/fake_study.hpp"
 #include "common/run_co.hpp"
 
+#include <mira/plan/plan.hpp>
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
@@ -399,6 +401,74 @@ BOOST_AUTO_TEST_CASE(list_all_follows_cursors_and_stops_a_loop) {
     BOOST_TEST(loop.error().code == errc::cursor_loop);
     BOOST_TEST(loop.error().diag.message.find("'big'") != std::string::npos);
   });
+}
+
+BOOST_AUTO_TEST_CASE(endless_empty_pages_are_stopped) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    fake_pair fp(ctx.get_executor());
+    co_await initialized(fp);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto list = co_await fp.study->read();
+          co_await fp.study->reply(list, json::parse(R"({"evals":[{"name":"void","samples":[],
+            "next_cursor":"0","scorers":[],"targets":[]}]})"));
+          for (int page = 1; page <= 100; ++page) {
+            auto req = co_await fp.study->read();
+            json::object res{{"samples", json::array{}}, {"next_cursor", std::to_string(page)}};
+            co_await fp.study->reply(req, res);
+          }
+        },
+        asio::detached);
+    auto loop = co_await fp.host->list_all();
+    BOOST_REQUIRE(!loop);
+    BOOST_TEST(loop.error().code == errc::cursor_loop);
+    BOOST_TEST(loop.error().diag.message.find("100 empty pages in a row") != std::string::npos);
+  });
+}
+
+// 1 000 000 samples in 2 000 pages, listed and planned: linear work, done well inside the
+// watchdog (a quadratic step would take hours).
+BOOST_AUTO_TEST_CASE(a_million_samples_list_and_plan) {
+  constexpr int pages = 2000, per_page = 500;
+  run_co(
+      [](asio::io_context& ctx) -> asio::awaitable<void> {
+        fake_pair fp(ctx.get_executor());
+        co_await initialized(fp);
+        asio::co_spawn(
+            ctx,
+            [&]() -> asio::awaitable<void> {
+              auto page_of = [](int p) {
+                json::array samples;
+                for (int i = 0; i < per_page; ++i)
+                  samples.push_back(json::object{{"id", std::to_string(p * per_page + i)}});
+                return samples;
+              };
+              auto list = co_await fp.study->read();
+              json::object eval{{"name", "big"},
+                                {"samples", page_of(0)},
+                                {"next_cursor", "1"},
+                                {"scorers", json::array{}},
+                                {"targets", json::array{json::object{{"label", "sim"}}}}};
+              json::object listing{{"evals", json::array{eval}}};
+              co_await fp.study->reply(list, listing);
+              for (int p = 1; p < pages; ++p) {
+                auto req = co_await fp.study->read();
+                json::object res{{"samples", page_of(p)}};
+                if (p + 1 < pages) res["next_cursor"] = std::to_string(p + 1);
+                co_await fp.study->reply(req, res);
+              }
+            },
+            asio::detached);
+        auto all = co_await fp.host->list_all();
+        BOOST_REQUIRE(all);
+        BOOST_TEST(all->evals[0].samples.size() == std::size_t{pages} * per_page);
+        auto p = plan::make_plan(*all, {});
+        BOOST_REQUIRE(p);
+        BOOST_TEST(p->cases.size() == std::size_t{pages} * per_page);
+        BOOST_TEST(p->cases.back().key == "big/999999@sim");
+      },
+      std::chrono::seconds(120));
 }
 
 // A study that stops reading: the host never blocks, a queued request can still be cancelled
