@@ -1,0 +1,114 @@
+// libFuzzer target for everything a study's bytes reach before any handler: the line framer
+// (chunked at fuzzer-chosen points, with a small line limit so overlong lines happen), the
+// multiplexer's classification and routing against four written requests and two abandoned
+// ones, and the typed decoding of each result by the method it answers, plus the ATIF
+// projection. Built and run by scripts/fuzz.sh.
+#include <mira/detail/line_framer.hpp>
+#include <mira/detail/multiplexer.hpp>
+#include <mira/protocol/codec.hpp>
+#include <mira/protocol/trajectory.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+using namespace mira;
+using namespace mira::detail;
+
+struct fuzz_op : pending_op {
+  explicit fuzz_op(std::string m) : method(std::move(m)) {}
+  std::string method;
+};
+
+void decode_for(const std::string& method, const boost::json::value& v, std::string_view text) {
+  if (method == "run" || method == "score") {
+    (void)protocol::decode_run_result(v, std::string(text));
+  } else if (method == "execute") {
+    (void)protocol::decode_execute_result(v, std::string(text));
+  } else if (method == "list") {
+    (void)protocol::decode_list_result(v);
+  } else if (method == "list_samples") {
+    (void)protocol::decode_list_samples_result(v);
+  } else if (method == "initialize") {
+    (void)protocol::decode_initialize_result(v);
+  }
+}
+
+void route(multiplexer& mux, std::string_view line) {
+  auto in = mux.on_line(line);
+  if (in.kind == inbound_kind::response && in.op) {
+    auto& op = static_cast<fuzz_op&>(*in.op);
+    if (in.violation.empty() && !in.study_error) decode_for(op.method, in.result, in.result_text);
+  } else if (in.kind == inbound_kind::notification) {
+    if (in.method == "event")
+      (void)protocol::decode_event_params(in.params);
+    else
+      (void)protocol::decode_log_params(in.params);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  // The first byte picks the read size, so lines split across reads at many places.
+  std::size_t chunk = 1 + data[0] % 64;
+  ++data;
+  --size;
+
+  multiplexer mux;
+  mux.set_supports_cancel(true);
+  const char* methods[] = {"run", "execute", "list", "initialize", "list_samples", "score"};
+  for (std::int64_t id = 1; id <= 6; ++id)
+    mux.add_request(id, methods[id - 1], R"({"eval":"e"})",
+                    std::make_unique<fuzz_op>(methods[id - 1]));
+  std::vector<boost::asio::const_buffer> bufs;
+  mux.prepare_write(bufs);
+  mux.on_write_done();
+  // Two of them abandoned: their answers are late responses, the acks cancel acks.
+  (void)mux.cancel(5, boost::asio::cancellation_type::terminal, 100);
+  (void)mux.cancel(6, boost::asio::cancellation_type::terminal, 101);
+
+  line_framer framer(512, 64);
+  std::size_t pos = 0;
+  auto drain = [&](std::optional<line_framer::frame> f) {
+    for (; f; f = framer.next()) {
+      if (f->kind == line_framer::frame_kind::overlong) {
+        std::int64_t id = 0;
+        (void)mux.take_oversized(f->text, id);
+      } else {
+        route(mux, f->text);
+      }
+    }
+  };
+  while (pos < size) {
+    auto space = framer.prepare();
+    auto n = std::min({chunk, space.size(), size - pos});
+    std::memcpy(space.data(), data + pos, n);
+    framer.commit(n);
+    pos += n;
+    drain(framer.next());
+  }
+  if (auto f = framer.finish(); f && f->kind == line_framer::frame_kind::line) route(mux, f->text);
+  (void)mux.close();
+
+  // The whole input as one JSON document, through every decoder and the ATIF projection.
+  boost::system::error_code ec;
+  auto v = boost::json::parse(std::string_view(reinterpret_cast<const char*>(data), size), ec);
+  if (!ec) {
+    for (auto* m : methods) decode_for(m, v, {});
+    (void)protocol::decode_run_params(v);
+    (void)protocol::decode_part(v);
+    (void)protocol::project(v);
+    if (auto* o = v.if_object()) {
+      auto copy = *o;
+      (void)protocol::project_trajectory(copy);
+    }
+  }
+  return 0;
+}
