@@ -201,6 +201,7 @@ class pipeline {
     for (;;) {
       // A study that ignores `cancel` still works on what we gave up on: that counts.
       sched_->reserve(host_.abandoned());
+      check_starved();
       if (!sched_->stopped() && !restarting_)
         while (auto id = sched_->next(clock::now())) start(*id);
       if (done_.empty() && running_ == 0 && !restarting_ && (sched_->idle() || sched_->stopped()))
@@ -326,6 +327,25 @@ class pipeline {
            "case " + plan_.cases[index].key + " " + std::string(to_string(rec.state)));
   }
 
+  // Every slot held by requests the study never answered after `cancel`, and nothing else
+  // running: after a grace period the study is treated as hung (restarted, or the run stops).
+  void check_starved() {
+    bool starved = running_ == 0 && !restarting_ && !sched_->stopped() && !sched_->idle() &&
+                   sched_->reserved() >= policy_.concurrency.max_concurrent;
+    if (!starved) {
+      starved_since_.reset();
+      return;
+    }
+    auto now = clock::now();
+    if (!starved_since_) starved_since_ = now;
+    auto grace = policy_.case_timeout.value_or(std::chrono::seconds(30));
+    if (now - *starved_since_ < grace) return;
+    starved_since_.reset();
+    auto why = "the study never answered " + std::to_string(sched_->reserved()) +
+               " cancelled request(s), which hold every slot";
+    if (!recover(generation_, why)) stop(stop_reason::study_failed, why, case_state::error);
+  }
+
   // The study behind `generation` died. True when its cases may be retried: a new study is
   // (being) started. Stragglers of an older generation are retried on the current one.
   bool recover(std::uint64_t generation, const std::string& why) {
@@ -404,6 +424,7 @@ class pipeline {
   std::unordered_map<std::size_t, std::uint64_t> generation_of_;  // the study an attempt ran on
   std::uint64_t generation_ = 0;
   bool restarting_ = false;
+  std::optional<time_point> starved_since_;
   std::vector<std::pair<std::size_t, attempt_outcome>> done_;
   std::size_t running_ = 0;
   double cost_ = 0;

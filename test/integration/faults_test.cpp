@@ -73,6 +73,27 @@ BOOST_AUTO_TEST_CASE(a_study_that_ignores_cancel_keeps_its_slots_until_it_answer
   BOOST_TEST(reported == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(a_study_that_never_answers_after_cancel_is_restarted_not_waited_for) {
+  // Every run outlives its 0.2 s timeout and the study never answers it: both slots stay held,
+  // so after a grace period (the timeout) the study counts as hung and is started again.
+  auto r = run_command("timeout 60 " + mira_bin +
+                       " run --dry-run -j 2 --timeout 0.2 --max-retries 0 --max-restarts 1 -- " +
+                       py + " --run-ms 100000 --ignore-cancel 2>&1");
+  BOOST_TEST(r.code == 1);
+  BOOST_TEST(r.out.find("the study died; starting it again") != std::string::npos);
+  BOOST_TEST(r.out.find("(timed out after 0.2 s)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_study_must_be_the_same_study) {
+  temp_file mark;
+  fs::remove(mark.path);
+  auto r = run_command("timeout 60 " + mira_bin + " run --dry-run -j 1 -- " + py +
+                       " --die-after 2 --die-once " + mark.path + " --rename-on-restart 2>&1");
+  BOOST_TEST(r.code == 3);
+  BOOST_TEST(r.out.find("the restarted study is 'other-study' (protocol 1.1), not 'py-study'") !=
+             std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(an_idle_study_is_killed_and_restarted_like_a_crashed_one) {
   temp_file mark;
   fs::remove(mark.path);

@@ -23,6 +23,12 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
                        the first study hangs)
   --deaf               after answering initialize, never read stdin again (its pipe fills)
   --huge-answer MB     answer every run with a line of MB megabytes (a padding field)
+  --chaos SEED         misbehave at random, seeded by SEED and the count of studies started
+                       so far (kept in --chaos-dir): per run, crash the process, answer late,
+                       write garbage first, never answer, or answer with a retryable error
+  --chaos-dir DIR      where --chaos keeps that count
+  --rename-on-restart  with --die-once: once PATH exists (a restarted study), call itself
+                       "other-study" in initialize
   --ignore-cancel      answer `cancel` with cancelled: false and finish the run anyway (its
                        answer then arrives late); every result's transcript metadata carries
                        max_active, the most runs this study ever served at once
@@ -34,6 +40,7 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
 import argparse
 import json
 import os
+import random
 import signal
 import sys
 import threading
@@ -54,6 +61,9 @@ args.add_argument("--capacity", type=int, default=0)
 args.add_argument("--cost", type=float, default=0.0)
 args.add_argument("--hostile", action="store_true")
 args.add_argument("--ignore-cancel", action="store_true")
+args.add_argument("--rename-on-restart", action="store_true")
+args.add_argument("--chaos", type=int, default=0)
+args.add_argument("--chaos-dir")
 args.add_argument("--hang-after", type=int, default=0)
 args.add_argument("--deaf", action="store_true")
 args.add_argument("--huge-answer", type=int, default=0)
@@ -127,10 +137,25 @@ def result_for(params, passed=True):
     return r
 
 
+def chaos_rng():
+    generation = 0
+    if opts.chaos_dir:
+        path = os.path.join(opts.chaos_dir, "generation")
+        if os.path.exists(path):
+            generation = int(open(path).read() or 0)
+        with open(path, "w") as f:
+            f.write(str(generation + 1))
+    return random.Random(opts.chaos * 1000 + generation)
+
+
+chaos = chaos_rng() if opts.chaos else None
+
+
 def serve_run(rid, params, cancelled):
     global active
     # "fail" answers at once, so it can be the first failure of a group.
     work_ms = 0 if params.get("sample") == "fail" else opts.run_ms
+    work_ms += int(params.pop("_delay", 0) * 1000)
     deadline = time.monotonic() + work_ms / 1000.0
     while time.monotonic() < deadline:
         if cancelled.wait(0.005):
@@ -186,7 +211,9 @@ def main():
         rid, method, params = msg.get("id"), msg.get("method"), msg.get("params") or {}
         if method == "initialize":
             caps = [c for c in opts.caps.split(",") if c]
-            send({"id": rid, "result": {"protocol_version": "1.1", "study": "py-study",
+            renamed = opts.rename_on_restart and opts.die_once and os.path.exists(opts.die_once)
+            send({"id": rid, "result": {"protocol_version": "1.1",
+                                        "study": "other-study" if renamed else "py-study",
                                         "study_version": opts.study_version, "evals": 1, "capabilities": caps}})
             if opts.deaf:
                 time.sleep(600)
@@ -229,6 +256,26 @@ def main():
                 send({"id": rid, "error": {"code": -32000, "message": "429 Too Many Requests",
                                            "retryable": True, "data": {"http_status": 429}}})
                 continue
+            if chaos:
+                roll = chaos.random()
+                if roll < 0.02:
+                    sys.stderr.write("py-study: chaos: crashing\n")
+                    sys.stderr.flush()
+                    os._exit(5)
+                if roll < 0.07:
+                    with lock:
+                        active -= 1
+                    continue  # never answered: the host's timeout deals with it
+                if roll < 0.12:
+                    with lock:
+                        active -= 1
+                    send({"id": rid, "error": {"code": -32000, "message": "chaos: try again",
+                                               "retryable": True}})
+                    continue
+                if roll < 0.22:
+                    send_raw(b"chaos garbage \xff{\"id\":", recorded=False)
+                if roll < 0.32:
+                    params = dict(params, _delay=chaos.random() * 0.2)
             ev = threading.Event()
             with lock:
                 runs[rid] = ev

@@ -1,0 +1,65 @@
+// Chaos: a study that, under a fixed seed, crashes, answers late, writes garbage, never
+// answers or asks for a retry, at random. The host must finish with every case accounted for
+// (passed, failed, N/A or error) and a run folder that agrees with its report.
+#include "integration/process_util.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <set>
+
+using namespace mira::test;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+BOOST_AUTO_TEST_SUITE(chaos)
+
+BOOST_AUTO_TEST_CASE(every_case_is_accounted_for_and_the_folder_is_consistent) {
+  temp_dir dir;
+  fs::create_directories(dir.path / "state");
+  auto results = dir / "results";
+  auto r =
+      run_command("timeout 240 " + std::string(MIRA_CLI) +
+                  " run --trials 40 -j 8 --timeout 1 --timeout-is-infra --max-retries 6 "
+                  "--max-restarts 20 --results-dir " +
+                  results + " -- " + MIRA_PYTHON3 + " " MIRA_PY_STUDY " --chaos 7 --chaos-dir " +
+                  (dir / "state") + " >/dev/null 2>&1");
+  // 1: the "fail" sample fails; 3 only if the restarts ran out, which this seed does not do.
+  BOOST_TEST(r.code == 1);
+  auto generations = read_file(dir / "state/generation");
+  BOOST_TEST_MESSAGE("studies started: " << generations);
+  BOOST_TEST(std::stoi(generations) > 1);  // it did crash and was restarted
+
+  std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
+  BOOST_REQUIRE(runs.size() == 1u);
+  auto report = json::parse(read_file((runs[0] / "report.json").string())).as_object();
+  auto& cases = report.at("cases").as_array();
+  BOOST_TEST(cases.size() == 120u);
+  std::set<std::string> keys;
+  const std::set<std::string> accounted{"passed", "failed", "na", "error"};
+  for (auto& c : cases) {
+    auto key = std::string(c.at("key").as_string());
+    auto status = std::string(c.at("status").as_string());
+    BOOST_TEST(accounted.count(status) == 1u, key << " ended " << status);
+    BOOST_TEST(keys.insert(key).second, key << " twice");
+  }
+  // Each saved case is in the report, with the same outcome, and each case of the report saved.
+  std::size_t files = 0;
+  for (auto& e : fs::directory_iterator(runs[0] / "cases")) {
+    auto rec = json::parse(read_file((e.path() / "result.json").string())).as_object();
+    auto key = std::string(rec.at("key").as_string());
+    BOOST_TEST(keys.count(key) == 1u, key);
+    for (auto& c : cases)
+      if (c.at("key") == rec.at("key")) BOOST_TEST(c.at("status") == rec.at("status"), key);
+    ++files;
+  }
+  BOOST_TEST(files == 120u);
+  auto& counts = report.at("summary").at("counts").as_object();
+  BOOST_TEST(counts.at("passed").as_int64() + counts.at("failed").as_int64() +
+                 counts.at("na").as_int64() + counts.at("error").as_int64() ==
+             120);
+  BOOST_TEST(counts.at("failed").as_int64() >= 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
