@@ -3,12 +3,19 @@
 // scanning, which is all a benchmark peer needs.
 //   (default)   a minimal valid RunResult that echoes the case identity (~230 bytes)
 //   --typical   a typical RunResult with scores, usage, timing and metadata (~680 bytes)
+//   --samples N the eval lists N samples ("s0".."s<N-1>") in pages of 500 (list_samples)
+//   --targets K the eval has K targets: sim, sim1, ... (default 1)
+//   --hold N    keep every answer until N runs have arrived, then send them all (requests
+//               held in flight, for measuring the host's memory per request)
+//   --cpu-report PATH  at exit, write this process's CPU seconds to PATH
 #include "typical_result.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -37,6 +44,23 @@ std::string_view field(std::string_view line, std::string_view key) {
 }
 
 bool typical = false;
+long samples = 1;
+long hold = 0;
+long runs_seen = 0;
+long targets = 1;
+constexpr long page_size = 500;
+
+// Samples [from, min(from + page_size, samples)) and the cursor of the page after.
+void page(long from) {
+  out += "\"samples\":[";
+  for (long i = from; i < from + page_size && i < samples; ++i) {
+    if (i > from) out += ',';
+    out += "{\"id\":\"s" + std::to_string(i) + "\"}";
+  }
+  out += "]";
+  if (from + page_size < samples)
+    out += ",\"next_cursor\":\"" + std::to_string(from + page_size) + "\"";
+}
 
 // The request's params object, e.g. {"eval":"e","sample":"s","target":"t"}.
 std::string_view params_of(std::string_view line) {
@@ -52,6 +76,7 @@ std::string_view params_of(std::string_view line) {
 void answer(std::string_view line) {
   auto id = field(line, "\"id\":");
   auto method = field(line, "\"method\":");
+  if (method == "\"run\"") ++runs_seen;
   out += "{\"id\":";
   out += id;
   out += ",\"result\":";
@@ -67,8 +92,19 @@ void answer(std::string_view line) {
   } else if (method == "\"initialize\"") {
     out += R"({"protocol_version":"1.1","study":"echo","evals":1,"capabilities":["cancel"]})";
   } else if (method == "\"list\"") {
-    out += R"({"evals":[{"name":"bench","samples":[{"id":"s"}],"scorers":["contains"],)"
-           R"("targets":[{"label":"sim","provider":"sim","available":true}]}]})";
+    out += R"({"evals":[{"name":"bench",)";
+    page(0);
+    out += R"(,"scorers":["contains"],"targets":[)";
+    for (long t = 0; t < targets; ++t) {
+      out += t ? R"(,{"label":"sim)" + std::to_string(t) + "\"" : std::string(R"({"label":"sim")");
+      out += R"(,"provider":"sim","available":true})";
+    }
+    out += "]}]}";
+  } else if (method == "\"list_samples\"") {
+    auto cursor = field(line, "\"cursor\":");
+    out += "{";
+    page(std::strtol(std::string(cursor.substr(1)).c_str(), nullptr, 10));
+    out += "}";
   } else {
     out += R"({"cancelled":false})";
   }
@@ -77,8 +113,33 @@ void answer(std::string_view line) {
 
 }  // namespace
 
+void report_cpu(const char* path) {
+  if (!path) return;
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  if (FILE* f = std::fopen(path, "w")) {
+    std::fprintf(f, "%.3f\n",
+                 static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                     static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+    std::fclose(f);
+  }
+}
+
 int main(int argc, char** argv) {
-  typical = argc > 1 && std::string_view(argv[1]) == "--typical";
+  const char* cpu_report = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--typical")
+      typical = true;
+    else if (arg == "--samples" && i + 1 < argc)
+      samples = std::strtol(argv[++i], nullptr, 10);
+    else if (arg == "--targets" && i + 1 < argc)
+      targets = std::strtol(argv[++i], nullptr, 10);
+    else if (arg == "--hold" && i + 1 < argc)
+      hold = std::strtol(argv[++i], nullptr, 10);
+    else if (arg == "--cpu-report" && i + 1 < argc)
+      cpu_report = argv[++i];
+  }
   std::string in;
   char buf[1 << 16];
   for (;;) {
@@ -93,7 +154,9 @@ int main(int argc, char** argv) {
       start = nl + 1;
     }
     in.erase(0, start);
-    flush_out();
+    if (runs_seen == 0 || runs_seen >= hold) flush_out();
   }
+  flush_out();
+  report_cpu(cpu_report);
   return 0;
 }

@@ -6,6 +6,7 @@
 // same pipes, keeps C in flight and matches answers by scanning for the id) and then the host
 // (host_handle: initialize, list, then N `run` requests with C in flight). Prints cases/s and
 // host CPU microseconds per case for both, and their ratio. The best round of each counts.
+// At c = 1 it also prints the round trip's p50/p99 for both and the host's overhead.
 #include <mira/host.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -21,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +37,15 @@ namespace {
 struct figures {
   double cases_per_sec = 0;
   double cpu_us_per_case = 0;
+  double p50_us = 0, p99_us = 0;  // round trip of one request (measured at c = 1)
 };
+
+double percentile_us(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  auto k = static_cast<std::size_t>(p / 100 * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k] * 1e6;
+}
 
 double cpu_seconds() {
   rusage ru{};
@@ -82,10 +92,12 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
     }
     outbuf += "}\n";
   };
-  const std::string_view run_params = R"({"eval":"bench","sample":"s","target":"sim"})";
+  const std::string_view run_params = R"({"eval":"bench","sample":"s0","target":"sim"})";
   request("initialize", R"({"protocol_version":"1.1","host":"baseline"})");
   request("list", "");
   std::size_t expected = 2 + n, answered = 0, sent = 0, in_flight = 2;
+  std::vector<double> latencies;  // at c = 1 only: one request at a time
+  auto sent_at = std::chrono::steady_clock::now();
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = cpu_seconds();
   char buf[1 << 16];
@@ -94,6 +106,7 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
       request("run", run_params);
       ++sent;
       ++in_flight;
+      sent_at = std::chrono::steady_clock::now();
     }
     pollfd fds[2] = {{r, POLLIN, 0}, {w, static_cast<short>(outbuf.empty() ? 0 : POLLOUT), 0}};
     ::poll(fds, 2, -1);
@@ -114,6 +127,9 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
         if (id_pos < nl) (void)std::strtoll(inbuf.c_str() + id_pos + 5, nullptr, 10);
         ++answered;
         --in_flight;
+        if (c == 1 && answered > 2)
+          latencies.push_back(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at).count());
         start = nl + 1;
       }
       inbuf.erase(0, start);
@@ -124,7 +140,8 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
   ::close(w);
   ::close(r);
   ::waitpid(pid, nullptr, 0);
-  return {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6};
+  return {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6,
+          percentile_us(latencies, 50), percentile_us(latencies, 99)};
 }
 
 // --- the host ----------------------------------------------------------------------------------
@@ -153,10 +170,16 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
         auto t0 = std::chrono::steady_clock::now();
         double cpu0 = cpu_seconds();
         asio::steady_timer done(ctx, std::chrono::steady_clock::time_point::max());
+        std::vector<double> latencies;
         auto worker = [&]() -> asio::awaitable<void> {
           while (next < n) {
             ++next;
+            auto sent_at = std::chrono::steady_clock::now();
             auto [ec, r] = co_await host->async_run(p, asio::as_tuple(asio::use_awaitable));
+            if (c == 1)
+              latencies.push_back(
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)
+                      .count());
             if (ec || !r.passed) ++failures;
           }
           if (--workers_left == 0) done.cancel();
@@ -166,7 +189,8 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         double cpu = cpu_seconds() - cpu0;
         if (failures) std::fprintf(stderr, "host_throughput: %zu failed runs\n", failures);
-        f = {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6};
+        f = {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6,
+             percentile_us(latencies, 50), percentile_us(latencies, 99)};
         co_await host->shutdown();
       },
       asio::detached);
@@ -215,5 +239,11 @@ int main(int argc, char** argv) {
   std::printf("host     cases_per_sec %.0f host_cpu_us_per_case %.2f\n", best_host.cases_per_sec,
               best_host.cpu_us_per_case);
   std::printf("ratio host/baseline %.2f\n", best_host.cases_per_sec / best_base.cases_per_sec);
+  if (c == 1 && !host_only)
+    std::printf(
+        "round trip us: baseline p50 %.1f p99 %.1f, host p50 %.1f p99 %.1f; "
+        "overhead p50 %.1f p99 %.1f\n",
+        best_base.p50_us, best_base.p99_us, best_host.p50_us, best_host.p99_us,
+        best_host.p50_us - best_base.p50_us, best_host.p99_us - best_base.p99_us);
   return 0;
 }

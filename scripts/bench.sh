@@ -13,6 +13,12 @@ for c in 1 8 64 512; do
 done
 echo "== host_throughput, typical results, c=64"
 "$build/benchmarks/host_throughput" -n 100000 -c 64 -r 3 -- "$build/benchmarks/echo_study" --typical
+echo "== memory_in_flight: 100000 requests held by the study"
+"$build/benchmarks/memory_in_flight" -n 100000 -- "$build/benchmarks/echo_study" --hold 100000
+echo "== planning: 1000000 samples in 2000 pages x 3 targets x 2 trials; resume over 1000000 keys"
+"$build/benchmarks/planning" -t 2 -k 1000000 -- "$build/benchmarks/echo_study" --samples 1000000 --targets 3
+echo "== run_end_to_end: mira run, 100000 cases, -j 64"
+"$build/benchmarks/run_end_to_end" -n 100000 -j 64 "$build/mira" "$build/benchmarks/echo_study"
 echo "== scheduler_goodput: capacity 8, 20 ms per run, 400 cases, -j 32"
 "$build/benchmarks/scheduler_goodput" -n 400 -k 8 -l 20 -j 32 -r 3
 echo "== scheduler_goodput: capacity 4, 50 ms per run, 200 cases, -j 64"

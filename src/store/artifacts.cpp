@@ -30,8 +30,12 @@ tl::expected<artifact_dir, std::string> artifact_dir::open(const fs::path& dir) 
   return artifact_dir(dir);
 }
 
+fs::path artifact_dir::file_for(const std::string& key) const {
+  return path_ / (encode_key(key) + ".json");
+}
+
 boost::system::error_code artifact_dir::save(const std::string& key, const json::object& artifact) {
-  return write_file_atomic(path_ / (encode_key(key) + ".json"), json::serialize(artifact) + "\n");
+  return write_file_atomic(file_for(key), json::serialize(artifact) + "\n");
 }
 
 std::map<std::string, json::object> artifact_dir::load(std::vector<std::string>* unreadable) const {

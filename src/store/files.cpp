@@ -99,16 +99,23 @@ std::optional<std::string> decode_key(std::string_view name) {
   return out;
 }
 
-boost::system::error_code write_file_atomic(const std::filesystem::path& path,
-                                            std::string_view contents) {
-  using boost::system::error_code;
-  auto fail = [](int e) { return error_code(e, boost::system::system_category()); };
+namespace detail {
+
+std::filesystem::path temp_path_for(const std::filesystem::path& path) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
   auto dir = path.parent_path();
   if (dir.empty()) dir = ".";
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  auto tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rng() % 1000000000));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(errno);
+  return dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rng() % 1000000000));
+}
+
+boost::system::error_code write_new_file(const std::filesystem::path& path,
+                                         std::string_view contents, bool sync) {
+  auto fail = [&](int e) {
+    ::unlink(path.c_str());
+    return boost::system::error_code(e, boost::system::system_category());
+  };
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return {errno, boost::system::system_category()};
   std::size_t done = 0;
   while (done < contents.size()) {
     auto n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -116,23 +123,28 @@ boost::system::error_code write_file_atomic(const std::filesystem::path& path,
       if (errno == EINTR) continue;
       int e = errno;
       ::close(fd);
-      ::unlink(tmp.c_str());
       return fail(e);
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return fail(e);
-  }
+  if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) return fail(errno);
+  return {};
+}
+
+}  // namespace detail
+
+boost::system::error_code write_file_atomic(const std::filesystem::path& path,
+                                            std::string_view contents) {
+  auto tmp = detail::temp_path_for(path);
+  if (auto ec = detail::write_new_file(tmp, contents, true)) return ec;
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
-    return fail(e);
+    return {e, boost::system::system_category()};
   }
   // The rename itself must survive a crash too.
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  auto dir = path.parent_path();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);

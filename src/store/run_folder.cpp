@@ -37,6 +37,10 @@ tl::expected<run_folder, std::string> run_folder::open(const fs::path& results_d
   return run_folder(std::move(path), run_id);
 }
 
+fs::path run_folder::case_file(const std::string& key) const {
+  return path_ / "cases" / encode_key(key) / "result.json";
+}
+
 boost::system::error_code run_folder::save_case(const std::string& key,
                                                 const json::object& record) {
   auto dir = path_ / "cases" / encode_key(key);

@@ -216,26 +216,30 @@ BOOST_AUTO_TEST_CASE(a_1_gb_stderr_flood_keeps_only_a_tail) {
 BOOST_AUTO_TEST_CASE(a_result_that_cannot_be_saved_stops_the_run_and_is_reported) {
   temp_dir dir;
   auto results = dir / "results";
-  // A first run saves a.
-  BOOST_TEST(run_command(mira_bin + " run --samples a --results-dir " + results + " -- " + py +
-                         " >/dev/null 2>&1")
+  // A first run saves a#0..a#2.
+  BOOST_TEST(run_command(mira_bin + " run --samples a --trials 3 --results-dir " + results +
+                         " -- " + py + " >/dev/null 2>&1")
                  .code == 0);
   std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
   BOOST_REQUIRE(runs.size() == 1u);
   auto id = runs[0].filename().string();
-  // b's folder cannot be made (a file is in its way; permissions would not stop root).
-  { std::ofstream(runs[0] / "cases" / "echo_2fb_40sim") << "in the way"; }
-  auto r = run_command(mira_bin + " run -j 1 --resume " + id + " --results-dir " + results +
-                       " -- " + py + " 2>&1");
+  // b#0's folder cannot be made (a file is in its way; permissions would not stop root). The
+  // failure is known (on the writer thread) long before b#1's 100 ms run ends, and that result
+  // stops the run.
+  { std::ofstream(runs[0] / "cases" / "echo_2fb_40sim_230") << "in the way"; }
+  auto r = run_command(mira_bin + " run -j 1 --trials 3 --resume " + id + " --results-dir " +
+                       results + " -- " + py + " --run-ms 100 2>&1");
   BOOST_TEST(r.code == 3);
-  BOOST_TEST(r.out.find("mira: error: cannot save the result of echo/b@sim") != std::string::npos);
-  BOOST_TEST(r.out.find("stopped (requested): cannot save the result of echo/b@sim") !=
+  BOOST_TEST(r.out.find("mira: error: cannot save the result of echo/b@sim#0") !=
+             std::string::npos);
+  BOOST_TEST(r.out.find("stopped (requested): cannot save the result of echo/b@sim#0") !=
              std::string::npos);
   BOOST_TEST(r.out.find("1 finished case(s) could not be saved") != std::string::npos);
-  BOOST_TEST(r.out.find("PASS  echo/b@sim") != std::string::npos);  // reported, not dropped
-  BOOST_TEST(r.out.find("resume with: mira run -j 1 --resume " + id) != std::string::npos);
+  BOOST_TEST(r.out.find("PASS  echo/b@sim#0") != std::string::npos);  // reported, not dropped
+  BOOST_TEST(r.out.find("resume with: mira run -j 1 --trials 3 --resume " + id) !=
+             std::string::npos);
   // What was saved before is intact.
-  BOOST_TEST(fs::exists(runs[0] / "cases" / "echo_2fa_40sim" / "result.json"));
+  BOOST_TEST(fs::exists(runs[0] / "cases" / "echo_2fa_40sim_230" / "result.json"));
   // An unwritable results folder fails before anything runs.
   { std::ofstream(dir / "file") << "x"; }
   auto bad = run_command(mira_bin + " run --results-dir " + (dir / "file") + " -- " + py + " 2>&1");

@@ -8,12 +8,14 @@
 #include <mira/aggregate/summary.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/artifacts.hpp>
+#include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_folder.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -377,9 +379,29 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       if (h) study->host = *h;  // so the final shutdown reaches the live one
       co_return h;
     };
-    // A result that cannot be saved stops the run: carrying on would lose more of them.
+    // Results are saved on a writer thread, in batches (one filesystem sync per batch, not an
+    // fsync per file on this loop). A result that cannot be saved stops the run: carrying on
+    // would lose more of them.
     std::vector<std::string> unsaved;
     std::optional<std::string> save_error;
+    std::optional<store::batch_writer> writer;
+    if (folder)
+      writer.emplace(folder->path());
+    else if (artifacts && m == mode::execute_only)
+      writer.emplace(artifacts->path());
+    auto ex = co_await asio::this_coro::executor;
+    auto save = [&, ex](std::filesystem::path path, std::string text, std::string key,
+                        std::string what) {
+      writer->submit(std::move(path), std::move(text),
+                     [&, ex, key, what](boost::system::error_code ec) {
+                       if (!ec) return;
+                       asio::post(ex, [&, key, what, ec] {
+                         unsaved.push_back(key);
+                         save_error = "cannot save " + what + key + ": " + ec.message();
+                         stderr_line("mira: error: " + printable(*save_error));
+                       });
+                     });
+    };
     schedule::run_hooks hooks;
     hooks.on_notification = [&](std::size_t j, const notification& n) {
       the_log().event(&p->cases[w.full_index[j]].key, n);
@@ -398,20 +420,13 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
           (r.state == case_state::executed || r.state == case_state::skipped)) {
         auto artifact = r.result->raw();
         artifact["key"] = c.key;
-        if (auto ec = artifacts->save(c.key, artifact)) {
-          unsaved.push_back(c.key);
-          save_error = "cannot save the artifact of " + c.key + ": " + ec.message();
-          stderr_line("mira: error: " + printable(*save_error));
-        }
+        save(artifacts->file_for(c.key), json::serialize(artifact) + "\n", c.key,
+             "the artifact of ");
       }
       auto record = case_json(c, r);
       // A cancelled case is not finished: a resumed run runs it.
       if (folder && r.state != case_state::cancelled)
-        if (auto ec = folder->save_case(c.key, record)) {
-          unsaved.push_back(c.key);
-          save_error = "cannot save the result of " + c.key + ": " + ec.message();
-          stderr_line("mira: error: " + printable(*save_error));
-        }
+        save(folder->case_file(c.key), json::serialize(record) + "\n", c.key, "the result of ");
       if (stream_jsonl) std::cout << json::serialize(record) << '\n' << std::flush;
     };
     hooks.stop_after = [&](std::size_t, const schedule::case_record&) { return save_error; };
@@ -453,6 +468,10 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
         co_await asio::this_coro::executor,
         schedule::run_plan(study->host, w.todo, a.policy, hooks),
         asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
+    if (writer) {
+      writer->drain();
+      co_await asio::post(ex, asio::use_awaitable);  // the failures it reported, if any
+    }
     signals.cancel();
     progress.active = false;
     progress.clear();

@@ -25,6 +25,8 @@ class artifact_dir {
 
   const std::filesystem::path& path() const { return path_; }
 
+  /// Where save() puts a case's artifact (for writing it through a batch_writer).
+  std::filesystem::path file_for(const std::string& key) const;
   /// Saves one case's ExecuteResult; `artifact` must carry the host's "key" field.
   boost::system::error_code save(const std::string& key, const boost::json::object& artifact);
   /// Every readable artifact, by key. Files that do not parse or name no key are listed in

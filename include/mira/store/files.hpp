@@ -40,6 +40,15 @@ std::optional<std::string> decode_key(std::string_view name);
 boost::system::error_code write_file_atomic(const std::filesystem::path& path,
                                             std::string_view contents);
 
+namespace detail {
+/// ".<name>.tmp-<random>" beside `path`: where a new version is written before the rename.
+std::filesystem::path temp_path_for(const std::filesystem::path& path);
+/// Creates `path` (which must not exist) with `contents`; fsyncs it when `sync`. Removes it
+/// again on failure.
+boost::system::error_code write_new_file(const std::filesystem::path& path,
+                                         std::string_view contents, bool sync);
+}  // namespace detail
+
 /// The JSON object in the file at `path`; nothing when the file cannot be read or does not hold
 /// one object (a torn or foreign file).
 std::optional<boost::json::object> read_json_object(const std::filesystem::path& path);

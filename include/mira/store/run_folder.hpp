@@ -27,6 +27,8 @@ class run_folder {
   const std::filesystem::path& path() const { return path_; }
   const std::string& id() const { return id_; }
 
+  /// Where save_case() puts a case's record (for writing it through a batch_writer).
+  std::filesystem::path case_file(const std::string& key) const;
   /// Saves one finished case (its JSON record, which must carry "key").
   boost::system::error_code save_case(const std::string& key, const boost::json::object& record);
   /// Every saved case record, by key. A file that does not parse (or names no key) is listed in

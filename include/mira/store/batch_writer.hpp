@@ -1,0 +1,56 @@
+// Atomic file writes off the caller's thread, in batches, for saving many small results
+// without an fsync per file on the event loop. A thread of its own takes everything submitted
+// since its last batch and: writes each to a temporary beside its path (directories created as
+// needed), makes them durable with one syncfs(), renames each over its path, and makes the
+// renames durable with a second syncfs(). Only then is each file's callback called (on the
+// writer's thread), so "done" means what write_file_atomic() means: a crash at any moment
+// leaves either the old file or the whole new one, and a reported file survives a power loss.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace mira::store {
+
+class batch_writer {
+ public:
+  using done_fn = std::function<void(boost::system::error_code)>;
+
+  /// `sync_root`: a directory on the filesystem the files go to (syncfs() needs one of its
+  /// descriptors).
+  explicit batch_writer(const std::filesystem::path& sync_root);
+  /// Writes what is still queued, then stops the thread.
+  ~batch_writer();
+  batch_writer(const batch_writer&) = delete;
+  batch_writer& operator=(const batch_writer&) = delete;
+
+  void submit(std::filesystem::path path, std::string contents, done_fn done);
+  /// Blocks until everything submitted before the call is written and reported.
+  void drain();
+
+ private:
+  struct item {
+    std::filesystem::path path;
+    std::string contents;
+    done_fn done;
+  };
+  void run();
+  void write_batch(std::deque<item>& batch);
+
+  int root_fd_ = -1;
+  std::mutex mutex_;
+  std::condition_variable wake_, drained_;
+  std::deque<item> queue_;
+  std::size_t submitted_ = 0, completed_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mira::store
