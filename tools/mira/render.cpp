@@ -515,12 +515,14 @@ std::string render(const std::string& format, const plan::plan& p,
   if (format == "junit") return junit_report(p, report, s);
   if (format == "md") return md_report(p, report, s);
   if (format == "html") return html_report(p, report, s, "Mira eval report");
-  json::array cases;
-  for (std::size_t i = 0; i < p.cases.size(); ++i)
-    cases.push_back(case_json(p.cases[i], report.cases[i]));
-  return json::serialize(
-             json::object{{"summary", summary_json(s, report)}, {"cases", std::move(cases)}}) +
-         "\n";
+  // {"summary": ..., "cases": [...]}, one case at a time: a DOM of every case at once would
+  // cost kilobytes per case.
+  std::string out = "{\"summary\":" + json::serialize(summary_json(s, report)) + ",\"cases\":[";
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    if (i) out += ',';
+    out += json::serialize(case_json(p.cases[i], report.cases[i]));
+  }
+  return out + "]}\n";
 }
 
 }  // namespace mira::cli

@@ -342,9 +342,15 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
         auto* t = artifact.if_contains("transcript");
         w.transcripts.push_back(t && t->is_object() ? t->get_object() : json::object{});
       }
-      w.todo.cases.push_back(p->cases[i]);
       w.full_index.push_back(i);
     }
+    // Only a partial plan is copied: a fresh run runs the plan itself (a copy of a large plan
+    // costs hundreds of bytes per case).
+    const bool partial = w.full_index.size() < p->cases.size();
+    if (partial)
+      for (auto i : w.full_index) w.todo.cases.push_back(p->cases[i]);
+    const plan::plan& to_run = partial ? w.todo : *p;
+    if (!partial) std::vector<schedule::case_record>().swap(w.records);
     if (!a.resume.empty())
       std::fprintf(stderr, "resuming run %s: %zu of %zu case(s) already saved\n", a.resume.c_str(),
                    reused, p->cases.size());
@@ -407,7 +413,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       the_log().event(&p->cases[w.full_index[j]].key, n);
     };
     auto& progress = the_progress();
-    progress.total = w.todo.cases.size();
+    progress.total = to_run.cases.size();
     hooks.on_start = [&](std::size_t) { ++progress.starts; };
     hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
       progress.finished_attempts += static_cast<std::size_t>(r.attempts);
@@ -466,7 +472,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     tick();
     auto part = co_await asio::co_spawn(
         co_await asio::this_coro::executor,
-        schedule::run_plan(study->host, w.todo, a.policy, hooks),
+        schedule::run_plan(study->host, to_run, a.policy, hooks),
         asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
     if (writer) {
       writer->drain();
@@ -481,21 +487,21 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     report.stop_message = part.stop_message;
     report.seconds = part.seconds;
     report.restarts = part.restarts;
-    for (std::size_t j = 0; j < part.cases.size(); ++j)
-      w.records[w.full_index[j]] = std::move(part.cases[j]);
-    report.cases = std::move(w.records);
+    if (partial) {
+      for (std::size_t j = 0; j < part.cases.size(); ++j)
+        w.records[w.full_index[j]] = std::move(part.cases[j]);
+      report.cases = std::move(w.records);
+    } else {
+      report.cases = std::move(part.cases);
+    }
 
     auto s = aggregate::summarize(*p, report.cases, &study->list, a.group_by);
     bool written = emit_report(a, *p, report, s, stream_jsonl);
     std::fflush(stdout);  // the report before what stderr says about it
     co_await study->host.shutdown();
     if (folder) {
-      json::array cases;
-      for (std::size_t i = 0; i < p->cases.size(); ++i)
-        cases.push_back(case_json(p->cases[i], report.cases[i]));
       auto summary = summary_json(s, report);
-      json::object report_file{{"summary", summary}, {"cases", std::move(cases)}};
-      auto report_text = json::serialize(report_file) + "\n";
+      auto report_text = render("json", *p, report, s);
       auto stderr_text = the_log().stderr_text();
       for (auto [name, text] :
            {std::pair<const char*, std::string_view>{"report.json", report_text},
