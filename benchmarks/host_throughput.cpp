@@ -95,17 +95,18 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
   const std::string_view run_params = R"({"eval":"bench","sample":"s0","target":"sim"})";
   request("initialize", R"({"protocol_version":"1.1","host":"baseline"})");
   request("list", "");
-  std::size_t expected = 2 + n, answered = 0, sent = 0, in_flight = 2;
+  // The first two answers are initialize's and list's; runs in flight are sent minus the rest.
+  std::size_t expected = 2 + n, answered = 0, sent = 0;
+  auto runs_in_flight = [&] { return sent - (answered > 2 ? answered - 2 : 0); };
   std::vector<double> latencies;  // at c = 1 only: one request at a time
   auto sent_at = std::chrono::steady_clock::now();
   auto t0 = std::chrono::steady_clock::now();
   double cpu0 = cpu_seconds();
   char buf[1 << 16];
   while (answered < expected) {
-    while (sent < n && in_flight < c + 2) {
+    while (sent < n && runs_in_flight() < c) {
       request("run", run_params);
       ++sent;
-      ++in_flight;
       sent_at = std::chrono::steady_clock::now();
     }
     pollfd fds[2] = {{r, POLLIN, 0}, {w, static_cast<short>(outbuf.empty() ? 0 : POLLOUT), 0}};
@@ -126,7 +127,6 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
         auto id_pos = inbuf.find("\"id\":", start);
         if (id_pos < nl) (void)std::strtoll(inbuf.c_str() + id_pos + 5, nullptr, 10);
         ++answered;
-        --in_flight;
         if (c == 1 && answered > 2)
           latencies.push_back(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at).count());
