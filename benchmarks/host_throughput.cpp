@@ -7,6 +7,8 @@
 // (host_handle: initialize, list, then N `run` requests with C in flight). Prints cases/s and
 // host CPU microseconds per case for both, and their ratio. The best round of each counts.
 // At c = 1 it also prints the round trip's p50/p99 for both and the host's overhead.
+#include "bench_util.hpp"
+
 #include <mira/host.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -45,13 +47,6 @@ double percentile_us(std::vector<double>& v, double p) {
   auto k = static_cast<std::size_t>(p / 100 * static_cast<double>(v.size() - 1));
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k] * 1e6;
-}
-
-double cpu_seconds() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 // --- baseline: raw pipes, no JSON --------------------------------------------------------------
@@ -101,7 +96,7 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
   std::vector<double> latencies;  // at c = 1 only: one request at a time
   auto sent_at = std::chrono::steady_clock::now();
   auto t0 = std::chrono::steady_clock::now();
-  double cpu0 = cpu_seconds();
+  double cpu0 = bench::cpu_seconds();
   char buf[1 << 16];
   while (answered < expected) {
     while (sent < n && runs_in_flight() < c) {
@@ -136,7 +131,7 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  double cpu = cpu_seconds() - cpu0;
+  double cpu = bench::cpu_seconds() - cpu0;
   ::close(w);
   ::close(r);
   ::waitpid(pid, nullptr, 0);
@@ -168,7 +163,7 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
         p.target = list->evals[0].targets.at(0).label;
         std::size_t next = 0, failures = 0, workers_left = c;
         auto t0 = std::chrono::steady_clock::now();
-        double cpu0 = cpu_seconds();
+        double cpu0 = bench::cpu_seconds();
         asio::steady_timer done(ctx, std::chrono::steady_clock::time_point::max());
         std::vector<double> latencies;
         auto worker = [&]() -> asio::awaitable<void> {
@@ -187,7 +182,7 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
         for (std::size_t i = 0; i < c; ++i) asio::co_spawn(ctx, worker(), asio::detached);
         co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        double cpu = cpu_seconds() - cpu0;
+        double cpu = bench::cpu_seconds() - cpu0;
         if (failures) std::fprintf(stderr, "host_throughput: %zu failed runs\n", failures);
         f = {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6,
              percentile_us(latencies, 50), percentile_us(latencies, 99)};

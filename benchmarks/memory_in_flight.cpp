@@ -6,6 +6,8 @@
 // Prints the resident set before the requests, its peak while they were pending (sampled from
 // /proc/self/statm when the last request has been written, before any answer), and the
 // bytes per request, beside the request frame's own size (what a client must keep at least).
+#include "bench_util.hpp"
+
 #include <mira/host.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -22,17 +24,6 @@
 #include <vector>
 
 namespace asio = boost::asio;
-
-namespace {
-
-double rss_mib() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::size_t n = 100000;
@@ -66,17 +57,17 @@ int main(int argc, char** argv) {
         p.eval = "bench";
         p.sample = "s0";
         p.target = "sim";
-        before = rss_mib();
+        before = bench::rss_mib();
         // Callbacks, not coroutines: the figure is the host's, not coroutine frames'.
         for (std::size_t i = 0; i < n; ++i)
           host->async_run(p, [&](mira::error_code ec, mira::protocol::run_result) {
             if (ec) ++failed;
-            if (++answered == n) after = rss_mib();
+            if (++answered == n) after = bench::rss_mib();
           });
         // Sample while all are pending: every request is written before the study answers.
         asio::steady_timer t(ctx);
         while (answered == 0) {
-          pending = std::max(pending, rss_mib());
+          pending = std::max(pending, bench::rss_mib());
           t.expires_after(std::chrono::milliseconds(5));
           co_await t.async_wait(asio::use_awaitable);
         }

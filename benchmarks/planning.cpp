@@ -7,6 +7,8 @@
 // Prints seconds for listing (every page through the host), planning and subtracting, peak
 // RSS and the bytes per planned case. The subtraction mirrors `mira run --resume`: a map of
 // saved records by key, looked up once per planned case.
+#include "bench_util.hpp"
+
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
 
@@ -30,19 +32,6 @@ namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-double rss_mib() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1048576.0;
-}
-
-double peak_rss_mib() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
 
 double since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -88,7 +77,7 @@ int main(int argc, char** argv) {
       asio::detached);
   ctx.run();
   std::size_t samples = listing.evals.empty() ? 0 : listing.evals[0].samples.size();
-  double rss_listed = rss_mib();
+  double rss_listed = bench::rss_mib();
 
   mira::plan::selection sel;
   sel.trials = trials;
@@ -99,7 +88,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "planning failed: %s\n", p.error().message.c_str());
     return 1;
   }
-  double rss_planned = rss_mib();
+  double rss_planned = bench::rss_mib();
 
   // What a resumed run has: saved records by key (here every other case up to `saved_keys`).
   std::map<std::string, boost::json::object> saved;
@@ -114,7 +103,7 @@ int main(int argc, char** argv) {
   std::printf("planned %zu cases in %.2f s (%.0f ns per case)\n", p->cases.size(), plan_s,
               plan_s / static_cast<double>(p->cases.size()) * 1e9);
   std::printf("rss_mib listed %.0f planned %.0f peak %.0f; plan bytes_per_case %.0f\n", rss_listed,
-              rss_planned, peak_rss_mib(),
+              rss_planned, bench::peak_rss_mib(),
               (rss_planned - rss_listed) * 1048576.0 / static_cast<double>(p->cases.size()));
   std::printf("resume subtraction: %zu saved keys, %zu cases to run, %.2f s (%.0f ns per case)\n",
               saved.size(), todo, subtract_s,

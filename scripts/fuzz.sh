@@ -8,16 +8,7 @@ seconds="${1:-60}"
 out="build-fuzz"
 
 packages=(clang libclang-rt-14-dev libboost1.81-dev libboost-json1.81-dev libexpected-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+scripts/install_packages.sh "${packages[@]}"
 
 mkdir -p "$out/corpus"
 # Boost.JSON is compiled into the target (src.hpp), so the fuzzer sees its parser too.

@@ -24,14 +24,6 @@ namespace {
 const std::string mira_bin = MIRA_CLI;
 const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
 
-protocol::run_params echo_case(std::string sample) {
-  protocol::run_params p;
-  p.eval = "echo";
-  p.sample = std::move(sample);
-  p.target = "sim";
-  return p;
-}
-
 asio::awaitable<host_handle> start(study_command cmd, host_options o) {
   auto host = host_handle::spawn(co_await asio::this_coro::executor, std::move(cmd), std::move(o));
   BOOST_REQUIRE_MESSAGE(host, (host ? "" : host.error().message()));
@@ -39,6 +31,13 @@ asio::awaitable<host_handle> start(study_command cmd, host_options o) {
   BOOST_REQUIRE_MESSAGE(init, (init ? "" : init.error().message()));
   co_return std::move(*host);
 }
+
+// ThreadSanitizer keeps shadow memory of about four times what the process touches.
+#if defined(__SANITIZE_THREAD__)
+constexpr long rss_factor = 5;
+#else
+constexpr long rss_factor = 1;
+#endif
 
 // Peak resident set of this process (the host runs in it), in MiB.
 long peak_rss_mib() {
@@ -84,6 +83,19 @@ BOOST_AUTO_TEST_CASE(a_study_that_never_answers_after_cancel_is_restarted_not_wa
   BOOST_TEST(r.out.find("(timed out after 0.2 s)") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_clean_exit_mid_run_is_a_crash_too) {
+  temp_file mark;
+  fs::remove(mark.path);
+  // Exit code 0 with runs in flight: restarted, and the run completes.
+  auto r =
+      run_command("timeout 60 " + mira_bin + " run --dry-run -j 3 -- " + py +
+                  " --run-ms 200 --die-after 2 --die-code 0 --die-once " + mark.path + " 2>&1");
+  BOOST_TEST(r.code == 1);  // echo/fail
+  BOOST_TEST(r.out.find("the study died; starting it again") != std::string::npos);
+  BOOST_TEST(r.out.find("2 passed, 1 failed, 0 n/a, 0 skipped, 0 cancelled, 0 errors") !=
+             std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_restarted_study_must_be_the_same_study) {
   temp_file mark;
   fs::remove(mark.path);
@@ -120,6 +132,8 @@ BOOST_AUTO_TEST_CASE(a_study_that_never_reads_cannot_block_the_host) {
   // Requests of 16 KiB fill the pipe the study never drains; timeouts, the event loop and
   // shutdown keep working.
   std::size_t ticks = 0;
+  // Outside the coroutine: a tick already queued when it ends still reads it.
+  bool ticking = true;
   run_co(
       [&](asio::io_context&) -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -129,7 +143,6 @@ BOOST_AUTO_TEST_CASE(a_study_that_never_reads_cannot_block_the_host) {
         auto cmd = py_study({"--deaf"});
         auto host = co_await start(cmd, o);
         asio::steady_timer ticker(ex);
-        bool ticking = true;
         std::function<void()> tick = [&] {
           ticker.expires_after(std::chrono::milliseconds(10));
           ticker.async_wait([&](boost::system::error_code ec) {
@@ -185,7 +198,7 @@ BOOST_AUTO_TEST_CASE(a_300_mb_line_is_skipped_in_streaming_fashion) {
       std::chrono::seconds(120));
   // The line is 300 MiB; the host keeps at most its 64 MiB limit of it, once.
   BOOST_TEST_MESSAGE("peak RSS " << before << " MiB before, " << peak_rss_mib() << " MiB after");
-  BOOST_TEST(peak_rss_mib() - before < 150);
+  BOOST_TEST(peak_rss_mib() - before < 150 * rss_factor);
 }
 
 BOOST_AUTO_TEST_CASE(a_1_gb_stderr_flood_keeps_only_a_tail) {
@@ -196,6 +209,8 @@ BOOST_AUTO_TEST_CASE(a_1_gb_stderr_flood_keeps_only_a_tail) {
       [&](asio::io_context&) -> asio::awaitable<void> {
         auto o = quiet_options();
         o.on_stderr_line = [&](std::string_view) { ++lines; };
+        // The study exits when its flood is out, however long the host takes to read it.
+        o.shutdown_grace = std::chrono::seconds(200);
         auto cmd = py_study({"--stderr-flood", std::to_string(flood)});
         auto host = co_await start(cmd, o);
         auto params = echo_case("a");
@@ -210,7 +225,7 @@ BOOST_AUTO_TEST_CASE(a_1_gb_stderr_flood_keeps_only_a_tail) {
       std::chrono::seconds(240));
   BOOST_TEST(lines == flood / 1024);
   BOOST_TEST_MESSAGE("peak RSS " << before << " MiB before, " << peak_rss_mib() << " MiB after");
-  BOOST_TEST(peak_rss_mib() - before < 100);
+  BOOST_TEST(peak_rss_mib() - before < 100 * rss_factor);
 }
 
 BOOST_AUTO_TEST_CASE(a_result_that_cannot_be_saved_stops_the_run_and_is_reported) {

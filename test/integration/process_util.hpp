@@ -67,6 +67,15 @@ struct temp_dir {
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
+/// The Python study's echo eval: one of its cases.
+inline protocol::run_params echo_case(std::string sample) {
+  protocol::run_params p;
+  p.eval = "echo";
+  p.sample = std::move(sample);
+  p.target = "sim";
+  return p;
+}
+
 inline study_command py_study(std::vector<std::string> extra = {}) {
   study_command c;
   c.argv = {MIRA_PYTHON3, MIRA_PY_STUDY};

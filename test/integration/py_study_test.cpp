@@ -20,14 +20,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-protocol::run_params echo_case(std::string sample) {
-  protocol::run_params p;
-  p.eval = "echo";
-  p.sample = std::move(sample);
-  p.target = "sim";
-  return p;
-}
-
 host_options test_options(captured_log* log = nullptr) {
   auto o = quiet_options(log);
   o.on_stderr_line = [](std::string_view) {};

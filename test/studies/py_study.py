@@ -6,6 +6,7 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --caps a,b           capabilities to advertise (default: cancel); execute and score work
   --run-ms N           how long a run works (honours cancel), default 0
   --die-after N        exit with code 3 when the N-th run arrives (after an stderr line)
+  --die-code C         the exit code --die-after uses (0: a clean exit mid-run)
   --sigkill-after N    kill itself with SIGKILL when the N-th run arrives
   --die-once PATH      with --die-after: die only if PATH does not exist yet (and create it),
                        so a restarted study works
@@ -53,6 +54,7 @@ args.add_argument("--run-ms", type=int, default=0)
 args.add_argument("--die-after", type=int, default=0)
 args.add_argument("--sigkill-after", type=int, default=0)
 args.add_argument("--die-once")
+args.add_argument("--die-code", type=int, default=3)
 args.add_argument("--interrupt-host-after", type=int, default=0)
 args.add_argument("--kill-host-after", type=int, default=0)
 args.add_argument("--stderr-flood", type=int, default=0)
@@ -235,7 +237,7 @@ def main():
                     open(opts.die_once, "w").close()
                 sys.stderr.write("py-study: dying on purpose\n")
                 sys.stderr.flush()
-                os._exit(3)
+                os._exit(opts.die_code)
             if opts.hang_after and run_count >= opts.hang_after and not (
                     opts.die_once and os.path.exists(opts.die_once) and not hung):
                 if opts.die_once and not hung:

@@ -36,6 +36,59 @@ bool is_xml_nonchar(std::string_view seq) {
   return seq == "\xef\xbf\xbe" || seq == "\xef\xbf\xbf";  // U+FFFE, U+FFFF
 }
 
+// Markup text for XML (`xml`) or HTML: the same escapes; they differ in what they cannot carry.
+// XML drops invalid UTF-8, U+FFFE/U+FFFF and C0 controls but tab/LF/CR (kept as references);
+// HTML shows invalid UTF-8 as U+FFFD, drops C1 and C0 controls but tab and LF.
+std::string markup_text(std::string_view v, bool xml) {
+  std::string out;
+  out.reserve(v.size() + v.size() / 8);
+  for (std::size_t i = 0; i < v.size();) {
+    auto c = static_cast<unsigned char>(v[i]);
+    auto n = utf8_length(v, i);
+    if (n == 0) {
+      if (!xml) out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      auto seq = v.substr(i, n);
+      if (xml ? !is_xml_nonchar(seq) : !is_c1(seq)) out.append(seq);
+      i += n;
+      continue;
+    }
+    ++i;
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += xml ? "&apos;" : "&#39;";
+        break;
+      case '\t':
+        out += xml ? "&#9;" : "\t";
+        break;
+      case '\n':
+        out += xml ? "&#10;" : "\n";
+        break;
+      case '\r':
+        if (xml) out += "&#13;";
+        break;
+      default:
+        if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string printable(std::string_view s) {
@@ -74,52 +127,11 @@ std::string csv_field(std::string_view v) {
 }
 
 std::string xml_text(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size();) {
-    auto c = static_cast<unsigned char>(v[i]);
-    auto n = utf8_length(v, i);
-    if (n == 0) {
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      auto seq = v.substr(i, n);
-      if (!is_xml_nonchar(seq)) out.append(seq);
-      i += n;
-      continue;
-    }
-    ++i;
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\t':
-        out += "&#9;";
-        break;
-      case '\n':
-        out += "&#10;";
-        break;
-      case '\r':
-        out += "&#13;";
-        break;
-      default:
-        if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
-    }
-  }
-  return out;
+  return markup_text(v, true);
+}
+
+std::string html_text(std::string_view v) {
+  return markup_text(v, false);
 }
 
 std::string md_cell(std::string_view v) {
@@ -165,47 +177,6 @@ std::string md_cell(std::string_view v) {
         break;
       default:
         if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string html_text(std::string_view v) {
-  std::string out;
-  out.reserve(v.size() + v.size() / 8);
-  for (std::size_t i = 0; i < v.size();) {
-    auto c = static_cast<unsigned char>(v[i]);
-    auto n = utf8_length(v, i);
-    if (n == 0) {
-      out += "\xef\xbf\xbd";  // U+FFFD
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      auto seq = v.substr(i, n);
-      if (!is_c1(seq)) out.append(seq);
-      i += n;
-      continue;
-    }
-    ++i;
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        if (c >= 0x20 ? c != 0x7f : c == '\t' || c == '\n') out += static_cast<char>(c);
     }
   }
   return out;
