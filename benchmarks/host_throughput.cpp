@@ -147,16 +147,9 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
   asio::co_spawn(
       ctx,
       [&]() -> asio::awaitable<void> {
-        mira::study_command cmd;
-        cmd.argv = study;
-        auto host = mira::host_handle::spawn(ctx.get_executor(), cmd);
-        if (!host) {
-          std::fprintf(stderr, "%s\n", host.error().message().c_str());
-          std::exit(1);
-        }
-        auto init = co_await host->initialize();
-        auto list = co_await host->list_all();
-        if (!init || !list || list->evals.empty()) std::exit(1);
+        auto host = co_await bench::start_study(ctx.get_executor(), study);
+        auto list = co_await host.list_all();
+        if (!list || list->evals.empty()) std::exit(1);
         mira::protocol::run_params p;
         p.eval = list->evals[0].name;
         p.sample = list->evals[0].samples.at(0).id;
@@ -170,7 +163,7 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
           while (next < n) {
             ++next;
             auto sent_at = std::chrono::steady_clock::now();
-            auto [ec, r] = co_await host->async_run(p, asio::as_tuple(asio::use_awaitable));
+            auto [ec, r] = co_await host.async_run(p, asio::as_tuple(asio::use_awaitable));
             if (c == 1)
               latencies.push_back(
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)
@@ -186,7 +179,7 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
         if (failures) std::fprintf(stderr, "host_throughput: %zu failed runs\n", failures);
         f = {static_cast<double>(n) / secs, cpu / static_cast<double>(n) * 1e6,
              percentile_us(latencies, 50), percentile_us(latencies, 99)};
-        co_await host->shutdown();
+        co_await host.shutdown();
       },
       asio::detached);
   ctx.run();
@@ -196,27 +189,11 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::size_t n = 100000, c = 64, rounds = 3;
-  bool host_only = false;  // for profiling the host alone
-  std::vector<std::string> study;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      study.assign(argv + i + 1, argv + argc);
-      break;
-    }
-    if (a == "--host-only") {
-      host_only = true;
-      continue;
-    }
-    if (i + 1 >= argc) break;
-    if (a == "-n")
-      n = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "-c")
-      c = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "-r")
-      rounds = std::strtoull(argv[++i], nullptr, 10);
-  }
+  auto args = bench::parse_args(argc, argv, {"--host-only"});
+  std::size_t n = args.number("-n", 100000), c = args.number("-c", 64),
+              rounds = args.number("-r", 3);
+  bool host_only = args.has("--host-only");  // for profiling the host alone
+  auto& study = args.study;
   if (study.empty() || n == 0 || c == 0 || rounds == 0) {
     std::fprintf(stderr, "usage: host_throughput -n N -c C [-r ROUNDS] -- STUDY_CMD [ARGS...]\n");
     return 2;

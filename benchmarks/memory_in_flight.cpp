@@ -26,16 +26,9 @@
 namespace asio = boost::asio;
 
 int main(int argc, char** argv) {
-  std::size_t n = 100000;
-  std::vector<std::string> study;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      study.assign(argv + i + 1, argv + argc);
-      break;
-    }
-    if (a == "-n" && i + 1 < argc) n = std::strtoull(argv[++i], nullptr, 10);
-  }
+  auto args = bench::parse_args(argc, argv);
+  std::size_t n = args.number("-n", 100000);
+  auto& study = args.study;
   if (study.empty()) {
     std::fprintf(stderr, "usage: memory_in_flight [-n N] -- STUDY_CMD --hold N\n");
     return 2;
@@ -46,13 +39,8 @@ int main(int argc, char** argv) {
   asio::co_spawn(
       ctx,
       [&]() -> asio::awaitable<void> {
-        mira::study_command cmd;
-        cmd.argv = study;
-        auto host = mira::host_handle::spawn(ctx.get_executor(), cmd);
-        if (!host) std::exit(1);
-        auto init = co_await host->initialize();
-        auto list = co_await host->list_all();
-        if (!init || !list) std::exit(1);
+        auto host = co_await bench::start_study(ctx.get_executor(), study);
+        if (!co_await host.list_all()) std::exit(1);
         mira::protocol::run_params p;
         p.eval = "bench";
         p.sample = "s0";
@@ -60,7 +48,7 @@ int main(int argc, char** argv) {
         before = bench::rss_mib();
         // Callbacks, not coroutines: the figure is the host's, not coroutine frames'.
         for (std::size_t i = 0; i < n; ++i)
-          host->async_run(p, [&](mira::error_code ec, mira::protocol::run_result) {
+          host.async_run(p, [&](mira::error_code ec, mira::protocol::run_result) {
             if (ec) ++failed;
             if (++answered == n) after = bench::rss_mib();
           });
@@ -75,7 +63,7 @@ int main(int argc, char** argv) {
           t.expires_after(std::chrono::milliseconds(5));
           co_await t.async_wait(asio::use_awaitable);
         }
-        co_await host->shutdown();
+        co_await host.shutdown();
       },
       asio::detached);
   ctx.run();

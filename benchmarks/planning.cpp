@@ -40,18 +40,10 @@ double since(clock_type::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t trials = 2;
-  std::size_t saved_keys = 1000000;
-  std::vector<std::string> study;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      study.assign(argv + i + 1, argv + argc);
-      break;
-    }
-    if (a == "-t" && i + 1 < argc) trials = std::strtoll(argv[++i], nullptr, 10);
-    if (a == "-k" && i + 1 < argc) saved_keys = std::strtoull(argv[++i], nullptr, 10);
-  }
+  auto args = bench::parse_args(argc, argv);
+  auto trials = static_cast<std::int64_t>(args.number("-t", 2));
+  std::size_t saved_keys = args.number("-k", 1000000);
+  auto& study = args.study;
   if (study.empty()) {
     std::fprintf(stderr, "usage: planning [-t TRIALS] [-k SAVED] -- STUDY_CMD [ARGS...]\n");
     return 2;
@@ -62,17 +54,13 @@ int main(int argc, char** argv) {
   asio::co_spawn(
       ctx,
       [&]() -> asio::awaitable<void> {
-        mira::study_command cmd;
-        cmd.argv = study;
-        auto host = mira::host_handle::spawn(ctx.get_executor(), cmd);
-        if (!host) std::exit(1);
-        if (!co_await host->initialize()) std::exit(1);
+        auto host = co_await bench::start_study(ctx.get_executor(), study);
         auto t0 = clock_type::now();
-        auto list = co_await host->list_all();
+        auto list = co_await host.list_all();
         list_s = since(t0);
         if (!list) std::exit(1);
         listing = std::move(*list);
-        co_await host->shutdown();
+        co_await host.shutdown();
       },
       asio::detached);
   ctx.run();
