@@ -388,23 +388,29 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     // Results are saved on a writer thread, in batches (one filesystem sync per batch, not an
     // fsync per file on this loop). A result that cannot be saved stops the run: carrying on
     // would lose more of them.
-    std::vector<std::string> unsaved;
-    std::optional<std::string> save_error;
+    // Shared with the writer's callbacks, which may be posted after this frame is gone (if it
+    // ends by an exception before the writer is drained).
+    struct save_failures {
+      std::vector<std::string> keys;
+      std::optional<std::string> first;  // stops the run
+    };
+    auto failures = std::make_shared<save_failures>();
     std::optional<store::batch_writer> writer;
     if (folder)
       writer.emplace(folder->path());
     else if (artifacts && m == mode::execute_only)
       writer.emplace(artifacts->path());
     auto ex = co_await asio::this_coro::executor;
-    auto save = [&, ex](std::filesystem::path path, std::string text, std::string key,
-                        std::string what) {
+    auto save = [&writer, ex, failures](std::filesystem::path path, std::string text,
+                                        std::string key, std::string what) {
       writer->submit(std::move(path), std::move(text),
-                     [&, ex, key, what](boost::system::error_code ec) {
+                     [ex, failures, key, what](boost::system::error_code ec) {
                        if (!ec) return;
-                       asio::post(ex, [&, key, what, ec] {
-                         unsaved.push_back(key);
-                         save_error = "cannot save " + what + key + ": " + ec.message();
-                         stderr_line("mira: error: " + printable(*save_error));
+                       asio::post(ex, [failures, key, what, ec] {
+                         failures->keys.push_back(key);
+                         auto message = "cannot save " + what + key + ": " + ec.message();
+                         stderr_line("mira: error: " + printable(message));
+                         if (!failures->first) failures->first = std::move(message);
                        });
                      });
     };
@@ -435,7 +441,9 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
         save(folder->case_file(c.key), json::serialize(record) + "\n", c.key, "the result of ");
       if (stream_jsonl) std::cout << json::serialize(record) << '\n' << std::flush;
     };
-    hooks.stop_after = [&](std::size_t, const schedule::case_record&) { return save_error; };
+    hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
+      return failures->first;
+    };
     // Ctrl-C (or SIGTERM): the first stops the run (in-flight cases are sent `cancel`, finished
     // ones are saved and reported, the resume command is printed); the second quits at once.
     asio::cancellation_signal interrupt;
@@ -526,6 +534,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       std::fprintf(stderr, "score them with: mira score --artifacts %s --%s\n",
                    printable(shell_word(a.artifacts)).c_str(), printable(study_cmd).c_str());
     }
+    auto& unsaved = failures->keys;
     if (!unsaved.empty()) {
       std::string keys;
       for (auto& k : unsaved) keys += "\n  " + printable(k);
