@@ -18,8 +18,9 @@ boost::system::error_code last_error() {
 
 }  // namespace
 
-batch_writer::batch_writer(const std::filesystem::path& sync_root)
+batch_writer::batch_writer(const std::filesystem::path& sync_root, std::size_t max_queued)
     : root_fd_(::open(sync_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)),
+      max_queued_(max_queued == 0 ? 1 : max_queued),
       thread_([this] { run(); }) {}
 
 batch_writer::~batch_writer() {
@@ -34,7 +35,8 @@ batch_writer::~batch_writer() {
 
 void batch_writer::submit(std::filesystem::path path, std::string contents, done_fn done) {
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return queue_.size() < max_queued_; });
     queue_.push_back({std::move(path), std::move(contents), std::move(done)});
     ++submitted_;
   }
@@ -56,6 +58,7 @@ void batch_writer::run() {
       if (queue_.empty()) return;  // stopping, and nothing left
       batch.swap(queue_);
     }
+    room_.notify_all();
     write_batch(batch);
     {
       std::lock_guard lock(mutex_);

@@ -24,13 +24,16 @@ class batch_writer {
   using done_fn = std::function<void(boost::system::error_code)>;
 
   /// `sync_root`: a directory on the filesystem the files go to (syncfs() needs one of its
-  /// descriptors).
-  explicit batch_writer(const std::filesystem::path& sync_root);
+  /// descriptors). `max_queued`: how many files may wait for the writer; submit() blocks
+  /// beyond that, so a disk slower than the producer slows the producer instead of growing
+  /// memory without bound.
+  explicit batch_writer(const std::filesystem::path& sync_root, std::size_t max_queued = 4096);
   /// Writes what is still queued, then stops the thread.
   ~batch_writer();
   batch_writer(const batch_writer&) = delete;
   batch_writer& operator=(const batch_writer&) = delete;
 
+  /// Queues a file; blocks while `max_queued` files are already waiting.
   void submit(std::filesystem::path path, std::string contents, done_fn done);
   /// Blocks until everything submitted before the call is written and reported.
   void drain();
@@ -46,7 +49,8 @@ class batch_writer {
 
   int root_fd_ = -1;
   std::mutex mutex_;
-  std::condition_variable wake_, drained_;
+  std::condition_variable wake_, drained_, room_;
+  std::size_t max_queued_;
   std::deque<item> queue_;
   std::size_t submitted_ = 0, completed_ = 0;
   bool stopping_ = false;

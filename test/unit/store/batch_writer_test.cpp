@@ -58,4 +58,18 @@ BOOST_AUTO_TEST_CASE(files_land_whole_and_each_is_reported) {
     BOOST_TEST(e.path().filename().string().find(".tmp-") == std::string::npos, e.path());
 }
 
+BOOST_AUTO_TEST_CASE(a_full_queue_makes_submit_wait_not_drop) {
+  temp_dir dir;
+  std::atomic<int> ok{0};
+  {
+    batch_writer w(dir.path, 3);
+    for (int i = 0; i < 50; ++i)
+      w.submit(dir.path / (std::to_string(i) + ".json"), "{}", [&](boost::system::error_code ec) {
+        if (!ec) ++ok;
+      });
+  }
+  BOOST_TEST(ok == 50);
+  BOOST_TEST(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 50);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
