@@ -317,9 +317,11 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     idle_armed_ = false;
     if (ec || finished_ || mux_.outstanding() == 0) return;
     if (std::chrono::steady_clock::now() < idle_since_ + opts_.idle_timeout) return arm_idle();
-    gone_reason_ = "the study wrote nothing for " +
-                   std::to_string(std::chrono::duration<double>(opts_.idle_timeout).count()) +
-                   " s while " + std::to_string(mux_.outstanding()) +
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g",
+                  std::chrono::duration<double>(opts_.idle_timeout).count());
+    gone_reason_ = "the study wrote nothing for " + std::string(secs) + " s while " +
+                   std::to_string(mux_.outstanding()) +
                    " request(s) were pending (idle timeout); it was killed";
     log(log_level::warning, gone_reason_);
     if (proc_ && !exited_)

@@ -118,7 +118,8 @@ BOOST_AUTO_TEST_CASE(an_idle_study_is_killed_and_restarted_like_a_crashed_one) {
                        " run --dry-run -j 1 --idle-timeout 0.5 --max-retries 2 -- " + py +
                        " --hang-after 2 --die-once " + mark.path + " 2>&1");
   BOOST_TEST(r.code == 1);  // echo/fail fails; nothing else goes wrong
-  BOOST_TEST(r.out.find("wrote nothing for 0.5") != std::string::npos);
+  BOOST_TEST(r.out.find("wrote nothing for 0.5 s while 1 request(s) were pending") !=
+             std::string::npos);
   BOOST_TEST(r.out.find("the study died; starting it again") != std::string::npos);
   BOOST_TEST(r.out.find("2 passed, 1 failed, 0 n/a, 0 skipped, 0 cancelled, 0 errors") !=
              std::string::npos);
