@@ -77,6 +77,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
 table{border-collapse:collapse;background:#fff}
 th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5}#cases th{cursor:pointer;user-select:none}
+#cases td{overflow-wrap:anywhere;max-width:36em}#cases td.n{white-space:nowrap}
 #cases th[data-dir=asc]::after{content:" \25B2"}#cases th[data-dir=desc]::after{content:" \25BC"}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .b{display:inline-block;border-radius:4px;padding:0 6px;font-size:12px;font-weight:600;color:#fff}
