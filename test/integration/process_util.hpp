@@ -1,6 +1,8 @@
 // Helpers for tests that run real processes.
 #pragma once
 
+#include "common/temp_dir.hpp"
+
 #include <mira/host.hpp>
 
 #include <sys/wait.h>
@@ -50,21 +52,6 @@ struct temp_file {
     path = tmpl;
   }
   ~temp_file() { std::remove(path.c_str()); }
-};
-
-/// A fresh directory under the system temp directory, removed with everything in it by the
-/// destructor.
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    char tmpl[] = "/tmp/mira-test-XXXXXX";
-    if (::mkdtemp(tmpl)) path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
 /// The Python study's echo eval: one of its cases.

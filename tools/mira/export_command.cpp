@@ -40,10 +40,13 @@ std::optional<json::object> artifact_trajectory(const json::object& artifact,
   return traj->get_object();
 }
 
+// The document for one case; `from_artifact` tells whether it is the study's own trajectory.
 json::object export_document(const std::string& run_id, const plan::planned_case& c,
-                             const schedule::case_record& r, const json::object* artifact) {
+                             const schedule::case_record& r, const json::object* artifact,
+                             bool& from_artifact) {
   std::optional<json::object> doc;
   if (artifact) doc = artifact_trajectory(*artifact, c.key);
+  from_artifact = doc.has_value();
   if (!doc)
     doc = protocol::synthesize_trajectory(
         r.result ? r.result->transcript : protocol::transcript_summary{}, "mira-cpp", version);
@@ -132,8 +135,10 @@ int cmd_export(const std::vector<std::string>& args) {
     if (!a.selection.filter.empty() && c.key.find(a.selection.filter) == std::string::npos)
       continue;
     auto it = artifacts.find(c.key);
-    auto doc = export_document(a.run_id, c, r, it == artifacts.end() ? nullptr : &it->second);
-    if (it != artifacts.end() && artifact_trajectory(it->second, c.key)) ++from_artifacts;
+    bool from_artifact = false;
+    auto doc = export_document(a.run_id, c, r, it == artifacts.end() ? nullptr : &it->second,
+                               from_artifact);
+    from_artifacts += from_artifact;
     if (to_stdout) {
       std::cout << json::serialize(doc) << '\n';
     } else if (auto ec =

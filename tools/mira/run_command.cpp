@@ -435,11 +435,12 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
         save(artifacts->file_for(c.key), json::serialize(artifact) + "\n", c.key,
              "the artifact of ");
       }
-      auto record = case_json(c, r);
       // A cancelled case is not finished: a resumed run runs it.
-      if (folder && r.state != case_state::cancelled)
-        save(folder->case_file(c.key), json::serialize(record) + "\n", c.key, "the result of ");
-      if (stream_jsonl) std::cout << json::serialize(record) << '\n' << std::flush;
+      const bool saving = folder && r.state != case_state::cancelled;
+      if (!saving && !stream_jsonl) return;  // the record is only built to be written
+      auto line = json::serialize(case_json(c, r));
+      if (stream_jsonl) std::cout << line << '\n' << std::flush;
+      if (saving) save(folder->case_file(c.key), std::move(line) + "\n", c.key, "the result of ");
     };
     hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
       return failures->first;

@@ -1,4 +1,6 @@
 // Batched atomic writes: every file lands whole, every callback reports, failures are per file.
+#include "common/temp_dir.hpp"
+
 #include <mira/store/batch_writer.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -10,17 +12,9 @@
 
 namespace fs = std::filesystem;
 using mira::store::batch_writer;
+using mira::test::temp_dir;
 
 namespace {
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    char tmpl[] = "/tmp/mira-unit-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~temp_dir() { fs::remove_all(path); }
-};
 
 std::string read(const fs::path& p) {
   std::ifstream in(p);
