@@ -1,7 +1,8 @@
 // Codec cost per line, side by side with plain Boost.JSON on the same bytes:
 //   parse           boost::json::parse of a typical RunResult response line (the floor)
-//   classify        multiplexer::on_line: parse into the arena, classify, route by id
-//   classify+decode the above plus decode_run_result (typed view + raw text kept)
+//   route           multiplexer::on_line: skim the result, classify, route by id (no DOM)
+//   route+decode    the above plus the text decoder into run_result (the host's hot path)
+//   dom decode      the same line through the DOM: parse into the arena, decode_run_result
 //   encode run      the `run` request frame text, vs json::serialize of the same params
 //
 //   codec_throughput [-n ITERATIONS]
@@ -52,20 +53,25 @@ int main(int argc, char** argv) {
 
   mira::detail::multiplexer mux;
   std::int64_t id = 7;
-  auto route = [&](bool decode) {
+  auto route = [&](int decode) {
     mux.add_request(id, "run", "{}", std::make_unique<pending>());
     std::vector<boost::asio::const_buffer> bufs;
     mux.prepare_write(bufs);
     mux.on_write_done();
     auto in = mux.on_line(line);
-    if (decode) {
-      auto r = mira::protocol::decode_run_result(in.result, std::string(in.result_text));
+    if (decode == 1) {
+      auto r = mira::protocol::detail::decode_valid_run_result_text(in.result_text);
+      sink += r->scores.size();
+    } else if (decode == 2) {
+      auto& v = mux.result_value(in);
+      auto r = mira::protocol::decode_run_result(v, std::string(in.result_text));
       sink += r->scores.size();
     }
     sink += in.id != 0;
   };
-  measure("classify", n, line.size(), [&](std::size_t) { route(false); });
-  measure("classify+decode", n, line.size(), [&](std::size_t) { route(true); });
+  measure("route", n, line.size(), [&](std::size_t) { route(0); });
+  measure("route+decode", n, line.size(), [&](std::size_t) { route(1); });
+  measure("dom decode", n, line.size(), [&](std::size_t) { route(2); });
 
   mira::protocol::run_params p;
   p.eval = "bench";

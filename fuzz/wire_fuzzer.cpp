@@ -2,7 +2,10 @@
 // (chunked at fuzzer-chosen points, with a small line limit so overlong lines happen), the
 // multiplexer's classification and routing against four written requests and two abandoned
 // ones, and the typed decoding of each result by the method it answers, plus the ATIF
-// projection. Built and run by scripts/fuzz.sh.
+// projection; the text decoder of run results against the DOM decoder on every result and on
+// the whole input. Built and run by scripts/fuzz.sh.
+#include "common/run_result_diff.hpp"
+
 #include <mira/detail/line_framer.hpp>
 #include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
@@ -13,6 +16,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -39,11 +44,23 @@ void decode_for(const std::string& method, const boost::json::value& v, std::str
   }
 }
 
+// The text decoder must agree with the DOM decoder on everything (see run_result_diff.hpp).
+void differential(std::string_view text) {
+  auto diff = test::text_and_dom_disagree(text);
+  if (!diff.empty()) {
+    std::fprintf(stderr, "text and DOM decoders disagree: %s\n", diff.c_str());
+    std::abort();
+  }
+}
+
 void route(multiplexer& mux, std::string_view line) {
   auto in = mux.on_line(line);
   if (in.kind == inbound_kind::response && in.op) {
     auto& op = static_cast<fuzz_op&>(*in.op);
-    if (in.violation.empty() && !in.study_error) decode_for(op.method, in.result, in.result_text);
+    if (in.violation.empty() && !in.study_error) {
+      if (!in.result_parsed) differential(in.result_text);
+      decode_for(op.method, mux.result_value(in), in.result_text);
+    }
   } else if (in.kind == inbound_kind::notification) {
     if (in.method == "event")
       (void)protocol::decode_event_params(in.params);
@@ -100,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The whole input as one JSON document, through every decoder and the ATIF projection.
   boost::system::error_code ec;
   auto v = boost::json::parse(std::string_view(reinterpret_cast<const char*>(data), size), ec);
+  differential(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!ec) {
     for (auto* m : methods) decode_for(m, v, {});
     (void)protocol::decode_run_params(v);

@@ -1,4 +1,5 @@
 // Sans-I/O connection core (see multiplexer.hpp for the cancellation table).
+#include <mira/detail/json_scan.hpp>
 #include <mira/detail/line_framer.hpp>
 #include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
@@ -238,13 +239,72 @@ inbound multiplexer::drop(drop_reason r, std::string detail, std::string_view me
   return in;
 }
 
-inbound multiplexer::on_line(std::string_view line) {
+void multiplexer::reset_arena() {
   // Typical lines parse inside the fixed buffer, without a single allocation. The arena is made
   // anew per line rather than release()d: release() keeps doubling the size of the next block
   // it asks for (Boost 1.81), so a long run of large lines ended in bad_alloc.
   parser_.reset();  // drops the previous document before its memory is reused
   arena_.emplace(arena_buffer_, sizeof arena_buffer_);
   parser_.reset(json::storage_ptr(&*arena_));
+}
+
+// `{"id":N,"result":VALUE}` (any JSON whitespace between the tokens) answering a request in
+// flight: routed after a validating skim of VALUE, with no DOM. Every other shape, and every
+// line the skim does not accept, takes the full path below, which classifies and explains.
+std::optional<inbound> multiplexer::route_result_text(std::string_view line) {
+  auto expect = [&](std::size_t& i, std::string_view token) {
+    i = skip_json_ws(line, i);
+    if (line.substr(i, token.size()) != token) return false;
+    i += token.size();
+    return true;
+  };
+  std::size_t i = 0;
+  if (!expect(i, "{") || !expect(i, "\"id\"") || !expect(i, ":")) return std::nullopt;
+  i = skip_json_ws(line, i);
+  // JSON integers: no sign, no leading zero. 5.0 or 1e3 fail at the comma below.
+  if (i >= line.size() || line[i] < '0' || line[i] > '9' ||
+      (line[i] == '0' && i + 1 < line.size() && line[i + 1] >= '0' && line[i + 1] <= '9'))
+    return std::nullopt;
+  std::int64_t id = 0;
+  auto [num_end, num_ec] = std::from_chars(line.data() + i, line.data() + line.size(), id);
+  if (num_ec != std::errc{}) return std::nullopt;
+  i = static_cast<std::size_t>(num_end - line.data());
+  if (!expect(i, ",") || !expect(i, "\"result\"") || !expect(i, ":")) return std::nullopt;
+  std::size_t start = skip_json_ws(line, i);
+  std::size_t end = scan_json_value(line, start);
+  if (end == json_scan_failed) return std::nullopt;
+  auto text = line.substr(start, end - start);
+  if (text == "null") return std::nullopt;  // "neither result nor error": the full path says so
+  std::size_t j = end;
+  if (!expect(j, "}") || skip_json_ws(line, j) != line.size()) return std::nullopt;
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.is_cancel || !it->second.op ||
+      (it->second.state != request_state::writing && it->second.state != request_state::written))
+    return std::nullopt;  // unknown, late or an ack: the full path logs it
+  inbound in;
+  in.kind = inbound_kind::response;
+  in.id = id;
+  in.op = std::move(it->second.op);
+  erase(it);
+  in.result_text = text;
+  return in;
+}
+
+const json::value& multiplexer::result_value(inbound& in) {
+  if (!in.result_parsed) {
+    reset_arena();
+    boost::system::error_code ec;
+    parser_.write(in.result_text.data(), in.result_text.size(), ec);
+    // The text passed the skim, which accepts less than the parser: this cannot fail.
+    in.result = ec ? json::value() : parser_.release();
+    in.result_parsed = true;
+  }
+  return in.result;
+}
+
+inbound multiplexer::on_line(std::string_view line) {
+  if (auto in = route_result_text(line)) return std::move(*in);
+  reset_arena();
   boost::system::error_code ec;
   parser_.write(line.data(), line.size(), ec);
   if (ec) {
@@ -316,6 +376,7 @@ inbound multiplexer::on_line(std::string_view line) {
       in.violation = "malformed error object: " + e.error().message();
   } else {
     in.result = std::move(*result);
+    in.result_parsed = true;
     in.result_text = member_text(line, "result");
   }
   return in;

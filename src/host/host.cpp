@@ -40,15 +40,17 @@ struct op_base : pending_op {
   std::string_view method;
   request_options opts;
   bool notified = false;  // notifications were posted to its handler: completion must follow them
-  /// `result` (and its exact text, possibly empty) is only valid during the call. `from_reader`:
-  /// called by the reader (not inside any initiating function), so it may complete inline.
-  virtual void complete(host_impl& host, error_code ec, const json::value& result,
-                        std::string_view result_text, diagnostics d, bool from_reader) = 0;
+  /// `response` (null when ec is set) is only valid during the call. `from_reader`: called by
+  /// the reader (not inside any initiating function), so it may complete inline.
+  virtual void complete(host_impl& host, error_code ec, inbound* response, diagnostics d,
+                        bool from_reader) = 0;
   virtual void notify(host_impl& host, notification n) = 0;
 };
 
+// Decodes a response's result: from its text where the type has a text decoder, else from
+// the DOM that multiplexer::result_value() parses on demand.
 template <class T>
-using decoder = protocol::decoded<T> (*)(const json::value&, std::string_view text);
+using decoder = protocol::decoded<T> (*)(multiplexer&, inbound&);
 template <class T>
 using validator = error_code (*)(host_impl&, T&, diagnostics&);
 
@@ -162,8 +164,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   }
 
   void fail(std::unique_ptr<op_base> op, error_code ec, diagnostics d) {
-    static const json::value none;
-    op->complete(*this, ec, none, {}, std::move(d), false);
+    op->complete(*this, ec, nullptr, std::move(d), false);
   }
 
   void post_notification(const notification_handler& cb, notification n) {
@@ -190,6 +191,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   }
 
   const host_options& options() const { return opts_; }
+  multiplexer& mux() { return mux_; }
 
   void log(log_level level, std::string_view message, std::optional<std::int64_t> id = {},
            std::string_view method = {}, std::string_view excerpt = {}) {
@@ -399,7 +401,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
           d.message = in.violation;
           return fail(std::move(op), make_error_code(errc::bad_response), std::move(d));
         }
-        return op->complete(*this, {}, in.result, in.result_text, {}, true);
+        return op->complete(*this, {}, &in, {}, true);
       }
       case inbound_kind::notification: {
         notification n;
@@ -579,11 +581,11 @@ struct typed_op final : op_base {
   decoder<T> decode = nullptr;
   validator<T> check = nullptr;
 
-  void complete(host_impl& host, error_code ec, const json::value& result,
-                std::string_view result_text, diagnostics d, bool from_reader) override {
+  void complete(host_impl& host, error_code ec, inbound* response, diagnostics d,
+                bool from_reader) override {
     T out{};
-    if (!ec) {
-      auto r = decode(result, result_text);
+    if (!ec && response) {
+      auto r = decode(host.mux(), *response);
       if (r) {
         out = std::move(*r);
         if (check) ec = check(host, out, d);
@@ -637,19 +639,23 @@ void host_impl::request(std::string_view method, std::string params, request_opt
 namespace {
 
 template <class T, protocol::decoded<T> (*F)(const json::value&)>
-protocol::decoded<T> by_ref(const json::value& v, std::string_view) {
-  return F(v);
+protocol::decoded<T> by_ref(multiplexer& mux, inbound& in) {
+  return F(mux.result_value(in));
 }
 
-protocol::decoded<protocol::run_result> decode_run(const json::value& v, std::string_view text) {
-  return protocol::decode_run_result(v, std::string(text));
+protocol::decoded<protocol::run_result> decode_run(multiplexer&, inbound& in) {
+  // The hot path: straight from the text the multiplexer checked, no DOM.
+  if (!in.result_parsed) return protocol::detail::decode_valid_run_result_text(in.result_text);
+  return protocol::decode_run_result(in.result, std::string(in.result_text));
 }
-protocol::decoded<protocol::execute_result> decode_execute(const json::value& v,
-                                                           std::string_view text) {
-  return protocol::decode_execute_result(v, std::string(text));
+protocol::decoded<protocol::execute_result> decode_execute(multiplexer& mux, inbound& in) {
+  const auto& v = mux.result_value(in);
+  return protocol::decode_execute_result(v, std::string(in.result_text));
 }
-protocol::decoded<bool> decode_cancel(const json::value& v, std::string_view) {
-  return protocol::decode_cancel_result(v).map([](auto r) { return r.cancelled; });
+protocol::decoded<bool> decode_cancel(multiplexer& mux, inbound& in) {
+  return protocol::decode_cancel_result(mux.result_value(in)).map([](auto r) {
+    return r.cancelled;
+  });
 }
 
 error_code check_initialize(host_impl& host, protocol::initialize_result& r, diagnostics& d) {

@@ -62,12 +62,16 @@ struct inbound {
   inbound_kind kind = inbound_kind::dropped;
 
   // kind::response: the op is handed back; exactly one of result / study_error / violation.
-  // `result` and `result_text` (the result's exact JSON text, when it could be located) are
-  // only valid until the next on_line(): they live in the parser's arena and the line.
+  // `result_text` is the result's exact JSON text (checked to be valid JSON; empty only when it
+  // could not be located, and then `result` is parsed). The common response
+  // `{"id":N,"result":...}` is routed without a DOM: `result` stays unparsed until
+  // multiplexer::result_value() asks for it. Both are only valid until the next on_line():
+  // they live in the parser's arena and the line.
   std::int64_t id = 0;
   std::unique_ptr<pending_op> op;
-  boost::json::value result;
   std::string_view result_text;
+  bool result_parsed = false;
+  boost::json::value result;
   std::optional<protocol::rpc_error> study_error;
   std::string violation;  // the response was malformed (both/neither result and error, ...)
 
@@ -119,6 +123,10 @@ class multiplexer {
   /// with a violation (it fails instead of waiting forever).
   inbound on_line(std::string_view line);
 
+  /// The result of a response as JSON, parsed now if it was routed as text. Valid until the
+  /// next on_line(), like the response itself.
+  const boost::json::value& result_value(inbound& in);
+
   /// A line too long to keep (or not valid JSON) began with `prefix`: when that prefix shows a
   /// response to a written request (`{"id": N, ...`), that request is handed back to be failed.
   std::unique_ptr<pending_op> take_oversized(std::string_view prefix, std::int64_t& id);
@@ -153,6 +161,8 @@ class multiplexer {
   void set_state(entry& e, request_state s);
   void erase(std::unordered_map<std::int64_t, entry>::iterator it);
   inbound drop(drop_reason r, std::string detail, std::string_view method = {});
+  std::optional<inbound> route_result_text(std::string_view line);
+  void reset_arena();
 
   std::unordered_map<std::int64_t, entry> entries_;
   std::deque<frame> urgent_;  // cancel frames

@@ -30,6 +30,10 @@ decoded<list_samples_result> decode_list_samples_result(const json::value& v);
 /// `raw_json` is the result's text as received, when the caller has it; otherwise the value is
 /// serialized. Values are copied out of `v`: it may live in a parser's arena.
 decoded<run_result> decode_run_result(const json::value& v, std::string raw_json = {});
+/// The same from the result's JSON text: the common shapes are read in one pass straight into
+/// the typed view (doubles correctly rounded, by std::from_chars), anything else through the
+/// DOM decoder above. Text that is not JSON is an error.
+decoded<run_result> decode_run_result_text(std::string_view text);
 decoded<execute_result> decode_execute_result(const json::value& v, std::string raw_json = {});
 decoded<cancel_result> decode_cancel_result(const json::value& v);
 decoded<event_params> decode_event_params(const json::value& v);
@@ -52,6 +56,12 @@ void append_json(std::string& out, const run_params& p);
 /// Appends `s` as a JSON string literal with the minimal escapes of RFC 8785: `"`, `\`, the
 /// short forms \b \f \n \r \t, other control characters as \u00xx, everything else as is.
 void append_json_string(std::string& out, std::string_view s);
+
+namespace detail {
+/// decode_run_result_text for text already checked by detail::scan_json_value (the host's hot
+/// path, which checks it while routing the line).
+decoded<run_result> decode_valid_run_result_text(std::string_view text);
+}  // namespace detail
 
 /// Major version of "MAJOR.MINOR"; nullopt when it is not a number.
 std::optional<unsigned> version_major(std::string_view version);

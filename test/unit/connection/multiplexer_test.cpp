@@ -66,12 +66,13 @@ BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
   for (int i = 1; i <= 3; ++i) m.add_request(i, "run", params, op(i * 10));
   flush(m);
   for (int id : {3, 1, 2}) {
-    auto in = m.on_line("{\"id\":" + std::to_string(id) +
-                        ",\"result\":{\"v\":" + std::to_string(id) + "}}");
+    auto line = "{\"id\":" + std::to_string(id) + ",\"result\":{\"v\":" + std::to_string(id) + "}}";
+    auto in = m.on_line(line);
     BOOST_REQUIRE((in.kind == inbound_kind::response));
     BOOST_TEST(in.id == id);
     BOOST_TEST(tag_of(in.op) == id * 10);
-    BOOST_TEST(in.result.at("v").as_int64() == id);
+    BOOST_TEST(in.result_text == "{\"v\":" + std::to_string(id) + "}");
+    BOOST_TEST(m.result_value(in).at("v").as_int64() == id);
   }
   BOOST_TEST(m.size() == 0u);
   BOOST_TEST(m.outstanding() == 0u);
@@ -166,7 +167,71 @@ BOOST_AUTO_TEST_CASE(many_large_lines_parse_without_growing_the_arena_forever) {
     auto in = m.on_line(line);
     BOOST_REQUIRE((in.kind == inbound_kind::response));
     BOOST_TEST(tag_of(in.op) == i);
+    BOOST_TEST(m.result_value(in).at("pad").as_array().size() == 2000u);
   }
+}
+
+BOOST_AUTO_TEST_CASE(answers_are_routed_as_text_whatever_their_shape) {
+  // `{"id":N,"result":...}` is routed after a skim of the result, without a DOM (not parsed);
+  // other shapes of a valid answer take the full path. Either way the op gets the result's
+  // exact text and the same value.
+  struct row {
+    std::string line;
+    std::string text;
+    bool routed_as_text;
+  };
+  std::vector<row> rows{
+      {R"({"id":1,"result":{"a":[1,2.5,"x\"y"]}})", R"({"a":[1,2.5,"x\"y"]})", true},
+      {" { \"id\" : 2 ,\t\"result\" : \"s\" } \r", R"("s")", true},
+      {R"({"id":3,"result":7})", "7", true},
+      {"{\"id\":4,\"result\":{\"t\":\"caf\u00e9 \\ud83d\\ude00\"}}",
+       "{\"t\":\"caf\u00e9 \\ud83d\\ude00\"}", true},
+      {R"({"result":{"b":1},"id":5})", R"({"b":1})", false},     // members reordered
+      {R"({"jsonrpc":"2.0","id":6,"result":[]})", "[]", false},  // an extra member first
+      {R"({"id":7,"result":{},"note":"x"})", "{}", false},       // an extra member after
+      {R"({"id":8,"result":{"deep":[[[[[[1]]]]]]}})", R"({"deep":[[[[[[1]]]]]]})", true},
+  };
+  multiplexer m;
+  for (int i = 1; i <= 8; ++i) m.add_request(i, "run", params, op(i));
+  flush(m);
+  for (auto& r : rows) {
+    BOOST_TEST_CONTEXT(r.line) {
+      auto in = m.on_line(r.line);
+      BOOST_REQUIRE((in.kind == inbound_kind::response));
+      BOOST_TEST(in.violation.empty());
+      BOOST_TEST(in.result_parsed == !r.routed_as_text);
+      BOOST_TEST(in.result_text == r.text);
+      BOOST_TEST(m.result_value(in) == json::parse(r.text));
+    }
+  }
+  BOOST_TEST(m.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(text_routing_leaves_every_odd_case_to_the_full_path) {
+  // Lines that start like a routed answer but are not one keep their full-path outcome.
+  multiplexer m;
+  for (int i = 1; i <= 5; ++i) m.add_request(i, "run", params, op(i));
+  flush(m);
+  m.add_request(9, "run", params, op(9));  // stays queued
+  auto unsent = m.on_line(R"({"id":9,"result":{}})");
+  BOOST_TEST((unsent.reason == drop_reason::unknown_id));
+  auto as_double = m.on_line(R"({"id":1.0,"result":{}})");
+  BOOST_TEST((as_double.reason == drop_reason::bad_id));
+  // Not JSON, but addressed to request 1 by its prefix: it fails (as before text routing).
+  auto leading_zero = m.on_line(R"({"id":01,"result":{}})");
+  BOOST_TEST(tag_of(leading_zero.op) == 1);
+  BOOST_TEST(leading_zero.violation.find("the response is not valid JSON") == 0u);
+  auto lone_surrogate = m.on_line(R"({"id":2,"result":"\udc00"})");
+  BOOST_TEST(tag_of(lone_surrogate.op) == 2);
+  BOOST_TEST(lone_surrogate.violation.find("the response is not valid JSON") == 0u);
+  auto dup = m.on_line(R"({"id":3,"result":{},"result":{"x":1}})");
+  BOOST_TEST((dup.kind == inbound_kind::response));
+  BOOST_TEST(dup.result_parsed);
+  auto cut = m.on_line(R"({"id":4,"result":{"x":1})");
+  BOOST_TEST(cut.violation.find("the response is not valid JSON") == 0u);
+  m.cancel(5, ct::terminal, 100);
+  auto late = m.on_line(R"({"id":5,"result":{}})");
+  BOOST_TEST((late.reason == drop_reason::late_response));
 }
 
 BOOST_AUTO_TEST_CASE(drops_are_flagged_once_per_reason_and_method) {

@@ -1,0 +1,29 @@
+// A validating JSON skimmer: finds where one JSON value ends without building anything.
+//
+// It is the hot path's gatekeeper: a response line is routed by its id and its result handed on
+// as text after this check, instead of being parsed into a DOM first. It accepts a strict subset
+// of what Boost.JSON accepts (RFC 8259 with UTF-8 checked per Unicode table 3-7, surrogate
+// escapes paired, nesting depth <= 200, exponents of at most 4 digits), so text it accepts is text
+// the DOM parser accepts too; anything else is left to that parser, which decides and explains.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace mira::detail {
+
+inline constexpr std::size_t json_scan_failed = static_cast<std::size_t>(-1);
+
+/// End offset of the JSON value that starts at `pos` (no leading whitespace), or
+/// json_scan_failed when the text there is not a value this scanner accepts.
+std::size_t scan_json_value(std::string_view text, std::size_t pos);
+
+/// `pos` past any JSON whitespace.
+inline std::size_t skip_json_ws(std::string_view text, std::size_t pos) {
+  while (pos < text.size() &&
+         (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n' || text[pos] == '\r'))
+    ++pos;
+  return pos;
+}
+
+}  // namespace mira::detail

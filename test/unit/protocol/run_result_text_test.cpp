@@ -1,0 +1,150 @@
+// decode_run_result_text against the DOM decoder: the same result for every text, or the same
+// error, on hand-picked shapes and on seeded mutations of a typical result.
+#include "common/run_result_diff.hpp"
+
+#include <mira/detail/json_scan.hpp>
+#include <mira/protocol/codec.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <random>
+
+using namespace mira;
+
+namespace {
+
+const std::string typical =
+    R"({"eval":"bench","sample":"s","target":"sim","params":{"lang":"fr","temp":"0.2"},)"
+    R"("trial":1,"trials":3,"seed":7,"input":["What is the answer?",{"role":"user"}],)"
+    R"("expected":{"answer":42},"passed":true,"aggregate":0.75,"scores":[{"scorer":"contains",)"
+    R"("value":1.0,"pass":true,"reason":"found \"42\""},{"scorer":"length","value":0.5,)"
+    R"("pass":false,"na":false,"reason":"long\nlines"}],"transcript":{"final_response":)"
+    R"("Caf\u00e9 \ud83d\ude00 — 42","iterations":2,"tool_calls_count":1,"tool_calls":)"
+    R"(["calculator"],"usage":{"input_tokens":120,"output_tokens":48,"cache_read_tokens":64,)"
+    R"("reasoning_tokens":12,"cost_usd":0.00042},"timing":{"duration_ms":420,)"
+    R"("time_to_first_token_ms":180},"metrics":{"bleu":0.31,"steps":4},"metadata":)"
+    R"({"trace":"https://example.invalid/t/1","n":[1,2.5,null]},"error":"tool timed out",)"
+    R"("error_kind":"infra","output":[{"type":"text","text":"42"}],"future":{"x":[]}},)"
+    R"("skipped":false,"unknown":[true,{"deep":{"er":null}}]})";
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_result_text)
+
+BOOST_AUTO_TEST_CASE(a_typical_result_reads_the_same_as_through_the_dom) {
+  auto r = protocol::decode_run_result_text(typical);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->transcript.final_response == "Café \xF0\x9F\x98\x80 — 42");
+  BOOST_TEST(r->params.at("lang") == "fr");
+  BOOST_TEST(r->scores.size() == 2u);
+  BOOST_TEST(r->scores[0].reason == "found \"42\"");
+  BOOST_TEST((r->transcript.error_kind == protocol::error_kind::infra));
+  BOOST_TEST(r->transcript.metrics.at("steps") == 4.0);
+  BOOST_TEST(r->raw_json == typical);
+  BOOST_TEST(test::text_and_dom_disagree(typical) == "");
+}
+
+BOOST_AUTO_TEST_CASE(odd_shapes_agree_with_the_dom_decoder) {
+  // Each row is read by one decoder or handed to the other; the outcome must not differ.
+  const char* rows[] = {
+      "{}",
+      " \t{ \"eval\" : \"e\" } \r\n",
+      R"({"eval":null,"params":null,"scores":null,"transcript":null,"expected":null})",
+      R"({"trials":0})",
+      R"({"trials":-1})",
+      R"({"trial":-2})",
+      R"({"trial":3.0})",
+      R"({"trial":3.5})",
+      R"({"trial":9223372036854775807})",
+      R"({"trial":9223372036854775808})",
+      R"({"trial":-0})",
+      R"({"aggregate":-0})",
+      R"({"aggregate":18446744073709551616})",
+      R"({"aggregate":1e308})",
+      R"({"aggregate":1e309})",
+      R"({"aggregate":0.90326896642837828})",
+      R"({"aggregate":"1"})",
+      R"({"passed":1})",
+      R"({"eval":"a","eval":"b"})",
+      R"({"params":{"k":"a","k":"b"}})",
+      R"({"params":{"k":1}})",
+      R"({"scores":[null]})",
+      R"({"scores":[{"value":"x"}]})",
+      R"({"scores":{}})",
+      R"({"transcript":{"metrics":{"m":null}}})",
+      R"({"transcript":{"metrics":{"m":1,"m":2}}})",
+      R"({"transcript":{"tool_calls":["a",1]}})",
+      R"({"transcript":{"usage":{"input_tokens":1.5}}})",
+      R"({"transcript":{"error_kind":"INFRA"}})",
+      R"({"transcript":{"error_kind":7}})",
+      R"({"transcript":{"output":{}}})",
+      R"({"transcript":{"metadata":[]}})",
+      R"({"input":{}})",
+      R"({"expected":false})",
+      R"({"e\u0076al":"escaped key"})",
+      R"({"eval":"tab\tand \\ slash \/ and \u0000"})",
+      R"({"eval":"\udc00"})",
+      R"({"eval":"\ud800"})",
+      "{\"eval\":\"\xff\"}",
+      R"([1,2])",
+      R"("text")",
+      R"({"eval":"e"} trailing)",
+      R"({"eval":"e")",
+      R"({"x":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]})",
+  };
+  for (const char* row : rows) {
+    BOOST_TEST_CONTEXT(row) {
+      BOOST_TEST(test::text_and_dom_disagree(row) == "");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(seeded_mutations_agree_with_the_dom_decoder) {
+  // Replace a value by one of another type, drop or double a byte, swap in a hostile token:
+  // 20 000 variants of the typical result, each decoded both ways.
+  const char* tokens[] = {"null",  "true",  "0",      "-0",        "1.5",
+                          "1e400", "\"s\"", "[]",     "{}",        "\"\\u00e9\"",
+                          "-1",    "3.0",   "[null]", "{\"a\":1}", "\"\\udc00\""};
+  std::mt19937 rng(20261130);
+  int agreed_valid = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = typical;
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      auto pos = rng() % text.size();
+      switch (rng() % 4) {
+        case 0: {  // a value after a colon replaced by a token
+          auto colon = text.find(':', pos);
+          if (colon == std::string::npos) break;
+          auto end = colon + 1;
+          auto value_end = detail::scan_json_value(text, end);
+          if (value_end == detail::json_scan_failed) break;
+          text.replace(end, value_end - end, tokens[rng() % std::size(tokens)]);
+          break;
+        }
+        case 1:
+          text.erase(pos, 1);
+          break;
+        case 2:
+          text.insert(pos, 1, text[pos]);
+          break;
+        default:  // a member repeated
+          auto comma = text.find(",\"", pos);
+          if (comma == std::string::npos) break;
+          auto colon = text.find(':', comma);
+          auto value_end = detail::scan_json_value(text, colon + 1);
+          if (colon == std::string::npos || value_end == detail::json_scan_failed) break;
+          text.insert(value_end, text.substr(comma, value_end - comma));
+          break;
+      }
+    }
+    auto diff = test::text_and_dom_disagree(text);
+    if (!diff.empty()) BOOST_FAIL(diff << " for " << text);
+    if (protocol::decode_run_result_text(text)) ++agreed_valid;
+  }
+  // The mutations must reach both outcomes, or the test proves little.
+  BOOST_TEST(agreed_valid > 2000);
+  BOOST_TEST(agreed_valid < 18000);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
