@@ -55,13 +55,13 @@ int main(int argc, char** argv) {
   std::int64_t id = 7;
   auto route = [&](int decode) {
     mux.add_request(id, "run", "{}", std::make_unique<pending>());
-    std::vector<boost::asio::const_buffer> bufs;
-    mux.prepare_write(bufs);
+    (void)mux.prepare_write();
     mux.on_write_done();
     auto in = mux.on_line(line);
     if (decode == 1) {
-      auto r = mira::protocol::detail::decode_valid_run_result_text(in.result_text);
-      sink += r->scores.size();
+      mira::protocol::run_result r;
+      (void)mira::protocol::detail::decode_valid_run_result_text(in.result_text, r);
+      sink += r.scores.size();
     } else if (decode == 2) {
       auto& v = mux.result_value(in);
       auto r = mira::protocol::decode_run_result(v, std::string(in.result_text));

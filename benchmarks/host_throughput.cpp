@@ -14,7 +14,9 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -30,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -141,8 +144,16 @@ figures baseline(const std::vector<std::string>& study, std::size_t n, std::size
 
 // --- the host ----------------------------------------------------------------------------------
 
-figures through_host(const std::vector<std::string>& study, std::size_t n, std::size_t c) {
+figures through_host(const std::vector<std::string>& study, std::size_t n, std::size_t c,
+                     bool two_threads) {
   asio::io_context ctx;
+  // With two threads the callers (the C coroutines) run on their own io_context and thread;
+  // the host's connection stays on `ctx`.
+  asio::io_context callers_ctx;
+  auto callers_work = asio::make_work_guard(callers_ctx);
+  std::thread callers_thread;
+  if (two_threads) callers_thread = std::thread([&] { callers_ctx.run(); });
+  asio::io_context& worker_ctx = two_threads ? callers_ctx : ctx;
   figures f;
   asio::co_spawn(
       ctx,
@@ -170,9 +181,9 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
                       .count());
             if (ec || !r.passed) ++failures;
           }
-          if (--workers_left == 0) done.cancel();
+          if (--workers_left == 0) asio::post(ctx, [&] { done.cancel(); });
         };
-        for (std::size_t i = 0; i < c; ++i) asio::co_spawn(ctx, worker(), asio::detached);
+        for (std::size_t i = 0; i < c; ++i) asio::co_spawn(worker_ctx, worker(), asio::detached);
         co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
         double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         double cpu = bench::cpu_seconds() - cpu0;
@@ -183,16 +194,19 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
       },
       asio::detached);
   ctx.run();
+  callers_work.reset();
+  if (callers_thread.joinable()) callers_thread.join();
   return f;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto args = bench::parse_args(argc, argv, {"--host-only"});
+  auto args = bench::parse_args(argc, argv, {"--host-only", "--two-threads"});
   std::size_t n = args.number("-n", 100000), c = args.number("-c", 64),
               rounds = args.number("-r", 3);
   bool host_only = args.has("--host-only");  // for profiling the host alone
+  bool two_threads = args.has("--two-threads");
   auto& study = args.study;
   if (study.empty() || n == 0 || c == 0 || rounds == 0) {
     std::fprintf(stderr, "usage: host_throughput -n N -c C [-r ROUNDS] -- STUDY_CMD [ARGS...]\n");
@@ -201,7 +215,7 @@ int main(int argc, char** argv) {
   figures best_base, best_host;
   for (std::size_t round = 0; round < rounds; ++round) {
     auto b = host_only ? figures{1, 0} : baseline(study, n, c);
-    auto h = through_host(study, n, c);
+    auto h = through_host(study, n, c, two_threads);
     if (b.cases_per_sec > best_base.cases_per_sec) best_base = b;
     if (h.cases_per_sec > best_host.cases_per_sec) best_host = h;
   }

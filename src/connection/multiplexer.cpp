@@ -180,9 +180,7 @@ std::unique_ptr<pending_op> multiplexer::add_request(std::int64_t id, std::strin
                                                      std::string_view params_json,
                                                      std::unique_ptr<pending_op> op) {
   if (closed_) return op;
-  frame f{id, {}};
-  append_frame(f.bytes, id, method, params_json);
-  queue_.push_back(std::move(f));
+  queue_.push(id, method, params_json);
   entries_.emplace(id, entry{request_state::queued, false, std::move(op)});
   ++live_queued_;
   return nullptr;
@@ -198,33 +196,62 @@ void multiplexer::erase(std::unordered_map<std::int64_t, entry>::iterator it) {
   entries_.erase(it);
 }
 
-void multiplexer::prepare_write(std::vector<asio::const_buffer>& out) {
-  std::size_t bytes = 0;
-  auto take = [&](std::deque<frame>& q) {
-    while (!q.empty() && (bytes == 0 || bytes + q.front().bytes.size() <= max_batch_)) {
-      frame f = std::move(q.front());
-      q.pop_front();
+void multiplexer::frame_queue::push(std::int64_t id, std::string_view method,
+                                    std::string_view params_json) {
+  auto offset = base_ + bytes_.size();
+  append_frame(bytes_, id, method, params_json);
+  refs_.push_back({id, offset, base_ + bytes_.size() - offset});
+}
+
+void multiplexer::frame_queue::pop_front() {
+  refs_.pop_front();
+  if (refs_.empty()) {
+    base_ += bytes_.size();
+    bytes_.clear();
+    return;
+  }
+  // Drop the written prefix once it is most of the buffer: amortised O(1) per frame.
+  auto dead = refs_.front().offset - base_;
+  if (dead > (std::size_t{64} << 10) && dead > bytes_.size() / 2) {
+    bytes_.erase(0, dead);
+    base_ += dead;
+  }
+}
+
+void multiplexer::frame_queue::clear() {
+  base_ += bytes_.size();
+  bytes_.clear();
+  refs_.clear();
+}
+
+asio::const_buffer multiplexer::prepare_write() {
+  wire_.clear();
+  auto take = [&](frame_queue& q) {
+    while (!q.empty() && (wire_.empty() || wire_.size() + q.front().size <= max_batch_)) {
+      auto f = q.front();
       auto it = entries_.find(f.id);
       // A request cancelled while queued left its frame behind: skip it.
-      if (it == entries_.end() || it->second.state != request_state::queued) continue;
-      if (!it->second.is_cancel) --live_queued_;
-      set_state(it->second, request_state::writing);
-      bytes += f.bytes.size();
-      writing_.push_back(std::move(f));
+      if (it != entries_.end() && it->second.state == request_state::queued) {
+        if (!it->second.is_cancel) --live_queued_;
+        set_state(it->second, request_state::writing);
+        wire_ += q.text(f);
+        writing_ids_.push_back(f.id);
+      }
+      q.pop_front();
     }
   };
   take(urgent_);
   take(queue_);
-  for (auto& f : writing_) out.emplace_back(f.bytes.data(), f.bytes.size());
+  return asio::buffer(wire_);
 }
 
 void multiplexer::on_write_done() {
-  for (auto& f : writing_) {
-    auto it = entries_.find(f.id);
+  for (auto id : writing_ids_) {
+    auto it = entries_.find(id);
     if (it != entries_.end() && it->second.state == request_state::writing)
       set_state(it->second, request_state::written);
   }
-  writing_.clear();
+  writing_ids_.clear();
 }
 
 inbound multiplexer::drop(drop_reason r, std::string detail, std::string_view method) {
@@ -430,9 +457,7 @@ cancel_outcome multiplexer::cancel(std::int64_t id, asio::cancellation_type_t ty
   out.op = std::move(e.op);
   set_state(e, request_state::abandoned);
   if (supports_cancel_ && !closed_) {
-    frame f{cancel_frame_id, {}};
-    append_frame(f.bytes, cancel_frame_id, "cancel", "{\"id\":" + std::to_string(id) + "}");
-    urgent_.push_back(std::move(f));
+    urgent_.push(cancel_frame_id, "cancel", "{\"id\":" + std::to_string(id) + "}");
     entries_.emplace(cancel_frame_id, entry{request_state::queued, true, nullptr});
     out.cancel_frame_queued = true;
   }
@@ -450,7 +475,7 @@ std::vector<std::unique_ptr<pending_op>> multiplexer::close() {
   outstanding_ = 0;
   abandoned_ = 0;
   live_queued_ = 0;
-  // writing_ stays: its buffers may still be referenced by a write in progress.
+  // wire_ stays: a write in progress may still be reading it.
   return ops;
 }
 

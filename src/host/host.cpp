@@ -13,6 +13,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution_context.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -50,7 +51,7 @@ struct op_base : pending_op {
 // Decodes a response's result: from its text where the type has a text decoder, else from
 // the DOM that multiplexer::result_value() parses on demand.
 template <class T>
-using decoder = protocol::decoded<T> (*)(multiplexer&, inbound&);
+using decoder = std::optional<protocol::decode_error> (*)(multiplexer&, inbound&, T& out);
 template <class T>
 using validator = error_code (*)(host_impl&, T&, diagnostics&);
 
@@ -151,9 +152,23 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   //    one, recursively, in 1.81.)
   enum class completion { post, dispatch };
 
+  // An io_context executor that is running in this thread (the common case of a handler bound
+  // to the context the host runs on). Other executors are left to asio::dispatch.
+  template <class Executor>
+  static bool runs_here(const Executor& ex) {
+    using context_executor = asio::io_context::executor_type;
+    if (auto* e = ex.template target<context_executor>()) return e->running_in_this_thread();
+    if (auto* any = ex.template target<asio::any_io_executor>())
+      if (auto* e = any->template target<context_executor>()) return e->running_in_this_thread();
+    return false;
+  }
+
   template <class T>
-  void deliver(handler_t<T> h, error_code ec, T value, completion how = completion::post) {
+  void deliver(handler_t<T> h, error_code ec, T&& value, completion how = completion::post) {
     auto ex = asio::get_associated_executor(h, strand_.get_inner_executor());
+    // The strand runs on its inner executor, so that executor runs in this thread: what
+    // dispatch would do, without wrapping the handler and its value into a function object.
+    if (how == completion::dispatch && runs_here(ex)) return std::move(h)(ec, std::move(value));
     auto call = [h = std::move(h), ec, v = std::move(value)]() mutable {
       std::move(h)(ec, std::move(v));
     };
@@ -283,12 +298,11 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     if (mux_.writing() || finished_ || output_broken_ || !mux_.has_pending_writes()) return;
     // The idle clock starts when the study gets work while it had none.
     if (mux_.outstanding() == 0) idle_since_ = std::chrono::steady_clock::now();
-    write_bufs_.clear();
-    mux_.prepare_write(write_bufs_);
-    io_->async_write(write_bufs_, asio::bind_executor(strand_, [self = shared_from_this()](
-                                                                   error_code ec, std::size_t) {
-                       self->on_written(ec);
-                     }));
+    io_->async_write(
+        mux_.prepare_write(),
+        asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, std::size_t) {
+          self->on_written(ec);
+        }));
   }
 
   void on_written(error_code ec) {
@@ -519,7 +533,6 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   multiplexer mux_;
   line_framer framer_;
   line_framer err_framer_;
-  std::vector<asio::const_buffer> write_bufs_;
   std::deque<std::string> tail_;
   asio::steady_timer close_timer_;
   asio::steady_timer exit_event_;  // cancelled when the process exits
@@ -583,17 +596,15 @@ struct typed_op final : op_base {
 
   void complete(host_impl& host, error_code ec, inbound* response, diagnostics d,
                 bool from_reader) override {
-    T out{};
+    T out{};  // decoded in place: a run result is large, and each move of it costs
     if (!ec && response) {
-      auto r = decode(host.mux(), *response);
-      if (r) {
-        out = std::move(*r);
-        if (check) ec = check(host, out, d);
-      } else {
+      if (auto e = decode(host.mux(), *response, out)) {
+        out = T{};
         ec = make_error_code(errc::bad_response);
-        d.message =
-            "the result of '" + std::string(method) + "' does not decode: " + r.error().message();
+        d.message = "the result of '" + std::string(method) + "' does not decode: " + e->message();
         host.log(log_level::warning, d.message, id, method);
+      } else if (check) {
+        ec = check(host, out, d);
       }
     }
     if (opts.diag) *opts.diag = ec ? std::move(d) : diagnostics{};
@@ -638,24 +649,33 @@ void host_impl::request(std::string_view method, std::string params, request_opt
 
 namespace {
 
-template <class T, protocol::decoded<T> (*F)(const json::value&)>
-protocol::decoded<T> by_ref(multiplexer& mux, inbound& in) {
-  return F(mux.result_value(in));
+template <class T>
+std::optional<protocol::decode_error> assign(protocol::decoded<T> r, T& out) {
+  if (!r) return std::move(r.error());
+  out = std::move(*r);
+  return std::nullopt;
 }
 
-protocol::decoded<protocol::run_result> decode_run(multiplexer&, inbound& in) {
+template <class T, protocol::decoded<T> (*F)(const json::value&)>
+std::optional<protocol::decode_error> by_ref(multiplexer& mux, inbound& in, T& out) {
+  return assign(F(mux.result_value(in)), out);
+}
+
+std::optional<protocol::decode_error> decode_run(multiplexer&, inbound& in,
+                                                 protocol::run_result& out) {
   // The hot path: straight from the text the multiplexer checked, no DOM.
-  if (!in.result_parsed) return protocol::detail::decode_valid_run_result_text(in.result_text);
-  return protocol::decode_run_result(in.result, std::string(in.result_text));
+  if (!in.result_parsed) return protocol::detail::decode_valid_run_result_text(in.result_text, out);
+  return assign(protocol::decode_run_result(in.result, std::string(in.result_text)), out);
 }
-protocol::decoded<protocol::execute_result> decode_execute(multiplexer& mux, inbound& in) {
+std::optional<protocol::decode_error> decode_execute(multiplexer& mux, inbound& in,
+                                                     protocol::execute_result& out) {
   const auto& v = mux.result_value(in);
-  return protocol::decode_execute_result(v, std::string(in.result_text));
+  return assign(protocol::decode_execute_result(v, std::string(in.result_text)), out);
 }
-protocol::decoded<bool> decode_cancel(multiplexer& mux, inbound& in) {
-  return protocol::decode_cancel_result(mux.result_value(in)).map([](auto r) {
-    return r.cancelled;
-  });
+std::optional<protocol::decode_error> decode_cancel(multiplexer& mux, inbound& in, bool& out) {
+  return assign(
+      protocol::decode_cancel_result(mux.result_value(in)).map([](auto r) { return r.cancelled; }),
+      out);
 }
 
 error_code check_initialize(host_impl& host, protocol::initialize_result& r, diagnostics& d) {

@@ -65,8 +65,8 @@ class pipe_transport final : public transport {
   void async_read_some(asio::mutable_buffer buf, io_handler h) override {
     out_.async_read_some(buf, std::move(h));
   }
-  void async_write(const std::vector<asio::const_buffer>& bufs, io_handler h) override {
-    asio::async_write(in_, bufs, std::move(h));
+  void async_write(asio::const_buffer buf, io_handler h) override {
+    asio::async_write(in_, buf, std::move(h));
   }
   void close_output() override {
     error_code ignored;

@@ -425,28 +425,32 @@ bool read_run_result(text_reader& r, run_result& res) {
 }  // namespace
 
 decoded<run_result> decode_run_result_text(std::string_view text) {
-  if (mira::detail::scan_json_value(text, mira::detail::skip_json_ws(text, 0)) !=
-      mira::detail::json_scan_failed)
-    return detail::decode_valid_run_result_text(text);
-  boost::system::error_code ec;
-  auto v = json::parse(text, ec, json::storage_ptr(), parse_opts());
-  if (ec) return tl::make_unexpected(decode_error{"", "not valid JSON (" + ec.message() + ")"});
-  return decode_run_result(v, std::string(text));
+  if (mira::detail::scan_json_value(text, mira::detail::skip_json_ws(text, 0)) ==
+      mira::detail::json_scan_failed) {
+    boost::system::error_code ec;
+    auto v = json::parse(text, ec, json::storage_ptr(), parse_opts());
+    if (ec) return tl::make_unexpected(decode_error{"", "not valid JSON (" + ec.message() + ")"});
+    return decode_run_result(v, std::string(text));
+  }
+  run_result res;
+  if (auto e = detail::decode_valid_run_result_text(text, res)) return tl::make_unexpected(*e);
+  return res;
 }
 
-decoded<run_result> detail::decode_valid_run_result_text(std::string_view text) {
-  {
-    text_reader r(text);
-    run_result res;
-    if (read_run_result(r, res)) {
-      res.raw_json.assign(text.data(), text.size());
-      return res;
-    }
+std::optional<decode_error> detail::decode_valid_run_result_text(std::string_view text,
+                                                                 run_result& out) {
+  text_reader r(text);
+  if (read_run_result(r, out)) {
+    out.raw_json.assign(text.data(), text.size());
+    return std::nullopt;
   }
   boost::system::error_code ec;
   auto v = json::parse(text, ec, json::storage_ptr(), parse_opts());
-  if (ec) return tl::make_unexpected(decode_error{"", "not valid JSON (" + ec.message() + ")"});
-  return decode_run_result(v, std::string(text));
+  if (ec) return decode_error{"", "not valid JSON (" + ec.message() + ")"};
+  auto res = decode_run_result(v, std::string(text));
+  if (!res) return std::move(res.error());
+  out = std::move(*res);
+  return std::nullopt;
 }
 
 }  // namespace mira::protocol

@@ -10,7 +10,6 @@
 
 #include <cstddef>
 #include <utility>
-#include <vector>
 
 namespace mira::detail {
 
@@ -21,8 +20,8 @@ class transport {
  public:
   virtual ~transport() = default;
   virtual void async_read_some(boost::asio::mutable_buffer buf, io_handler h) = 0;
-  /// Writes every byte of `bufs` (which stay valid until `h` runs).
-  virtual void async_write(const std::vector<boost::asio::const_buffer>& bufs, io_handler h) = 0;
+  /// Writes every byte of `buf` (which stays valid until `h` runs).
+  virtual void async_write(boost::asio::const_buffer buf, io_handler h) = 0;
   /// The study sees end of input.
   virtual void close_output() = 0;
   /// Cancels outstanding reads and writes and closes both directions.
@@ -38,8 +37,8 @@ class stream_transport final : public transport {
   void async_read_some(boost::asio::mutable_buffer buf, io_handler h) override {
     in_.async_read_some(buf, std::move(h));
   }
-  void async_write(const std::vector<boost::asio::const_buffer>& bufs, io_handler h) override {
-    boost::asio::async_write(out_, bufs, std::move(h));
+  void async_write(boost::asio::const_buffer buf, io_handler h) override {
+    boost::asio::async_write(out_, buf, std::move(h));
   }
   void close_output() override { close_stream(out_); }
   void close() override {
