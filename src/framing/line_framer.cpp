@@ -31,6 +31,8 @@ std::span<char> line_framer::prepare() {
 }
 
 void line_framer::commit(std::size_t n) {
+  newlines_ +=
+      static_cast<std::size_t>(std::count(buf_.data() + end_, buf_.data() + end_ + n, '\n'));
   end_ += n;
 }
 
@@ -56,6 +58,7 @@ std::optional<line_framer::frame> line_framer::next() {
     std::size_t pos = static_cast<const char*>(nl) - base;
     std::string_view line(base + begin_, pos - begin_);
     begin_ = scan_ = pos + 1;
+    --newlines_;
     if (discarding_) {
       discarding_ = false;
       return frame{frame_kind::overlong, excerpt_, discarded_ + line.size()};
@@ -77,6 +80,7 @@ std::optional<line_framer::frame> line_framer::finish() {
   }
   std::string_view tail(buf_.data() + begin_, end_ - begin_);
   begin_ = scan_ = end_ = 0;
+  newlines_ = 0;
   if (is_blank(tail)) return std::nullopt;
   return frame{frame_kind::partial, tail, tail.size()};
 }

@@ -125,6 +125,12 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     if (auto back = mux_.add_request(id, method, params, std::move(op)))
       return fail(std::unique_ptr<op_base>(static_cast<op_base*>(back.release())), closed_code(),
                   close_diag_);
+    // Requests are written at the end of the burst that made them (one write, one wake-up of
+    // the study), unless the study has run dry: when every request it holds may already be
+    // answered in the lines not yet processed, it gets what has built up once that is as much
+    // as is left to process, so it works on one half while the host does the other.
+    auto unprocessed = framer_.lines_buffered();
+    if (unprocessed >= mux_.outstanding() && mux_.queued() >= unprocessed) return kick_writer();
     schedule_write();
   }
 

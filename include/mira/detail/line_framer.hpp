@@ -37,12 +37,15 @@ class line_framer {
 
   std::size_t max_line() const { return max_line_; }
   std::size_t buffered() const { return end_ - begin_; }
+  /// Newline-terminated lines received and not yet returned by next() (blank ones included).
+  std::size_t lines_buffered() const { return newlines_; }
 
  private:
   std::vector<char> buf_;
-  std::size_t begin_ = 0;  // start of the current (incomplete) line
-  std::size_t scan_ = 0;   // where the search for '\n' resumes
-  std::size_t end_ = 0;    // end of valid data
+  std::size_t begin_ = 0;     // start of the current (incomplete) line
+  std::size_t scan_ = 0;      // where the search for '\n' resumes
+  std::size_t end_ = 0;       // end of valid data
+  std::size_t newlines_ = 0;  // in [scan_, end_)
   std::size_t max_line_;
   std::size_t chunk_;
   bool discarding_ = false;

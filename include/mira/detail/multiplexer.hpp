@@ -148,6 +148,8 @@ class multiplexer {
   /// Cancelled requests the study has not answered yet: still working, as far as we know.
   std::size_t abandoned() const { return abandoned_; }
   std::size_t size() const { return entries_.size(); }
+  /// Requests waiting to be written (not cancelled).
+  std::size_t queued() const { return live_queued_; }
 
  private:
   struct entry {

@@ -98,6 +98,38 @@ BOOST_AUTO_TEST_CASE(unterminated_tail_is_reported_at_the_end) {
   BOOST_TEST(feed(g, "{}\n   ", 3).size() == 1u);  // a blank tail is nothing
 }
 
+BOOST_AUTO_TEST_CASE(lines_buffered_counts_what_next_has_not_returned) {
+  // The connection compares it with the requests the study holds to tell whether the study
+  // has run dry (see host.cpp): blank lines count until skipped, the unterminated tail never.
+  line_framer f(64, 16);
+  auto put = [&](std::string_view s) {
+    while (!s.empty()) {
+      auto buf = f.prepare();
+      auto n = std::min(buf.size(), s.size());
+      std::memcpy(buf.data(), s.data(), n);
+      f.commit(n);
+      s.remove_prefix(n);
+    }
+  };
+  put("{\"id\":1}\n\n{\"id\":2}\n{\"id\":");
+  BOOST_TEST(f.lines_buffered() == 3u);
+  BOOST_REQUIRE(f.next());
+  BOOST_TEST(f.lines_buffered() == 2u);
+  BOOST_REQUIRE(f.next());  // the blank line is skipped on the way
+  BOOST_TEST(f.lines_buffered() == 0u);
+  BOOST_TEST(!f.next());
+  put("3}\n");
+  BOOST_TEST(f.lines_buffered() == 1u);
+  BOOST_REQUIRE(f.next());
+  BOOST_TEST(f.lines_buffered() == 0u);
+  put(std::string(70, 'x') + "\n");  // overlong (limit 64): reported, no longer buffered
+  BOOST_TEST(f.lines_buffered() == 1u);
+  auto over = f.next();
+  BOOST_REQUIRE(over);
+  BOOST_TEST((over->kind == fk::overlong));
+  BOOST_TEST(f.lines_buffered() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(excerpts_are_printable_and_bounded) {
   using mira::detail::excerpt;
   BOOST_TEST(excerpt("a\x1b[31mb\n") == "a\\x1b[31mb\\x0a");
