@@ -76,13 +76,14 @@ struct metadata_index {
   }
 };
 
-std::optional<std::string> group_value(const plan::planned_case& c, const schedule::case_record& r,
+std::optional<std::string> group_value(const plan::planned_case& c,
+                                       const std::optional<protocol::run_result>& result,
                                        const metadata_index& idx, const std::string& field) {
   if (auto it = c.params.params.find(field); it != c.params.params.end()) return it->second;
   if (auto* v = idx.find(idx.samples, c.params.eval, c.params.sample, field)) return display(*v);
   if (auto* v = idx.find(idx.targets, c.params.eval, c.params.target, field)) return display(*v);
-  if (r.result)
-    if (auto* v = r.result->transcript.metadata.if_contains(field)) return display(*v);
+  if (result)
+    if (auto* v = result->transcript.metadata.if_contains(field)) return display(*v);
   return std::nullopt;
 }
 
@@ -109,6 +110,7 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
   for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
     auto& c = p.cases[i];
     auto& r = cases[i];
+    const auto result = r.result();  // decoded once per case, from its text
     auto& eval = c.params.eval;
     auto& target = c.params.target;
     ++out.counts[static_cast<std::size_t>(r.state)];
@@ -119,7 +121,7 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
     count(out.per_target[target], r.state);
     count(out.matrix[{eval, target}], r.state);
     if (!out.group_by.empty()) {
-      auto v = group_value(c, r, idx, out.group_by);
+      auto v = group_value(c, result, idx, out.group_by);
       count(v ? groups[*v] : unset, r.state);
     }
     if (c.params.trials > 1) {
@@ -135,15 +137,15 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
       if (scored(r.state)) {
         ++t.scored;
         if (r.state == case_state::passed) ++t.passed;
-        trial_scores[it->second].push_back(r.result ? r.result->aggregate : 0.0);
+        trial_scores[it->second].push_back(result ? result->aggregate : 0.0);
       }
     }
     out.total.retries += r.retried.size();
     for (auto& e : r.retried) ++out.total.retry_causes[e.cause];
     if (r.attempts > 0 && r.state != case_state::cancelled)
       latencies[target].push_back(r.latency_seconds);
-    if (!r.result || r.state == case_state::skipped) continue;
-    auto& t = r.result->transcript;
+    if (!result || r.state == case_state::skipped) continue;
+    auto& t = result->transcript;
     out.total.input_tokens += t.usage.input_tokens;
     out.total.output_tokens += t.usage.output_tokens;
     out.total.cache_read_tokens += t.usage.cache_read_tokens;

@@ -61,6 +61,13 @@ std::string_view to_string(stop_reason r) {
   return "?";
 }
 
+std::optional<protocol::run_result> case_record::result() const {
+  if (result_json.empty()) return std::nullopt;
+  auto r = protocol::decode_run_result_text(result_json);
+  if (!r) return std::nullopt;  // it decoded when it arrived; only a hand-made text can fail
+  return std::move(*r);
+}
+
 std::ostream& operator<<(std::ostream& os, case_state s) {
   return os << to_string(s);
 }
@@ -316,7 +323,7 @@ class pipeline {
       else
         rec.state = r.passed ? case_state::passed : case_state::failed;
       if (r.transcript.error) rec.message = *r.transcript.error;
-      rec.result = std::move(r);
+      rec.result_json = std::move(r.raw_json);
     }
     if (gave_up)
       rec.message = "gave up after " + std::to_string(rec.attempts) + " attempts: " + rec.message;

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace mira::store {
@@ -133,16 +134,20 @@ boost::system::error_code write_new_file(const std::filesystem::path& path,
 
 }  // namespace detail
 
-boost::system::error_code write_file_atomic(const std::filesystem::path& path,
-                                            std::string_view contents) {
-  auto tmp = detail::temp_path_for(path);
-  if (auto ec = detail::write_new_file(tmp, contents, true)) return ec;
+namespace {
+
+boost::system::error_code errno_code(int e) {
+  return {e, boost::system::system_category()};
+}
+
+// Renames `tmp` over `path` and makes the rename itself survive a crash.
+boost::system::error_code replace_with(const std::filesystem::path& tmp,
+                                       const std::filesystem::path& path) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
-    return {e, boost::system::system_category()};
+    return errno_code(e);
   }
-  // The rename itself must survive a crash too.
   auto dir = path.parent_path();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
@@ -150,6 +155,72 @@ boost::system::error_code write_file_atomic(const std::filesystem::path& path,
     ::close(dfd);
   }
   return {};
+}
+
+}  // namespace
+
+boost::system::error_code write_file_atomic(const std::filesystem::path& path,
+                                            std::string_view contents) {
+  auto tmp = detail::temp_path_for(path);
+  if (auto ec = detail::write_new_file(tmp, contents, true)) return ec;
+  return replace_with(tmp, path);
+}
+
+tl::expected<atomic_file, boost::system::error_code> atomic_file::create(
+    const std::filesystem::path& path) {
+  auto tmp = detail::temp_path_for(path);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return tl::make_unexpected(errno_code(errno));
+  return atomic_file(path, std::move(tmp), fd);
+}
+
+atomic_file::atomic_file(std::filesystem::path path, std::filesystem::path temp, int fd)
+    : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {}
+
+atomic_file::atomic_file(atomic_file&& other) noexcept
+    : path_(std::move(other.path_)),
+      temp_(std::move(other.temp_)),
+      fd_(std::exchange(other.fd_, -1)),
+      buffer_(std::move(other.buffer_)),
+      error_(other.error_) {}
+
+atomic_file::~atomic_file() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(temp_.c_str());
+}
+
+boost::system::error_code atomic_file::flush() {
+  std::size_t done = 0;
+  while (!error_ && done < buffer_.size()) {
+    auto n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      error_ = errno_code(errno);
+    else
+      done += static_cast<std::size_t>(n);
+  }
+  buffer_.clear();
+  return error_;
+}
+
+boost::system::error_code atomic_file::write(std::string_view bytes) {
+  constexpr std::size_t chunk = std::size_t{1} << 20;
+  if (error_ || fd_ < 0) return error_ ? error_ : errno_code(EBADF);
+  buffer_.append(bytes);
+  return buffer_.size() >= chunk ? flush() : error_;
+}
+
+boost::system::error_code atomic_file::commit() {
+  if (fd_ < 0) return errno_code(EBADF);
+  flush();
+  if (!error_ && ::fsync(fd_) != 0) error_ = errno_code(errno);
+  if (::close(std::exchange(fd_, -1)) != 0 && !error_) error_ = errno_code(errno);
+  if (error_) {
+    ::unlink(temp_.c_str());
+    return error_;
+  }
+  return replace_with(temp_, path_);
 }
 
 namespace {

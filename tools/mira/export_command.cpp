@@ -47,16 +47,17 @@ json::object export_document(const std::string& run_id, const plan::planned_case
   std::optional<json::object> doc;
   if (artifact) doc = artifact_trajectory(*artifact, c.key);
   from_artifact = doc.has_value();
+  const auto result = r.result();
   if (!doc)
     doc = protocol::synthesize_trajectory(
-        r.result ? r.result->transcript : protocol::transcript_summary{}, "mira-cpp", version);
+        result ? result->transcript : protocol::transcript_summary{}, "mira-cpp", version);
   if (!doc->contains("session_id")) (*doc)["session_id"] = run_id;
   if (!doc->contains("trajectory_id")) (*doc)["trajectory_id"] = c.key;
   auto& extra = (*doc)["extra"];
   if (!extra.is_object()) extra = json::object{};
   json::array scorers;
-  if (r.result)
-    for (auto& s : r.result->scores) {
+  if (result)
+    for (auto& s : result->scores) {
       json::object o{
           {"name", s.scorer}, {"value", s.value}, {"pass", s.pass}, {"reason", s.reason}};
       if (s.na) o["na"] = true;
@@ -64,7 +65,7 @@ json::object export_document(const std::string& run_id, const plan::planned_case
     }
   extra.as_object()["reward"] =
       json::object{{"pass", r.state == case_state::passed},
-                   {"score", r.result ? json::value(r.result->aggregate) : json::value(nullptr)},
+                   {"score", result ? json::value(result->aggregate) : json::value(nullptr)},
                    {"status", to_string(r.state)},
                    {"scorers", std::move(scorers)}};
   json::object mira{{"eval", c.params.eval},

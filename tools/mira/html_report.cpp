@@ -207,11 +207,12 @@ std::string params_text(const protocol::axis_params& p) {
 }
 
 // Everything known about one case, shown when its row is opened.
-std::string case_details(const schedule::case_record& r) {
+std::string case_details(const schedule::case_record& r,
+                         const std::optional<protocol::run_result>& result) {
   std::string d;
   if (!r.message.empty()) d += "<p><b>Host:</b> " + html_text(r.message) + "</p>";
-  if (r.result) {
-    auto& res = *r.result;
+  if (result) {
+    auto& res = *result;
     if (!res.scores.empty()) {
       d += "<table><tr><th>scorer</th><th>value</th><th>pass</th><th>reason</th></tr>";
       for (auto& sc : res.scores)
@@ -321,10 +322,10 @@ std::string html_report(const plan::plan& p, const schedule::run_report& report,
     auto& r = report.cases[i];
     if (r.attempts > 0 && r.state != case_state::cancelled)
       latencies[target].values.push_back(r.latency_seconds);
-    if (r.result) {
-      cost[target] += r.result->transcript.usage.cost_usd;
-      tokens[target] +=
-          r.result->transcript.usage.input_tokens + r.result->transcript.usage.output_tokens;
+    if (const auto result = r.result()) {
+      auto& usage = result->transcript.usage;
+      cost[target] += usage.cost_usd;
+      tokens[target] += usage.input_tokens + usage.output_tokens;
     }
   }
   std::vector<bar> rates, costs, token_bars;
@@ -373,26 +374,27 @@ std::string html_report(const plan::plan& p, const schedule::run_report& report,
       out += std::string(num ? "<td class=\"n\"" : "<td") + " data-v=\"" + html_text(sort_value) +
              "\">" + shown + "</td>";
     };
+    const auto result = r.result();
     out += "<tr data-status=\"" + status + "\">";
     cell(status, badge(r.state));
     cell(c.key, "<details><summary>" + html_text(c.key) + "</summary><div class=\"d\">" +
-                    case_details(r) + "</div></details>");
+                    case_details(r, result) + "</div></details>");
     cell(c.params.eval, html_text(c.params.eval));
     cell(c.params.sample, html_text(c.params.sample));
     cell(c.params.target, html_text(c.params.target));
     auto params = params_text(c.params.params);
     cell(params, html_text(params));
     cell(std::to_string(c.params.trial), std::to_string(c.params.trial), true);
-    if (r.result && (r.state == case_state::passed || r.state == case_state::failed))
-      cell(fmt("%.6g", r.result->aggregate), fmt("%.2f", r.result->aggregate), true);
+    if (result && (r.state == case_state::passed || r.state == case_state::failed))
+      cell(fmt("%.6g", result->aggregate), fmt("%.2f", result->aggregate), true);
     else
       cell("", "", true);
     if (r.attempts > 0)
       cell(fmt("%.6f", r.latency_seconds), fmt("%.3f", r.latency_seconds), true);
     else
       cell("", "", true);
-    if (r.result) {
-      auto& u = r.result->transcript.usage;
+    if (result) {
+      auto& u = result->transcript.usage;
       cell(std::to_string(u.input_tokens + u.output_tokens),
            std::to_string(u.input_tokens + u.output_tokens), true);
       cell(fmt("%.6f", u.cost_usd), fmt("%.4f", u.cost_usd), true);

@@ -4,6 +4,7 @@
 #include "args.hpp"
 #include "escape.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <mira/protocol/codec.hpp>
@@ -86,10 +87,16 @@ json::object rate_json(const aggregate::rate& r) {
 
 }  // namespace
 
+json::object result_object(const schedule::case_record& r) {
+  boost::system::error_code ec;
+  auto v = json::parse(r.result_json, ec);
+  return !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
+}
+
 json::object case_json(const plan::planned_case& c, const schedule::case_record& r) {
   json::object o;
-  if (r.result) {
-    o = r.result->raw();
+  if (r.has_result()) {
+    o = result_object(r);
   } else {
     o = protocol::encode(c.params);
     o["passed"] = false;
@@ -114,7 +121,7 @@ json::object case_json(const plan::planned_case& c, const schedule::case_record&
       retried.push_back(json::object{{"cause", e.cause}, {"message", e.message}});
     o["retried"] = std::move(retried);
   }
-  if (!r.message.empty() && r.result) o["host_message"] = r.message;
+  if (!r.message.empty() && r.has_result()) o["host_message"] = r.message;
   if (r.attempts > 0) o["latency_ms"] = std::round(r.latency_seconds * 1e6) / 1e3;
   return o;
 }
@@ -146,9 +153,9 @@ schedule::case_record case_from_json(const json::object& saved) {
     json::object study_part = saved;
     for (auto k : {"key", "status", "attempts", "retried", "latency_ms", "host_message"})
       study_part.erase(k);
-    if (auto d = protocol::decode_run_result(study_part)) r.result = std::move(*d);
+    if (protocol::decode_run_result(study_part)) r.result_json = json::serialize(study_part);
   }
-  if (r.message.empty() && !r.result) {
+  if (r.message.empty() && !r.has_result()) {
     if (auto* t = saved.if_contains("transcript"); t && t->is_object())
       if (auto* e = t->get_object().if_contains("error"); e && e->is_string())
         r.message = std::string(e->get_string());
@@ -239,11 +246,12 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
     else
       std::fprintf(out, "%s  %s", std::string(badge(r.state)).c_str(),
                    shown_key(p.cases[i].key).c_str());
-    if (r.result && (r.state == case_state::passed || r.state == case_state::failed))
-      std::fprintf(out, "  %.2f", r.result->aggregate);
+    const auto result = r.result();
+    if (result && (r.state == case_state::passed || r.state == case_state::failed))
+      std::fprintf(out, "  %.2f", result->aggregate);
     std::string note = r.message;
-    if (note.empty() && r.state == case_state::failed && r.result)
-      for (auto& sc : r.result->scores)
+    if (note.empty() && r.state == case_state::failed && result)
+      for (auto& sc : result->scores)
         if (!sc.na && !sc.pass) {
           note = sc.scorer + ": " + sc.reason;
           break;
@@ -370,15 +378,17 @@ std::string params_text(const protocol::axis_params& p) {
   return out;
 }
 
-std::string csv_report(const plan::plan& p, const schedule::run_report& report) {
-  std::string out =
+void csv_report(const plan::plan& p, const schedule::run_report& report, const text_sink& sink) {
+  sink(
       "key,eval,sample,target,params,trial,trials,seed,status,passed,aggregate,attempts,"
       "latency_ms,input_tokens,output_tokens,cache_read_tokens,reasoning_tokens,cost_usd,"
-      "duration_ms,time_to_first_token_ms,tool_calls,error,error_kind,final_response\r\n";
+      "duration_ms,time_to_first_token_ms,tool_calls,error,error_kind,final_response\r\n");
+  std::string out;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& c = p.cases[i];
     auto& r = report.cases[i];
-    const protocol::run_result* res = r.result ? &*r.result : nullptr;
+    const auto result = r.result();
+    const protocol::run_result* res = result ? &*result : nullptr;
     std::vector<std::string> f = {c.key,
                                   c.params.eval,
                                   c.params.sample,
@@ -406,10 +416,11 @@ std::string csv_report(const plan::plan& p, const schedule::run_report& report) 
     } else {
       f.insert(f.end(), {"", "", "", "", "", "", "", "", r.message, "", ""});
     }
+    out.clear();
     for (std::size_t k = 0; k < f.size(); ++k) out += (k ? "," : "") + csv_field(f[k]);
     out += "\r\n";
+    sink(out);
   }
-  return out;
 }
 
 std::string junit_report(const plan::plan& p, const schedule::run_report& report,
@@ -426,9 +437,10 @@ std::string junit_report(const plan::plan& p, const schedule::run_report& report
       time += r.latency_seconds;
       cases += "    <testcase classname=\"" + xml_text(eval) + "\" name=\"" +
                xml_text(p.cases[i].key) + "\" time=\"" + number(r.latency_seconds) + "\">";
+      const auto result = r.result();
       std::string why = r.message;
-      if (why.empty() && r.result)
-        for (auto& sc : r.result->scores)
+      if (why.empty() && result)
+        for (auto& sc : result->scores)
           if (!sc.na && !sc.pass) why += (why.empty() ? "" : "; ") + sc.scorer + ": " + sc.reason;
       switch (r.state) {
         case case_state::passed:
@@ -451,8 +463,8 @@ std::string junit_report(const plan::plan& p, const schedule::run_report& report
                    "\"/>";
           break;
       }
-      if (r.result && !r.result->transcript.final_response.empty())
-        cases += "<system-out>" + xml_text(r.result->transcript.final_response.substr(0, 2000)) +
+      if (result && !result->transcript.final_response.empty())
+        cases += "<system-out>" + xml_text(result->transcript.final_response.substr(0, 2000)) +
                  "</system-out>";
       cases += "</testcase>\n";
     }
@@ -491,10 +503,11 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& r = report.cases[i];
     if (r.state != case_state::failed && r.state != case_state::error) continue;
+    std::string why = r.message;
+    if (why.empty())
+      if (auto result = r.result()) why = result->transcript.error.value_or("");
     problems += "| " + md_cell(p.cases[i].key) + " | " + std::string(to_string(r.state)) + " | " +
-                md_cell(r.message.empty() && r.result ? r.result->transcript.error.value_or("")
-                                                      : r.message) +
-                " |\n";
+                md_cell(why) + " |\n";
   }
   if (!problems.empty())
     out += "\n### Failures and errors\n\n| case | status | why |\n|---|---|---|\n" + problems;
@@ -503,26 +516,29 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
 
 }  // namespace
 
+void render(const std::string& format, const plan::plan& p, const schedule::run_report& report,
+            const aggregate::summary& s, const text_sink& out) {
+  if (format == "csv") return csv_report(p, report, out);
+  if (format == "jsonl") {
+    for (std::size_t i = 0; i < p.cases.size(); ++i)
+      out(json::serialize(case_json(p.cases[i], report.cases[i])) + "\n");
+    return out(json::serialize(json::object{{"summary", summary_json(s, report)}}) + "\n");
+  }
+  if (format == "junit") return out(junit_report(p, report, s));
+  if (format == "md") return out(md_report(p, report, s));
+  if (format == "html") return out(html_report(p, report, s, "Mira eval report"));
+  // {"summary": ..., "cases": [...]}, one case at a time.
+  out("{\"summary\":" + json::serialize(summary_json(s, report)) + ",\"cases\":[");
+  for (std::size_t i = 0; i < p.cases.size(); ++i)
+    out((i ? "," : "") + json::serialize(case_json(p.cases[i], report.cases[i])));
+  out("]}\n");
+}
+
 std::string render(const std::string& format, const plan::plan& p,
                    const schedule::run_report& report, const aggregate::summary& s) {
-  if (format == "csv") return csv_report(p, report);
-  if (format == "jsonl") {
-    std::string out;
-    for (std::size_t i = 0; i < p.cases.size(); ++i)
-      out += json::serialize(case_json(p.cases[i], report.cases[i])) + "\n";
-    return out + json::serialize(json::object{{"summary", summary_json(s, report)}}) + "\n";
-  }
-  if (format == "junit") return junit_report(p, report, s);
-  if (format == "md") return md_report(p, report, s);
-  if (format == "html") return html_report(p, report, s, "Mira eval report");
-  // {"summary": ..., "cases": [...]}, one case at a time: a DOM of every case at once would
-  // cost kilobytes per case.
-  std::string out = "{\"summary\":" + json::serialize(summary_json(s, report)) + ",\"cases\":[";
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    if (i) out += ',';
-    out += json::serialize(case_json(p.cases[i], report.cases[i]));
-  }
-  return out + "]}\n";
+  std::string text;
+  render(format, p, report, s, [&](std::string_view piece) { text += piece; });
+  return text;
 }
 
 }  // namespace mira::cli

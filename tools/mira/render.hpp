@@ -6,10 +6,14 @@
 #include <boost/json/object.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
 namespace mira::cli {
+
+/// The record's result (the study's JSON text) as an object; empty without one.
+boost::json::object result_object(const schedule::case_record& r);
 
 /// One case as a JSON object: the study's RunResult (unknown fields kept) or a synthesised
 /// one, plus host fields: key, status, attempts, retried, latency_ms.
@@ -21,9 +25,16 @@ schedule::case_record case_from_json(const boost::json::object& saved);
 /// The summary as JSON (counts, overall rate, matrix, trials with pass@k, groups, totals).
 boost::json::object summary_json(const aggregate::summary& s, const schedule::run_report& report);
 
+/// Where rendered text goes, piece by piece.
+using text_sink = std::function<void(std::string_view)>;
+
 /// The report in a file format: json (summary + cases), jsonl (cases, then the summary), csv
 /// (RFC 4180, one row per case), junit (one testsuite per eval; XML-illegal characters
-/// removed), md or html.
+/// removed), md or html. json, jsonl and csv go to `out` a case at a time, so a large run's
+/// report is never whole in memory; the others as one text.
+void render(const std::string& format, const plan::plan& p, const schedule::run_report& report,
+            const aggregate::summary& s, const text_sink& out);
+/// render() into one string.
 std::string render(const std::string& format, const plan::plan& p,
                    const schedule::run_report& report, const aggregate::summary& s);
 

@@ -428,9 +428,9 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       progress.failed += r.state == case_state::failed || r.state == case_state::error;
       progress.na += r.state == case_state::na;
       auto& c = p->cases[w.full_index[j]];
-      if (artifacts && m == mode::execute_only && r.result &&
+      if (artifacts && m == mode::execute_only && r.has_result() &&
           (r.state == case_state::executed || r.state == case_state::skipped)) {
-        auto artifact = r.result->raw();
+        auto artifact = result_object(r);
         artifact["key"] = c.key;
         save(artifacts->file_for(c.key), json::serialize(artifact) + "\n", c.key,
              "the artifact of ");
@@ -510,11 +510,11 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     co_await study->host.shutdown();
     if (folder) {
       auto summary = summary_json(s, report);
-      auto report_text = render("json", *p, report, s);
+      if (auto ec = write_report(folder->path() / "report.json", "json", *p, report, s))
+        std::fprintf(stderr, "mira: warning: cannot write report.json: %s\n", ec.message().c_str());
       auto stderr_text = the_log().stderr_text();
       for (auto [name, text] :
-           {std::pair<const char*, std::string_view>{"report.json", report_text},
-            {"events.ndjson", the_log().events},
+           {std::pair<const char*, std::string_view>{"events.ndjson", the_log().events},
             {"study.stderr.log", stderr_text}})
         if (auto ec = store::write_file_atomic(folder->path() / name, text))
           std::fprintf(stderr, "mira: warning: cannot write %s: %s\n", name, ec.message().c_str());

@@ -245,11 +245,20 @@ bool use_colour(const run_args& a) {
 
 // The finished report on stdout and, with --out, in a file. Returns false when the file could
 // not be written.
+boost::system::error_code write_report(const std::filesystem::path& path, const std::string& format,
+                                       const plan::plan& p, const schedule::run_report& report,
+                                       const aggregate::summary& s) {
+  auto file = store::atomic_file::create(path);
+  if (!file) return file.error();
+  render(format, p, report, s, [&](std::string_view piece) { file->write(piece); });
+  return file->commit();
+}
+
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed) {
   if (!a.out.empty()) {
     print_table(stdout, p, report, s, use_colour(a));
-    if (auto ec = store::write_file_atomic(a.out, render(a.format, p, report, s))) {
+    if (auto ec = write_report(a.out, a.format, p, report, s)) {
       std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
                    ec.message().c_str());
       return false;
@@ -262,7 +271,7 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
   else if (a.format == "jsonl" && cases_already_streamed)
     std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
   else
-    std::cout << render(a.format, p, report, s);
+    render(a.format, p, report, s, [](std::string_view piece) { std::cout << piece; });
   return true;
 }
 

@@ -39,11 +39,19 @@ struct attempt_error {
 
 struct case_record {
   case_state state = case_state::cancelled;
-  std::optional<protocol::run_result> result;  // the final attempt's result, if it gave one
+  /// The final attempt's result exactly as the study sent it (its JSON text), if it gave one.
+  /// Kept as text only, decoded by result() when asked: a decoded view beside it would cost
+  /// about 700 bytes more per case, and a run keeps every case until its report.
+  std::string result_json;
   int attempts = 0;
   std::vector<attempt_error> retried;  // every earlier attempt's failure
   std::string message;                 // why this state, when the result does not say
   double latency_seconds = 0;          // host-measured, final attempt
+
+  bool has_result() const { return !result_json.empty(); }
+  /// result_json decoded (run_result; for operation::execute the ExecuteResult's run fields),
+  /// nullopt without one. Decoded on each call: keep the value while using it.
+  std::optional<protocol::run_result> result() const;
 };
 
 enum class stop_reason {

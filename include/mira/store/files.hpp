@@ -40,6 +40,33 @@ std::optional<std::string> decode_key(std::string_view name);
 boost::system::error_code write_file_atomic(const std::filesystem::path& path,
                                             std::string_view contents);
 
+/// write_file_atomic for contents produced piece by piece (a report of a million cases is not
+/// built in memory first): appended to a temporary beside `path`, which commit() syncs and
+/// renames over it. Destroyed without a commit, the temporary is removed and `path` is as it
+/// was.
+class atomic_file {
+ public:
+  static tl::expected<atomic_file, boost::system::error_code> create(
+      const std::filesystem::path& path);
+  atomic_file(atomic_file&& other) noexcept;
+  atomic_file& operator=(atomic_file&&) = delete;
+  ~atomic_file();
+
+  /// Buffered; the first error sticks and is returned by commit() too.
+  boost::system::error_code write(std::string_view bytes);
+  boost::system::error_code commit();
+
+ private:
+  atomic_file(std::filesystem::path path, std::filesystem::path temp, int fd);
+  boost::system::error_code flush();
+
+  std::filesystem::path path_;
+  std::filesystem::path temp_;
+  int fd_ = -1;
+  std::string buffer_;
+  boost::system::error_code error_;
+};
+
 namespace detail {
 /// ".<name>.tmp-<random>" beside `path`: where a new version is written before the rename.
 std::filesystem::path temp_path_for(const std::filesystem::path& path);

@@ -3,6 +3,7 @@
 #include <mira/protocol/codec.hpp>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/test/unit_test.hpp>
 
 using namespace mira;
@@ -53,17 +54,16 @@ BOOST_AUTO_TEST_CASE(summary_of_a_run) {
   BOOST_REQUIRE(p);
   BOOST_REQUIRE(p->cases.size() == 12u);
   std::vector<schedule::case_record> recs(12);
+  // Records keep the study's text; the summary decodes it.
   auto result = [](bool passed, double aggregate, double cost) {
-    protocol::run_result r;
-    r.passed = passed;
-    r.aggregate = aggregate;
-    r.transcript.usage.input_tokens = 10;
-    r.transcript.usage.output_tokens = 5;
-    r.transcript.usage.cost_usd = cost;
-    r.transcript.tool_calls_count = 1;
-    r.transcript.timing.time_to_first_token_ms = 100;
-    r.transcript.metrics["recall"] = aggregate;
-    return r;
+    return boost::json::serialize(boost::json::object{
+        {"passed", passed},
+        {"aggregate", aggregate},
+        {"transcript",
+         {{"usage", {{"input_tokens", 10}, {"output_tokens", 5}, {"cost_usd", cost}}},
+          {"tool_calls_count", 1},
+          {"timing", {{"time_to_first_token_ms", 100}}},
+          {"metrics", {{"recall", aggregate}}}}}});
   };
   // e/a@x: pass, pass, fail.  e/a@y: na, skipped(cancelled), pass.  e/b@x: error x3.  e/b@y: pass
   // x3.
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(summary_of_a_run) {
     recs[i].latency_seconds = static_cast<double>(i);
     if (states[i] == case_state::passed || states[i] == case_state::failed ||
         states[i] == case_state::na)
-      recs[i].result =
+      recs[i].result_json =
           result(states[i] == case_state::passed, states[i] == case_state::passed ? 1.0 : 0.0, 0.5);
   }
   recs[6].retried = {{"rate limit", "429"}, {"rate limit", "429"}};

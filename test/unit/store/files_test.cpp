@@ -77,6 +77,44 @@ BOOST_AUTO_TEST_CASE(atomic_writes_replace_whole_files) {
   fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(atomic_files_appear_whole_on_commit_or_not_at_all) {
+  auto dir = fs::temp_directory_path() / ("mira-store-af-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto file = dir / "report.json";
+  auto read = [&] {
+    std::ifstream in(file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  auto entries = [&] {
+    std::size_t n = 0;
+    for (auto& e : fs::directory_iterator(dir)) n += e.is_regular_file();
+    return n;
+  };
+  BOOST_TEST(!write_file_atomic(file, "old"));
+  {
+    auto f = atomic_file::create(file);
+    BOOST_REQUIRE(f);
+    // Two megabytes in small pieces: the buffer is flushed to the temporary on the way.
+    std::string piece(1000, 'x');
+    for (int i = 0; i < 2000; ++i) BOOST_TEST(!f->write(piece));
+    BOOST_TEST(read() == "old");  // not yet
+    BOOST_TEST(entries() == 2u);  // the file and its temporary
+  }                               // abandoned: the temporary goes, the file stays
+  BOOST_TEST(read() == "old");
+  BOOST_TEST(entries() == 1u);
+  auto f = atomic_file::create(file);
+  BOOST_REQUIRE(f);
+  BOOST_TEST(!f->write("{\"a\":"));
+  BOOST_TEST(!f->write("1}"));
+  BOOST_TEST(!f->commit());
+  BOOST_TEST(read() == "{\"a\":1}");
+  BOOST_TEST(entries() == 1u);
+  BOOST_TEST(!atomic_file::create(dir / "no-such-dir" / "x.json").has_value());
+  fs::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(sha256_known_answers) {
   BOOST_TEST(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   BOOST_TEST(sha256_hex("abc") ==
