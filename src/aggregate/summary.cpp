@@ -125,10 +125,10 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
       count(v ? groups[*v] : unset, r.state);
     }
     if (c.params.trials > 1) {
-      auto [it, fresh] = trial_index.emplace(c.logical_key, out.trials.size());
+      auto [it, fresh] = trial_index.emplace(c.logical_key(), out.trials.size());
       if (fresh) {
         trial_summary t;
-        t.logical_key = c.logical_key;
+        t.logical_key = c.logical_key();
         t.trials = static_cast<std::size_t>(c.params.trials);
         out.trials.push_back(std::move(t));
         trial_scores.emplace_back();

@@ -27,6 +27,15 @@ std::string logical_key(const protocol::run_params& p) {
   return k;
 }
 
+std::string_view planned_case::logical_key() const {
+  std::string_view k = key;
+  if (params.trials <= 1) return k;
+  auto suffix = '#' + std::to_string(params.trial);
+  if (k.size() > suffix.size() && k.substr(k.size() - suffix.size()) == suffix)
+    k.remove_suffix(suffix.size());
+  return k;
+}
+
 std::string case_key(const protocol::run_params& p) {
   auto k = logical_key(p);
   if (p.trials > 1) k += '#' + std::to_string(p.trial);
@@ -247,8 +256,8 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
           c.params.target = t->label;
           c.params.params = combo;
           c.params.trials = trials;
-          c.logical_key = logical_key(c.params);
-          if (!sel.filter.empty() && c.logical_key.find(sel.filter) == std::string::npos) continue;
+          if (!sel.filter.empty() && logical_key(c.params).find(sel.filter) == std::string::npos)
+            continue;
           c.provider = t->provider;
           c.available = t->available;
           for (std::int64_t trial = 0; trial < trials; ++trial) {

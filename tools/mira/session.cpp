@@ -293,7 +293,6 @@ saved_run load_saved_run(const store::run_folder& folder) {
     plan::planned_case c;
     c.params = std::move(*params);
     c.key = key;
-    c.logical_key = plan::logical_key(c.params);
     p.cases.push_back(std::move(c));
     report.cases.push_back(case_from_json(record));
   }

@@ -16,10 +16,13 @@ namespace mira::plan {
 
 struct planned_case {
   protocol::run_params params;
-  std::string key;          // eval/sample@target[k=v,...]#trial (#trial only when trials > 1)
-  std::string logical_key;  // the key without #trial: groups the trials of one case
-  std::string provider;     // the target's provider ("" buckets provider-less targets)
-  bool available = true;    // false: the study cannot run it; reported as skipped, never sent
+  std::string key;        // eval/sample@target[k=v,...]#trial (#trial only when trials > 1)
+  std::string provider;   // the target's provider ("" buckets provider-less targets)
+  bool available = true;  // false: the study cannot run it; reported as skipped, never sent
+
+  /// The key without #trial: groups the trials of one case. A view of `key`, not a second
+  /// string per case.
+  std::string_view logical_key() const;
 };
 
 /// What to run. Globs understand `*`, `?` and `[...]` (with `!` or `^` to negate, `a-z`).

@@ -43,7 +43,9 @@ BOOST_AUTO_TEST_CASE(grid_is_samples_targets_axes_trials_in_listing_order) {
   BOOST_TEST(p->cases.size() == 2u * 2u * 2u * 2u + 2u * 2u);
   auto& cases = p->cases;
   BOOST_TEST(cases[0].key == "e/a@sim[a=x,z=1]#0");
-  BOOST_TEST(cases[0].logical_key == "e/a@sim[a=x,z=1]");
+  BOOST_TEST(cases[0].logical_key() == "e/a@sim[a=x,z=1]");
+  BOOST_TEST(cases[1].logical_key() == "e/a@sim[a=x,z=1]");
+  BOOST_TEST(cases[16].logical_key() == "f/s1@sim");
   BOOST_TEST(cases[0].params.seed.value() == 40);
   BOOST_TEST(cases[1].key == "e/a@sim[a=x,z=1]#1");
   BOOST_TEST(cases[1].params.seed.value() == 41);
