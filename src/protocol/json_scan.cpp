@@ -4,6 +4,10 @@
 #include <array>
 #include <cstdint>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace mira::detail {
 
 namespace {
@@ -20,115 +24,125 @@ constexpr std::array<bool, 256> string_stop = [] {
   return t;
 }();
 
+// Past the bytes that need no attention in a string: sixteen at a time where SSE2 is there
+// (a signed compare below 0x20 catches controls and every byte >= 0x80 at once). A local
+// pointer, not the member: stores through `this` in the loop cost a store per byte.
+const char* plain_run(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                space = _mm_set1_epi8(0x20);
+  while (end - p >= 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i stop =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                     _mm_cmplt_epi8(v, space));
+    if (int mask = _mm_movemask_epi8(stop)) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
+  while (p < end && !string_stop[static_cast<unsigned char>(*p)]) ++p;
+  return p;
+}
+
+// Each step takes the position and returns the one past what it accepted, or nullptr: the
+// position stays in a register (a member would be stored on every byte, since a char read
+// may alias it).
 class scanner {
  public:
-  explicit scanner(std::string_view s)
-      : p_(s.data()), begin_(s.data()), end_(s.data() + s.size()) {}
+  explicit scanner(const char* end) : end_(end) {}
 
-  std::size_t value_at(std::size_t pos) {
-    p_ = begin_ + pos;
-    if (!value(0)) return json_scan_failed;
-    return static_cast<std::size_t>(p_ - begin_);
+  const char* value(const char* p, int depth) const {
+    if (p >= end_) return nullptr;
+    switch (*p) {
+      case '"':
+        return string(p);
+      case '{':
+        return object(p, depth + 1);
+      case '[':
+        return array(p, depth + 1);
+      case 't':
+        return literal(p, "true");
+      case 'f':
+        return literal(p, "false");
+      case 'n':
+        return literal(p, "null");
+      default:
+        return number(p);
+    }
   }
 
  private:
-  unsigned char peek() const { return static_cast<unsigned char>(*p_); }
-  bool at_end() const { return p_ >= end_; }
-
-  void ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  const char* ws(const char* p) const {
+    while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
+    return p;
   }
 
-  bool value(int depth) {
-    if (at_end()) return false;
-    switch (*p_) {
-      case '"':
-        return string();
-      case '{':
-        return object(depth + 1);
-      case '[':
-        return array(depth + 1);
-      case 't':
-        return literal("true");
-      case 'f':
-        return literal("false");
-      case 'n':
-        return literal("null");
-      default:
-        return number();
-    }
+  const char* literal(const char* p, std::string_view word) const {
+    if (static_cast<std::size_t>(end_ - p) < word.size() ||
+        std::string_view(p, word.size()) != word)
+      return nullptr;
+    return p + word.size();
   }
 
-  bool literal(std::string_view word) {
-    if (static_cast<std::size_t>(end_ - p_) < word.size() ||
-        std::string_view(p_, word.size()) != word)
-      return false;
-    p_ += word.size();
-    return true;
-  }
-
-  bool object(int depth) {
-    if (depth > max_depth) return false;
-    ++p_;
-    ws();
-    if (!at_end() && *p_ == '}') return ++p_, true;
+  const char* object(const char* p, int depth) const {
+    if (depth > max_depth) return nullptr;
+    p = ws(p + 1);
+    if (p < end_ && *p == '}') return p + 1;
     for (;;) {
-      if (at_end() || *p_ != '"' || !string()) return false;
-      ws();
-      if (at_end() || *p_ != ':') return false;
-      ++p_;
-      ws();
-      if (!value(depth)) return false;
-      ws();
-      if (at_end()) return false;
-      if (*p_ == '}') return ++p_, true;
-      if (*p_ != ',') return false;
-      ++p_;
-      ws();
+      if (p >= end_ || *p != '"' || !(p = string(p))) return nullptr;
+      p = ws(p);
+      if (p >= end_ || *p != ':') return nullptr;
+      if (!(p = value(ws(p + 1), depth))) return nullptr;
+      p = ws(p);
+      if (p >= end_) return nullptr;
+      if (*p == '}') return p + 1;
+      if (*p != ',') return nullptr;
+      p = ws(p + 1);
     }
   }
 
-  bool array(int depth) {
-    if (depth > max_depth) return false;
-    ++p_;
-    ws();
-    if (!at_end() && *p_ == ']') return ++p_, true;
+  const char* array(const char* p, int depth) const {
+    if (depth > max_depth) return nullptr;
+    p = ws(p + 1);
+    if (p < end_ && *p == ']') return p + 1;
     for (;;) {
-      if (!value(depth)) return false;
-      ws();
-      if (at_end()) return false;
-      if (*p_ == ']') return ++p_, true;
-      if (*p_ != ',') return false;
-      ++p_;
-      ws();
+      if (!(p = value(p, depth))) return nullptr;
+      p = ws(p);
+      if (p >= end_) return nullptr;
+      if (*p == ']') return p + 1;
+      if (*p != ',') return nullptr;
+      p = ws(p + 1);
     }
   }
 
-  bool digits() {
-    const char* start = p_;
-    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    return p_ != start;
+  const char* digits(const char* p) const {
+    while (p < end_ && *p >= '0' && *p <= '9') ++p;
+    return p;
   }
 
-  bool number() {
-    if (*p_ == '-') ++p_;
-    if (at_end()) return false;
-    if (*p_ == '0') {
-      ++p_;
-    } else if (!digits()) {
-      return false;
+  const char* number(const char* p) const {
+    if (*p == '-') ++p;
+    if (p >= end_) return nullptr;
+    if (*p == '0') {
+      ++p;
+    } else {
+      auto q = digits(p);
+      if (q == p) return nullptr;
+      p = q;
     }
-    if (!at_end() && *p_ == '.') {
-      ++p_;
-      if (!digits()) return false;
+    if (p < end_ && *p == '.') {
+      auto q = digits(p + 1);
+      if (q == p + 1) return nullptr;
+      p = q;
     }
-    if (!at_end() && (*p_ == 'e' || *p_ == 'E')) {
-      ++p_;
-      if (!at_end() && (*p_ == '+' || *p_ == '-')) ++p_;
-      const char* start = p_;
-      if (!digits() || p_ - start > max_exponent_digits) return false;
+    if (p < end_ && (*p == 'e' || *p == 'E')) {
+      ++p;
+      if (p < end_ && (*p == '+' || *p == '-')) ++p;
+      auto q = digits(p);
+      if (q == p || q - p > max_exponent_digits) return nullptr;
+      p = q;
     }
-    return true;
+    return p;
   }
 
   static bool hex4(const char* p, unsigned& out) {
@@ -149,11 +163,11 @@ class scanner {
     return true;
   }
 
-  bool escape() {
-    ++p_;  // the backslash
-    if (at_end()) return false;
-    char c = *p_++;
-    switch (c) {
+  // At a backslash: past the escape, or nullptr.
+  const char* escape(const char* p) const {
+    ++p;
+    if (p >= end_) return nullptr;
+    switch (*p++) {
       case '"':
       case '\\':
       case '/':
@@ -162,29 +176,28 @@ class scanner {
       case 'n':
       case 'r':
       case 't':
-        return true;
+        return p;
       case 'u':
         break;
       default:
-        return false;
+        return nullptr;
     }
     unsigned u;
-    if (end_ - p_ < 4 || !hex4(p_, u)) return false;
-    p_ += 4;
-    if (u >= 0xDC00 && u <= 0xDFFF) return false;  // a trailing surrogate alone
-    if (u < 0xD800 || u > 0xDBFF) return true;
+    if (end_ - p < 4 || !hex4(p, u)) return nullptr;
+    p += 4;
+    if (u >= 0xDC00 && u <= 0xDFFF) return nullptr;  // a trailing surrogate alone
+    if (u < 0xD800 || u > 0xDBFF) return p;
     // A leading surrogate must be followed by an escaped trailing one.
     unsigned low;
-    if (end_ - p_ < 6 || p_[0] != '\\' || p_[1] != 'u' || !hex4(p_ + 2, low) || low < 0xDC00 ||
+    if (end_ - p < 6 || p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, low) || low < 0xDC00 ||
         low > 0xDFFF)
-      return false;
-    p_ += 6;
-    return true;
+      return nullptr;
+    return p + 6;
   }
 
   // One UTF-8 sequence whose lead byte is >= 0x80 (Unicode table 3-7).
-  bool utf8() {
-    auto b0 = peek();
+  const char* utf8(const char* p) const {
+    auto b0 = static_cast<unsigned char>(*p);
     int n;
     unsigned char lo = 0x80, hi = 0xBF;
     if (b0 >= 0xC2 && b0 <= 0xDF) {
@@ -198,38 +211,35 @@ class scanner {
       if (b0 == 0xF0) lo = 0x90;
       if (b0 == 0xF4) hi = 0x8F;
     } else {
-      return false;
+      return nullptr;
     }
-    if (end_ - p_ <= n) return false;
-    auto b1 = static_cast<unsigned char>(p_[1]);
-    if (b1 < lo || b1 > hi) return false;
+    if (end_ - p <= n) return nullptr;
+    auto b1 = static_cast<unsigned char>(p[1]);
+    if (b1 < lo || b1 > hi) return nullptr;
     for (int i = 2; i <= n; ++i) {
-      auto b = static_cast<unsigned char>(p_[i]);
-      if (b < 0x80 || b > 0xBF) return false;
+      auto b = static_cast<unsigned char>(p[i]);
+      if (b < 0x80 || b > 0xBF) return nullptr;
     }
-    p_ += n + 1;
-    return true;
+    return p + n + 1;
   }
 
-  bool string() {
-    ++p_;  // the opening quote
+  const char* string(const char* p) const {
+    ++p;  // the opening quote
     for (;;) {
-      while (p_ < end_ && !string_stop[peek()]) ++p_;
-      if (at_end()) return false;
-      auto c = peek();
-      if (c == '"') return ++p_, true;
-      if (c == '\\') {
-        if (!escape()) return false;
-      } else if (c >= 0x80) {
-        if (!utf8()) return false;
-      } else {
-        return false;  // a raw control character
-      }
+      p = plain_run(p, end_);
+      if (p >= end_) return nullptr;
+      auto c = static_cast<unsigned char>(*p);
+      if (c == '"') return p + 1;
+      if (c == '\\')
+        p = escape(p);
+      else if (c >= 0x80)
+        p = utf8(p);
+      else
+        return nullptr;  // a raw control character
+      if (!p) return nullptr;
     }
   }
 
-  const char* p_;
-  const char* begin_;
   const char* end_;
 };
 
@@ -237,7 +247,8 @@ class scanner {
 
 std::size_t scan_json_value(std::string_view text, std::size_t pos) {
   if (pos >= text.size()) return json_scan_failed;
-  return scanner(text).value_at(pos);
+  const char* end = scanner(text.data() + text.size()).value(text.data() + pos, 0);
+  return end ? static_cast<std::size_t>(end - text.data()) : json_scan_failed;
 }
 
 }  // namespace mira::detail

@@ -106,7 +106,7 @@ class text_reader {
     out.clear();
     for (;;) {
       const char* run = p_;
-      while (*p_ != '"' && *p_ != '\\') ++p_;  // valid JSON: a closing quote follows
+      p_ = string_run(run);
       out.append(run, static_cast<std::size_t>(p_ - run));
       if (*p_ == '"') {
         ++p_;
@@ -177,7 +177,15 @@ class text_reader {
 
  private:
   void ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+    const char* p = p_;  // a local: see string_run
+    while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
+    p_ = p;
+  }
+  // To the closing quote or the next backslash (valid JSON: one of them follows). On a local
+  // pointer: stepping the member would store it on every byte, as a char read may alias it.
+  static const char* string_run(const char* p) {
+    while (*p != '"' && *p != '\\') ++p;
+    return p;
   }
   bool eat(char c) {
     ws();
@@ -190,8 +198,7 @@ class text_reader {
   bool key(std::string_view& out) {
     if (!is('"')) return false;
     const char* start = p_ + 1;
-    const char* q = start;
-    while (*q != '"' && *q != '\\') ++q;
+    const char* q = string_run(start);
     if (*q == '"') {
       out = std::string_view(start, static_cast<std::size_t>(q - start));
       p_ = q + 1;
