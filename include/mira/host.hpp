@@ -40,6 +40,10 @@
 #include <string>
 #include <vector>
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace mira {
 
 /// How to start a study: an exact argv (no shell splitting).
@@ -105,26 +109,41 @@ struct execute_call {
   protocol::run_params params;
 };
 
+/// The io_context a completion handler runs on, read before the handler is type-erased:
+/// asking the erased handler converts executors (two allocations per request). nullptr for
+/// any other executor; those completions take the generic path.
+boost::asio::io_context* io_context_of(const boost::asio::any_io_executor& ex) noexcept;
+template <class Executor>
+boost::asio::io_context* io_context_of(const Executor&) noexcept {
+  return nullptr;
+}
+
 using impl_ptr = std::shared_ptr<host_impl>;
+using home_t = boost::asio::io_context*;
 void start(const impl_ptr&, initialize_call, request_options,
-           handler_t<protocol::initialize_result>);
-void start(const impl_ptr&, list_call, request_options, handler_t<protocol::list_result>);
-void start(const impl_ptr&, list_all_call, request_options, handler_t<protocol::list_result>);
+           handler_t<protocol::initialize_result>, home_t);
+void start(const impl_ptr&, list_call, request_options, handler_t<protocol::list_result>, home_t);
+void start(const impl_ptr&, list_all_call, request_options, handler_t<protocol::list_result>,
+           home_t);
 void start(const impl_ptr&, protocol::list_samples_params, request_options,
-           handler_t<protocol::list_samples_result>);
-void start(const impl_ptr&, protocol::run_params, request_options, handler_t<protocol::run_result>);
-void start(const impl_ptr&, execute_call, request_options, handler_t<protocol::execute_result>);
+           handler_t<protocol::list_samples_result>, home_t);
+void start(const impl_ptr&, protocol::run_params, request_options, handler_t<protocol::run_result>,
+           home_t);
+void start(const impl_ptr&, execute_call, request_options, handler_t<protocol::execute_result>,
+           home_t);
 void start(const impl_ptr&, protocol::score_params, request_options,
-           handler_t<protocol::run_result>);
-void start(const impl_ptr&, protocol::cancel_params, request_options, handler_t<bool>);
-void start(const impl_ptr&, shutdown_call, request_options, handler_t<exit_status>);
+           handler_t<protocol::run_result>, home_t);
+void start(const impl_ptr&, protocol::cancel_params, request_options, handler_t<bool>, home_t);
+void start(const impl_ptr&, shutdown_call, request_options, handler_t<exit_status>, home_t);
 
 template <class Result>
 struct initiate {
   impl_ptr impl;
   template <class Handler, class Call>
   void operator()(Handler&& h, Call call, request_options opts) const {
-    start(impl, std::move(call), std::move(opts), handler_t<Result>(std::forward<Handler>(h)));
+    home_t home = io_context_of(boost::asio::get_associated_executor(h));
+    start(impl, std::move(call), std::move(opts), handler_t<Result>(std::forward<Handler>(h)),
+          home);
   }
 };
 }  // namespace detail

@@ -40,6 +40,7 @@ struct op_base : pending_op {
   std::int64_t id = 0;
   std::string_view method;
   request_options opts;
+  home_t home = nullptr;  // the io_context the handler runs on, if it is one
   bool notified = false;  // notifications were posted to its handler: completion must follow them
   /// `response` (null when ec is set) is only valid during the call. `from_reader`: called by
   /// the reader (not inside any initiating function), so it may complete inline.
@@ -108,7 +109,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   template <class T>
   void request(std::string_view method, std::string params, request_options o, handler_t<T> h,
-               decoder<T> dec, validator<T> check = nullptr);
+               home_t home, decoder<T> dec, validator<T> check = nullptr);
 
   void submit(const std::string& params, std::unique_ptr<op_base> op) {
     auto id = op->id;
@@ -158,23 +159,14 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   //    one, recursively, in 1.81.)
   enum class completion { post, dispatch };
 
-  // An io_context executor that is running in this thread (the common case of a handler bound
-  // to the context the host runs on). Other executors are left to asio::dispatch.
-  template <class Executor>
-  static bool runs_here(const Executor& ex) {
-    using context_executor = asio::io_context::executor_type;
-    if (auto* e = ex.template target<context_executor>()) return e->running_in_this_thread();
-    if (auto* any = ex.template target<asio::any_io_executor>())
-      if (auto* e = any->template target<context_executor>()) return e->running_in_this_thread();
-    return false;
-  }
-
   template <class T>
-  void deliver(handler_t<T> h, error_code ec, T&& value, completion how = completion::post) {
+  void deliver(handler_t<T> h, error_code ec, T&& value, completion how = completion::post,
+               home_t home = nullptr) {
+    // The handler's io_context runs in this thread: what dispatch would do, without asking the
+    // erased handler for its executor or wrapping it and its value into a function object.
+    if (how == completion::dispatch && home && home->get_executor().running_in_this_thread())
+      return std::move(h)(ec, std::move(value));
     auto ex = asio::get_associated_executor(h, strand_.get_inner_executor());
-    // The strand runs on its inner executor, so that executor runs in this thread: what
-    // dispatch would do, without wrapping the handler and its value into a function object.
-    if (how == completion::dispatch && runs_here(ex)) return std::move(h)(ec, std::move(value));
     auto call = [h = std::move(h), ec, v = std::move(value)]() mutable {
       std::move(h)(ec, std::move(v));
     };
@@ -617,7 +609,8 @@ struct typed_op final : op_base {
     // Completing inline would overtake notifications still queued for this request.
     host.deliver(
         std::move(handler), ec, std::move(out),
-        from_reader && !notified ? host_impl::completion::dispatch : host_impl::completion::post);
+        from_reader && !notified ? host_impl::completion::dispatch : host_impl::completion::post,
+        home);
   }
 
   void notify(host_impl& host, notification n) override {
@@ -632,7 +625,7 @@ struct typed_op final : op_base {
 
 template <class T>
 void host_impl::request(std::string_view method, std::string params, request_options o,
-                        handler_t<T> h, decoder<T> dec, validator<T> check) {
+                        handler_t<T> h, home_t home, decoder<T> dec, validator<T> check) {
   auto id = next_id_.fetch_add(1);
   // Type-erased first, then the slot: any_completion_handler replaces a handler assigned to
   // the slot before it was built.
@@ -649,6 +642,10 @@ void host_impl::request(std::string_view method, std::string params, request_opt
   op->opts = std::move(o);
   op->decode = dec;
   op->check = check;
+  op->home = home;
+  // Typically a completion's handler asking for the next case, on the strand already: what
+  // dispatch would do, without wrapping the call and converting executors on the way.
+  if (strand_.running_in_this_thread()) return submit(params, std::move(op));
   asio::dispatch(strand_, [self = shared_from_this(), params = std::move(params),
                            op = std::move(op)]() mutable { self->submit(params, std::move(op)); });
 }
@@ -776,52 +773,54 @@ void spawn_op(const impl_ptr& impl, asio::awaitable<Outcome> coro, handler_t<T> 
 }  // namespace
 
 void start(const impl_ptr& impl, initialize_call, request_options o,
-           handler_t<protocol::initialize_result> h) {
+           handler_t<protocol::initialize_result> h, home_t home) {
   protocol::initialize_params p;
   p.host = impl->options().host_name;
   impl->request<protocol::initialize_result>(
-      "initialize", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
+      "initialize", json::serialize(protocol::encode(p)), std::move(o), std::move(h), home,
       &by_ref<protocol::initialize_result, protocol::decode_initialize_result>, &check_initialize);
 }
 
-void start(const impl_ptr& impl, list_call, request_options o, handler_t<protocol::list_result> h) {
+void start(const impl_ptr& impl, list_call, request_options o, handler_t<protocol::list_result> h,
+           home_t home) {
   impl->request<protocol::list_result>(
-      "list", {}, std::move(o), std::move(h),
+      "list", {}, std::move(o), std::move(h), home,
       &by_ref<protocol::list_result, protocol::decode_list_result>);
 }
 
 void start(const impl_ptr& impl, protocol::list_samples_params p, request_options o,
-           handler_t<protocol::list_samples_result> h) {
+           handler_t<protocol::list_samples_result> h, home_t home) {
   impl->request<protocol::list_samples_result>(
-      "list_samples", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
+      "list_samples", json::serialize(protocol::encode(p)), std::move(o), std::move(h), home,
       &by_ref<protocol::list_samples_result, protocol::decode_list_samples_result>);
 }
 
 void start(const impl_ptr& impl, protocol::run_params p, request_options o,
-           handler_t<protocol::run_result> h) {
+           handler_t<protocol::run_result> h, home_t home) {
   std::string params;
   protocol::append_json(params, p);
-  impl->request<protocol::run_result>("run", std::move(params), std::move(o), std::move(h),
+  impl->request<protocol::run_result>("run", std::move(params), std::move(o), std::move(h), home,
                                       &decode_run);
 }
 
 void start(const impl_ptr& impl, execute_call c, request_options o,
-           handler_t<protocol::execute_result> h) {
+           handler_t<protocol::execute_result> h, home_t home) {
   std::string params;
   protocol::append_json(params, c.params);
   impl->request<protocol::execute_result>("execute", std::move(params), std::move(o), std::move(h),
-                                          &decode_execute);
+                                          home, &decode_execute);
 }
 
 void start(const impl_ptr& impl, protocol::score_params p, request_options o,
-           handler_t<protocol::run_result> h) {
+           handler_t<protocol::run_result> h, home_t home) {
   impl->request<protocol::run_result>("score", json::serialize(protocol::encode(p)), std::move(o),
-                                      std::move(h), &decode_run);
+                                      std::move(h), home, &decode_run);
 }
 
-void start(const impl_ptr& impl, protocol::cancel_params p, request_options o, handler_t<bool> h) {
+void start(const impl_ptr& impl, protocol::cancel_params p, request_options o, handler_t<bool> h,
+           home_t home) {
   impl->request<bool>("cancel", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
-                      &decode_cancel);
+                      home, &decode_cancel);
 }
 
 namespace {
@@ -835,11 +834,11 @@ asio::awaitable<outcome<exit_status>> shutdown_coro(impl_ptr self) {
 }  // namespace
 
 void start(const impl_ptr& impl, list_all_call, request_options o,
-           handler_t<protocol::list_result> h) {
+           handler_t<protocol::list_result> h, home_t) {
   spawn_op<protocol::list_result>(impl, list_all_coro(impl, o.diag), std::move(h), o.diag);
 }
 
-void start(const impl_ptr& impl, shutdown_call, request_options, handler_t<exit_status> h) {
+void start(const impl_ptr& impl, shutdown_call, request_options, handler_t<exit_status> h, home_t) {
   spawn_op<exit_status>(impl, shutdown_coro(impl), std::move(h), nullptr);
 }
 
@@ -860,6 +859,11 @@ struct host_ref {
 namespace mira {
 
 namespace asio = boost::asio;
+
+asio::io_context* detail::io_context_of(const asio::any_io_executor& ex) noexcept {
+  auto* e = ex.target<asio::io_context::executor_type>();
+  return e ? &asio::query(*e, asio::execution::context) : nullptr;
+}
 
 host_handle::host_handle(executor_type ex, std::unique_ptr<detail::transport> io,
                          host_options opts) {
