@@ -7,12 +7,17 @@ BUILD_DIR="$build" BUILD_TYPE=Release CMAKE_ARGS="-DMIRA_BUILD_TESTS=OFF" script
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
 echo "== codec"
 "$build/benchmarks/codec_throughput"
+# --pin: the client (baseline or host) on CPU 0, the study on CPU 1 (see host_throughput.cpp).
 for c in 1 8 64 512; do
   echo "== host_throughput, minimal echo results, c=$c"
-  "$build/benchmarks/host_throughput" -n 100000 -c "$c" -r 3 -- "$build/benchmarks/echo_study"
+  "$build/benchmarks/host_throughput" -n 200000 -c "$c" -r 3 --pin -- "$build/benchmarks/echo_study"
 done
 echo "== host_throughput, typical results, c=64"
-"$build/benchmarks/host_throughput" -n 100000 -c 64 -r 3 -- "$build/benchmarks/echo_study" --typical
+"$build/benchmarks/host_throughput" -n 200000 -c 64 -r 3 --pin -- "$build/benchmarks/echo_study" --typical
+echo "== host_throughput, minimal echo results, c=64, unpinned"
+"$build/benchmarks/host_throughput" -n 200000 -c 64 -r 3 -- "$build/benchmarks/echo_study"
+echo "== host_throughput, minimal echo results, c=64, callers on a second thread (unpinned)"
+"$build/benchmarks/host_throughput" -n 200000 -c 64 -r 3 --two-threads -- "$build/benchmarks/echo_study"
 echo "== memory_in_flight: 100000 requests held by the study"
 "$build/benchmarks/memory_in_flight" -n 100000 -- "$build/benchmarks/echo_study" --hold 100000
 echo "== planning: 1000000 samples in 2000 pages x 3 targets x 2 trials; resume over 1000000 keys"
