@@ -207,7 +207,11 @@ void multiplexer::frame_queue::pop_front() {
   refs_.pop_front();
   if (refs_.empty()) {
     base_ += bytes_.size();
-    bytes_.clear();
+    // Kept for the next requests, unless a burst made it large: then it goes back.
+    if (bytes_.capacity() > (std::size_t{1} << 20))
+      std::string().swap(bytes_);
+    else
+      bytes_.clear();
     return;
   }
   // Drop the written prefix once it is most of the buffer: amortised O(1) per frame.
