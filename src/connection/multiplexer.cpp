@@ -190,7 +190,7 @@ bool multiplexer::has_pending_writes() const {
   return !urgent_.empty() || live_queued_ > 0;
 }
 
-void multiplexer::erase(std::pmr::unordered_map<std::int64_t, entry>::iterator it) {
+void multiplexer::erase(std::unordered_map<std::int64_t, entry>::iterator it) {
   if (it->second.state == request_state::queued && !it->second.is_cancel) --live_queued_;
   set_state(it->second, request_state::queued);  // leaves the outstanding count
   entries_.erase(it);

@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <memory_resource>
 #include <optional>
 #include <set>
 #include <string>
@@ -183,15 +182,12 @@ class multiplexer {
   };
 
   void set_state(entry& e, request_state s);
-  void erase(std::pmr::unordered_map<std::int64_t, entry>::iterator it);
+  void erase(std::unordered_map<std::int64_t, entry>::iterator it);
   inbound drop(drop_reason r, std::string detail, std::string_view method = {});
   std::optional<inbound> route_result_text(std::string_view line);
   void reset_arena();
 
-  // Nodes come from a pool that keeps freed ones: no malloc per request once warm. Declared
-  // before the table, so it outlives it.
-  std::pmr::unsynchronized_pool_resource entry_pool_;
-  std::pmr::unordered_map<std::int64_t, entry> entries_{&entry_pool_};
+  std::unordered_map<std::int64_t, entry> entries_;
   frame_queue urgent_;  // cancel frames
   frame_queue queue_;
   std::string wire_;  // the write in progress
