@@ -40,12 +40,6 @@ std::string_view to_string(drop_reason r) {
 
 namespace {
 
-json::parse_options parse_opts() {
-  json::parse_options o;
-  o.max_depth = 256;  // trajectories nest deeper than the default 32; the parser is not recursive
-  return o;
-}
-
 void append_frame(std::string& out, std::int64_t id, std::string_view method,
                   std::string_view params_json) {
   char num[24];
@@ -160,7 +154,7 @@ std::string_view member_text(std::string_view obj, std::string_view key) {
 }  // namespace
 
 multiplexer::multiplexer(std::size_t max_batch_bytes)
-    : max_batch_(max_batch_bytes), parser_({}, parse_opts()) {}
+    : max_batch_(max_batch_bytes), parser_({}, host_parse_options()) {}
 
 void multiplexer::set_state(entry& e, request_state s) {
   auto counts = [](request_state st) {

@@ -20,12 +20,6 @@ namespace mira::protocol {
 
 namespace {
 
-json::parse_options parse_opts() {
-  json::parse_options o;
-  o.max_depth = 256;
-  return o;
-}
-
 void append_utf8(std::string& out, unsigned cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
@@ -290,7 +284,7 @@ bool json_member(text_reader& r, json::value& out) {
   std::string_view text;
   if (!r.raw(text)) return false;
   boost::system::error_code ec;
-  out = json::parse(text, ec, json::storage_ptr(), parse_opts());
+  out = json::parse(text, ec, json::storage_ptr(), mira::detail::host_parse_options());
   return !ec;
 }
 template <class T, T* (json::value::*As)() noexcept>
@@ -429,16 +423,20 @@ bool read_run_result(text_reader& r, run_result& res) {
   return ok && r.at_end();
 }
 
+// Whatever the text reader does not take: the DOM decoder's answer or error.
+decoded<run_result> through_dom(std::string_view text) {
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec, json::storage_ptr(), mira::detail::host_parse_options());
+  if (ec) return tl::make_unexpected(decode_error{"", "not valid JSON (" + ec.message() + ")"});
+  return decode_run_result(v, std::string(text));
+}
+
 }  // namespace
 
 decoded<run_result> decode_run_result_text(std::string_view text) {
   if (mira::detail::scan_json_value(text, mira::detail::skip_json_ws(text, 0)) ==
-      mira::detail::json_scan_failed) {
-    boost::system::error_code ec;
-    auto v = json::parse(text, ec, json::storage_ptr(), parse_opts());
-    if (ec) return tl::make_unexpected(decode_error{"", "not valid JSON (" + ec.message() + ")"});
-    return decode_run_result(v, std::string(text));
-  }
+      mira::detail::json_scan_failed)
+    return through_dom(text);
   run_result res;
   if (auto e = detail::decode_valid_run_result_text(text, res)) return tl::make_unexpected(*e);
   return res;
@@ -451,10 +449,7 @@ std::optional<decode_error> detail::decode_valid_run_result_text(std::string_vie
     out.raw_json.assign(text.data(), text.size());
     return std::nullopt;
   }
-  boost::system::error_code ec;
-  auto v = json::parse(text, ec, json::storage_ptr(), parse_opts());
-  if (ec) return decode_error{"", "not valid JSON (" + ec.message() + ")"};
-  auto res = decode_run_result(v, std::string(text));
+  auto res = through_dom(text);
   if (!res) return std::move(res.error());
   out = std::move(*res);
   return std::nullopt;

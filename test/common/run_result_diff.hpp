@@ -3,6 +3,7 @@
 // decimal correctly (the text decoder uses std::from_chars, which does).
 #pragma once
 
+#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
 
 #include <boost/json/parse.hpp>
@@ -83,9 +84,7 @@ inline std::string run_result_diff(const protocol::run_result& a, const protocol
 /// Decodes `text` both ways; empty when they agree (same result, or the same error).
 inline std::string text_and_dom_disagree(std::string_view text) {
   boost::system::error_code ec;
-  boost::json::parse_options opts;
-  opts.max_depth = 256;
-  auto v = boost::json::parse(text, ec, {}, opts);
+  auto v = boost::json::parse(text, ec, {}, detail::host_parse_options());
   auto by_text = protocol::decode_run_result_text(text);
   if (ec) return by_text ? "the text decoder accepted text that is not JSON" : "";
   auto by_dom = protocol::decode_run_result(v, std::string(text));

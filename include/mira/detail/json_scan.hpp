@@ -7,10 +7,20 @@
 // the DOM parser accepts too; anything else is left to that parser, which decides and explains.
 #pragma once
 
+#include <boost/json/parse_options.hpp>
+
 #include <cstddef>
 #include <string_view>
 
 namespace mira::detail {
+
+/// The options of every parse of a study's output: trajectories nest deeper than Boost.JSON's
+/// default of 32 (its parser is not recursive).
+inline boost::json::parse_options host_parse_options() {
+  boost::json::parse_options o;
+  o.max_depth = 256;
+  return o;
+}
 
 inline constexpr std::size_t json_scan_failed = static_cast<std::size_t>(-1);
 
