@@ -2,7 +2,7 @@
 // `-- STUDY_CMD ...` tail. Every bad value is a usage_error naming the flag and the value.
 #pragma once
 
-#include "escape.hpp"
+#include <mira/report/escape.hpp>
 
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/run_plan.hpp>
@@ -12,6 +12,8 @@
 #include <vector>
 
 namespace mira::cli {
+
+using report::printable;
 
 struct usage_error {
   std::string message;

@@ -313,7 +313,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     for (std::size_t i = 0; i < p->cases.size(); ++i) {
       auto& key = p->cases[i].key;
       if (auto it = saved.find(key); it != saved.end()) {
-        auto rec = case_from_json(it->second);
+        auto rec = store::decode_case(it->second);
         bool again =
             (a.retry_errors && (rec.state == case_state::error || rec.state == case_state::na)) ||
             (a.retry_failed && rec.state == case_state::failed) ||
@@ -430,7 +430,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       auto& c = p->cases[w.full_index[j]];
       if (artifacts && m == mode::execute_only && r.has_result() &&
           (r.state == case_state::executed || r.state == case_state::skipped)) {
-        auto artifact = result_object(r);
+        auto artifact = store::result_object(r);
         artifact["key"] = c.key;
         save(artifacts->file_for(c.key), json::serialize(artifact) + "\n", c.key,
              "the artifact of ");
@@ -438,7 +438,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       // A cancelled case is not finished: a resumed run runs it.
       const bool saving = folder && r.state != case_state::cancelled;
       if (!saving && !stream_jsonl) return;  // the record is only built to be written
-      auto line = json::serialize(case_json(c, r));
+      auto line = json::serialize(store::encode_case(c, r));
       if (stream_jsonl) std::cout << line << '\n' << std::flush;
       if (saving) save(folder->case_file(c.key), std::move(line) + "\n", c.key, "the result of ");
     };

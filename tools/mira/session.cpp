@@ -294,7 +294,7 @@ saved_run load_saved_run(const store::run_folder& folder) {
     c.params = std::move(*params);
     c.key = key;
     p.cases.push_back(std::move(c));
-    report.cases.push_back(case_from_json(record));
+    report.cases.push_back(store::decode_case(record));
   }
   if (auto meta = folder.load_meta()) {
     auto* summary = meta->if_contains("summary");

@@ -3,11 +3,11 @@
 #pragma once
 
 #include "args.hpp"
-#include "render.hpp"
 
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/codec.hpp>
+#include <mira/report/render.hpp>
 #include <mira/store/run_folder.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -23,6 +23,10 @@
 #include <string>
 
 namespace mira::cli {
+
+using report::print_table;
+using report::render;
+using report::summary_json;
 
 inline constexpr std::string_view version = "0.1.0";
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <mira/plan/plan.hpp>
-#include <mira/schedule/run_plan.hpp>
+#include <mira/schedule/results.hpp>
 
 #include <array>
 #include <map>

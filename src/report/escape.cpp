@@ -1,9 +1,9 @@
 // Escaping for each output context (see escape.hpp).
-#include "escape.hpp"
+#include <mira/report/escape.hpp>
 
 #include <cstdio>
 
-namespace mira::cli {
+namespace mira::report {
 
 namespace {
 
@@ -195,4 +195,4 @@ std::string safe_href(std::string_view url) {
   return html_text(url);
 }
 
-}  // namespace mira::cli
+}  // namespace mira::report

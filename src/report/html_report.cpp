@@ -3,8 +3,8 @@
 // with a small inline script. Every study-provided string goes through html_text()/safe_href(),
 // and a Content-Security-Policy that admits only this page's own script (by hash) backs that
 // up: injected markup would be inert even if an escape were missed.
-#include "escape.hpp"
-#include "render.hpp"
+#include <mira/report/escape.hpp>
+#include <mira/report/render.hpp>
 
 #include <mira/store/files.hpp>
 
@@ -14,7 +14,7 @@
 #include <map>
 #include <optional>
 
-namespace mira::cli {
+namespace mira::report {
 
 namespace {
 
@@ -411,4 +411,4 @@ std::string html_report(const plan::plan& p, const schedule::run_report& report,
   return out;
 }
 
-}  // namespace mira::cli
+}  // namespace mira::report

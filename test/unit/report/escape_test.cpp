@@ -1,9 +1,9 @@
 // Escaping per output context, byte by byte.
-#include "mira/escape.hpp"
+#include <mira/report/escape.hpp>
 
 #include <boost/test/unit_test.hpp>
 
-using namespace mira::cli;
+using namespace mira::report;
 
 BOOST_AUTO_TEST_SUITE(escaping)
 

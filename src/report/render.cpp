@@ -1,8 +1,7 @@
 // Rendering (see render.hpp).
-#include "render.hpp"
+#include <mira/report/render.hpp>
 
-#include "args.hpp"
-#include "escape.hpp"
+#include <mira/report/escape.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -12,7 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace mira::cli {
+namespace mira::report {
 
 namespace json = boost::json;
 using schedule::case_state;
@@ -86,82 +85,6 @@ json::object rate_json(const aggregate::rate& r) {
 }
 
 }  // namespace
-
-json::object result_object(const schedule::case_record& r) {
-  boost::system::error_code ec;
-  auto v = json::parse(r.result_json, ec);
-  return !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
-}
-
-json::object case_json(const plan::planned_case& c, const schedule::case_record& r) {
-  json::object o;
-  if (r.has_result()) {
-    o = result_object(r);
-  } else {
-    o = protocol::encode(c.params);
-    o["passed"] = false;
-    o["aggregate"] = 0.0;
-    o["scores"] = json::array{};
-    json::object t{
-        {"final_response", ""},
-        {"iterations", 0},
-        {"tool_calls_count", 0},
-        {"usage", json::object{{"input_tokens", 0}, {"output_tokens", 0}, {"cost_usd", 0.0}}}};
-    if (!r.message.empty()) t["error"] = r.message;
-    if (r.state == case_state::na) t["error_kind"] = "infra";
-    o["transcript"] = std::move(t);
-    o["skipped"] = r.state == case_state::skipped;
-  }
-  o["key"] = c.key;
-  o["status"] = to_string(r.state);
-  o["attempts"] = r.attempts;
-  if (!r.retried.empty()) {
-    json::array retried;
-    for (auto& e : r.retried)
-      retried.push_back(json::object{{"cause", e.cause}, {"message", e.message}});
-    o["retried"] = std::move(retried);
-  }
-  if (!r.message.empty() && r.has_result()) o["host_message"] = r.message;
-  if (r.attempts > 0) o["latency_ms"] = std::round(r.latency_seconds * 1e6) / 1e3;
-  return o;
-}
-
-schedule::case_record case_from_json(const json::object& saved) {
-  schedule::case_record r;
-  auto text = [&](std::string_view k) -> std::string {
-    auto* v = saved.if_contains(k);
-    return v && v->is_string() ? std::string(v->get_string()) : std::string();
-  };
-  auto status = text("status");
-  for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
-                  case_state::cancelled, case_state::error, case_state::executed})
-    if (status == to_string(st)) r.state = st;
-  if (auto* v = saved.if_contains("attempts"); v && v->is_int64())
-    r.attempts = static_cast<int>(v->get_int64());
-  if (auto* v = saved.if_contains("latency_ms"); v && v->is_number())
-    r.latency_seconds = v->to_number<double>() / 1000;
-  if (auto* v = saved.if_contains("retried"); v && v->is_array())
-    for (auto& e : v->get_array())
-      if (auto* o = e.if_object())
-        r.retried.push_back(
-            {std::string(o->at("cause").as_string()), std::string(o->at("message").as_string())});
-  r.message = text("host_message");
-  // The study's own result, without the host's fields; cases that never produced one (errors,
-  // unavailable targets) were saved with a synthesised result that is not put back.
-  if (r.state == case_state::passed || r.state == case_state::failed || r.state == case_state::na ||
-      (r.state == case_state::skipped && r.attempts > 0)) {
-    json::object study_part = saved;
-    for (auto k : {"key", "status", "attempts", "retried", "latency_ms", "host_message"})
-      study_part.erase(k);
-    if (protocol::decode_run_result(study_part)) r.result_json = json::serialize(study_part);
-  }
-  if (r.message.empty() && !r.has_result()) {
-    if (auto* t = saved.if_contains("transcript"); t && t->is_object())
-      if (auto* e = t->get_object().if_contains("error"); e && e->is_string())
-        r.message = std::string(e->get_string());
-  }
-  return r;
-}
 
 json::object summary_json(const aggregate::summary& s, const schedule::run_report& report) {
   json::object counts;
@@ -360,9 +283,9 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
                  printable(report.stop_message).c_str());
 }
 
-}  // namespace mira::cli
+}  // namespace mira::report
 
-namespace mira::cli {
+namespace mira::report {
 
 namespace {
 
@@ -521,7 +444,7 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   if (format == "csv") return csv_report(p, report, out);
   if (format == "jsonl") {
     for (std::size_t i = 0; i < p.cases.size(); ++i)
-      out(json::serialize(case_json(p.cases[i], report.cases[i])) + "\n");
+      out(json::serialize(store::encode_case(p.cases[i], report.cases[i])) + "\n");
     return out(json::serialize(json::object{{"summary", summary_json(s, report)}}) + "\n");
   }
   if (format == "junit") return out(junit_report(p, report, s));
@@ -530,7 +453,7 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   // {"summary": ..., "cases": [...]}, one case at a time.
   out("{\"summary\":" + json::serialize(summary_json(s, report)) + ",\"cases\":[");
   for (std::size_t i = 0; i < p.cases.size(); ++i)
-    out((i ? "," : "") + json::serialize(case_json(p.cases[i], report.cases[i])));
+    out((i ? "," : "") + json::serialize(store::encode_case(p.cases[i], report.cases[i])));
   out("]}\n");
 }
 
@@ -541,4 +464,4 @@ std::string render(const std::string& format, const plan::plan& p,
   return text;
 }
 
-}  // namespace mira::cli
+}  // namespace mira::report

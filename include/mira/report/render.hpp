@@ -1,7 +1,9 @@
-// Rendering a finished run for the terminal (table) and for machines (jsonl).
+// Rendering a finished run: the terminal table and every report format (json, jsonl, csv,
+// junit, md, html), each written to a sink a case at a time where the format allows.
 #pragma once
 
 #include <mira/aggregate/summary.hpp>
+#include <mira/store/records.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -10,17 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace mira::cli {
-
-/// The record's result (the study's JSON text) as an object; empty without one.
-boost::json::object result_object(const schedule::case_record& r);
-
-/// One case as a JSON object: the study's RunResult (unknown fields kept) or a synthesised
-/// one, plus host fields: key, status, attempts, retried, latency_ms.
-boost::json::object case_json(const plan::planned_case& c, const schedule::case_record& r);
-
-/// A case record read back from a saved case_json() object (for resumed runs).
-schedule::case_record case_from_json(const boost::json::object& saved);
+namespace mira::report {
 
 /// The summary as JSON (counts, overall rate, matrix, trials with pass@k, groups, totals).
 boost::json::object summary_json(const aggregate::summary& s, const schedule::run_report& report);
@@ -50,4 +42,4 @@ std::string html_report(const plan::plan& p, const schedule::run_report& report,
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour = false);
 
-}  // namespace mira::cli
+}  // namespace mira::report

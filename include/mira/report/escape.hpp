@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace mira::cli {
+namespace mira::report {
 
 /// For a terminal: C0/C1 controls, DEL and invalid UTF-8 bytes shown as \xNN (or \u{NN} for C1),
 /// so no escape sequence reaches the terminal.
@@ -31,4 +31,4 @@ std::string html_text(std::string_view v);
 /// empty (javascript:, data: and the like are never linked).
 std::string safe_href(std::string_view url);
 
-}  // namespace mira::cli
+}  // namespace mira::report

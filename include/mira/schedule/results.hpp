@@ -1,0 +1,71 @@
+// The results model: how each case of a run ended and the run's report. No Asio and no host:
+// aggregation, the run store and the renderers use it without pulling in the connection.
+#pragma once
+
+#include <mira/protocol/types.hpp>
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mira::schedule {
+
+/// How a case ended. N/A, skipped and cancelled are outside pass-rate denominators.
+enum class case_state {
+  passed,
+  failed,     // the subject failed (or timed out, unless timeouts count as infra)
+  na,         // every score N/A, or retries exhausted on an infrastructure problem
+  skipped,    // target unavailable, or the study skipped it
+  cancelled,  // stopped by fail-fast, a budget or the deadline before it finished
+  error,      // the study rejected the request, or the connection failed
+  executed,   // operation::execute: the transcript is in, the verdict comes from a later score
+};
+std::string_view to_string(case_state s);
+std::ostream& operator<<(std::ostream& os, case_state s);
+
+/// One attempt that did not give the final outcome, and why it was retried.
+struct attempt_error {
+  std::string cause;    // "rate limit", "retryable error", "infra", "study exited", "timeout"
+  std::string message;  // the study's or the host's words
+};
+
+struct case_record {
+  case_state state = case_state::cancelled;
+  /// The final attempt's result exactly as the study sent it (its JSON text), if it gave one.
+  /// Kept as text only, decoded by result() when asked: a decoded view beside it would cost
+  /// about 700 bytes more per case, and a run keeps every case until its report.
+  std::string result_json;
+  int attempts = 0;
+  std::vector<attempt_error> retried;  // every earlier attempt's failure
+  std::string message;                 // why this state, when the result does not say
+  double latency_seconds = 0;          // host-measured, final attempt
+
+  bool has_result() const { return !result_json.empty(); }
+  /// result_json decoded (run_result; for operation::execute the ExecuteResult's run fields),
+  /// nullopt without one. Decoded on each call: keep the value while using it.
+  std::optional<protocol::run_result> result() const;
+};
+
+enum class stop_reason {
+  none,
+  fail_fast,
+  budget,
+  deadline,
+  study_failed,
+  interrupted,
+  requested,  // run_hooks::stop_after asked (e.g. results could no longer be saved)
+};
+std::string_view to_string(stop_reason r);
+std::ostream& operator<<(std::ostream& os, stop_reason r);
+
+struct run_report {
+  std::vector<case_record> cases;  // in plan order
+  stop_reason stopped = stop_reason::none;
+  std::string stop_message;
+  double seconds = 0;
+  int restarts = 0;  // studies started by `respawn`
+};
+
+}  // namespace mira::schedule

@@ -1,0 +1,23 @@
+// A saved case: the study's RunResult (unknown fields kept) plus the host's fields (key, status,
+// attempts, retried, latency_ms). The one format of result.json, segment records, jsonl reports
+// and served cases, with its codec, so every reader agrees with every writer.
+#pragma once
+
+#include <mira/plan/plan.hpp>
+#include <mira/schedule/results.hpp>
+
+#include <boost/json/object.hpp>
+
+namespace mira::store {
+
+/// The record's result (the study's JSON text) as an object; empty without one.
+boost::json::object result_object(const schedule::case_record& r);
+
+/// One case as its saved JSON object: the study's RunResult or, for a case that never produced
+/// one, a synthesised result with the error, plus key, status, attempts, retried, latency_ms.
+boost::json::object encode_case(const plan::planned_case& c, const schedule::case_record& r);
+
+/// A case record read back from an encode_case() object.
+schedule::case_record decode_case(const boost::json::object& saved);
+
+}  // namespace mira::store

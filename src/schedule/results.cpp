@@ -1,0 +1,63 @@
+// The results model's names and the decoded view of a case's result (see results.hpp).
+#include <mira/protocol/codec.hpp>
+#include <mira/schedule/results.hpp>
+
+#include <ostream>
+
+namespace mira::schedule {
+
+std::string_view to_string(case_state s) {
+  switch (s) {
+    case case_state::passed:
+      return "passed";
+    case case_state::failed:
+      return "failed";
+    case case_state::na:
+      return "na";
+    case case_state::skipped:
+      return "skipped";
+    case case_state::cancelled:
+      return "cancelled";
+    case case_state::error:
+      return "error";
+    case case_state::executed:
+      return "executed";
+  }
+  return "?";
+}
+
+std::string_view to_string(stop_reason r) {
+  switch (r) {
+    case stop_reason::none:
+      return "none";
+    case stop_reason::fail_fast:
+      return "fail-fast";
+    case stop_reason::budget:
+      return "budget";
+    case stop_reason::deadline:
+      return "deadline";
+    case stop_reason::study_failed:
+      return "study failed";
+    case stop_reason::interrupted:
+      return "interrupted";
+    case stop_reason::requested:
+      return "requested";
+  }
+  return "?";
+}
+
+std::optional<protocol::run_result> case_record::result() const {
+  if (result_json.empty()) return std::nullopt;
+  auto r = protocol::decode_run_result_text(result_json);
+  if (!r) return std::nullopt;  // it decoded when it arrived; only a hand-made text can fail
+  return std::move(*r);
+}
+
+std::ostream& operator<<(std::ostream& os, case_state s) {
+  return os << to_string(s);
+}
+std::ostream& operator<<(std::ostream& os, stop_reason r) {
+  return os << to_string(r);
+}
+
+}  // namespace mira::schedule
