@@ -62,6 +62,23 @@ schedule::case_record decode_case(const json::object& saved) {
   for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
                   case_state::cancelled, case_state::error, case_state::executed})
     if (status == to_string(st)) r.state = st;
+  if (status.empty()) {
+    // A record the Rust mira CLI saved: a bare RunResult, its state read from the verdict.
+    auto result = protocol::decode_run_result(saved);
+    if (result) {
+      bool all_na = !result->scores.empty();
+      for (auto& sc : result->scores) all_na = all_na && sc.na;
+      r.state = result->skipped ? case_state::skipped
+                : all_na        ? case_state::na
+                : result->passed ? case_state::passed
+                                 : case_state::failed;
+      r.attempts = 1;
+      json::object study_part = saved;
+      study_part.erase("key");
+      r.result_json = json::serialize(study_part);
+      return r;
+    }
+  }
   if (auto* v = saved.if_contains("attempts"); v && v->is_int64())
     r.attempts = static_cast<int>(v->get_int64());
   if (auto* v = saved.if_contains("latency_ms"); v && v->is_number())

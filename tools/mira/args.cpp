@@ -180,6 +180,12 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.policy.max_tokens = whole_number(a, value(a), 0, INT64_MAX / 2);
     } else if ((runs || reports) && a == "--results-dir") {
       out.results_dir = value(a);
+    } else if (runs && a == "--store") {
+      auto v = value(a);
+      auto l = store::layout_from_string(v);
+      if (!l)
+        throw usage_error{"--store: '" + printable(v) + "' is not per-case or compact"};
+      out.store_layout = *l;
     } else if (runs && a == "--dry-run") {
       out.dry_run = true;
     } else if (runs && a == "--resume") {

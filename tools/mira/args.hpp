@@ -6,6 +6,7 @@
 
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/run_plan.hpp>
+#include <mira/store/run_meta.hpp>
 
 #include <optional>
 #include <string>
@@ -37,6 +38,7 @@ struct run_args {
   // Saved runs (run).
   std::string results_dir = "results";
   bool dry_run = false;
+  store::layout store_layout = store::layout::per_case;  // --store per-case | compact
   std::string resume;  // run id
   bool retry_errors = false;
   bool retry_failed = false;

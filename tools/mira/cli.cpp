@@ -7,7 +7,7 @@
 #include "session.hpp"
 
 #include <mira/aggregate/summary.hpp>
-#include <mira/store/run_folder.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <boost/json/serialize.hpp>
 
@@ -123,14 +123,22 @@ int cmd_plan(const std::vector<std::string>& args) {
 int cmd_report(const std::vector<std::string>& args) {
   auto a = parse_args(command::report, args);
   if (a.help) return std::fputs(report_help, stdout), exit_ok;
-  auto folder = store::run_folder::open(a.results_dir, a.run_id);
-  if (!folder) {
-    std::fprintf(stderr, "mira: %s\n", printable(folder.error()).c_str());
-    return exit_usage;
+  auto run = load_saved_run(a);
+  if (!run) return exit_usage;
+  if (run->cases.empty() && !run->unreadable.empty()) {
+    std::fprintf(stderr, "mira: none of the %zu saved case(s) of run %s can be read\n",
+                 run->unreadable.size(), printable(a.run_id).c_str());
+    return exit_host_error;
   }
-  auto saved = load_saved_run(*folder);
-  auto s = aggregate::summarize(saved.p, saved.report.cases, nullptr, a.group_by);
-  return emit_report(a, saved.p, saved.report, s, false) ? exit_ok : exit_host_error;
+  auto [p, report] = run->as_report();
+  auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
+  if (!emit_report(a, p, report, s, false)) return exit_host_error;
+  if (!run->unreadable.empty()) {
+    std::fprintf(stderr, "mira: the report leaves out %zu case(s) whose files cannot be read\n",
+                 run->unreadable.size());
+    return exit_host_error;
+  }
+  return exit_ok;
 }
 
 int main(const std::vector<std::string>& args) {

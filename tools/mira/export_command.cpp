@@ -9,7 +9,6 @@
 #include <mira/protocol/trajectory.hpp>
 #include <mira/store/artifacts.hpp>
 #include <mira/store/files.hpp>
-#include <mira/store/run_folder.hpp>
 
 #include <boost/json/serialize.hpp>
 
@@ -91,19 +90,15 @@ json::object export_document(const std::string& run_id, const plan::planned_case
 int cmd_export(const std::vector<std::string>& args) {
   auto a = parse_args(command::export_, args);
   if (a.help) return std::fputs(export_help, stdout), exit_ok;
-  auto folder = store::run_folder::open(a.results_dir, a.run_id);
-  if (!folder) {
-    std::fprintf(stderr, "mira: %s\n", printable(folder.error()).c_str());
-    return exit_usage;
-  }
+  auto run = load_saved_run(a);
+  if (!run) return exit_usage;
   // A run made by `mira score` knows where its artifacts are.
-  if (a.artifacts.empty())
-    if (auto meta = folder->load_meta()) {
-      auto* dir = meta->if_contains("scored_artifacts");
-      std::error_code ec;
-      if (dir && dir->is_string() && std::filesystem::is_directory(dir->get_string().c_str(), ec))
-        a.artifacts = dir->get_string();
-    }
+  if (a.artifacts.empty()) {
+    auto* dir = run->meta.extra.if_contains("scored_artifacts");
+    std::error_code ec;
+    if (dir && dir->is_string() && std::filesystem::is_directory(dir->get_string().c_str(), ec))
+      a.artifacts = dir->get_string();
+  }
   std::map<std::string, json::object> artifacts;
   if (!a.artifacts.empty()) {
     auto dir = store::artifact_dir::open(a.artifacts);
@@ -116,9 +111,10 @@ int cmd_export(const std::vector<std::string>& args) {
     for (auto& u : unreadable)
       std::fprintf(stderr, "mira: warning: cannot read the artifact %s\n", printable(u).c_str());
   }
-  auto saved = load_saved_run(*folder);
+  auto [saved_plan, saved_report] = run->as_report();
   const bool to_stdout = a.out == "-";
-  auto out_dir = a.out.empty() ? folder->path() / "export" : std::filesystem::path(a.out);
+  auto out_dir = a.out.empty() ? std::filesystem::path(a.results_dir) / a.run_id / "export"
+                               : std::filesystem::path(a.out);
   if (!to_stdout) {
     std::error_code ec;
     std::filesystem::create_directories(out_dir, ec);
@@ -129,9 +125,9 @@ int cmd_export(const std::vector<std::string>& args) {
     }
   }
   std::size_t written = 0, from_artifacts = 0;
-  for (std::size_t i = 0; i < saved.p.cases.size(); ++i) {
-    auto& c = saved.p.cases[i];
-    auto& r = saved.report.cases[i];
+  for (std::size_t i = 0; i < saved_plan.cases.size(); ++i) {
+    auto& c = saved_plan.cases[i];
+    auto& r = saved_report.cases[i];
     if (r.state == case_state::skipped || r.state == case_state::cancelled) continue;
     if (!a.selection.filter.empty() && c.key.find(a.selection.filter) == std::string::npos)
       continue;

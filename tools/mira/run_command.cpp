@@ -1,6 +1,6 @@
-// `mira run` and `mira score`: plan, schedule through run_plan, save the run folder, report.
-// Also resumes a saved run (re-running errors or failures when asked), executes without scoring
-// into an artifacts directory (--execute-only), and scores such artifacts (`mira score`).
+// `mira run` and `mira score`: named steps over the library — plan, open or resume the run store,
+// run the plan through run_plan, save, report, exit code. Also executes without scoring into an
+// artifacts directory (--execute-only) and scores such artifacts (`mira score`).
 #include "commands.hpp"
 #include "help.hpp"
 #include "session.hpp"
@@ -10,16 +10,20 @@
 #include <mira/store/artifacts.hpp>
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
-#include <mira/store/run_folder.hpp>
+#include <mira/store/records.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -37,71 +41,29 @@ using schedule::case_state;
 
 namespace {
 
-// The run folder of this run: a new one, the one being resumed, or none for --dry-run.
-// Prints why and sets rc when it cannot be had.
-std::optional<store::run_folder> run_folder_for(const run_args& a, const opened& study, bool& ok) {
-  ok = true;
-  if (a.dry_run) return std::nullopt;
-  if (!a.resume.empty()) {
-    auto f = store::run_folder::open(a.results_dir, a.resume);
-    if (!f) {
-      std::fprintf(stderr, "mira: --resume: %s\n", printable(f.error()).c_str());
-      ok = false;
-      return std::nullopt;
-    }
-    if (auto meta = f->load_meta()) {
-      auto* s = meta->if_contains("study");
-      auto* name = s && s->is_object() ? s->get_object().if_contains("study") : nullptr;
-      if (name && name->is_string() && name->get_string() != study.init.study) {
-        std::fprintf(stderr,
-                     "mira: --resume: run %s was made by study '%s', this is '%s' "
-                     "(--allow-other-study resumes anyway)\n",
-                     a.resume.c_str(), printable(name->get_string()).c_str(),
-                     printable(study.init.study).c_str());
-        if (!a.allow_other_study) {
-          ok = false;
-          return std::nullopt;
-        }
-      }
-      auto* study_version =
-          s && s->is_object() ? s->get_object().if_contains("study_version") : nullptr;
-      if (study_version && study_version->is_string() &&
-          study_version->get_string() != study.init.study_version)
-        std::fprintf(stderr, "mira: warning: run %s was made by study version %s, this is %s\n",
-                     a.resume.c_str(), printable(study_version->get_string()).c_str(),
-                     printable(study.init.study_version).c_str());
-      auto* config = meta->if_contains("config");
-      auto* sel =
-          config && config->is_object() ? config->get_object().if_contains("selection") : nullptr;
-      auto* seed = sel && sel->is_object() ? sel->get_object().if_contains("seed") : nullptr;
-      auto now_seed = a.selection.seed ? json::value(*a.selection.seed) : json::value(nullptr);
-      if (seed && *seed != now_seed)
-        std::fprintf(stderr,
-                     "mira: warning: run %s was made with --seed %s, this run uses %s: saved "
-                     "trials keep their old seeds\n",
-                     a.resume.c_str(), json::serialize(*seed).c_str(),
-                     json::serialize(now_seed).c_str());
-      auto* saved = meta->if_contains("fingerprints");
-      auto now = fingerprints(study.list);
-      if (saved && saved->is_object())
-        for (auto& [eval, hash] : now)
-          if (auto* old = saved->get_object().if_contains(eval); old && *old != hash)
-            std::fprintf(stderr, "mira: warning: eval '%s' changed since run %s was saved\n",
-                         printable(eval).c_str(), a.resume.c_str());
-    }
-    return std::move(*f);
+enum class mode { run, execute_only, score };
+
+// Shuts the study down on every way out of a command: awaited on the normal path, and when the
+// command leaves early, started on a copy of the handle so the io_context finishes it.
+class study_guard {
+ public:
+  explicit study_guard(host_handle& host) : host_(&host) {}
+  study_guard(const study_guard&) = delete;
+  study_guard& operator=(const study_guard&) = delete;
+  ~study_guard() {
+    if (!host_) return;
+    asio::co_spawn(
+        host_->get_executor(),
+        [h = *host_]() mutable -> asio::awaitable<void> { co_await h.shutdown(); },
+        asio::detached);
   }
-  std::random_device rd;
-  auto id = store::new_run_id(std::chrono::system_clock::now(),
-                              static_cast<std::uint16_t>(rd() & 0xffff));
-  auto f = store::run_folder::create(a.results_dir, id);
-  if (!f) {
-    std::fprintf(stderr, "mira: %s\n", printable(f.error()).c_str());
-    ok = false;
-    return std::nullopt;
+  asio::awaitable<void> shutdown() {
+    if (auto* h = std::exchange(host_, nullptr)) co_await h->shutdown();
   }
-  return std::move(*f);
-}
+
+ private:
+  host_handle* host_;  // the live handle: a restarted study replaces what it points to
+};
 
 std::optional<double> seconds_of(const std::optional<schedule::duration>& d) {
   if (!d) return std::nullopt;
@@ -118,7 +80,17 @@ json::array strings_json(const std::vector<std::string>& v) {
   return out;
 }
 
-// The effective configuration: what a later reader needs to know how the run was made.
+// --study-env values may be secrets: only their names are kept.
+std::vector<std::string> argv_without_secrets(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    bool env_value = i > 0 && args[i - 1] == "--study-env";
+    out.push_back(env_value ? args[i].substr(0, args[i].find('=')) : args[i]);
+  }
+  return out;
+}
+
+// The effective configuration of a session: what a later reader needs to know how it ran.
 json::object config_json(const std::vector<std::string>& host_args, const run_args& a) {
   auto& sel = a.selection;
   json::object axes;
@@ -130,13 +102,7 @@ json::object config_json(const std::vector<std::string>& host_args, const run_ar
   json::object providers;
   for (auto& [name, n] : a.policy.concurrency.provider_limits) providers[name] = n;
   auto& pol = a.policy;
-  // --study-env values may be secrets: only their names are kept.
-  json::array argv;
-  for (std::size_t i = 0; i < host_args.size(); ++i) {
-    bool env_value = i > 0 && host_args[i - 1] == "--study-env";
-    argv.emplace_back(env_value ? host_args[i].substr(0, host_args[i].find('=')) : host_args[i]);
-  }
-  return {{"argv", std::move(argv)},
+  return {{"argv", strings_json(argv_without_secrets(host_args))},
           {"selection",
            json::object{{"filter", sel.filter},
                         {"evals", strings_json(sel.evals)},
@@ -156,27 +122,8 @@ json::object config_json(const std::vector<std::string>& host_args, const run_ar
           {"deadline_s", optional_json(seconds_of(pol.deadline))},
           {"fail_fast", pol.fail_fast},
           {"max_cost_usd", optional_json(pol.max_cost_usd)},
-          {"max_tokens", pol.max_tokens ? json::value(*pol.max_tokens) : json::value(nullptr)}};
-}
-
-json::object meta_json(const std::vector<std::string>& host_args, const run_args& a,
-                       const opened& study, const std::string& run_id, const std::string& started) {
-  json::array argv;
-  for (auto& s : a.study) argv.emplace_back(s);
-  // Names only: values (API keys) never reach a run folder.
-  json::array env_names;
-  for (auto& entry : a.study_env) env_names.emplace_back(entry.substr(0, entry.find('=')));
-  return {
-      {"format", 1},
-      {"run_id", run_id},
-      {"started", started},
-      {"host", json::object{{"name", "mira-cpp"}, {"version", version}}},
-      {"study", study.init.raw},
-      {"study_command", std::move(argv)},
-      {"config", config_json(host_args, a)},
-      {"study_env", json::object{{"cleared", a.study_env_clear}, {"passed", std::move(env_names)}}},
-      {"environment", environment_json()},
-      {"fingerprints", fingerprints(study.list)}};
+          {"max_tokens", pol.max_tokens ? json::value(*pol.max_tokens) : json::value(nullptr)},
+          {"store", std::string(store::to_string(a.store_layout))}};
 }
 
 // A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
@@ -201,8 +148,6 @@ std::string resume_command(std::vector<std::string> args, const std::string& id)
   return out;
 }
 
-enum class mode { run, execute_only, score };
-
 // The study must advertise what the mode sends.
 bool study_can(const opened& study, mode m) {
   const char* need = m == mode::execute_only ? "execute" : m == mode::score ? "score" : nullptr;
@@ -214,321 +159,416 @@ bool study_can(const opened& study, mode m) {
   return false;
 }
 
-// What is already done before the run starts: saved cases of a resumed run, artifacts of an
-// earlier --execute-only, and for scoring the cases that have no artifact to score.
-struct prior_work {
-  std::vector<schedule::case_record> records;  // by plan index
-  plan::plan todo;
-  std::vector<std::size_t> full_index;    // todo index -> plan index
-  std::vector<json::object> transcripts;  // score: by todo index
+// The exit code of a finished command, from how it ended. One place, so `run`, `score` and a
+// resumed run agree.
+int exit_code_for(const schedule::run_report& report, const aggregate::summary& s,
+                  bool saving_failed) {
+  using schedule::stop_reason;
+  if (report.stopped == stop_reason::interrupted) return exit_interrupted;
+  if (saving_failed || report.stopped == stop_reason::study_failed) return exit_host_error;
+  if (report.stopped == stop_reason::budget || report.stopped == stop_reason::deadline)
+    return exit_stopped;
+  if (s.count(case_state::failed) + s.count(case_state::error) > 0) return exit_failed;
+  return exit_ok;
+}
+
+// Step: the execute artifacts this command writes (--execute-only) or scores (`mira score`),
+// with the plan cut down to what can be scored. Nothing for a plain run.
+struct artifacts_input {
+  std::optional<store::artifact_dir> dir;
+  std::map<std::string, json::object> stored;
 };
 
-}  // namespace
+std::optional<artifacts_input> open_artifacts(const run_args& a, mode m, const opened& study,
+                                              plan::plan& p, int& rc) {
+  artifacts_input in;
+  if (m == mode::run) return in;
+  auto dir = m == mode::execute_only ? store::artifact_dir::create(a.artifacts)
+                                     : store::artifact_dir::open(a.artifacts);
+  if (!dir) {
+    std::fprintf(stderr, "mira: %s\n", printable(dir.error()).c_str());
+    rc = m == mode::score ? exit_usage : exit_host_error;
+    return std::nullopt;
+  }
+  in.dir = std::move(*dir);
+  std::vector<std::string> unreadable;
+  in.stored = in.dir->load(&unreadable);
+  for (auto& u : unreadable)
+    std::fprintf(stderr, "mira: warning: cannot read the artifact %s; %s\n", printable(u).c_str(),
+                 m == mode::execute_only ? "that case is executed again" : "it is left out");
+  if (auto meta = in.dir->load_meta()) {
+    auto* made_by = meta->if_contains("study");
+    if (made_by && made_by->is_string() && made_by->get_string() != study.init.study)
+      std::fprintf(stderr, "mira: warning: the artifacts in %s were made by study '%s'\n",
+                   printable(a.artifacts).c_str(), printable(made_by->get_string()).c_str());
+  }
+  if (m == mode::score) {
+    plan::plan scorable;
+    for (auto& c : p.cases)
+      if (in.stored.count(c.key)) scorable.cases.push_back(c);
+    if (scorable.cases.size() < p.cases.size())
+      std::fprintf(stderr,
+                   "mira: %zu of %zu planned case(s) have no artifact in %s; scoring the other "
+                   "%zu\n",
+                   p.cases.size() - scorable.cases.size(), p.cases.size(),
+                   printable(a.artifacts).c_str(), scorable.cases.size());
+    if (scorable.cases.empty()) {
+      std::fprintf(stderr, "mira: nothing to score: no artifact in %s matches the selection\n",
+                   printable(a.artifacts).c_str());
+      rc = exit_usage;
+      return std::nullopt;
+    }
+    scorable.evals = std::move(p.evals);
+    p = std::move(scorable);
+  } else if (auto ec = in.dir->save_meta(json::object{{"study", study.init.study},
+                                                      {"study_version", study.init.study_version},
+                                                      {"host_version", version},
+                                                      {"fingerprints", fingerprints(study.list)}})) {
+    std::fprintf(stderr, "mira: warning: cannot write %s/meta.json: %s\n",
+                 printable(a.artifacts).c_str(), ec.message().c_str());
+  }
+  return in;
+}
 
-namespace {
+// Step: the run store of this run — a new one, the one being resumed (locked), or none for a
+// dry run or --execute-only — and what a resume reuses.
+struct store_input {
+  std::optional<store::run_store> store;
+  store::resume_plan resumed;  // for a fresh run: every case to run, nothing reused
+};
+
+std::optional<store_input> open_store(const std::vector<std::string>& args, const run_args& a,
+                                      mode m, const opened& study, const plan::plan& p, int& rc) {
+  store_input in;
+  auto fresh = [&] {
+    in.resumed.todo.resize(p.cases.size());
+    for (std::size_t i = 0; i < p.cases.size(); ++i) in.resumed.todo[i] = i;
+  };
+  if (a.dry_run || m == mode::execute_only) {
+    fresh();
+    return in;
+  }
+  if (a.resume.empty()) {
+    std::random_device rd;
+    auto id = store::new_run_id(std::chrono::system_clock::now(),
+                                static_cast<std::uint16_t>(rd() & 0xffff));
+    auto s = store::run_store::create(a.results_dir, id, a.store_layout);
+    if (!s) {
+      std::fprintf(stderr, "mira: %s\n", printable(s.error()).c_str());
+      rc = exit_host_error;
+      return std::nullopt;
+    }
+    in.store = std::move(*s);
+    fresh();
+  } else {
+    auto s = store::run_store::open(a.results_dir, a.resume);
+    if (!s) {
+      std::fprintf(stderr, "mira: --resume: %s\n", printable(s.error()).c_str());
+      // Another process holding the run is a host condition, not a usage mistake.
+      rc = s.error().find(" is in use by ") != std::string::npos ? exit_host_error : exit_usage;
+      return std::nullopt;
+    }
+    in.store = std::move(*s);
+    auto saved = in.store->load();
+    for (auto& u : saved.unreadable)
+      std::fprintf(stderr, "mira: warning: cannot read %s; that case runs again\n",
+                   printable(u).c_str());
+    store::resume_options o{a.retry_errors, a.retry_failed, a.allow_other_study};
+    auto decided = store::plan_resume(saved, p, study.init, fingerprints(study.list),
+                                      a.selection.seed, o);
+    if (!decided) {
+      std::fprintf(stderr, "mira: --resume: %s (--allow-other-study resumes anyway)\n",
+                   printable(decided.error()).c_str());
+      rc = exit_usage;
+      return std::nullopt;
+    }
+    in.resumed = std::move(*decided);
+    for (auto& w : in.resumed.warnings)
+      std::fprintf(stderr, "mira: warning: %s\n", printable(w).c_str());
+    std::fprintf(stderr, "resuming run %s: %zu of %zu case(s) already saved\n", a.resume.c_str(),
+                 in.resumed.reused, p.cases.size());
+  }
+  // Who made the run, kept from the first session on; this session appended.
+  auto& meta = in.store->meta();
+  if (meta.study.empty() || meta.made_by_rust_host) {
+    meta.study = study.init.study;
+    meta.study_version = study.init.study_version;
+  }
+  if (!meta.made_by_rust_host) meta.initialize = study.init.raw;
+  if (meta.study_command.empty()) meta.study_command = a.study;
+  if (meta.host.empty()) meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
+  if (meta.environment.empty()) meta.environment = environment_json();
+  meta.fingerprints = fingerprints(study.list);
+  if (meta.study_env.empty()) {
+    json::array env_names;  // names only: values (API keys) never reach a run folder
+    for (auto& entry : a.study_env) env_names.emplace_back(entry.substr(0, entry.find('=')));
+    meta.study_env = json::object{{"cleared", a.study_env_clear}, {"passed", std::move(env_names)}};
+  }
+  if (m == mode::score)
+    meta.extra["scored_artifacts"] = std::filesystem::absolute(a.artifacts).string();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  store::run_session session;
+  session.started = utc_now();
+  session.hostname = host;
+  session.pid = ::getpid();
+  session.argv = argv_without_secrets(args);
+  session.config = config_json(args, a);
+  session.planned = p.cases.size();
+  session.reused = in.resumed.reused;
+  if (auto ec = in.store->begin_session(std::move(session)))
+    std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
+  return in;
+}
+
+// Results are saved off the event loop, through the store's writer (or, for --execute-only,
+// a batch_writer into the artifacts directory). A result that cannot be saved stops the run:
+// carrying on would lose more of them. Shared with the writers' callbacks by ownership: they may
+// be posted after the run's frame is gone.
+struct save_failures {
+  std::vector<std::string> keys;
+  std::optional<std::string> first;  // stops the run
+};
+
+// Step: the plan's cases to run through run_plan, with progress, Ctrl-C handling, saving and
+// the study's notifications. Returns the session's report over the whole plan (reused cases
+// included, in plan order).
+asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, opened& study,
+                                                  const plan::plan& p, store_input& st,
+                                                  artifacts_input& arts,
+                                                  std::shared_ptr<save_failures> failures) {
+  auto ex = co_await asio::this_coro::executor;
+  auto& resumed = st.resumed;
+  const bool stream_jsonl = a.format == "jsonl" && a.out.empty();
+  if (stream_jsonl)  // reused cases first; the rest stream as they end
+    for (std::size_t i = 0; i < resumed.records.size(); ++i)
+      if (resumed.records[i].attempts > 0 || resumed.records[i].state != case_state::cancelled)
+        std::cout << json::serialize(store::encode_case(p.cases[i], resumed.records[i])) << '\n';
+
+  // --execute-only: cases with an artifact already are done.
+  if (m == mode::execute_only && !arts.stored.empty()) {
+    std::vector<std::size_t> todo;
+    if (resumed.records.empty()) resumed.records.resize(p.cases.size());
+    for (auto i : resumed.todo) {
+      if (arts.stored.count(p.cases[i].key)) {
+        resumed.records[i].state = case_state::executed;
+        resumed.records[i].message = "executed earlier";
+        ++resumed.reused;
+      } else {
+        todo.push_back(i);
+      }
+    }
+    resumed.todo = std::move(todo);
+    std::fprintf(stderr, "%zu of %zu case(s) already have an artifact in %s\n", resumed.reused,
+                 p.cases.size(), printable(a.artifacts).c_str());
+  }
+  // A fresh run runs the plan itself; only a partial one is copied (a copy of a large plan
+  // costs hundreds of bytes per case).
+  const bool partial = resumed.todo.size() < p.cases.size();
+  plan::plan todo_plan;
+  if (partial)
+    for (auto i : resumed.todo) todo_plan.cases.push_back(p.cases[i]);
+  const plan::plan& to_run = partial ? todo_plan : p;
+  std::vector<json::object> transcripts;  // score: by to_run index
+  if (m == mode::score)
+    for (auto& c : to_run.cases) {
+      auto* t = arts.stored.at(c.key).if_contains("transcript");
+      transcripts.push_back(t && t->is_object() ? t->get_object() : json::object{});
+    }
+  auto full_index = [&](std::size_t j) { return partial ? resumed.todo[j] : j; };
+
+  auto policy = a.policy;
+  if (m == mode::execute_only) policy.op = schedule::operation::execute;
+  if (m == mode::score) {
+    policy.op = schedule::operation::score;
+    policy.transcript_for = [&](std::size_t j) { return transcripts[j]; };
+  }
+  policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
+    auto h = co_await restart_study(a, study.init);
+    if (h) study.host = *h;  // so the final shutdown reaches the live one
+    co_return h;
+  };
+
+  std::unique_ptr<store::run_store::case_writer> writer;
+  std::optional<store::batch_writer> artifact_writer;
+  if (st.store) {
+    auto w = st.store->writer();
+    if (!w) {
+      std::fprintf(stderr, "mira: %s\n", printable(w.error()).c_str());
+      failures->first = w.error();
+    } else {
+      writer = std::move(*w);
+    }
+  } else if (arts.dir && m == mode::execute_only) {
+    artifact_writer.emplace(arts.dir->path());
+  }
+  auto on_saved = [ex, failures](std::string key, std::string what) {
+    return [ex, failures, key = std::move(key), what = std::move(what)](boost::system::error_code ec) {
+      if (!ec) return;
+      asio::post(ex, [failures, key, what, ec] {
+        failures->keys.push_back(key);
+        auto message = "cannot save " + what + key + ": " + ec.message();
+        stderr_line("mira: error: " + printable(message));
+        if (!failures->first) failures->first = std::move(message);
+      });
+    };
+  };
+
+  schedule::run_hooks hooks;
+  hooks.on_notification = [&](std::size_t j, const notification& n) {
+    auto& key = p.cases[full_index(j)].key;
+    the_log().event(&key, n);
+    if (n.method != "log") return;
+    auto* msg = n.params.if_contains("message");
+    if (msg && msg->is_string())
+      stderr_line("  study [" + printable(key) + "]: " + printable(msg->get_string()));
+  };
+  auto& progress = the_progress();
+  progress.total = to_run.cases.size();
+  hooks.on_start = [&](std::size_t) { ++progress.starts; };
+  hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
+    progress.finished_attempts += static_cast<std::size_t>(r.attempts);
+    ++progress.done;
+    progress.passed += r.state == case_state::passed || r.state == case_state::executed;
+    progress.failed += r.state == case_state::failed || r.state == case_state::error;
+    progress.na += r.state == case_state::na;
+    auto& c = p.cases[full_index(j)];
+    if (artifact_writer && r.has_result() &&
+        (r.state == case_state::executed || r.state == case_state::skipped)) {
+      auto artifact = store::result_object(r);
+      artifact["key"] = c.key;
+      artifact_writer->submit(arts.dir->file_for(c.key), json::serialize(artifact) + "\n",
+                              on_saved(c.key, "the artifact of "));
+    }
+    // A cancelled case is not finished: a resumed run runs it.
+    const bool saving = writer && r.state != case_state::cancelled;
+    if (!saving && !stream_jsonl) return;  // the record is only built to be written
+    auto line = json::serialize(store::encode_case(c, r));
+    if (stream_jsonl) std::cout << line << '\n' << std::flush;
+    if (saving) writer->submit(c.key, std::move(line), on_saved(c.key, "the result of "));
+  };
+  hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
+    return failures->first;
+  };
+
+  // Ctrl-C (or SIGTERM): the first stops the run (in-flight cases are sent `cancel`, finished
+  // ones are saved and reported, the resume command is printed); the second quits at once.
+  asio::cancellation_signal interrupt;
+  asio::signal_set signals(ex, SIGINT, SIGTERM);
+  int presses = 0;
+  std::function<void()> arm = [&] {
+    signals.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      if (++presses > 1) std::_Exit(exit_interrupted);
+      std::fprintf(stderr,
+                   "\nmira: interrupted: cancelling the cases in flight (again to quit at once)\n");
+      interrupt.emit(asio::cancellation_type::terminal);
+      arm();
+    });
+  };
+  arm();
+  // The progress ticker runs until the run ends.
+  progress.t0 = std::chrono::steady_clock::now();
+  progress.active = true;
+  asio::steady_timer ticker(ex);
+  auto period = progress.tty ? std::chrono::duration_cast<schedule::duration>(
+                                   std::chrono::milliseconds(500))
+                             : a.heartbeat;
+  std::function<void()> tick = [&] {
+    ticker.expires_after(period);
+    ticker.async_wait([&](boost::system::error_code ec) {
+      if (ec || !progress.active) return;
+      progress.draw();
+      tick();
+    });
+  };
+  tick();
+  auto part = co_await asio::co_spawn(
+      ex, schedule::run_plan(study.host, to_run, policy, hooks),
+      asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
+  if (writer) writer->drain();
+  if (artifact_writer) artifact_writer->drain();
+  co_await asio::post(ex, asio::use_awaitable);  // the save failures they reported, if any
+  signals.cancel();
+  progress.active = false;
+  progress.clear();
+  ticker.cancel();
+
+  schedule::run_report report;
+  report.stopped = part.stopped;
+  report.stop_message = part.stop_message;
+  report.seconds = part.seconds;
+  report.restarts = part.restarts;
+  if (partial) {
+    for (std::size_t j = 0; j < part.cases.size(); ++j)
+      resumed.records[resumed.todo[j]] = std::move(part.cases[j]);
+    report.cases = std::move(resumed.records);
+  } else {
+    report.cases = std::move(part.cases);
+  }
+  co_return report;
+}
+
+// Step: the end of a saved session — the study's stderr, report.json and report.html over every
+// case of the run, meta.json with the session's end — and what to tell the user.
+void save_session(const std::vector<std::string>& args, const run_args& a, const opened& study,
+                  const plan::plan& p, schedule::run_report& report, store_input& st,
+                  const aggregate::summary& session_summary) {
+  auto& s = *st.store;
+  auto& session = s.session();
+  session.seconds = report.seconds;
+  session.ran = 0;
+  for (auto i : st.resumed.todo) session.ran += report.cases[i].state != case_state::cancelled;
+  if (report.stopped != schedule::stop_reason::none)
+    session.stopped = std::string(to_string(report.stopped));
+  if (auto ec = s.append_stderr(the_log().stderr_text()))
+    std::fprintf(stderr, "mira: warning: cannot write study.stderr.log: %s\n",
+                 ec.message().c_str());
+  // The run's report covers every saved case, also those this session's selection left out.
+  auto whole = store::whole_run(p, report, st.resumed);
+  auto& whole_plan = whole ? whole->first : p;
+  auto& whole_report = whole ? whole->second : report;
+  auto whole_summary =
+      whole ? aggregate::summarize(whole_plan, whole_report.cases, &study.list, a.group_by)
+            : session_summary;
+  if (auto ec = s.finish(whole_plan, whole_report, whole_summary, utc_now()))
+    std::fprintf(stderr, "mira: warning: cannot finish the run folder: %s\n",
+                 ec.message().c_str());
+  std::fprintf(stderr, "saved run %s to %s\n", s.id().c_str(), s.path().c_str());
+  if (report.stopped != schedule::stop_reason::none ||
+      session_summary.count(case_state::cancelled) > 0)
+    std::fprintf(stderr, "resume with: %s\n", printable(resume_command(args, s.id())).c_str());
+}
 
 int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
   return run_io([&](int& rc) -> asio::awaitable<void> {
     auto pl = co_await open_and_plan(a, rc);
     if (!pl) co_return;
-    auto* study = &pl->study;
-    auto* p = &pl->p;
-    if (!study_can(*study, m)) {
-      co_await study->host.shutdown();
+    auto& study = pl->study;
+    auto& p = pl->p;
+    study_guard guard(study.host);
+    if (!study_can(study, m)) {
       rc = exit_usage;
       co_return;
     }
-    if (p->cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
+    if (p.cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
+    auto arts = open_artifacts(a, m, study, p, rc);
+    if (!arts) co_return;
+    auto st = open_store(args, a, m, study, p, rc);
+    if (!st) co_return;
+    the_log().store = st->store ? &*st->store : nullptr;
 
-    // Artifacts: written by --execute-only, read by score.
-    std::optional<store::artifact_dir> artifacts;
-    std::map<std::string, json::object> stored;
-    if (m != mode::run) {
-      auto dir = m == mode::execute_only ? store::artifact_dir::create(a.artifacts)
-                                         : store::artifact_dir::open(a.artifacts);
-      if (!dir) {
-        std::fprintf(stderr, "mira: %s\n", printable(dir.error()).c_str());
-        co_await study->host.shutdown();
-        rc = m == mode::score ? exit_usage : exit_host_error;
-        co_return;
-      }
-      artifacts = std::move(*dir);
-      std::vector<std::string> unreadable;
-      stored = artifacts->load(&unreadable);
-      for (auto& u : unreadable)
-        std::fprintf(stderr, "mira: warning: cannot read the artifact %s; %s\n",
-                     printable(u).c_str(),
-                     m == mode::execute_only ? "that case is executed again" : "it is left out");
-      if (auto meta = artifacts->load_meta()) {
-        auto* made_by = meta->if_contains("study");
-        if (made_by && made_by->is_string() && made_by->get_string() != study->init.study)
-          std::fprintf(stderr, "mira: warning: the artifacts in %s were made by study '%s'\n",
-                       printable(a.artifacts).c_str(), printable(made_by->get_string()).c_str());
-      }
-    }
-    if (m == mode::score) {
-      // Only what was executed can be scored.
-      plan::plan scorable;
-      for (auto& c : p->cases)
-        if (stored.count(c.key)) scorable.cases.push_back(c);
-      if (scorable.cases.size() < p->cases.size())
-        std::fprintf(stderr,
-                     "mira: %zu of %zu planned case(s) have no artifact in %s; scoring the "
-                     "other %zu\n",
-                     p->cases.size() - scorable.cases.size(), p->cases.size(),
-                     printable(a.artifacts).c_str(), scorable.cases.size());
-      if (scorable.cases.empty()) {
-        std::fprintf(stderr, "mira: nothing to score: no artifact in %s matches the selection\n",
-                     printable(a.artifacts).c_str());
-        co_await study->host.shutdown();
-        rc = exit_usage;
-        co_return;
-      }
-      scorable.evals = std::move(p->evals);
-      *p = std::move(scorable);
-    }
-
-    bool folder_ok = true;
-    std::optional<store::run_folder> folder;
-    if (m != mode::execute_only) folder = run_folder_for(a, *study, folder_ok);
-    if (!folder_ok) {
-      co_await study->host.shutdown();
-      rc = a.resume.empty() ? exit_host_error : exit_usage;
-      co_return;
-    }
-
-    // jsonl on stdout streams each case as it ends; to a file it is written at the end.
-    const bool stream_jsonl = a.format == "jsonl" && a.out.empty();
-    prior_work w;
-    w.records.resize(p->cases.size());
-    std::size_t reused = 0;
-    std::map<std::string, json::object> saved;
-    if (!a.resume.empty()) {
-      std::vector<std::string> unreadable;
-      saved = folder->load_cases(&unreadable);
-      for (auto& u : unreadable)
-        std::fprintf(stderr, "mira: warning: cannot read %s; that case runs again\n",
-                     printable(u).c_str());
-    }
-    for (std::size_t i = 0; i < p->cases.size(); ++i) {
-      auto& key = p->cases[i].key;
-      if (auto it = saved.find(key); it != saved.end()) {
-        auto rec = store::decode_case(it->second);
-        bool again =
-            (a.retry_errors && (rec.state == case_state::error || rec.state == case_state::na)) ||
-            (a.retry_failed && rec.state == case_state::failed) ||
-            rec.state == case_state::cancelled;
-        if (!again) {
-          w.records[i] = std::move(rec);
-          ++reused;
-          if (stream_jsonl) std::cout << json::serialize(it->second) << '\n';
-          continue;
-        }
-      }
-      if (m == mode::execute_only && stored.count(key)) {
-        w.records[i].state = case_state::executed;
-        w.records[i].message = "executed earlier";
-        ++reused;
-        continue;
-      }
-      if (m == mode::score) {
-        auto& artifact = stored.at(key);
-        auto* skipped = artifact.if_contains("skipped");
-        if (skipped && skipped->is_bool() && skipped->get_bool()) {
-          w.records[i].state = case_state::skipped;
-          w.records[i].message = "skipped when executed";
-          continue;
-        }
-        auto* t = artifact.if_contains("transcript");
-        w.transcripts.push_back(t && t->is_object() ? t->get_object() : json::object{});
-      }
-      w.full_index.push_back(i);
-    }
-    // Only a partial plan is copied: a fresh run runs the plan itself (a copy of a large plan
-    // costs hundreds of bytes per case).
-    const bool partial = w.full_index.size() < p->cases.size();
-    if (partial)
-      for (auto i : w.full_index) w.todo.cases.push_back(p->cases[i]);
-    const plan::plan& to_run = partial ? w.todo : *p;
-    if (!partial) std::vector<schedule::case_record>().swap(w.records);
-    if (!a.resume.empty())
-      std::fprintf(stderr, "resuming run %s: %zu of %zu case(s) already saved\n", a.resume.c_str(),
-                   reused, p->cases.size());
-    if (m == mode::execute_only && reused > 0)
-      std::fprintf(stderr, "%zu of %zu case(s) already have an artifact in %s\n", reused,
-                   p->cases.size(), printable(a.artifacts).c_str());
-    if (artifacts && m == mode::execute_only)
-      if (auto ec = artifacts->save_meta(json::object{{"study", study->init.study},
-                                                      {"study_version", study->init.study_version},
-                                                      {"host_version", version},
-                                                      {"fingerprints", fingerprints(study->list)}}))
-        std::fprintf(stderr, "mira: warning: cannot write %s/meta.json: %s\n",
-                     printable(a.artifacts).c_str(), ec.message().c_str());
-    // Kept in memory from here: written now, completed when the run ends.
-    json::object meta;
-    if (folder) {
-      meta = folder->load_meta().value_or(meta_json(args, a, *study, folder->id(), utc_now()));
-      meta["study"] = study->init.raw;
-      if (m == mode::score)
-        meta["scored_artifacts"] = std::filesystem::absolute(a.artifacts).string();
-      if (auto ec = folder->save_meta(meta))
-        std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
-    }
-
-    if (m == mode::execute_only) a.policy.op = schedule::operation::execute;
-    if (m == mode::score) {
-      a.policy.op = schedule::operation::score;
-      a.policy.transcript_for = [&](std::size_t j) { return w.transcripts[j]; };
-    }
-    a.policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
-      auto h = co_await restart_study(a, study->init);
-      if (h) study->host = *h;  // so the final shutdown reaches the live one
-      co_return h;
-    };
-    // Results are saved on a writer thread, in batches (one filesystem sync per batch, not an
-    // fsync per file on this loop). A result that cannot be saved stops the run: carrying on
-    // would lose more of them.
-    // Shared with the writer's callbacks, which may be posted after this frame is gone (if it
-    // ends by an exception before the writer is drained).
-    struct save_failures {
-      std::vector<std::string> keys;
-      std::optional<std::string> first;  // stops the run
-    };
     auto failures = std::make_shared<save_failures>();
-    std::optional<store::batch_writer> writer;
-    if (folder)
-      writer.emplace(folder->path());
-    else if (artifacts && m == mode::execute_only)
-      writer.emplace(artifacts->path());
-    auto ex = co_await asio::this_coro::executor;
-    auto save = [&writer, ex, failures](std::filesystem::path path, std::string text,
-                                        std::string key, std::string what) {
-      writer->submit(std::move(path), std::move(text),
-                     [ex, failures, key, what](boost::system::error_code ec) {
-                       if (!ec) return;
-                       asio::post(ex, [failures, key, what, ec] {
-                         failures->keys.push_back(key);
-                         auto message = "cannot save " + what + key + ": " + ec.message();
-                         stderr_line("mira: error: " + printable(message));
-                         if (!failures->first) failures->first = std::move(message);
-                       });
-                     });
-    };
-    schedule::run_hooks hooks;
-    hooks.on_notification = [&](std::size_t j, const notification& n) {
-      the_log().event(&p->cases[w.full_index[j]].key, n);
-    };
-    auto& progress = the_progress();
-    progress.total = to_run.cases.size();
-    hooks.on_start = [&](std::size_t) { ++progress.starts; };
-    hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
-      progress.finished_attempts += static_cast<std::size_t>(r.attempts);
-      ++progress.done;
-      progress.passed += r.state == case_state::passed || r.state == case_state::executed;
-      progress.failed += r.state == case_state::failed || r.state == case_state::error;
-      progress.na += r.state == case_state::na;
-      auto& c = p->cases[w.full_index[j]];
-      if (artifacts && m == mode::execute_only && r.has_result() &&
-          (r.state == case_state::executed || r.state == case_state::skipped)) {
-        auto artifact = store::result_object(r);
-        artifact["key"] = c.key;
-        save(artifacts->file_for(c.key), json::serialize(artifact) + "\n", c.key,
-             "the artifact of ");
-      }
-      // A cancelled case is not finished: a resumed run runs it.
-      const bool saving = folder && r.state != case_state::cancelled;
-      if (!saving && !stream_jsonl) return;  // the record is only built to be written
-      auto line = json::serialize(store::encode_case(c, r));
-      if (stream_jsonl) std::cout << line << '\n' << std::flush;
-      if (saving) save(folder->case_file(c.key), std::move(line) + "\n", c.key, "the result of ");
-    };
-    hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
-      return failures->first;
-    };
-    // Ctrl-C (or SIGTERM): the first stops the run (in-flight cases are sent `cancel`, finished
-    // ones are saved and reported, the resume command is printed); the second quits at once.
-    asio::cancellation_signal interrupt;
-    asio::signal_set signals(co_await asio::this_coro::executor, SIGINT, SIGTERM);
-    int presses = 0;
-    std::function<void()> arm = [&] {
-      signals.async_wait([&](boost::system::error_code ec, int) {
-        if (ec) return;
-        if (++presses > 1) std::_Exit(exit_interrupted);
-        std::fprintf(
-            stderr,
-            "\nmira: interrupted: cancelling the cases in flight (again to quit at once)\n");
-        interrupt.emit(asio::cancellation_type::terminal);
-        arm();
-      });
-    };
-    arm();
-    // The progress ticker runs until the run ends.
-    progress.t0 = std::chrono::steady_clock::now();
-    progress.active = true;
-    asio::steady_timer ticker(co_await asio::this_coro::executor);
-    auto period =
-        progress.tty
-            ? std::chrono::duration_cast<schedule::duration>(std::chrono::milliseconds(500))
-            : a.heartbeat;
-    std::function<void()> tick = [&] {
-      ticker.expires_after(period);
-      ticker.async_wait([&](boost::system::error_code ec) {
-        if (ec || !progress.active) return;
-        progress.draw();
-        tick();
-      });
-    };
-    tick();
-    auto part = co_await asio::co_spawn(
-        co_await asio::this_coro::executor,
-        schedule::run_plan(study->host, to_run, a.policy, hooks),
-        asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
-    if (writer) {
-      writer->drain();
-      co_await asio::post(ex, asio::use_awaitable);  // the failures it reported, if any
-    }
-    signals.cancel();
-    progress.active = false;
-    progress.clear();
-    ticker.cancel();
-    schedule::run_report report;
-    report.stopped = part.stopped;
-    report.stop_message = part.stop_message;
-    report.seconds = part.seconds;
-    report.restarts = part.restarts;
-    if (partial) {
-      for (std::size_t j = 0; j < part.cases.size(); ++j)
-        w.records[w.full_index[j]] = std::move(part.cases[j]);
-      report.cases = std::move(w.records);
-    } else {
-      report.cases = std::move(part.cases);
-    }
-
-    auto s = aggregate::summarize(*p, report.cases, &study->list, a.group_by);
-    bool written = emit_report(a, *p, report, s, stream_jsonl);
+    auto report = co_await run_session(a, m, study, p, *st, *arts, failures);
+    auto s = aggregate::summarize(p, report.cases, &study.list, a.group_by);
+    bool written = emit_report(a, p, report, s, a.format == "jsonl" && a.out.empty());
     std::fflush(stdout);  // the report before what stderr says about it
-    co_await study->host.shutdown();
-    if (folder) {
-      auto summary = summary_json(s, report);
-      if (auto ec = write_report(folder->path() / "report.json", "json", *p, report, s))
-        std::fprintf(stderr, "mira: warning: cannot write report.json: %s\n", ec.message().c_str());
-      auto stderr_text = the_log().stderr_text();
-      for (auto [name, text] :
-           {std::pair<const char*, std::string_view>{"events.ndjson", the_log().events},
-            {"study.stderr.log", stderr_text}})
-        if (auto ec = store::write_file_atomic(folder->path() / name, text))
-          std::fprintf(stderr, "mira: warning: cannot write %s: %s\n", name, ec.message().c_str());
-      meta["finished"] = utc_now();
-      meta["summary"] = std::move(summary);
-      if (auto ec = folder->save_meta(meta))
-        std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
-      std::fprintf(stderr, "saved run %s to %s\n", folder->id().c_str(), folder->path().c_str());
-      if (report.stopped != schedule::stop_reason::none || s.count(case_state::cancelled) > 0)
-        std::fprintf(stderr, "resume with: %s\n",
-                     printable(resume_command(args, folder->id())).c_str());
-    }
-    if (artifacts && m == mode::execute_only) {
-      std::fprintf(stderr, "executed %zu case(s); artifacts in %s\n", s.count(case_state::executed),
+    co_await guard.shutdown();
+    if (st->store) save_session(args, a, study, p, report, *st, s);
+    the_log().store = nullptr;
+    if (arts->dir && m == mode::execute_only) {
+      std::fprintf(stderr, "executed %zu case(s) in this session; artifacts in %s\n",
+                   s.count(case_state::executed) - st->resumed.reused,
                    printable(a.artifacts).c_str());
       std::string study_cmd;
       for (auto& word : a.study) study_cmd += " " + shell_word(word);
@@ -544,19 +584,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
                    "the report above):%s\n",
                    unsaved.size(), keys.c_str());
     }
-    if (report.stopped == schedule::stop_reason::interrupted)
-      rc = exit_interrupted;
-    else if (!unsaved.empty() || !written)
-      rc = exit_host_error;
-    else if (report.stopped == schedule::stop_reason::study_failed)
-      rc = exit_host_error;
-    else if (report.stopped == schedule::stop_reason::budget ||
-             report.stopped == schedule::stop_reason::deadline)
-      rc = exit_stopped;
-    else if (s.count(case_state::failed) + s.count(case_state::error) > 0)
-      rc = exit_failed;
-    else
-      rc = exit_ok;
+    rc = exit_code_for(report, s, !unsaved.empty() || !written || failures->first.has_value());
   });
 }
 

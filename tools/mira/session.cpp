@@ -2,7 +2,7 @@
 #include "session.hpp"
 
 #include <mira/store/files.hpp>
-#include <mira/store/run_folder.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -39,11 +39,11 @@ void stderr_line(const std::string& text) {
 }
 
 void run_log::event(const std::string* key, const notification& n) {
+  if (!store) return;
   json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
                  {"method", n.method},
                  {"params", n.params}};
-  events += json::serialize(o);
-  events += '\n';
+  store->append_event(json::serialize(o));
 }
 
 run_log& the_log() {
@@ -275,34 +275,15 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
   return true;
 }
 
-saved_run load_saved_run(const store::run_folder& folder) {
-  saved_run out;
-  auto& p = out.p;
-  auto& report = out.report;
-  std::vector<std::string> unreadable;
-  auto saved = folder.load_cases(&unreadable);
-  for (auto& u : unreadable)
+std::optional<store::loaded_run> load_saved_run(const run_args& a) {
+  auto run = store::load_run(a.results_dir, a.run_id);
+  if (!run) {
+    std::fprintf(stderr, "mira: %s\n", printable(run.error()).c_str());
+    return std::nullopt;
+  }
+  for (auto& u : run->unreadable)
     std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
-  for (auto& [key, record] : saved) {
-    auto params = protocol::decode_run_params(record);
-    if (!params) {
-      std::fprintf(stderr, "mira: warning: the saved case %s has no case identity: %s\n",
-                   printable(key).c_str(), params.error().message().c_str());
-      continue;
-    }
-    plan::planned_case c;
-    c.params = std::move(*params);
-    c.key = key;
-    p.cases.push_back(std::move(c));
-    report.cases.push_back(store::decode_case(record));
-  }
-  if (auto meta = folder.load_meta()) {
-    auto* summary = meta->if_contains("summary");
-    auto* secs =
-        summary && summary->is_object() ? summary->get_object().if_contains("seconds") : nullptr;
-    if (secs && secs->is_number()) report.seconds = secs->to_number<double>();
-  }
-  return out;
+  return std::move(*run);
 }
 
 }  // namespace mira::cli

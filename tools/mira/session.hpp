@@ -8,7 +8,7 @@
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/report/render.hpp>
-#include <mira/store/run_folder.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
@@ -83,13 +83,14 @@ progress_line& the_progress();
 // Every line the CLI writes on stderr while a run goes passes here.
 void stderr_line(const std::string& text);
 
-// What a run folder keeps besides results, written when the run ends: the study's stderr
-// (its last MiB: a flood must not grow the host) and every notification, as NDJSON.
+// What a run folder keeps besides results: every notification, appended to events.ndjson as it
+// comes (when a run store is open), and the study's stderr (its last MiB: a flood must not grow
+// the host), appended to study.stderr.log when the session ends.
 struct run_log {
   static constexpr std::size_t max_stderr = std::size_t{1} << 20;
   std::deque<std::string> stderr_lines;
   std::size_t stderr_bytes = 0;
-  std::string events;
+  store::run_store* store = nullptr;
 
   void stderr_line(std::string_view line) {
     stderr_lines.emplace_back(line);
@@ -164,12 +165,8 @@ boost::system::error_code write_report(const std::filesystem::path& path, const 
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed);
 
-/// A saved run read back without the study: every readable case in key order (unreadable ones
-/// are warned about), and the run's duration from meta.json.
-struct saved_run {
-  plan::plan p;
-  schedule::run_report report;
-};
-saved_run load_saved_run(const store::run_folder& folder);
+/// A saved run read back without the study (no lock): every readable case in natural key
+/// order. Prints each unreadable file; nothing when the run cannot be opened (printed too).
+std::optional<store::loaded_run> load_saved_run(const run_args& a);
 
 }  // namespace mira::cli

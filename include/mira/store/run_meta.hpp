@@ -1,0 +1,68 @@
+// meta.json of a saved run, typed: who made the run, how, and one entry per session (each
+// invocation that ran or resumed it), appended and never replaced. Reads this host's formats 1
+// and 2 and the Rust mira CLI's meta.json; fields it does not know are kept as they were.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <tl/expected.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mira::store {
+
+/// How a run keeps its case records: a folder and result.json per case (the default, readable
+/// by the Rust mira CLI), or append-only checksummed segments (large runs).
+enum class layout { per_case, compact };
+std::string_view to_string(layout l);
+std::optional<layout> layout_from_string(std::string_view s);
+
+/// One invocation that ran or resumed the run.
+struct run_session {
+  std::string started;   // UTC, ISO 8601
+  std::string finished;  // empty while it runs, or when it was killed
+  std::string hostname;
+  std::int64_t pid = 0;
+  std::vector<std::string> argv;  // the host's arguments, --study-env values removed
+  boost::json::object config;     // the effective configuration (selection, policy, ...)
+  std::size_t planned = 0;        // cases in this session's plan
+  std::size_t reused = 0;         // of those, already saved before it
+  std::size_t ran = 0;            // finished in this session
+  double seconds = 0;             // wall time of its run
+  std::string stopped;            // stop reason when it did not run to the end
+
+  boost::json::object to_json() const;
+  static run_session from_json(const boost::json::object& o);
+};
+
+struct run_meta {
+  static constexpr int current_format = 2;
+  int format = current_format;
+  std::string run_id;
+  store::layout layout = store::layout::per_case;
+  std::string started;   // the first session's start
+  std::string finished;  // the last finished session's end
+  std::string study;     // initialize.study
+  std::string study_version;
+  boost::json::object initialize;  // the study's whole initialize result, as sent
+  std::vector<std::string> study_command;
+  boost::json::object study_env;    // {"cleared": bool, "passed": [names]}
+  boost::json::object host;         // {"name", "version"}
+  boost::json::object environment;  // where the first session ran
+  boost::json::object fingerprints;  // eval name -> SHA-256 of its listing entry
+  std::vector<run_session> sessions;
+  std::optional<boost::json::object> summary;  // over every case of the run
+  bool made_by_rust_host = false;              // read from a Rust mira CLI meta.json
+  boost::json::object extra;                   // members this host does not know, kept
+
+  /// Seconds of run time over every session (what a report shows as the run's duration).
+  double seconds() const;
+
+  boost::json::object to_json() const;
+  /// Fails naming the member that has the wrong type.
+  static tl::expected<run_meta, std::string> from_json(const boost::json::object& o);
+};
+
+}  // namespace mira::store

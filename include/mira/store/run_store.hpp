@@ -1,0 +1,143 @@
+// The run store: a saved run as a library component, for the CLI and for any service. A run
+// folder <results>/<run_id>/ holds meta.json (typed: run_meta, with one entry per session),
+// the case records in one of two layouts, events.ndjson and study.stderr.log (appended per
+// session, each session opened by a marker), report.json and report.html (over every case of
+// the run). A writer holds an exclusive lock on the folder for its whole session; readers need
+// none. Folders written by the Rust mira CLI are read, reported and resumed too.
+#pragma once
+
+#include <mira/aggregate/summary.hpp>
+#include <mira/plan/plan.hpp>
+#include <mira/protocol/types.hpp>
+#include <mira/schedule/results.hpp>
+#include <mira/store/run_meta.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/system/error_code.hpp>
+#include <tl/expected.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mira::store {
+
+/// One saved case: its record as encode_case() makes it (a record the Rust host saved gains
+/// "key", computed from its identity as the Rust host computes it).
+struct saved_case {
+  std::string key;
+  boost::json::object record;
+};
+
+/// Every readable case of a run and what could not be read. Loading never changes the folder.
+struct loaded_run {
+  run_meta meta;
+  std::vector<saved_case> cases;        // one per key (the newest record), natural key order
+  std::vector<std::string> unreadable;  // "<file>: <why>"; their cases count as not saved
+  /// The saved cases as a plan and a report (plan order = `cases` order), for rendering.
+  std::pair<plan::plan, schedule::run_report> as_report() const;
+};
+
+/// What a resumed session runs and what it takes from the saved run.
+struct resume_options {
+  bool retry_errors = false;       // run error and N/A cases again
+  bool retry_failed = false;       // run failed cases again
+  bool allow_other_study = false;  // a run made by another study (by name) is refused otherwise
+};
+
+struct resume_plan {
+  std::vector<std::size_t> todo;                 // plan indices to run, in plan order
+  std::vector<schedule::case_record> records;    // by plan index: the reused ones, else empty
+  std::size_t reused = 0;
+  std::vector<std::string> warnings;             // study version, seed, eval fingerprints
+  /// Saved cases the plan does not select (a narrower resume): kept in the run's report.
+  plan::plan outside;
+  std::vector<schedule::case_record> outside_records;
+};
+
+/// Decides a resume: every planned case saved with a final verdict is reused (cancelled ones,
+/// and per the options errors/N/A or failures, run again). Fails when the run was made by
+/// another study and that is not allowed.
+tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const plan::plan& p,
+                                                   const protocol::initialize_result& study,
+                                                   const boost::json::object& fingerprints,
+                                                   std::optional<std::int64_t> seed,
+                                                   const resume_options& options);
+
+/// The run's cases after a session: this session's plan (`report`, in plan order) and the saved
+/// cases it did not select. Returns nothing when there are none of the latter (`p` and
+/// `report` are then the whole run).
+std::optional<std::pair<plan::plan, schedule::run_report>> whole_run(
+    const plan::plan& p, const schedule::run_report& report, const resume_plan& resumed);
+
+/// Reads a saved run without locking it.
+tl::expected<loaded_run, std::string> load_run(const std::filesystem::path& results_dir,
+                                               const std::string& run_id);
+
+class run_store {
+ public:
+  /// A new run folder; fails when the id is invalid or the folder exists.
+  static tl::expected<run_store, std::string> create(const std::filesystem::path& results_dir,
+                                                     const std::string& run_id, layout l);
+  /// An existing run, for a new session. Fails when there is no such run, its meta.json cannot
+  /// be read, or another process holds it (the message names that process's pid and host).
+  static tl::expected<run_store, std::string> open(const std::filesystem::path& results_dir,
+                                                   const std::string& run_id);
+
+  run_store(run_store&&) noexcept;
+  run_store& operator=(run_store&&) noexcept;
+  ~run_store();
+
+  const std::filesystem::path& path() const;
+  const std::string& id() const;
+  run_meta& meta();
+  const run_meta& meta() const;
+  /// Every case saved so far (see load_run).
+  loaded_run load() const;
+
+  /// Starts a session: appends it to meta.json (saved) and a marker to events.ndjson and
+  /// study.stderr.log.
+  boost::system::error_code begin_session(run_session s);
+  /// The current (last) session.
+  run_session& session();
+
+  /// Saves case records off the caller's thread, in batches made durable before their
+  /// callbacks run (see batch_writer). Submit blocks while too many wait.
+  class case_writer {
+   public:
+    using done_fn = std::function<void(boost::system::error_code)>;
+    virtual ~case_writer() = default;
+    /// `record`: encode_case()'s object as JSON text, without a newline.
+    virtual void submit(const std::string& key, std::string record, done_fn done) = 0;
+    /// Blocks until everything submitted is written and reported.
+    virtual void drain() = 0;
+  };
+  /// A writer for this run's layout. The store must outlive it.
+  tl::expected<std::unique_ptr<case_writer>, std::string> writer();
+
+  /// A notification line (NDJSON, no newline) for events.ndjson; buffered, written by flush().
+  void append_event(std::string_view line);
+  /// The study's stderr of this session (its last MiB is what a caller keeps) for
+  /// study.stderr.log, appended after the session's marker.
+  boost::system::error_code append_stderr(std::string_view text);
+  boost::system::error_code flush_events();
+
+  /// Ends the session: report.json and report.html over `whole` (every case of the run, see
+  /// whole_run), then meta.json with the summary and the session's end. Each file atomically.
+  /// Sets report.seconds to the run time of every session (set this session's seconds first).
+  boost::system::error_code finish(const plan::plan& whole, schedule::run_report& report,
+                                   const aggregate::summary& s, std::string_view finished_at);
+
+  boost::system::error_code save_meta();
+
+ private:
+  struct state;
+  explicit run_store(std::unique_ptr<state> s);
+  std::unique_ptr<state> s_;
+};
+
+}  // namespace mira::store

@@ -1,0 +1,455 @@
+// The run store (see run_store.hpp).
+#include <mira/store/run_store.hpp>
+
+#include <mira/protocol/codec.hpp>
+#include <mira/report/render.hpp>
+#include <mira/store/batch_writer.hpp>
+#include <mira/store/files.hpp>
+#include <mira/store/records.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace mira::store {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using boost::system::error_code;
+using schedule::case_state;
+
+namespace {
+
+error_code errno_code() {
+  return {errno, boost::system::system_category()};
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
+}
+
+// The identity of a record the Rust host saved (no "key"): its key as the Rust host made it,
+// which is the key this host plans for the same case.
+std::optional<std::string> key_of(const json::object& record) {
+  if (auto* k = record.if_contains("key"); k && k->is_string()) return std::string(k->get_string());
+  auto params = protocol::decode_run_params(record);
+  if (!params) return std::nullopt;
+  return plan::case_key(*params);
+}
+
+// Reads cases/*/result.json. `dirs` gets the folder of every key whose folder is not the one
+// encode_key() names (written by the Rust host), so a resumed run writes that case in place.
+void load_per_case(const fs::path& folder, std::map<std::string, json::object>& out,
+                   std::vector<std::string>& unreadable,
+                   std::unordered_map<std::string, fs::path>* dirs) {
+  std::error_code ec;
+  for (auto& entry : fs::directory_iterator(folder / "cases", ec)) {
+    auto file = entry.path() / "result.json";
+    std::error_code ignored;
+    // A host killed while saving leaves temporaries: the writer (who holds the lock) removes
+    // them; a reader leaves the folder as it is.
+    if (dirs)
+      for (auto& f : fs::directory_iterator(entry.path(), ignored))
+        if (f.path().filename().string().rfind(".result.json.tmp-", 0) == 0)
+          fs::remove(f.path(), ignored);
+    if (!fs::exists(file, ignored)) continue;  // a case whose save never completed
+    auto record = read_json_object(file);
+    if (!record) {
+      unreadable.push_back(file.string() + ": not a JSON object (torn or foreign)");
+      continue;
+    }
+    auto key = key_of(*record);
+    if (!key) {
+      unreadable.push_back(file.string() + ": no case identity (eval, sample, target)");
+      continue;
+    }
+    if (dirs && entry.path().filename() != encode_key(*key)) (*dirs)[*key] = entry.path();
+    (*record)["key"] = *key;
+    out.insert_or_assign(std::move(*key), std::move(*record));
+  }
+}
+
+loaded_run load_folder(const fs::path& folder, run_meta meta,
+                       std::unordered_map<std::string, fs::path>* dirs) {
+  loaded_run run;
+  run.meta = std::move(meta);
+  std::map<std::string, json::object> records;
+  load_per_case(folder, records, run.unreadable, dirs);
+  run.cases.reserve(records.size());
+  for (auto& [key, record] : records) run.cases.push_back({key, std::move(record)});
+  std::stable_sort(run.cases.begin(), run.cases.end(),
+                   [](const saved_case& a, const saved_case& b) {
+                     return plan::natural_less(a.key, b.key);
+                   });
+  return run;
+}
+
+tl::expected<run_meta, std::string> read_meta(const fs::path& folder, const std::string& id) {
+  std::error_code ec;
+  if (!fs::exists(folder / "meta.json", ec)) {
+    // A run killed before its first meta.json was durable still has its cases.
+    run_meta m;
+    m.run_id = id;
+    return m;
+  }
+  auto o = read_json_object(folder / "meta.json");
+  if (!o) return tl::make_unexpected((folder / "meta.json").string() + ": not a JSON object");
+  auto m = run_meta::from_json(*o);
+  if (!m) return tl::make_unexpected((folder / "meta.json").string() + ": " + m.error());
+  if (m->run_id.empty()) m->run_id = id;
+  return m;
+}
+
+tl::expected<fs::path, std::string> existing_run(const fs::path& results_dir,
+                                                 const std::string& run_id) {
+  if (auto why = invalid_run_id(run_id))
+    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+  auto path = results_dir / run_id;
+  std::error_code ec;
+  if (!fs::is_directory(path / "cases", ec) && !fs::exists(path / "meta.json", ec))
+    return tl::make_unexpected("no saved run \"" + run_id + "\" in " + results_dir.string());
+  return path;
+}
+
+// An exclusive flock on <run>/.lock for as long as the store lives. The kernel drops it when
+// the process dies, so a killed host leaves no stale lock; the file's text only names the
+// holder for the error message.
+class folder_lock {
+ public:
+  static tl::expected<folder_lock, std::string> take(const fs::path& folder) {
+    auto file = folder / ".lock";
+    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return tl::make_unexpected("cannot open " + file.string() + ": " + errno_code().message());
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      char buf[256] = {};
+      auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+      ::close(fd);
+      std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      if (err == EWOULDBLOCK)
+        return tl::make_unexpected("run " + folder.filename().string() + " is in use by " +
+                                   (holder.empty() ? std::string("another process") : holder) +
+                                   " (its lock is " + file.string() + ")");
+      return tl::make_unexpected("cannot lock " + file.string() + ": " + std::strerror(err));
+    }
+    auto me = "pid " + std::to_string(::getpid()) + " on host " + hostname() + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+      // The lock holds anyway; the text is only for the message another process prints.
+    }
+    return folder_lock(fd);
+  }
+  folder_lock(folder_lock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  folder_lock& operator=(folder_lock&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  ~folder_lock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit folder_lock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// Appends to one file (created when missing), O_APPEND so earlier sessions' text is never
+// touched.
+error_code append_file(const fs::path& path, std::string_view text) {
+  if (text.empty()) return {};
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_code();
+  while (!text.empty()) {
+    auto n = ::write(fd, text.data(), text.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      auto ec = errno_code();
+      ::close(fd);
+      return ec;
+    }
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return {};
+}
+
+class per_case_writer final : public run_store::case_writer {
+ public:
+  per_case_writer(fs::path folder, const std::unordered_map<std::string, fs::path>* dirs)
+      : folder_(std::move(folder)), dirs_(dirs), writer_(folder_) {}
+  void submit(const std::string& key, std::string record, done_fn done) override {
+    fs::path dir;
+    if (auto it = dirs_->find(key); it != dirs_->end())
+      dir = it->second;
+    else
+      dir = folder_ / "cases" / encode_key(key);
+    record += '\n';
+    writer_.submit(dir / "result.json", std::move(record), std::move(done));
+  }
+  void drain() override { writer_.drain(); }
+
+ private:
+  fs::path folder_;
+  const std::unordered_map<std::string, fs::path>* dirs_;
+  batch_writer writer_;
+};
+
+}  // namespace
+
+std::pair<plan::plan, schedule::run_report> loaded_run::as_report() const {
+  std::pair<plan::plan, schedule::run_report> out;
+  auto& [p, report] = out;
+  p.cases.reserve(cases.size());
+  report.cases.reserve(cases.size());
+  for (auto& c : cases) {
+    plan::planned_case pc;
+    if (auto params = protocol::decode_run_params(c.record)) pc.params = std::move(*params);
+    pc.key = c.key;
+    p.cases.push_back(std::move(pc));
+    report.cases.push_back(decode_case(c.record));
+  }
+  report.seconds = meta.seconds();
+  return out;
+}
+
+tl::expected<loaded_run, std::string> load_run(const fs::path& results_dir,
+                                               const std::string& run_id) {
+  auto path = existing_run(results_dir, run_id);
+  if (!path) return tl::make_unexpected(path.error());
+  auto meta = read_meta(*path, run_id);
+  if (!meta) return tl::make_unexpected(meta.error());
+  return load_folder(*path, std::move(*meta), nullptr);
+}
+
+tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const plan::plan& p,
+                                                   const protocol::initialize_result& study,
+                                                   const json::object& fingerprints,
+                                                   std::optional<std::int64_t> seed,
+                                                   const resume_options& options) {
+  resume_plan out;
+  auto& meta = run.meta;
+  const auto& id = meta.run_id;
+  if (!meta.study.empty() && meta.study != study.study) {
+    auto why = "run " + id + " was made by study '" + meta.study + "', this is '" + study.study +
+               "'";
+    if (!options.allow_other_study) return tl::make_unexpected(why);
+    out.warnings.push_back(why);
+  }
+  if (!meta.study_version.empty() && meta.study_version != study.study_version)
+    out.warnings.push_back("run " + id + " was made by study version " + meta.study_version +
+                           ", this is " + study.study_version);
+  if (!meta.sessions.empty()) {
+    auto& config = meta.sessions.back().config;
+    auto* sel = config.if_contains("selection");
+    auto* saved_seed = sel && sel->is_object() ? sel->get_object().if_contains("seed") : nullptr;
+    auto now = seed ? json::value(*seed) : json::value(nullptr);
+    if (saved_seed && *saved_seed != now)
+      out.warnings.push_back("run " + id + " was made with --seed " + json::serialize(*saved_seed) +
+                             ", this run uses " + json::serialize(now) +
+                             ": saved trials keep their old seeds");
+  }
+  for (auto& [eval, hash] : fingerprints)
+    if (auto* old = meta.fingerprints.if_contains(eval); old && *old != hash)
+      out.warnings.push_back("eval '" + std::string(eval) + "' changed since run " + id +
+                             " was saved");
+
+  std::unordered_map<std::string_view, const saved_case*> saved;
+  saved.reserve(run.cases.size());
+  for (auto& c : run.cases) saved.emplace(c.key, &c);
+  std::unordered_map<std::string_view, bool> planned;
+  planned.reserve(p.cases.size());
+  out.records.resize(p.cases.size());
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    planned.emplace(p.cases[i].key, true);
+    auto it = saved.find(p.cases[i].key);
+    if (it != saved.end()) {
+      auto rec = decode_case(it->second->record);
+      bool again =
+          rec.state == case_state::cancelled ||
+          (options.retry_errors && (rec.state == case_state::error || rec.state == case_state::na)) ||
+          (options.retry_failed && rec.state == case_state::failed);
+      if (!again) {
+        out.records[i] = std::move(rec);
+        ++out.reused;
+        continue;
+      }
+    }
+    out.todo.push_back(i);
+  }
+  for (auto& c : run.cases) {
+    if (planned.count(c.key)) continue;
+    plan::planned_case pc;
+    if (auto params = protocol::decode_run_params(c.record)) pc.params = std::move(*params);
+    pc.key = c.key;
+    out.outside.cases.push_back(std::move(pc));
+    out.outside_records.push_back(decode_case(c.record));
+  }
+  return out;
+}
+
+std::optional<std::pair<plan::plan, schedule::run_report>> whole_run(
+    const plan::plan& p, const schedule::run_report& report, const resume_plan& resumed) {
+  if (resumed.outside.cases.empty()) return std::nullopt;
+  std::pair<plan::plan, schedule::run_report> out;
+  out.first.cases = p.cases;
+  out.first.evals = p.evals;
+  out.second = report;
+  for (std::size_t i = 0; i < resumed.outside.cases.size(); ++i) {
+    out.first.cases.push_back(resumed.outside.cases[i]);
+    out.second.cases.push_back(resumed.outside_records[i]);
+  }
+  return out;
+}
+
+struct run_store::state {
+  fs::path path;
+  std::string id;
+  run_meta meta;
+  std::optional<folder_lock> lock;
+  std::unordered_map<std::string, fs::path> dirs;  // keys saved under a foreign folder name
+  std::string events;                              // not yet appended
+};
+
+run_store::run_store(std::unique_ptr<state> s) : s_(std::move(s)) {}
+run_store::run_store(run_store&&) noexcept = default;
+run_store& run_store::operator=(run_store&&) noexcept = default;
+run_store::~run_store() {
+  if (s_) flush_events();
+}
+
+tl::expected<run_store, std::string> run_store::create(const fs::path& results_dir,
+                                                       const std::string& run_id, layout l) {
+  if (auto why = invalid_run_id(run_id))
+    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+  std::error_code ec;
+  fs::create_directories(results_dir, ec);
+  if (ec) return tl::make_unexpected("cannot create " + results_dir.string() + ": " + ec.message());
+  auto path = results_dir / run_id;
+  if (!fs::create_directory(path, ec) || ec)
+    return tl::make_unexpected("cannot create run folder " + path.string() + ": " +
+                               (ec ? ec.message() : std::string("it exists")));
+  fs::create_directory(path / "cases", ec);
+  if (ec)
+    return tl::make_unexpected("cannot create " + (path / "cases").string() + ": " + ec.message());
+  auto lock = folder_lock::take(path);
+  if (!lock) return tl::make_unexpected(lock.error());
+  auto s = std::make_unique<state>();
+  s->path = std::move(path);
+  s->id = run_id;
+  s->meta.run_id = run_id;
+  s->meta.layout = l;
+  s->lock.emplace(std::move(*lock));
+  return run_store(std::move(s));
+}
+
+tl::expected<run_store, std::string> run_store::open(const fs::path& results_dir,
+                                                     const std::string& run_id) {
+  auto path = existing_run(results_dir, run_id);
+  if (!path) return tl::make_unexpected(path.error());
+  // The lock first: meta.json may be mid-replace by the holder otherwise.
+  auto lock = folder_lock::take(*path);
+  if (!lock) return tl::make_unexpected(lock.error());
+  auto meta = read_meta(*path, run_id);
+  if (!meta) return tl::make_unexpected(meta.error());
+  auto s = std::make_unique<state>();
+  s->path = std::move(*path);
+  s->id = run_id;
+  s->meta = std::move(*meta);
+  s->lock.emplace(std::move(*lock));
+  return run_store(std::move(s));
+}
+
+const fs::path& run_store::path() const { return s_->path; }
+const std::string& run_store::id() const { return s_->id; }
+run_meta& run_store::meta() { return s_->meta; }
+const run_meta& run_store::meta() const { return s_->meta; }
+
+loaded_run run_store::load() const {
+  s_->dirs.clear();
+  return load_folder(s_->path, s_->meta, &s_->dirs);
+}
+
+error_code run_store::save_meta() {
+  return write_file_atomic(s_->path / "meta.json", json::serialize(s_->meta.to_json()) + "\n");
+}
+
+error_code run_store::begin_session(run_session session) {
+  auto n = s_->meta.sessions.size() + 1;
+  if (s_->meta.started.empty()) s_->meta.started = session.started;
+  auto marker = json::object{{"session", n},
+                             {"started", session.started},
+                             {"hostname", session.hostname},
+                             {"pid", session.pid}};
+  s_->meta.sessions.push_back(std::move(session));
+  s_->events += json::serialize(marker) + "\n";
+  if (auto ec = flush_events()) return ec;
+  if (auto ec = append_file(s_->path / "study.stderr.log",
+                            "--- session " + std::to_string(n) + " started " +
+                                s_->meta.sessions.back().started + " ---\n"))
+    return ec;
+  return save_meta();
+}
+
+run_session& run_store::session() { return s_->meta.sessions.back(); }
+
+tl::expected<std::unique_ptr<run_store::case_writer>, std::string> run_store::writer() {
+  if (s_->meta.layout == layout::per_case)
+    return std::make_unique<per_case_writer>(s_->path, &s_->dirs);
+  return tl::make_unexpected("the compact layout cannot be written by this build");
+}
+
+void run_store::append_event(std::string_view line) {
+  s_->events += line;
+  s_->events += '\n';
+  if (s_->events.size() >= (std::size_t{64} << 10)) flush_events();
+}
+
+error_code run_store::flush_events() {
+  auto ec = append_file(s_->path / "events.ndjson", s_->events);
+  s_->events.clear();
+  return ec;
+}
+
+error_code run_store::append_stderr(std::string_view text) {
+  return append_file(s_->path / "study.stderr.log", text);
+}
+
+error_code run_store::finish(const plan::plan& whole, schedule::run_report& report,
+                             const aggregate::summary& s, std::string_view finished_at) {
+  error_code first;
+  auto keep = [&](error_code ec) {
+    if (ec && !first) first = ec;
+  };
+  keep(flush_events());
+  auto& meta = s_->meta;
+  meta.format = run_meta::current_format;
+  meta.finished = std::string(finished_at);
+  if (!meta.sessions.empty()) meta.sessions.back().finished = std::string(finished_at);
+  report.seconds = meta.seconds();
+  for (auto [name, format] : {std::pair<const char*, const char*>{"report.json", "json"},
+                              {"report.html", "html"}}) {
+    auto file = atomic_file::create(s_->path / name);
+    if (!file) {
+      keep(file.error());
+      continue;
+    }
+    report::render(format, whole, report, s, [&](std::string_view piece) { file->write(piece); });
+    keep(file->commit());
+  }
+  meta.summary = report::summary_json(s, report);
+  keep(save_meta());
+  return first;
+}
+
+}  // namespace mira::store
