@@ -1,0 +1,195 @@
+// The run store through the real CLI: sessions appended, a resume that selects less keeps the
+// whole run, one writer at a time, report.html in the folder, study log lines shown, and run
+// folders written by the Rust mira CLI reported, exported and resumed in place.
+#include "integration/process_util.hpp"
+
+#include <mira/store/run_store.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace mira::test;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string mira_bin = MIRA_CLI;
+const std::string example = MIRA_EXAMPLE_STUDY;
+const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+
+// The one run folder under `results`.
+std::string only_run(const std::string& results) {
+  std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
+  BOOST_REQUIRE(runs.size() == 1u);
+  return runs[0].filename().string();
+}
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_store)
+
+// Defects 2 and 6: a resume used to replace events.ndjson and study.stderr.log with its own
+// session's; report.html was not kept in the folder.
+BOOST_AUTO_TEST_CASE(a_resume_appends_events_and_stderr_and_the_folder_keeps_report_html) {
+  temp_dir dir;
+  auto results = dir / "results";
+  auto first = run_command(mira_bin + " run --evals events --results-dir " + results + " -- " +
+                           example + " 2>/dev/null");
+  BOOST_TEST(first.code == 0);
+  auto id = only_run(results);
+  auto folder = fs::path(results) / id;
+  auto second = run_command(mira_bin + " run --evals greet --resume " + id + " --results-dir " +
+                            results + " -- " + example + " 2>/dev/null");
+  BOOST_TEST(second.code == 0);
+  auto events = read_file((folder / "events.ndjson").string());
+  BOOST_TEST(events.find("{\"key\":\"events/tool-use@sim\",\"method\":\"event\"") !=
+             std::string::npos);
+  BOOST_TEST(count_of(events, "{\"session\":") == 2u);
+  auto log = read_file((folder / "study.stderr.log").string());
+  BOOST_TEST(log.find("--- session 1 started ") != std::string::npos);
+  BOOST_TEST(log.find("--- session 2 started ") != std::string::npos);
+  auto html = read_file((folder / "report.html").string());
+  BOOST_TEST(html.find("<!DOCTYPE html>") == 0u);
+}
+
+// Defect 3: a resume that selects less rewrote report.json and meta.json's summary with only
+// its selection, kept only the first selection, and `mira report` showed 0.00 s.
+BOOST_AUTO_TEST_CASE(a_narrower_resume_keeps_the_whole_run_in_report_and_meta) {
+  temp_dir dir;
+  auto results = dir / "results";
+  BOOST_TEST(run_command(mira_bin + " run --max-retries 1 --results-dir " + results + " -- " +
+                         example + " >/dev/null 2>&1")
+                 .code == 0);
+  auto id = only_run(results);
+  auto folder = fs::path(results) / id;
+  auto resumed = run_command(mira_bin + " run --evals coin --retry-failed --resume " + id +
+                             " --results-dir " + results + " -- " + example + " 2>/dev/null");
+  BOOST_TEST(resumed.code == 0);
+  auto report = json::parse(read_file((folder / "report.json").string())).as_object();
+  BOOST_TEST(report.at("cases").as_array().size() == 41u);
+  auto meta = json::parse(read_file((folder / "meta.json").string())).as_object();
+  BOOST_TEST(meta.at("summary").at("counts").at("passed").as_int64() == 37);
+  BOOST_TEST(meta.at("summary").at("seconds").to_number<double>() > 0);
+  auto& sessions = meta.at("sessions").as_array();
+  BOOST_REQUIRE(sessions.size() == 2u);
+  BOOST_TEST(sessions[0].at("config").at("selection").at("evals").as_array().empty());
+  BOOST_TEST(sessions[1].at("config").at("selection").at("evals").at(0).as_string() == "coin");
+  BOOST_TEST(sessions[1].at("reused").as_int64() == 3);
+  auto again = run_command(mira_bin + " report " + id + " --results-dir " + results);
+  BOOST_TEST(again.code == 0);
+  BOOST_TEST(again.out.find("(41 cases)") != std::string::npos);
+}
+
+// Defect 5: two writers of one run folder both ran. The folder is locked for a session; the
+// second writer exits 3 naming the holder, and proceeds once the lock is gone.
+BOOST_AUTO_TEST_CASE(one_writer_at_a_time) {
+  temp_dir dir;
+  auto results = dir / "results";
+  BOOST_TEST(run_command(mira_bin + " run --samples a --results-dir " + results + " -- " + py +
+                         " >/dev/null 2>&1")
+                 .code == 0);
+  auto id = only_run(results);
+  {
+    auto holder = mira::store::run_store::open(results, id);
+    BOOST_REQUIRE(holder.has_value());
+    auto second = run_command(mira_bin + " run --samples a --resume " + id + " --results-dir " +
+                              results + " -- " + py + " 2>&1");
+    BOOST_TEST(second.code == 3);
+    BOOST_TEST(second.out.find("is in use by pid " + std::to_string(::getpid()) + " on host ") !=
+               std::string::npos);
+    // A reader needs no lock.
+    BOOST_TEST(run_command(mira_bin + " report " + id + " --results-dir " + results +
+                           " >/dev/null 2>&1")
+                   .code == 0);
+  }
+  auto third = run_command(mira_bin + " run --samples a --resume " + id + " --results-dir " +
+                           results + " -- " + py + " 2>&1");
+  BOOST_TEST(third.code == 0);
+  BOOST_TEST(third.out.find("1 of 1 case(s) already saved") != std::string::npos);
+}
+
+// Defect 7: `log` notifications correlated with a request were never printed.
+BOOST_AUTO_TEST_CASE(a_study_log_line_for_a_case_is_shown_with_its_key) {
+  auto r = run_command(mira_bin + " run --dry-run --evals events -- " + example + " 2>&1");
+  BOOST_TEST(r.code == 0);
+  BOOST_TEST(r.out.find("study [events/tool-use@sim]: used one tool") != std::string::npos);
+}
+
+// Defect 8 (part): a second --execute-only over the same artifacts said it executed every case.
+BOOST_AUTO_TEST_CASE(execute_only_counts_what_this_session_executed) {
+  temp_dir dir;
+  auto arts = dir / "artifacts";
+  auto base = mira_bin + " run --execute-only --artifacts " + arts + " -- " + py +
+              " --caps execute,score 2>&1";
+  auto first = run_command(base);
+  BOOST_TEST(first.out.find("executed 3 case(s) in this session") != std::string::npos);
+  auto second = run_command(base);
+  BOOST_TEST(second.out.find("executed 0 case(s) in this session") != std::string::npos);
+}
+
+// A run folder as the Rust mira CLI writes it: meta.json with the study's name as a string and
+// Unix times, bare RunResults (no key) under its own key encoding ('-' as _2d).
+BOOST_AUTO_TEST_CASE(a_rust_run_folder_is_reported_exported_and_resumed_in_place) {
+  temp_dir dir;
+  auto results = fs::path(dir / "results");
+  const std::string id = "20261130T081502Z-3fa9";
+  auto folder = results / id;
+  write(folder / "meta.json",
+        R"({"format":1,"run_id":")" + id +
+            R"(","study":"example-study","study_version":"0.1.0","started_unix":1764490502,)"
+            R"("finished_unix":1764490510,"summary":{"scored":1,"passed":1,"failed":0,"na":0,)"
+            R"("skipped":0,"total_tokens":2,"total_cost_usd":0.0,"total_tool_calls":0,)"
+            R"("total_duration_ms":3}})");
+  const std::string rust_dir = "arithmetic_2fcase_2d1_40sim";
+  const std::string result =
+      R"({"eval":"arithmetic","sample":"case-1","target":"sim","passed":true,"aggregate":1.0,)"
+      R"("scores":[{"scorer":"exact","value":1.0,"pass":true,"reason":"from the Rust host"}],)"
+      R"("transcript":{"final_response":"2","iterations":1,"tool_calls_count":0,)"
+      R"("usage":{"input_tokens":1,"output_tokens":1,"cost_usd":0.0}},"skipped":false})";
+  write(folder / "cases" / rust_dir / "result.json", result);
+
+  auto report = run_command(mira_bin + " report " + id + " --results-dir " + results.string() +
+                            " 2>&1");
+  BOOST_TEST(report.code == 0);
+  BOOST_TEST(report.out.find("PASS  arithmetic/case-1@sim") != std::string::npos);
+  auto exported = run_command(mira_bin + " export " + id + " --format atif --out - --results-dir " +
+                              results.string());
+  BOOST_TEST(exported.code == 0);
+  BOOST_TEST(exported.out.find("\"trajectory_id\":\"arithmetic/case-1@sim\"") !=
+             std::string::npos);
+
+  auto resumed = run_command(mira_bin + " run --evals arithmetic --resume " + id +
+                             " --results-dir " + results.string() + " -- " + example + " 2>&1");
+  BOOST_TEST(resumed.code == 0);
+  BOOST_TEST(resumed.out.find("1 of 25 case(s) already saved") != std::string::npos);
+  // 25 cases, 25 folders: the Rust host's folder was reused, not doubled.
+  BOOST_TEST(std::distance(fs::directory_iterator(folder / "cases"), fs::directory_iterator{}) ==
+             25);
+  BOOST_TEST(read_file((folder / "cases" / rust_dir / "result.json").string()) == result);
+  BOOST_TEST(!fs::exists(folder / "cases" / "arithmetic_2fcase-1_40sim"));
+  // meta.json still reads as the Rust host's, with this session appended.
+  auto meta = json::parse(read_file((folder / "meta.json").string())).as_object();
+  BOOST_TEST(meta.at("study").as_string() == "example-study");
+  BOOST_TEST(meta.at("started_unix").as_int64() == 1764490502);
+  BOOST_TEST(meta.at("sessions").as_array().size() == 1u);
+  BOOST_TEST(meta.at("summary").at("counts").at("passed").as_int64() == 25);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
