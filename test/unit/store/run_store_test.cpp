@@ -1,0 +1,229 @@
+// The run store's pure parts and its folder rules: meta.json in every format it reads, the
+// resume decision per saved state and option, natural key order, the writer's lock.
+#include <mira/store/records.hpp>
+#include <mira/store/run_store.hpp>
+
+#include "common/temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <fstream>
+
+using namespace mira::store;
+using mira::schedule::case_state;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+mira::plan::planned_case planned(std::string sample) {
+  mira::plan::planned_case c;
+  c.params.eval = "echo";
+  c.params.sample = std::move(sample);
+  c.params.target = "sim";
+  c.key = mira::plan::case_key(c.params);
+  return c;
+}
+
+saved_case saved(const std::string& sample, case_state state) {
+  mira::schedule::case_record r;
+  r.state = state;
+  r.attempts = 1;
+  auto c = planned(sample);
+  return {c.key, encode_case(c, r)};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_store_tests)
+
+BOOST_AUTO_TEST_CASE(meta_round_trips_and_keeps_unknown_members) {
+  run_meta m;
+  m.run_id = "20261130T081502Z-3fa9";
+  m.layout = layout::compact;
+  m.study = "s";
+  m.initialize = json::object{{"study", "s"}, {"study_version", "1"}};
+  run_session s;
+  s.started = "2026-11-30T08:15:02Z";
+  s.seconds = 1.5;
+  s.argv = {"run", "--evals", "a"};
+  m.sessions = {s, s};
+  m.extra["from_the_future"] = 42;
+  auto back = run_meta::from_json(m.to_json());
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(to_string(back->layout) == "compact");
+  BOOST_TEST(back->study_version == "1");
+  BOOST_TEST(back->sessions.size() == 2u);
+  BOOST_TEST(back->seconds() == 3.0);
+  BOOST_TEST(back->sessions[1].argv.at(2) == "a");
+  BOOST_TEST(back->extra.at("from_the_future").as_int64() == 42);
+}
+
+BOOST_AUTO_TEST_CASE(meta_of_format_1_and_of_the_rust_host_and_bad_meta) {
+  auto v1 = run_meta::from_json(
+      json::parse(R"({"format":1,"run_id":"x","started":"2026-11-30T08:15:02Z",
+        "study":{"study":"s","study_version":"2"},"config":{"argv":["run"]},
+        "summary":{"seconds":4.0}})")
+          .as_object());
+  BOOST_REQUIRE(v1.has_value());
+  BOOST_REQUIRE(v1->sessions.size() == 1u);  // the one configuration becomes a session
+  BOOST_TEST(v1->sessions[0].argv.at(0) == "run");
+  BOOST_TEST(v1->seconds() == 4.0);
+  BOOST_TEST(v1->study == "s");
+
+  auto rust = run_meta::from_json(
+      json::parse(R"({"format":1,"run_id":"r","study":"greeter","study_version":"0.4.0",
+        "started_unix":1764490502,"finished_unix":0})")
+          .as_object());
+  BOOST_REQUIRE(rust.has_value());
+  BOOST_TEST(rust->made_by_rust_host);
+  BOOST_TEST(rust->study == "greeter");
+  BOOST_TEST(rust->started == "2025-11-30T08:15:02Z");
+  BOOST_TEST(rust->finished.empty());  // 0: never finished
+  BOOST_TEST(rust->to_json().at("started_unix").as_int64() == 1764490502);
+
+  auto bad_layout = run_meta::from_json(json::parse(R"({"layout":"zip"})").as_object());
+  BOOST_REQUIRE(!bad_layout);
+  BOOST_TEST(bad_layout.error().find("\"layout\"") != std::string::npos);
+  auto newer = run_meta::from_json(json::parse(R"({"format":99})").as_object());
+  BOOST_REQUIRE(!newer);
+  BOOST_TEST(newer.error().find("format 99 is newer") == 0u);
+}
+
+// Which saved states a resume runs again, per option: a table over every state.
+BOOST_AUTO_TEST_CASE(resume_reuses_by_state_and_option) {
+  struct row {
+    case_state state;
+    bool runs_plain, runs_retry_errors, runs_retry_failed;
+  };
+  const row rows[] = {
+      {case_state::passed, false, false, false},   {case_state::failed, false, false, true},
+      {case_state::na, false, true, false},        {case_state::skipped, false, false, false},
+      {case_state::cancelled, true, true, true},   {case_state::error, false, true, false},
+      {case_state::executed, false, false, false},
+  };
+  mira::protocol::initialize_result study;
+  study.study = "s";
+  for (auto& r : rows) {
+    loaded_run run;
+    run.meta.study = "s";
+    run.cases.push_back(saved("a", r.state));
+    mira::plan::plan p;
+    p.cases.push_back(planned("a"));
+    p.cases.push_back(planned("b"));  // never saved: always runs
+    for (int o = 0; o < 3; ++o) {
+      resume_options opt;
+      opt.retry_errors = o == 1;
+      opt.retry_failed = o == 2;
+      auto d = plan_resume(run, p, study, {}, std::nullopt, opt);
+      BOOST_REQUIRE(d.has_value());
+      bool runs = o == 0 ? r.runs_plain : o == 1 ? r.runs_retry_errors : r.runs_retry_failed;
+      BOOST_TEST_CONTEXT("state " << r.state << ", option " << o) {
+        BOOST_TEST(d->todo.size() == (runs ? 2u : 1u));
+        BOOST_TEST(d->todo.back() == 1u);
+        BOOST_TEST(d->reused == (runs ? 0u : 1u));
+        if (!runs) BOOST_TEST(d->records[0].state == r.state);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(resume_refuses_another_study_and_warns_of_changes) {
+  loaded_run run;
+  run.meta.run_id = "r";
+  run.meta.study = "old";
+  run.meta.study_version = "1";
+  run.meta.fingerprints = json::object{{"echo", "aaa"}};
+  run_session s;
+  s.config = json::parse(R"({"selection":{"seed":7}})").as_object();
+  run.meta.sessions.push_back(s);
+  run.cases.push_back(saved("outside", case_state::passed));
+  mira::plan::plan p;
+  p.cases.push_back(planned("a"));
+  mira::protocol::initialize_result study;
+  study.study = "new";
+  study.study_version = "2";
+  auto refused = plan_resume(run, p, study, {}, 7, {});
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error() == "run r was made by study 'old', this is 'new'");
+  resume_options allow;
+  allow.allow_other_study = true;
+  auto d = plan_resume(run, p, study, json::object{{"echo", "bbb"}}, 8, allow);
+  BOOST_REQUIRE(d.has_value());
+  BOOST_TEST(d->warnings.size() == 4u);  // other study, version, seed, fingerprint
+  // The saved case outside the plan stays in the run's report.
+  BOOST_REQUIRE(d->outside.cases.size() == 1u);
+  BOOST_TEST(d->outside.cases[0].key == "echo/outside@sim");
+  mira::schedule::run_report report;
+  report.cases.resize(1);
+  auto whole = whole_run(p, report, *d);
+  BOOST_REQUIRE(whole.has_value());
+  BOOST_TEST(whole->first.cases.size() == 2u);
+  BOOST_TEST(whole->second.cases.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(keys_sort_naturally) {
+  using mira::plan::natural_less;
+  BOOST_TEST(natural_less("case-2", "case-10"));
+  BOOST_TEST(!natural_less("case-10", "case-2"));
+  BOOST_TEST(natural_less("a/case-9@sim", "a/case-10@sim"));
+  BOOST_TEST(natural_less("case-2", "case-02"));  // equal values: fewer leading zeros first
+  BOOST_TEST(!natural_less("case-02", "case-2"));
+  BOOST_TEST(natural_less("abc", "abd"));
+  BOOST_TEST(natural_less("ab", "abc"));
+  BOOST_TEST(!natural_less("x1", "x1"));
+  BOOST_TEST(natural_less("x99999999999999999999998", "x99999999999999999999999"));
+}
+
+BOOST_AUTO_TEST_CASE(one_writer_holds_a_run_and_readers_need_no_lock) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  const std::string id = "20261130T081502Z-3fa9";
+  {
+    auto w = run_store::create(results, id, layout::per_case);
+    BOOST_REQUIRE(w.has_value());
+    BOOST_TEST(!w->begin_session(run_session{}));
+    auto second = run_store::open(results, id);
+    BOOST_REQUIRE(!second);
+    BOOST_TEST(second.error().find("is in use by pid " + std::to_string(::getpid())) !=
+               std::string::npos);
+    auto reader = load_run(results, id);
+    BOOST_REQUIRE(reader.has_value());
+    BOOST_TEST(reader->meta.sessions.size() == 1u);
+  }
+  BOOST_TEST(run_store::open(results, id).has_value());  // released with its store
+  BOOST_TEST(!run_store::open(results, "../x"));
+  BOOST_TEST(run_store::open(results, "20990101T000000Z-0000").error().find("no saved run") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(records_load_in_natural_order_and_unreadable_files_are_named) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  const std::string id = "20261130T081502Z-3fa9";
+  auto w = run_store::create(results, id, layout::per_case);
+  BOOST_REQUIRE(w.has_value());
+  auto writer = w->writer();
+  BOOST_REQUIRE(writer.has_value());
+  for (auto s : {"case-10", "case-2", "case-1"}) {
+    auto c = saved(s, case_state::passed);
+    (*writer)->submit(c.key, json::serialize(c.record), [](boost::system::error_code ec) {
+      BOOST_TEST(!ec);
+    });
+  }
+  (*writer)->drain();
+  fs::create_directories(w->path() / "cases" / "torn");
+  std::ofstream(w->path() / "cases" / "torn" / "result.json") << "{\"eval\":";
+  auto run = w->load();
+  BOOST_REQUIRE(run.cases.size() == 3u);
+  BOOST_TEST(run.cases[0].key == "echo/case-1@sim");
+  BOOST_TEST(run.cases[1].key == "echo/case-2@sim");
+  BOOST_TEST(run.cases[2].key == "echo/case-10@sim");
+  BOOST_REQUIRE(run.unreadable.size() == 1u);
+  BOOST_TEST(run.unreadable[0].find("torn/result.json: not a JSON object") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
