@@ -1,5 +1,6 @@
-// `mira run` end to end: N cases against the echo study, with the run folder on (a results
-// directory on local disk) and off (--dry-run), beside a 1-case run for the fixed cost.
+// `mira run` end to end: N cases against the echo study, with the run folder off (--dry-run)
+// and on in both layouts (per-case files, --store compact; a results directory on local
+// disk), beside a 1-case run for the fixed cost.
 //
 //   run_end_to_end [-n N] [-j J] MIRA_BIN ECHO_STUDY
 //
@@ -72,26 +73,28 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/mira-e2e-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
   std::string cpu_file = dir + "/study.cpu";
-  auto argv_for = [&](std::size_t cases, bool dry) {
+  enum class mode { dry, per_case, compact };
+  auto argv_for = [&](std::size_t cases, mode m) {
     std::vector<std::string> a{pos[0], "run", "-j", std::to_string(j), "--max-retries", "0"};
-    if (dry)
+    if (m == mode::dry)
       a.push_back("--dry-run");
     else
-      a.insert(a.end(), {"--results-dir", dir + "/results"});
+      a.insert(a.end(), {"--results-dir", dir + "/results", "--store",
+                         m == mode::compact ? "compact" : "per-case"});
     a.insert(a.end(), {"--", pos[1], "--samples", std::to_string(cases), "--cpu-report", cpu_file});
     return a;
   };
   std::fflush(stdout);  // a forked child must not inherit unwritten output
-  auto one = run(argv_for(1, true), cpu_file);
+  auto one = run(argv_for(1, mode::dry), cpu_file);
   std::printf("run_end_to_end n=%zu -j %zu (1-case run: %.1f MiB peak RSS)\n", n, j, one.rss_mib);
-  std::printf("%-8s %8s %10s %10s %10s %9s %14s\n", "mode", "wall_s", "host_cpu_s", "study_cpu_s",
+  std::printf("%-9s %8s %10s %10s %10s %9s %14s\n", "mode", "wall_s", "host_cpu_s", "study_cpu_s",
               "cases/s", "rss_mib", "bytes_per_case");
-  for (bool dry : {true, false}) {
+  for (auto m : {mode::dry, mode::per_case, mode::compact}) {
     std::fflush(stdout);
-    auto o = run(argv_for(n, dry), cpu_file);
+    auto o = run(argv_for(n, m), cpu_file);
     if (!WIFEXITED(o.status) || WEXITSTATUS(o.status) != 0)
       std::fprintf(stderr, "run_end_to_end: mira exited with status %d\n", o.status);
-    std::printf("%-8s %8.2f %10.2f %10.2f %10.0f %9.1f %14.0f\n", dry ? "dry-run" : "saved", o.wall,
+    std::printf("%-9s %8.2f %10.2f %10.2f %10.0f %9.1f %14.0f\n", m == mode::dry ? "dry-run" : m == mode::per_case ? "per-case" : "compact", o.wall,
                 o.cpu - o.study_cpu, o.study_cpu, static_cast<double>(n) / o.wall, o.rss_mib,
                 (o.rss_mib - one.rss_mib) * 1048576.0 / static_cast<double>(n));
   }
