@@ -6,6 +6,7 @@
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
+#include <mira/store/segment_log.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -80,12 +81,40 @@ void load_per_case(const fs::path& folder, std::map<std::string, json::object>& 
   }
 }
 
+// Reads segments/*.ndjson: the newest record of each key. A torn tail (a write cut short by a
+// crash, never acknowledged) is not a loss; a damaged line is reported.
+void load_compact(const fs::path& folder, std::map<std::string, json::object>& out,
+                  std::vector<std::string>& unreadable) {
+  auto scan = read_segments(folder / "segments");
+  for (auto& problem : scan.problems)
+    if (problem.find("torn tail") == std::string::npos) unreadable.push_back(problem);
+  for (auto& r : scan.records) {
+    boost::system::error_code ec;
+    auto v = json::parse(r.json, ec);
+    if (ec || !v.is_object()) {
+      unreadable.push_back((folder / "segments").string() + ": the record of " + r.key +
+                           " is not a JSON object");
+      continue;
+    }
+    v.as_object()["key"] = r.key;
+    out.insert_or_assign(r.key, std::move(v.as_object()));
+  }
+}
+
 loaded_run load_folder(const fs::path& folder, run_meta meta,
                        std::unordered_map<std::string, fs::path>* dirs) {
   loaded_run run;
   run.meta = std::move(meta);
   std::map<std::string, json::object> records;
-  load_per_case(folder, records, run.unreadable, dirs);
+  // Both layouts are read (a run converted half-way has some of each); the run's own layout
+  // is read last, so its record of a key wins.
+  if (run.meta.layout == layout::compact) {
+    load_per_case(folder, records, run.unreadable, dirs);
+    load_compact(folder, records, run.unreadable);
+  } else {
+    load_compact(folder, records, run.unreadable);
+    load_per_case(folder, records, run.unreadable, dirs);
+  }
   run.cases.reserve(records.size());
   for (auto& [key, record] : records) run.cases.push_back({key, std::move(record)});
   std::stable_sort(run.cases.begin(), run.cases.end(),
@@ -117,7 +146,8 @@ tl::expected<fs::path, std::string> existing_run(const fs::path& results_dir,
     return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
   auto path = results_dir / run_id;
   std::error_code ec;
-  if (!fs::is_directory(path / "cases", ec) && !fs::exists(path / "meta.json", ec))
+  if (!fs::is_directory(path / "cases", ec) && !fs::is_directory(path / "segments", ec) &&
+      !fs::exists(path / "meta.json", ec))
     return tl::make_unexpected("no saved run \"" + run_id + "\" in " + results_dir.string());
   return path;
 }
@@ -203,6 +233,18 @@ class per_case_writer final : public run_store::case_writer {
   fs::path folder_;
   const std::unordered_map<std::string, fs::path>* dirs_;
   batch_writer writer_;
+};
+
+class compact_writer final : public run_store::case_writer {
+ public:
+  explicit compact_writer(std::unique_ptr<segment_writer> w) : writer_(std::move(w)) {}
+  void submit(const std::string& key, std::string record, done_fn done) override {
+    writer_->submit(key, std::move(record), std::move(done));
+  }
+  void drain() override { writer_->drain(); }
+
+ private:
+  std::unique_ptr<segment_writer> writer_;
 };
 
 }  // namespace
@@ -339,9 +381,9 @@ tl::expected<run_store, std::string> run_store::create(const fs::path& results_d
   if (!fs::create_directory(path, ec) || ec)
     return tl::make_unexpected("cannot create run folder " + path.string() + ": " +
                                (ec ? ec.message() : std::string("it exists")));
-  fs::create_directory(path / "cases", ec);
-  if (ec)
-    return tl::make_unexpected("cannot create " + (path / "cases").string() + ": " + ec.message());
+  auto records = path / (l == layout::compact ? "segments" : "cases");
+  fs::create_directory(records, ec);
+  if (ec) return tl::make_unexpected("cannot create " + records.string() + ": " + ec.message());
   auto lock = folder_lock::take(path);
   if (!lock) return tl::make_unexpected(lock.error());
   auto s = std::make_unique<state>();
@@ -406,7 +448,9 @@ run_session& run_store::session() { return s_->meta.sessions.back(); }
 tl::expected<std::unique_ptr<run_store::case_writer>, std::string> run_store::writer() {
   if (s_->meta.layout == layout::per_case)
     return std::make_unique<per_case_writer>(s_->path, &s_->dirs);
-  return tl::make_unexpected("the compact layout cannot be written by this build");
+  auto w = segment_writer::open(s_->path / "segments");
+  if (!w) return tl::make_unexpected(w.error());
+  return std::make_unique<compact_writer>(std::move(*w));
 }
 
 void run_store::append_event(std::string_view line) {

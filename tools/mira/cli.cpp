@@ -159,8 +159,9 @@ int main(const std::vector<std::string>& args) {
     if (args[0] == "score") return cmd_score(rest);
     if (args[0] == "report") return cmd_report(rest);
     if (args[0] == "export") return cmd_export(rest);
+    if (args[0] == "store") return cmd_store(rest);
     throw usage_error{"unknown command '" + printable(args[0]) +
-                      "' (commands: list, plan, run, score, report, export)"};
+                      "' (commands: list, plan, run, score, report, export, store)"};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "mira: %s\nRun `mira --help` for usage.\n", e.message.c_str());
     return exit_usage;

@@ -10,5 +10,6 @@ int cmd_run(const std::vector<std::string>& args);
 int cmd_score(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
+int cmd_store(const std::vector<std::string>& args);
 
 }  // namespace mira::cli

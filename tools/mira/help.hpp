@@ -13,6 +13,7 @@ Usage:
   mira score --artifacts DIR [FILTER] [selection] [run options] -- STUDY_CMD [ARGS...]
   mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group-by KEY]
   mira export RUN_ID --format atif [--results-dir DIR] [--artifacts DIR] [--out DIR|-]
+  mira store convert RUN_ID --to per-case|compact [--results-dir DIR]
   mira --version
 
 Everything after `--` is the study's command line, passed as is (no shell);
@@ -149,6 +150,24 @@ Cases are shown in key order. Exit codes: 0, or 2 when there is no such run.
 
 Example:
   mira report 20261130T081502Z-3fa9
+)";
+
+inline constexpr const char* store_help =
+    R"(mira store - manage how a saved run keeps its case records
+
+Usage: mira store convert RUN_ID --to per-case|compact [--results-dir DIR]
+
+  --to LAYOUT          per-case: a folder and result.json per case (what the Rust mira CLI
+                       reads); compact: checksummed append-only segments (fast, small)
+  --results-dir DIR    where run folders are (default ./results)
+
+The run is locked while it converts (a run in progress cannot be converted). Every record is
+written in the new layout and made durable before the old layout's files are removed, so an
+interrupted conversion loses nothing and can be run again. Exit codes: 0; 2 no such run or a
+bad argument; 3 the run is in use or a record could not be converted.
+
+Example:
+  mira store convert 20261130T081502Z-3fa9 --to compact
 )";
 
 inline constexpr const char* export_help =
