@@ -52,12 +52,13 @@ std::vector<record> make_records(std::size_t n, bool typical) {
       result = bench::typical_run_result;
       result.pop_back();  // the closing brace
     } else {
-      result = R"({"eval":"bench","sample":")" + sample +
-               R"(","target":"sim","input":null,"expected":null,"metadata":{})"
-               R"(,"passed":true,"aggregate":1.0,"scores":[{"scorer":"echo","value":1.0,)"
-               R"("pass":true,"reason":"echo"}],"transcript":{"final_response":"","iterations":0,)"
-               R"("tool_calls_count":0,"usage":{"input_tokens":0,"output_tokens":0,"cost_usd":0.0}},)"
-               R"("skipped":false)";
+      result =
+          R"({"eval":"bench","sample":")" + sample +
+          R"(","target":"sim","input":null,"expected":null,"metadata":{})"
+          R"(,"passed":true,"aggregate":1.0,"scores":[{"scorer":"echo","value":1.0,)"
+          R"("pass":true,"reason":"echo"}],"transcript":{"final_response":"","iterations":0,)"
+          R"("tool_calls_count":0,"usage":{"input_tokens":0,"output_tokens":0,"cost_usd":0.0}},)"
+          R"("skipped":false)";
     }
     r.json = result + R"(,"key":")" + r.key + R"(","status":"passed","attempts":1,"latency_ms":)" +
              std::to_string(0.2 + static_cast<double>(i % 1000) / 1000.0).substr(0, 5) + "}";

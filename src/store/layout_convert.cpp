@@ -70,9 +70,10 @@ result to_compact(const fs::path& run) {
   if (!writer) return fail(writer.error() + "; the per-case layout is intact");
   failures failed;
   for (auto& [key, record] : cases)
-    (*writer)->submit(key, json::serialize(record), [&failed, k = key](boost::system::error_code ec) {
-      if (ec) failed.add("the record of " + k, ec);
-    });
+    (*writer)->submit(key, json::serialize(record),
+                      [&failed, k = key](boost::system::error_code ec) {
+                        if (ec) failed.add("the record of " + k, ec);
+                      });
   writer->reset();  // drains: every callback has run
   if (failed.count)
     return fail("cannot append " + failed.first + " (" + std::to_string(failed.count) + " of " +
@@ -140,7 +141,8 @@ result to_per_case(const fs::path& run) {
     auto& r = scan.records[i];
     auto v = json::parse(r.json, ec, {}, mira::detail::host_parse_options());
     if (ec || !v.is_object())
-      return fail("the record of " + r.key + " in " + dir.string() + " does not parse; nothing converted");
+      return fail("the record of " + r.key + " in " + dir.string() +
+                  " does not parse; nothing converted");
     auto& o = v.as_object();
     auto* k = o.if_contains("key");
     if (!k) {
@@ -166,10 +168,9 @@ result to_per_case(const fs::path& run) {
     for (auto& [i, text] : texts) {
       auto file = folder->case_file(scan.records[i].key);
       auto what = file.string();
-      writer.submit(std::move(file), std::move(text),
-                    [&failed, what](boost::system::error_code e) {
-                      if (e) failed.add(what, e);
-                    });
+      writer.submit(std::move(file), std::move(text), [&failed, what](boost::system::error_code e) {
+        if (e) failed.add(what, e);
+      });
     }
     writer.drain();
   }

@@ -103,7 +103,8 @@ bool encode_line(std::string& out, std::string_view key, std::string_view record
   out += record;
   out += '}';
   auto crc = crc32c(std::string_view(out).substr(body));
-  for (int i = 0; i < 8; ++i) out[start + line_head.size() + i] = hex_digits[(crc >> (28 - 4 * i)) & 15];
+  for (int i = 0; i < 8; ++i)
+    out[start + line_head.size() + i] = hex_digits[(crc >> (28 - 4 * i)) & 15];
   out += '\n';
   return true;
 }
@@ -353,16 +354,17 @@ tl::expected<std::unique_ptr<segment_writer>, std::string> segment_writer::open(
   auto bytes = read_all(fd);
   if (!bytes) return fail("cannot read " + last.string() + ": " + errno_text(bytes.error()), fd);
   std::vector<bad_line> bad;
-  auto valid_end = scan_bytes(*bytes, [](std::string, std::string_view) {}, bad);
+  auto valid_end = scan_bytes(
+      *bytes, [](std::string, std::string_view) {}, bad);
   if (valid_end < bytes->size()) {
     auto first_torn = std::find_if(bad.begin(), bad.end(),
                                    [&](const bad_line& b) { return b.offset >= valid_end; });
     if (::ftruncate(fd, static_cast<off_t>(valid_end)) != 0 || ::fdatasync(fd) != 0)
       return fail("cannot truncate the torn tail of " + last.string() + ": " + errno_text(errno),
                   fd);
-    repairs.push_back(torn_tail_message(last, valid_end, bytes->size() - valid_end,
-                                        first_torn->problem) +
-                      ", truncated");
+    repairs.push_back(
+        torn_tail_message(last, valid_end, bytes->size() - valid_end, first_torn->problem) +
+        ", truncated");
   }
   return std::unique_ptr<segment_writer>(new segment_writer(
       dir, options, dir_fd, fd, *segment_number(last), valid_end, std::move(repairs)));
@@ -431,8 +433,8 @@ void segment_writer::run() {
 boost::system::error_code segment_writer::append(std::string_view bytes) {
   std::size_t done = 0;
   while (done < bytes.size()) {
-    auto n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
-                      static_cast<off_t>(size_ + done));
+    auto n =
+        ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(size_ + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return last_error();
     done += static_cast<std::size_t>(n);

@@ -27,8 +27,7 @@ namespace {
 enum class kind { per_case, compact };
 
 std::string record_of(const std::string& key) {
-  return R"({"key":")" + key + R"(","status":"passed","padding":")" + std::string(200, 'x') +
-         "\"}";
+  return R"({"key":")" + key + R"(","status":"passed","padding":")" + std::string(200, 'x') + "\"}";
 }
 
 // The saved keys and how many records name each (per-case: at most one by construction).

@@ -80,7 +80,7 @@ class segment_writer {
   int dir_fd_ = -1;  // holds the lock; fsynced when a segment is created
   int fd_ = -1;      // the segment being appended to
   std::uint64_t number_ = 0;
-  std::uint64_t size_ = 0;  // durable bytes in the current segment
+  std::uint64_t size_ = 0;           // durable bytes in the current segment
   boost::system::error_code error_;  // sticky: see the class comment
   std::vector<std::string> repairs_;
 
@@ -98,8 +98,11 @@ struct segment_record {
 };
 
 struct segment_scan {
-  std::vector<segment_record> records;  // append order; a later record for a key supersedes an earlier one
-  std::vector<std::string> problems;    // human-readable: torn tail dropped in FILE at byte N, checksum mismatch at FILE:LINE, ...
+  /// Append order; a later record for a key supersedes an earlier one.
+  std::vector<segment_record> records;
+  /// Human-readable: "torn tail dropped in FILE at byte N (...)", "checksum mismatch at
+  /// FILE:LINE (byte N), line skipped", "cannot read FILE: ...".
+  std::vector<std::string> problems;
   /// Lines skipped before the torn tail of the last segment (damage, not an interrupted write).
   std::size_t damaged_lines = 0;
 };

@@ -177,8 +177,7 @@ BOOST_AUTO_TEST_CASE(torn_tails_are_reported_by_the_reader_and_cut_by_the_writer
     std::size_t records_left;
   };
   const damage cases[] = {
-      {"a cut last line",
-       [](const fs::path& f) { fs::resize_file(f, fs::file_size(f) - 5); }, 9},
+      {"a cut last line", [](const fs::path& f) { fs::resize_file(f, fs::file_size(f) - 5); }, 9},
       {"a last line cut before its newline",
        [](const fs::path& f) { fs::resize_file(f, fs::file_size(f) - 1); }, 9},
       {"garbage appended",
