@@ -74,12 +74,13 @@ result to_compact(const fs::path& run) {
                       [&failed, k = key](boost::system::error_code ec) {
                         if (ec) failed.add("the record of " + k, ec);
                       });
-  writer->reset();  // drains: every callback has run
+  convert_counts counts;
+  counts.notes = (*writer)->repairs();  // a torn tail left by an earlier, interrupted writer
+  writer->reset();                      // drains: every callback has run
   if (failed.count)
     return fail("cannot append " + failed.first + " (" + std::to_string(failed.count) + " of " +
                 std::to_string(cases.size()) + " records failed); the per-case layout is intact");
 
-  convert_counts counts;
   counts.records = cases.size();
   // Remove only files whose record the segments now hold, as read again now.
   std::error_code ec;

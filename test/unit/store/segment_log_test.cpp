@@ -351,11 +351,15 @@ BOOST_AUTO_TEST_CASE(both_ways_with_every_record_and_the_old_files_gone) {
   temp_dir d;
   auto records = saved_run(d.path, 30);
   auto run = d.path / "r1";
+  // What a conversion killed while appending leaves: a torn tail, cut and noted.
+  fs::create_directories(run / "segments");
+  write(run / "segments" / "000001.ndjson", R"({"crc32c":"0)");
   auto to_compact = convert_run_layout(run, layout::compact);
   BOOST_REQUIRE_MESSAGE(to_compact.has_value(), (to_compact ? std::string() : to_compact.error()));
   BOOST_TEST(to_compact->records == 30u);
   BOOST_TEST(to_compact->removed_files == 30u);
-  BOOST_TEST(to_compact->notes.empty());
+  BOOST_TEST(to_compact->notes.size() == 1u);
+  BOOST_TEST(mentions(to_compact->notes, "torn tail dropped in", "truncated"));
   BOOST_TEST(!fs::exists(run / "cases"));
   BOOST_TEST(compact_records(run) == records);
 
@@ -366,8 +370,11 @@ BOOST_AUTO_TEST_CASE(both_ways_with_every_record_and_the_old_files_gone) {
     records["e/s1@sim"]["status"] = "failed";
     (*w)->submit("e/s1@sim", json::serialize(records["e/s1@sim"]), {});
   }
+  // A torn tail (a write no callback confirmed) is dropped and noted, not refused.
+  std::ofstream(run / "segments" / "000001.ndjson", std::ios::app) << R"({"crc32c":"0)";
   auto back = convert_run_layout(run, layout::per_case);
   BOOST_REQUIRE_MESSAGE(back.has_value(), (back ? std::string() : back.error()));
+  BOOST_TEST(mentions(back->notes, "torn tail dropped in", "000001.ndjson"));
   BOOST_TEST(back->records == 30u);
   BOOST_TEST(back->removed_files == 1u);  // one segment file
   BOOST_TEST(!fs::exists(run / "segments"));
