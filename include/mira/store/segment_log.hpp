@@ -1,0 +1,119 @@
+// The compact run layout: case records appended to numbered NDJSON segment files, one
+// self-checking line per record, made durable in groups. One file write and one fdatasync per
+// batch instead of a directory, a file and two renames per case (docs/store.md, "Compact layout").
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <tl/expected.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace mira::store {
+
+struct segment_options {
+  std::size_t segment_bytes = 64 << 20;  // rotate to a new segment file beyond this
+  std::size_t max_queued = 4096;         // submit() blocks beyond this (like batch_writer)
+};
+
+/// Appends case records to <dir>/NNNNNN.ndjson segments from a thread of its own. Group commit:
+/// everything submitted since the last batch is appended with one write and made durable with
+/// one fdatasync before any of its callbacks run (a batch that crosses a segment boundary takes
+/// one write and one fdatasync per segment).
+///
+/// Each line is `{"crc32c":"xxxxxxxx","key":...,"record":{...}}`: the checksum covers every byte
+/// after the 21-byte prefix up to (not including) the '\n'. A crash leaves at most a torn tail
+/// of the last segment (the batch being written), which the next open() truncates.
+///
+/// One writer per directory: open() takes an exclusive flock on `dir` and fails while another
+/// writer holds it. After a write or sync error the writer fails every later record with that
+/// error (what reached the disk since the last good sync is unknown; a new writer rescans).
+class segment_writer {
+ public:
+  using done_fn = std::function<void(boost::system::error_code)>;
+
+  /// Creates `dir` when missing; scans the last segment and truncates a torn tail (its trailing
+  /// lines that lack '\n' or fail their checksum) before appending. Fails with a message naming
+  /// the file or directory.
+  static tl::expected<std::unique_ptr<segment_writer>, std::string> open(
+      const std::filesystem::path& dir, segment_options options = {});
+  /// Writes and reports what is still queued, then stops the thread and releases the lock.
+  ~segment_writer();
+  segment_writer(const segment_writer&) = delete;
+  segment_writer& operator=(const segment_writer&) = delete;
+
+  /// Queues one record; blocks while `max_queued` records are already waiting. `record_json`:
+  /// one JSON object's text with no '\n'. `done` runs on the writer's thread once the record is
+  /// durable (or with the error that stopped it: errc::invalid_argument for a record that is not
+  /// one JSON object on one line or a key that is not valid UTF-8).
+  void submit(std::string key, std::string record_json, done_fn done);
+  /// Blocks until everything submitted before the call is written and reported.
+  void drain();
+
+  /// What open() dropped from the last segment (the same wording as segment_scan::problems).
+  const std::vector<std::string>& repairs() const { return repairs_; }
+
+ private:
+  struct item {
+    std::string key;
+    std::string json;
+    done_fn done;
+  };
+  segment_writer(std::filesystem::path dir, segment_options options, int dir_fd, int fd,
+                 std::uint64_t number, std::uint64_t size, std::vector<std::string> repairs);
+  void run();
+  void write_batch(std::deque<item>& batch);
+  boost::system::error_code append(std::string_view bytes);
+  boost::system::error_code next_segment();
+
+  std::filesystem::path dir_;
+  segment_options options_;
+  int dir_fd_ = -1;  // holds the lock; fsynced when a segment is created
+  int fd_ = -1;      // the segment being appended to
+  std::uint64_t number_ = 0;
+  std::uint64_t size_ = 0;           // durable bytes in the current segment
+  boost::system::error_code error_;  // sticky: see the class comment
+  std::vector<std::string> repairs_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_, drained_, room_;
+  std::deque<item> queue_;
+  std::size_t submitted_ = 0, completed_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+struct segment_record {
+  std::string key;
+  std::string json;
+};
+
+struct segment_scan {
+  /// Append order; a later record for a key supersedes an earlier one.
+  std::vector<segment_record> records;
+  /// Human-readable: "torn tail dropped in FILE at byte N (...)", "checksum mismatch at
+  /// FILE:LINE (byte N), line skipped", "cannot read FILE: ...".
+  std::vector<std::string> problems;
+  /// Lines skipped before the torn tail of the last segment (damage, not an interrupted write).
+  std::size_t damaged_lines = 0;
+};
+
+/// Reads every segment in `dir` without modifying anything. A missing `dir` reads as empty.
+segment_scan read_segments(const std::filesystem::path& dir);
+
+/// The segment files in `dir` (names of digits, at least six, then ".ndjson"), in number order.
+std::vector<std::filesystem::path> list_segments(const std::filesystem::path& dir);
+
+/// CRC-32C (Castagnoli, reflected 0x82F63B78, as in iSCSI and ext4): the segment line checksum.
+std::uint32_t crc32c(std::string_view data);
+
+}  // namespace mira::store

@@ -1,0 +1,204 @@
+// Converting a saved run between the per-case and the compact layout (see layout_convert.hpp).
+#include <mira/detail/json_scan.hpp>
+#include <mira/store/batch_writer.hpp>
+#include <mira/store/layout_convert.hpp>
+#include <mira/store/run_folder.hpp>
+#include <mira/store/segment_log.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace mira::store {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+using result = tl::expected<convert_counts, std::string>;
+
+tl::unexpected<std::string> fail(std::string message) {
+  return tl::make_unexpected(std::move(message));
+}
+
+void sync_directory(const fs::path& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// Failures reported by writer callbacks (on the writer's thread).
+struct failures {
+  std::mutex mutex;
+  std::size_t count = 0;
+  std::string first;
+  void add(const std::string& what, boost::system::error_code ec) {
+    std::lock_guard lock(mutex);
+    if (count++ == 0) first = what + ": " + ec.message();
+  }
+};
+
+tl::expected<run_folder, std::string> folder_of(const fs::path& run) {
+  return run_folder::open(run.parent_path(), run.filename().string());
+}
+
+// Removes a directory if it is empty; a non-empty one is what it should be left as.
+void remove_if_empty(const fs::path& dir) {
+  ::rmdir(dir.c_str());
+}
+
+result to_compact(const fs::path& run) {
+  auto folder = folder_of(run);
+  if (!folder) return fail("no per-case layout to convert: " + folder.error());
+  std::vector<std::string> unreadable;
+  auto cases = folder->load_cases(&unreadable);
+  if (!unreadable.empty())
+    return fail(std::to_string(unreadable.size()) + " unreadable case file(s) in " +
+                (run / "cases").string() + " (the first: " + unreadable.front() +
+                "); nothing converted");
+  auto writer = segment_writer::open(run / "segments");
+  if (!writer) return fail(writer.error() + "; the per-case layout is intact");
+  failures failed;
+  for (auto& [key, record] : cases)
+    (*writer)->submit(key, json::serialize(record),
+                      [&failed, k = key](boost::system::error_code ec) {
+                        if (ec) failed.add("the record of " + k, ec);
+                      });
+  convert_counts counts;
+  counts.notes = (*writer)->repairs();  // a torn tail left by an earlier, interrupted writer
+  writer->reset();                      // drains: every callback has run
+  if (failed.count)
+    return fail("cannot append " + failed.first + " (" + std::to_string(failed.count) + " of " +
+                std::to_string(cases.size()) + " records failed); the per-case layout is intact");
+
+  counts.records = cases.size();
+  // Remove only files whose record the segments now hold, as read again now.
+  std::error_code ec;
+  for (auto& entry : fs::directory_iterator(run / "cases", ec)) {
+    std::error_code ignored;
+    if (!entry.is_directory(ignored)) continue;
+    auto file = entry.path() / "result.json";
+    if (fs::exists(file, ignored)) {
+      auto record = read_json_object(file);
+      auto* key = record ? record->if_contains("key") : nullptr;
+      auto it = key && key->is_string() ? cases.find(std::string(key->get_string())) : cases.end();
+      if (it == cases.end() || it->second != *record) {
+        counts.notes.push_back("kept " + file.string() + ": the segments do not hold its record");
+        continue;
+      }
+      if (::unlink(file.c_str()) != 0) {
+        counts.notes.push_back("cannot remove " + file.string() + ": " + std::strerror(errno));
+        continue;
+      }
+      ++counts.removed_files;
+    }
+    remove_if_empty(entry.path());
+  }
+  remove_if_empty(run / "cases");
+  sync_directory(run);
+  return counts;
+}
+
+result to_per_case(const fs::path& run) {
+  auto dir = run / "segments";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return fail("no compact layout to convert in " + run.string() + " (no segments folder)");
+  // The writer's lock: no segment_writer may append while the segments are read and removed.
+  int lock_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd < 0) return fail("cannot open " + dir.string() + ": " + std::strerror(errno));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } lock{lock_fd};
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
+    return fail("segment directory " + dir.string() + " is in use by a writer");
+
+  auto files = list_segments(dir);
+  auto scan = read_segments(dir);
+  if (scan.damaged_lines)
+    return fail(std::to_string(scan.damaged_lines) + " damaged line(s) in " + dir.string() +
+                " (the first: " + scan.problems.front() + "); nothing converted");
+  convert_counts counts;
+  counts.notes = scan.problems;  // torn tails: writes no callback ever confirmed
+
+  // The latest record of each key, checked and made into its file's text before anything is
+  // written.
+  std::unordered_map<std::string_view, std::size_t> latest;
+  for (std::size_t i = 0; i < scan.records.size(); ++i) latest[scan.records[i].key] = i;
+  std::vector<std::pair<std::size_t, std::string>> texts;
+  texts.reserve(latest.size());
+  for (auto& [key, i] : latest) {
+    auto& r = scan.records[i];
+    auto v = json::parse(r.json, ec, {}, mira::detail::host_parse_options());
+    if (ec || !v.is_object())
+      return fail("the record of " + r.key + " in " + dir.string() +
+                  " does not parse; nothing converted");
+    auto& o = v.as_object();
+    auto* k = o.if_contains("key");
+    if (!k) {
+      o["key"] = r.key;  // run_folder::load_cases finds a case by its record's "key"
+      texts.emplace_back(i, json::serialize(o) + "\n");
+    } else if (!k->is_string() || k->get_string() != r.key) {
+      return fail("the record of " + r.key + " in " + dir.string() +
+                  " names another key; nothing converted");
+    } else {
+      texts.emplace_back(i, r.json + "\n");
+    }
+  }
+
+  fs::create_directories(run / "cases", ec);
+  if (ec)
+    return fail("cannot create " + (run / "cases").string() + ": " + ec.message() +
+                "; the compact layout is intact");
+  auto folder = folder_of(run);
+  if (!folder) return fail(folder.error());
+  failures failed;
+  {
+    batch_writer writer(run);
+    for (auto& [i, text] : texts) {
+      auto file = folder->case_file(scan.records[i].key);
+      auto what = file.string();
+      writer.submit(std::move(file), std::move(text), [&failed, what](boost::system::error_code e) {
+        if (e) failed.add(what, e);
+      });
+    }
+    writer.drain();
+  }
+  if (failed.count)
+    return fail("cannot write " + failed.first + " (" + std::to_string(failed.count) + " of " +
+                std::to_string(texts.size()) + " records failed); the compact layout is intact");
+
+  counts.records = texts.size();
+  for (auto& file : files) {
+    if (::unlink(file.c_str()) != 0) {
+      counts.notes.push_back("cannot remove " + file.string() + ": " + std::strerror(errno));
+      continue;
+    }
+    ++counts.removed_files;
+  }
+  sync_directory(dir);
+  remove_if_empty(dir);
+  sync_directory(run);
+  return counts;
+}
+
+}  // namespace
+
+tl::expected<convert_counts, std::string> convert_run_layout(const fs::path& run_dir, layout to) {
+  auto run = run_dir.lexically_normal();
+  if (run.filename().empty()) run = run.parent_path();
+  return to == layout::compact ? to_compact(run) : to_per_case(run);
+}
+
+}  // namespace mira::store
