@@ -3,8 +3,8 @@
 #include <mira/protocol/trajectory.hpp>
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
+#include <mira/protocol/json_text.hpp>
 
 #include <charconv>
 #include <cmath>
@@ -493,7 +493,7 @@ decoded<run_result> decode_run_result(const json::value& v, std::string raw_json
   });
   r.boolean("skipped", res.skipped);
   if (r.error()) return tl::make_unexpected(std::move(*r.error()));
-  res.raw_json = raw_json.empty() ? json::serialize(v) : std::move(raw_json);
+  res.raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
   return res;
 }
 
@@ -523,9 +523,9 @@ decoded<execute_result> decode_execute_result(const json::value& v, std::string 
   r.boolean("skipped", res.skipped);
   if (r.error()) return tl::make_unexpected(std::move(*r.error()));
   if (projected)
-    res.raw_json = json::serialize(*projected);
+    res.raw_json = to_json_text(*projected);
   else
-    res.raw_json = raw_json.empty() ? json::serialize(v) : std::move(raw_json);
+    res.raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
   return res;
 }
 
