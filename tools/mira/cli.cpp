@@ -7,9 +7,8 @@
 #include "session.hpp"
 
 #include <mira/aggregate/summary.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/store/run_folder.hpp>
-
-#include <boost/json/serialize.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -72,16 +71,20 @@ void print_plan(const plan::plan& p, bool as_json) {
       o["key"] = c.key;
       if (!c.provider.empty()) o["provider"] = c.provider;
       if (!c.available) o["available"] = false;
-      std::cout << json::serialize(o) << '\n';
+      std::cout << protocol::to_json_text(o) << '\n';
     }
     return;
   }
   std::size_t total = 0;
   for (auto& e : p.evals) {
+    // The grid's product, then what the filter left of it, so the figures always add up.
+    const auto grid = e.samples * e.targets * e.axis_combinations * e.trials;
     std::printf(
         "%s: %zu sample(s) x %zu target(s) x %zu axis combination(s) x %zu trial(s) = %zu "
-        "case(s)\n",
-        printable(e.eval).c_str(), e.samples, e.targets, e.axis_combinations, e.trials, e.cases);
+        "case(s)",
+        printable(e.eval).c_str(), e.samples, e.targets, e.axis_combinations, e.trials, grid);
+    if (e.cases != grid) std::printf(", %zu after the filter", e.cases);
+    std::printf("\n");
     total += e.cases;
   }
   std::size_t unavailable = 0;
@@ -98,7 +101,7 @@ int cmd_list(const std::vector<std::string>& args) {
     auto study = co_await open_study(a);
     if (!study) co_return;
     if (a.json)
-      std::cout << json::serialize(protocol::encode(study->list)) << '\n';
+      std::cout << protocol::to_json_text(protocol::encode(study->list)) << '\n';
     else
       print_list(study->list);
     co_await study->host.shutdown();
@@ -118,6 +121,20 @@ int cmd_plan(const std::vector<std::string>& args) {
   });
 }
 
+// How many cases of the run folder have a result file: what a complete report would show.
+tl::expected<std::size_t, std::error_code> saved_results(const store::run_folder& folder) {
+  std::error_code ec;
+  std::size_t n = 0;
+  auto cases = folder.path() / "cases";
+  if (!std::filesystem::exists(cases, ec)) return n;  // a run that saved nothing yet
+  for (auto& entry : std::filesystem::directory_iterator(cases, ec)) {
+    std::error_code ignored;
+    n += std::filesystem::exists(entry.path() / "result.json", ignored);
+  }
+  if (ec) return tl::unexpected(ec);
+  return n;
+}
+
 }  // namespace
 
 int cmd_report(const std::vector<std::string>& args) {
@@ -129,8 +146,32 @@ int cmd_report(const std::vector<std::string>& args) {
     return exit_usage;
   }
   auto saved = load_saved_run(*folder);
+  // Saved results load_saved_run could not use (it names each one): the number of result
+  // files on disk against the cases it returned.
+  auto on_disk = saved_results(*folder);
+  if (!on_disk) {
+    std::fprintf(stderr, "mira: cannot read the results of run %s: %s\n",
+                 printable(a.run_id).c_str(), on_disk.error().message().c_str());
+    return exit_host_error;
+  }
+  const auto unusable = *on_disk > saved.p.cases.size() ? *on_disk - saved.p.cases.size() : 0;
+  if (unusable > 0 && saved.p.cases.empty()) {
+    std::fprintf(stderr,
+                 "mira: none of the %zu saved result(s) of run %s can be read (see above)\n",
+                 unusable, printable(a.run_id).c_str());
+    return exit_host_error;
+  }
   auto s = aggregate::summarize(saved.p, saved.report.cases, nullptr, a.group_by);
-  return emit_report(a, saved.p, saved.report, s, false) ? exit_ok : exit_host_error;
+  if (!emit_report(a, saved.p, saved.report, s, false)) return exit_host_error;
+  if (unusable > 0) {
+    // The report is incomplete: a script must not take it for the whole run.
+    std::fprintf(stderr,
+                 "mira: the report is incomplete: %zu of %zu saved result(s) of run %s cannot be "
+                 "read (see above)\n",
+                 unusable, *on_disk, printable(a.run_id).c_str());
+    return exit_host_error;
+  }
+  return exit_ok;
 }
 
 int main(const std::vector<std::string>& args) {
