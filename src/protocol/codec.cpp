@@ -1,13 +1,14 @@
 // Lenient decoding and default-omitting encoding of the wire types (see codec.hpp).
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/protocol/trajectory.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value_from.hpp>
-#include <mira/protocol/json_text.hpp>
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 namespace mira::protocol {
@@ -690,9 +691,24 @@ json::object encode(const list_result& l) {
 
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
+  // Most strings (keys, names, short texts) need no escape: one append of the quoted whole.
+  std::size_t clean = 0;
+  for (; clean < s.size(); ++clean) {
+    auto c = static_cast<unsigned char>(s[clean]);
+    if (c < 0x20 || c == '"' || c == '\\') break;
+  }
+  if (clean == s.size()) {
+    const auto at = out.size();
+    out.resize(at + s.size() + 2);
+    char* d = out.data() + at;
+    d[0] = '"';
+    std::memcpy(d + 1, s.data(), s.size());
+    d[s.size() + 1] = '"';
+    return;
+  }
   out += '"';
   std::size_t run = 0;  // start of the pending run of bytes that need no escaping
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  for (std::size_t i = clean; i < s.size(); ++i) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(s.data() + run, i - run);

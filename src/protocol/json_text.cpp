@@ -129,20 +129,26 @@ void append_json_text(std::string& out, const json::value& v) {
   }
 }
 
+// Most texts (frames' params, records) fit: one allocation instead of a doubling series.
+constexpr std::size_t initial_capacity = 1024;
+
 std::string to_json_text(const json::value& v) {
   std::string out;
+  out.reserve(initial_capacity);
   append_json_text(out, v);
   return out;
 }
 
 std::string to_json_text(const json::object& o) {
   std::string out;
+  out.reserve(initial_capacity);
   append_json_text(out, o);
   return out;
 }
 
 std::string to_json_text(const json::array& a) {
   std::string out;
+  out.reserve(initial_capacity);
   append_json_text(out, a);
   return out;
 }
