@@ -3,13 +3,17 @@
 //   route           multiplexer::on_line: skim the result, classify, route by id (no DOM)
 //   route+decode    the above plus the text decoder into run_result (the host's hot path)
 //   dom decode      the same line through the DOM: parse into the arena, decode_run_result
-//   encode run      the `run` request frame text, vs json::serialize of the same params
+//   encode run      the `run` request frame text, vs json::serialize of the same params and
+//                   protocol::to_json_text of them (the writer of every other frame)
+//   serialize/text result  a parsed RunResult (scores and costs are doubles) written back by
+//                   json::serialize and by protocol::to_json_text (saved records, reports)
 //
 //   codec_throughput [-n ITERATIONS]
 #include "typical_result.hpp"
 
 #include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -90,6 +94,20 @@ int main(int argc, char** argv) {
   });
   measure("serialize run", n, 120, [&](std::size_t) {
     out = json::serialize(mira::protocol::encode(p));
+    sink += out.size();
+  });
+  measure("to_json_text run", n, 120, [&](std::size_t) {
+    out = mira::protocol::to_json_text(mira::protocol::encode(p));
+    sink += out.size();
+  });
+  const auto result = json::parse(bench::typical_run_result);
+  const auto result_bytes = std::string(bench::typical_run_result).size();
+  measure("serialize result", n, result_bytes, [&](std::size_t) {
+    out = json::serialize(result);
+    sink += out.size();
+  });
+  measure("text result", n, result_bytes, [&](std::size_t) {
+    out = mira::protocol::to_json_text(result);
     sink += out.size();
   });
   return sink == 0;  // keeps the work observable

@@ -1,7 +1,8 @@
 // Aggregation (see summary.hpp).
 #include <mira/aggregate/summary.hpp>
 
-#include <boost/json/serialize.hpp>
+#include <mira/plan/natural_order.hpp>
+#include <mira/protocol/json_text.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -49,7 +50,7 @@ bool scored(case_state s) {
 
 std::string display(const boost::json::value& v) {
   if (auto* s = v.if_string()) return std::string(*s);
-  return boost::json::serialize(v);
+  return protocol::to_json_text(v);
 }
 
 // Sample and target metadata of the listing, by eval, for group-by lookups.
@@ -178,6 +179,8 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
     }
   }
   for (auto& [value, r] : groups) out.groups.emplace_back(value, r);
+  std::sort(out.groups.begin(), out.groups.end(),
+            [](auto& a, auto& b) { return plan::natural_less(a.first, b.first); });
   if (unset.scored > 0) out.groups.emplace_back("(unset)", unset);
   for (auto& [target, xs] : latencies) {
     auto& l = out.latency_by_target[target];

@@ -4,6 +4,7 @@
 #include <mira/detail/line_framer.hpp>
 #include <mira/detail/multiplexer.hpp>
 #include <mira/host.hpp>
+#include <mira/protocol/json_text.hpp>
 
 #include "study_process.hpp"
 
@@ -18,7 +19,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -777,7 +777,7 @@ void start(const impl_ptr& impl, initialize_call, request_options o,
   protocol::initialize_params p;
   p.host = impl->options().host_name;
   impl->request<protocol::initialize_result>(
-      "initialize", json::serialize(protocol::encode(p)), std::move(o), std::move(h), home,
+      "initialize", protocol::to_json_text(protocol::encode(p)), std::move(o), std::move(h), home,
       &by_ref<protocol::initialize_result, protocol::decode_initialize_result>, &check_initialize);
 }
 
@@ -791,7 +791,7 @@ void start(const impl_ptr& impl, list_call, request_options o, handler_t<protoco
 void start(const impl_ptr& impl, protocol::list_samples_params p, request_options o,
            handler_t<protocol::list_samples_result> h, home_t home) {
   impl->request<protocol::list_samples_result>(
-      "list_samples", json::serialize(protocol::encode(p)), std::move(o), std::move(h), home,
+      "list_samples", protocol::to_json_text(protocol::encode(p)), std::move(o), std::move(h), home,
       &by_ref<protocol::list_samples_result, protocol::decode_list_samples_result>);
 }
 
@@ -813,14 +813,14 @@ void start(const impl_ptr& impl, execute_call c, request_options o,
 
 void start(const impl_ptr& impl, protocol::score_params p, request_options o,
            handler_t<protocol::run_result> h, home_t home) {
-  impl->request<protocol::run_result>("score", json::serialize(protocol::encode(p)), std::move(o),
-                                      std::move(h), home, &decode_run);
+  impl->request<protocol::run_result>("score", protocol::to_json_text(protocol::encode(p)),
+                                      std::move(o), std::move(h), home, &decode_run);
 }
 
 void start(const impl_ptr& impl, protocol::cancel_params p, request_options o, handler_t<bool> h,
            home_t home) {
-  impl->request<bool>("cancel", json::serialize(protocol::encode(p)), std::move(o), std::move(h),
-                      home, &decode_cancel);
+  impl->request<bool>("cancel", protocol::to_json_text(protocol::encode(p)), std::move(o),
+                      std::move(h), home, &decode_cancel);
 }
 
 namespace {

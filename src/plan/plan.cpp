@@ -68,33 +68,6 @@ std::size_t match_class(std::string_view pat, std::size_t pi, char c, bool& matc
 
 }  // namespace
 
-bool natural_less(std::string_view a, std::string_view b) {
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  int tie = 0;  // the first difference in leading zeros, when the values are equal
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (digit(a[i]) && digit(b[j])) {
-      auto zi = i, zj = j;
-      while (zi < a.size() && a[zi] == '0') ++zi;
-      while (zj < b.size() && b[zj] == '0') ++zj;
-      auto ei = zi, ej = zj;
-      while (ei < a.size() && digit(a[ei])) ++ei;
-      while (ej < b.size() && digit(b[ej])) ++ej;
-      if (ei - zi != ej - zj) return ei - zi < ej - zj;  // more significant digits: larger
-      if (auto c = a.substr(zi, ei - zi).compare(b.substr(zj, ej - zj)); c != 0) return c < 0;
-      if (!tie && ei - i != ej - j) tie = ei - i < ej - j ? -1 : 1;
-      i = ei;
-      j = ej;
-      continue;
-    }
-    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
-    ++i;
-    ++j;
-  }
-  if (i < a.size() || j < b.size()) return j < b.size();  // a prefix comes first
-  return tie < 0;
-}
-
 bool glob_match(std::string_view pat, std::string_view text) {
   std::size_t p = 0, t = 0;
   std::size_t star = std::string_view::npos, star_t = 0;

@@ -1,13 +1,14 @@
 // Lenient decoding and default-omitting encoding of the wire types (see codec.hpp).
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/protocol/trajectory.hpp>
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 namespace mira::protocol {
@@ -493,7 +494,7 @@ decoded<run_result> decode_run_result(const json::value& v, std::string raw_json
   });
   r.boolean("skipped", res.skipped);
   if (r.error()) return tl::make_unexpected(std::move(*r.error()));
-  res.raw_json = raw_json.empty() ? json::serialize(v) : std::move(raw_json);
+  res.raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
   return res;
 }
 
@@ -523,9 +524,9 @@ decoded<execute_result> decode_execute_result(const json::value& v, std::string 
   r.boolean("skipped", res.skipped);
   if (r.error()) return tl::make_unexpected(std::move(*r.error()));
   if (projected)
-    res.raw_json = json::serialize(*projected);
+    res.raw_json = to_json_text(*projected);
   else
-    res.raw_json = raw_json.empty() ? json::serialize(v) : std::move(raw_json);
+    res.raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
   return res;
 }
 
@@ -690,9 +691,24 @@ json::object encode(const list_result& l) {
 
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
+  // Most strings (keys, names, short texts) need no escape: one append of the quoted whole.
+  std::size_t clean = 0;
+  for (; clean < s.size(); ++clean) {
+    auto c = static_cast<unsigned char>(s[clean]);
+    if (c < 0x20 || c == '"' || c == '\\') break;
+  }
+  if (clean == s.size()) {
+    const auto at = out.size();
+    out.resize(at + s.size() + 2);
+    char* d = out.data() + at;
+    d[0] = '"';
+    std::memcpy(d + 1, s.data(), s.size());
+    d[s.size() + 1] = '"';
+    return;
+  }
   out += '"';
   std::size_t run = 0;  // start of the pending run of bytes that need no escaping
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  for (std::size_t i = clean; i < s.size(); ++i) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(s.data() + run, i - run);

@@ -103,7 +103,7 @@ Array.prototype.forEach.call(hs,function(h,i){h.addEventListener('click',functio
 var asc=h.dataset.dir!=='asc';Array.prototype.forEach.call(hs,function(o){delete o.dataset.dir;});h.dataset.dir=asc?'asc':'desc';
 var num=h.dataset.type==='num',rows=Array.prototype.slice.call(b.rows);
 rows.sort(function(x,y){var a=x.cells[i].dataset.v,c=y.cells[i].dataset.v;
-var r=num?(parseFloat(a)||0)-(parseFloat(c)||0):a.localeCompare(c);return asc?r:-r;});
+var r=num?(parseFloat(a)||0)-(parseFloat(c)||0):a.localeCompare(c,undefined,{numeric:true});return asc?r:-r;});
 rows.forEach(function(r){b.appendChild(r);});});});
 filter();document.documentElement.dataset.ready='1';})();)";
 
@@ -278,8 +278,9 @@ std::string html_report(const plan::plan& p, const schedule::run_report& report,
   auto ci = s.overall.ci();
   auto& t = s.total;
   out += "<div class=\"cards\">" +
-         card(s.overall.scored ? pct(s.overall.value()) : "–",
-              "pass rate (95% " + pct(ci.low) + "–" + pct(ci.high) + ")") +
+         (s.overall.scored ? card(pct(s.overall.value()),
+                                  "pass rate (95% " + pct(ci.low) + "–" + pct(ci.high) + ")")
+                           : card("–", "pass rate: no scored cases")) +
          card(std::to_string(s.count(case_state::passed)), "passed") +
          card(std::to_string(s.count(case_state::failed)), "failed") +
          card(std::to_string(s.count(case_state::error)), "errors") +

@@ -3,10 +3,10 @@
 
 #include <mira/report/escape.hpp>
 
-#include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
-
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
+
+#include <boost/json/parse.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +58,13 @@ std::string shown_key(std::string_view key) {
   constexpr std::size_t max = 160;
   if (key.size() <= max) return printable(key);
   return printable(key.substr(0, max - 40)) + "…" + printable(key.substr(key.size() - 30));
+}
+
+// Terminal columns of printable text: one per code point (UTF-8 continuation bytes take none).
+std::size_t display_width(std::string_view text) {
+  std::size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
 }
 
 std::string fraction(const aggregate::rate& r) {
@@ -161,17 +168,37 @@ json::object summary_json(const aggregate::summary& s, const schedule::run_repor
 
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour) {
+  // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
+  // kept: a run can have a million cases.
+  auto score_of = [&](const schedule::case_record& r,
+                      const std::optional<protocol::run_result>& result) -> std::string {
+    if (result && (r.state == case_state::passed || r.state == case_state::failed))
+      return fixed(result->aggregate);
+    return {};
+  };
+  std::size_t key_width = 0, score_width = 0;
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    key_width = std::max(key_width, display_width(shown_key(p.cases[i].key)));
+    score_width = std::max(score_width, score_of(report.cases[i], report.cases[i].result()).size());
+  }
+  std::string row;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& r = report.cases[i];
-    if (colour)
-      std::fprintf(out, "%s%s\x1b[0m  %s", std::string(badge_colour(r.state)).c_str(),
-                   std::string(badge(r.state)).c_str(), shown_key(p.cases[i].key).c_str());
-    else
-      std::fprintf(out, "%s  %s", std::string(badge(r.state)).c_str(),
-                   shown_key(p.cases[i].key).c_str());
     const auto result = r.result();
-    if (result && (r.state == case_state::passed || r.state == case_state::failed))
-      std::fprintf(out, "  %.2f", result->aggregate);
+    auto key = shown_key(p.cases[i].key);
+    row.clear();
+    if (colour) row += badge_colour(r.state);
+    row += badge(r.state);
+    if (colour) row += "\x1b[0m";
+    row += "  ";
+    row += key;
+    row.append(key_width - display_width(key), ' ');
+    if (score_width) {
+      auto score = score_of(r, result);
+      row += "  ";
+      row.append(score_width - score.size(), ' ');
+      row += score;
+    }
     std::string note = r.message;
     if (note.empty() && r.state == case_state::failed && result)
       for (auto& sc : result->scores)
@@ -179,9 +206,11 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
           note = sc.scorer + ": " + sc.reason;
           break;
         }
-    if (!note.empty()) std::fprintf(out, "  (%s)", printable(note).c_str());
-    if (!r.retried.empty()) std::fprintf(out, "  [%zu retries]", r.retried.size());
-    std::fprintf(out, "\n");
+    if (!note.empty()) row += "  (" + printable(note) + ")";
+    if (!r.retried.empty()) row += "  [" + std::to_string(r.retried.size()) + " retries]";
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    row += '\n';
+    std::fputs(row.c_str(), out);
   }
 
   // The eval x target matrix.
@@ -236,6 +265,10 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
     std::fprintf(out, "\n-- by %s (passed/scored, 95%% interval) --\n",
                  printable(s.group_by).c_str());
     for (auto& [v, r] : s.groups) {
+      if (!r.scored) {
+        std::fprintf(out, "%s  -\n", printable(v).c_str());
+        continue;
+      }
       auto ci = r.ci();
       std::fprintf(out, "%s  %s  %s  [%s, %s]\n", printable(v).c_str(), fraction(r).c_str(),
                    percent(r.value()).c_str(), percent(ci.low).c_str(), percent(ci.high).c_str());
@@ -270,14 +303,17 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
   auto ci = s.overall.ci();
   std::string executed;
   if (auto n = s.count(case_state::executed)) executed = ", " + std::to_string(n) + " executed";
-  std::fprintf(
-      out,
-      "\n%zu passed, %zu failed, %zu n/a, %zu skipped, %zu cancelled, %zu errors%s (%zu cases) · "
-      "pass rate %s [%s, %s] · %.2f s\n",
-      s.count(case_state::passed), s.count(case_state::failed), s.count(case_state::na),
-      s.count(case_state::skipped), s.count(case_state::cancelled), s.count(case_state::error),
-      executed.c_str(), p.cases.size(), percent(s.overall.value()).c_str(), percent(ci.low).c_str(),
-      percent(ci.high).c_str(), report.seconds);
+  // A rate of nothing is not 0 %: say that nothing was scored.
+  auto rate = s.overall.scored ? "pass rate " + percent(s.overall.value()) + " [" +
+                                     percent(ci.low) + ", " + percent(ci.high) + "]"
+                               : std::string("pass rate – (no scored cases)");
+  std::fprintf(out,
+               "\n%zu passed, %zu failed, %zu n/a, %zu skipped, %zu cancelled, %zu errors%s (%zu "
+               "cases) · %s · %.2f s\n",
+               s.count(case_state::passed), s.count(case_state::failed), s.count(case_state::na),
+               s.count(case_state::skipped), s.count(case_state::cancelled),
+               s.count(case_state::error), executed.c_str(), p.cases.size(), rate.c_str(),
+               report.seconds);
   if (report.stopped != schedule::stop_reason::none)
     std::fprintf(out, "stopped (%s): %s\n", std::string(to_string(report.stopped)).c_str(),
                  printable(report.stop_message).c_str());
@@ -402,9 +438,12 @@ std::string junit_report(const plan::plan& p, const schedule::run_report& report
 std::string md_report(const plan::plan& p, const schedule::run_report& report,
                       const aggregate::summary& s) {
   auto ci = s.overall.ci();
-  std::string out = "## Mira eval results\n\n**" + std::to_string(s.overall.passed) + " / " +
-                    std::to_string(s.overall.scored) + " passed** (" + percent(s.overall.value()) +
-                    ", 95% interval " + percent(ci.low) + "–" + percent(ci.high) + "); " +
+  std::string out = "## Mira eval results\n\n" +
+                    (s.overall.scored ? "**" + std::to_string(s.overall.passed) + " / " +
+                                            std::to_string(s.overall.scored) + " passed** (" +
+                                            percent(s.overall.value()) + ", 95% interval " +
+                                            percent(ci.low) + "–" + percent(ci.high) + "); "
+                                      : std::string("**no scored cases**; ")) +
                     std::to_string(s.count(case_state::failed)) + " failed, " +
                     std::to_string(s.count(case_state::error)) + " errors, " +
                     std::to_string(s.count(case_state::na)) + " n/a, " +
@@ -444,16 +483,16 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   if (format == "csv") return csv_report(p, report, out);
   if (format == "jsonl") {
     for (std::size_t i = 0; i < p.cases.size(); ++i)
-      out(json::serialize(store::encode_case(p.cases[i], report.cases[i])) + "\n");
-    return out(json::serialize(json::object{{"summary", summary_json(s, report)}}) + "\n");
+      out(protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])) + "\n");
+    return out(protocol::to_json_text(json::object{{"summary", summary_json(s, report)}}) + "\n");
   }
   if (format == "junit") return out(junit_report(p, report, s));
   if (format == "md") return out(md_report(p, report, s));
   if (format == "html") return out(html_report(p, report, s, "Mira eval report"));
   // {"summary": ..., "cases": [...]}, one case at a time.
-  out("{\"summary\":" + json::serialize(summary_json(s, report)) + ",\"cases\":[");
+  out("{\"summary\":" + protocol::to_json_text(summary_json(s, report)) + ",\"cases\":[");
   for (std::size_t i = 0; i < p.cases.size(); ++i)
-    out((i ? "," : "") + json::serialize(store::encode_case(p.cases[i], report.cases[i])));
+    out((i ? "," : "") + protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])));
   out("]}\n");
 }
 

@@ -1,7 +1,7 @@
 // Execute artifacts on disk (see artifacts.hpp).
 #include <mira/store/artifacts.hpp>
 
-#include <boost/json/serialize.hpp>
+#include <mira/protocol/json_text.hpp>
 
 namespace mira::store {
 
@@ -35,7 +35,7 @@ fs::path artifact_dir::file_for(const std::string& key) const {
 }
 
 boost::system::error_code artifact_dir::save(const std::string& key, const json::object& artifact) {
-  return write_file_atomic(file_for(key), json::serialize(artifact) + "\n");
+  return write_file_atomic(file_for(key), protocol::to_json_text(artifact) + "\n");
 }
 
 std::map<std::string, json::object> artifact_dir::load(std::vector<std::string>* unreadable) const {
@@ -57,7 +57,7 @@ std::map<std::string, json::object> artifact_dir::load(std::vector<std::string>*
 }
 
 boost::system::error_code artifact_dir::save_meta(const json::object& meta) {
-  return write_file_atomic(path_ / meta_name, json::serialize(meta) + "\n");
+  return write_file_atomic(path_ / meta_name, protocol::to_json_text(meta) + "\n");
 }
 
 std::optional<json::object> artifact_dir::load_meta() const {

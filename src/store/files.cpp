@@ -1,16 +1,17 @@
 // Run-store building blocks (see files.hpp).
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
 
 #include <boost/json/parse.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -225,6 +226,130 @@ boost::system::error_code atomic_file::commit() {
 
 namespace {
 
+// Where output_file::open writes `path`, once its symbolic links are followed.
+struct output_target {
+  std::filesystem::path path;
+  enum { replace, in_place, descriptor } how = replace;
+  int fd = -1;  // for `descriptor`
+};
+
+// A descriptor of this process named through /proc/self/fd/N or /proc/<own pid>/fd/N.
+std::optional<int> own_descriptor(const std::filesystem::path& dir, const std::string& name) {
+  const auto own = "/proc/" + std::to_string(::getpid()) + "/fd";
+  if (dir != own && dir != "/proc/self/fd") return std::nullopt;
+  int fd = -1;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), fd);
+  if (ec != std::errc{} || end != name.data() + name.size() || fd < 0) return std::nullopt;
+  return fd;
+}
+
+tl::expected<output_target, boost::system::error_code> resolve_output(std::filesystem::path path) {
+  if (path == "-") return output_target{path, output_target::descriptor, STDOUT_FILENO};
+  for (int hops = 0;; ++hops) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return output_target{path};  // a new file (or a dangling link's)
+      return tl::make_unexpected(errno_code(errno));
+    }
+    if (S_ISREG(st.st_mode)) return output_target{path};
+    if (S_ISDIR(st.st_mode)) return tl::make_unexpected(errno_code(EISDIR));
+    if (!S_ISLNK(st.st_mode)) return output_target{path, output_target::in_place};
+    if (hops == 40) return tl::make_unexpected(errno_code(ELOOP));
+    std::error_code ec;
+    auto dir = std::filesystem::canonical(path.has_parent_path() ? path.parent_path() : ".", ec);
+    if (ec) return tl::make_unexpected(boost::system::error_code(ec));
+    if (auto fd = own_descriptor(dir, path.filename().string()))
+      return output_target{path, output_target::descriptor, *fd};
+    // Another process's descriptor cannot be renamed over: written in place.
+    if (dir.string().rfind("/proc/", 0) == 0) return output_target{path, output_target::in_place};
+    auto next = std::filesystem::read_symlink(path, ec);
+    if (ec) return tl::make_unexpected(boost::system::error_code(ec));
+    path = next.is_absolute() ? next : dir / next;
+  }
+}
+
+}  // namespace
+
+tl::expected<output_file, boost::system::error_code> output_file::open(
+    const std::filesystem::path& path) {
+  auto target = resolve_output(path);
+  if (!target) return tl::make_unexpected(target.error());
+  switch (target->how) {
+    case output_target::replace: {
+      auto file = atomic_file::create(target->path);
+      if (!file) return tl::make_unexpected(file.error());
+      return output_file(target->path, std::move(*file), -1, false);
+    }
+    case output_target::descriptor:
+      return output_file(target->path, std::nullopt, target->fd, false);
+    case output_target::in_place:
+      break;
+  }
+  // No O_CREAT: a device or FIFO that vanished since the lstat is not made a regular file.
+  int fd = ::open(target->path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return tl::make_unexpected(errno_code(errno));
+  return output_file(target->path, std::nullopt, fd, true);
+}
+
+output_file::output_file(std::filesystem::path target, std::optional<atomic_file> atomic, int fd,
+                         bool owned)
+    : target_(std::move(target)), atomic_(std::move(atomic)), fd_(fd), owned_(owned) {}
+
+output_file::output_file(output_file&& other) noexcept
+    : target_(std::move(other.target_)),
+      atomic_(std::move(other.atomic_)),
+      fd_(std::exchange(other.fd_, -1)),
+      owned_(std::exchange(other.owned_, false)),
+      buffer_(std::move(other.buffer_)),
+      error_(other.error_) {
+  other.atomic_.reset();
+}
+
+output_file::~output_file() {
+  if (owned_ && fd_ >= 0) ::close(fd_);
+}
+
+boost::system::error_code output_file::flush() {
+  // Standard output may hold the caller's own text (the table printed before the report).
+  if (fd_ == STDOUT_FILENO) std::fflush(stdout);
+  if (fd_ == STDERR_FILENO) std::fflush(stderr);
+  std::size_t done = 0;
+  while (!error_ && done < buffer_.size()) {
+    auto n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      error_ = errno_code(errno);
+    else
+      done += static_cast<std::size_t>(n);
+  }
+  buffer_.clear();
+  return error_;
+}
+
+boost::system::error_code output_file::write(std::string_view bytes) {
+  if (atomic_) return atomic_->write(bytes);
+  constexpr std::size_t chunk = std::size_t{1} << 16;
+  if (error_ || fd_ < 0) return error_ ? error_ : errno_code(EBADF);
+  buffer_.append(bytes);
+  return buffer_.size() >= chunk ? flush() : error_;
+}
+
+boost::system::error_code output_file::commit() {
+  if (atomic_) {
+    auto ec = atomic_->commit();
+    atomic_.reset();
+    return ec;
+  }
+  if (fd_ < 0) return errno_code(EBADF);
+  flush();
+  if (owned_ && ::close(fd_) != 0 && !error_) error_ = errno_code(errno);
+  fd_ = -1;
+  owned_ = false;
+  return error_;
+}
+
+namespace {
+
 // FIPS 180-4.
 struct sha256 {
   std::array<std::uint32_t, 8> h{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -294,25 +419,10 @@ void canonical(std::string& out, const boost::json::value& v) {
       return;
     case boost::json::kind::double_: {
       double d = v.get_double();
-      if (d == 0) {
-        out += '0';  // -0 too
-        return;
-      }
-      if (std::trunc(d) == d && std::fabs(d) < 1e21) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.0f", d);
-        out += buf;
-        return;
-      }
-      char buf[32];
-      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-      std::string s(buf, end);
-      // ECMAScript writes exponents as e+21 / e-7: a sign, no leading zeros.
-      if (auto e = s.find('e'); e != std::string::npos) {
-        if (s[e + 1] != '-' && s[e + 1] != '+') s.insert(e + 1, "+");
-        while (e + 3 < s.size() && s[e + 2] == '0') s.erase(e + 2, 1);
-      }
-      out += s;
+      if (d == 0)
+        out += '0';  // -0 too, as RFC 8785 wants
+      else
+        protocol::append_json_number(out, d);
       return;
     }
     case boost::json::kind::string:

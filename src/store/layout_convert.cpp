@@ -1,12 +1,13 @@
 // Converting a saved run between the per-case and the compact layout (see layout_convert.hpp).
+#include <mira/store/layout_convert.hpp>
+
+#include <mira/protocol/json_text.hpp>
 #include <mira/detail/json_scan.hpp>
 #include <mira/store/batch_writer.hpp>
-#include <mira/store/layout_convert.hpp>
 #include <mira/store/run_folder.hpp>
 #include <mira/store/segment_log.hpp>
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -70,7 +71,7 @@ result to_compact(const fs::path& run) {
   if (!writer) return fail(writer.error() + "; the per-case layout is intact");
   failures failed;
   for (auto& [key, record] : cases)
-    (*writer)->submit(key, json::serialize(record),
+    (*writer)->submit(key, protocol::to_json_text(record),
                       [&failed, k = key](boost::system::error_code ec) {
                         if (ec) failed.add("the record of " + k, ec);
                       });
@@ -148,7 +149,7 @@ result to_per_case(const fs::path& run) {
     auto* k = o.if_contains("key");
     if (!k) {
       o["key"] = r.key;  // run_folder::load_cases finds a case by its record's "key"
-      texts.emplace_back(i, json::serialize(o) + "\n");
+      texts.emplace_back(i, protocol::to_json_text(o) + "\n");
     } else if (!k->is_string() || k->get_string() != r.key) {
       return fail("the record of " + r.key + " in " + dir.string() +
                   " names another key; nothing converted");

@@ -2,9 +2,9 @@
 #include <mira/store/records.hpp>
 
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <cmath>
 
@@ -75,7 +75,7 @@ schedule::case_record decode_case(const json::object& saved) {
       r.attempts = 1;
       json::object study_part = saved;
       study_part.erase("key");
-      r.result_json = json::serialize(study_part);
+      r.result_json = protocol::to_json_text(study_part);
       return r;
     }
   }
@@ -96,7 +96,7 @@ schedule::case_record decode_case(const json::object& saved) {
     json::object study_part = saved;
     for (auto k : {"key", "status", "attempts", "retried", "latency_ms", "host_message"})
       study_part.erase(k);
-    if (protocol::decode_run_result(study_part)) r.result_json = json::serialize(study_part);
+    if (protocol::decode_run_result(study_part)) r.result_json = protocol::to_json_text(study_part);
   }
   if (r.message.empty() && !r.has_result()) {
     if (auto* t = saved.if_contains("transcript"); t && t->is_object())

@@ -1,8 +1,9 @@
 // A saved run on disk (see run_folder.hpp).
 #include <mira/store/run_folder.hpp>
 
+#include <mira/protocol/json_text.hpp>
+
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 namespace mira::store {
 
@@ -47,7 +48,7 @@ boost::system::error_code run_folder::save_case(const std::string& key,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return {ec.value(), boost::system::system_category()};
-  return write_file_atomic(dir / "result.json", json::serialize(record) + "\n");
+  return write_file_atomic(dir / "result.json", protocol::to_json_text(record) + "\n");
 }
 
 std::map<std::string, json::object> run_folder::load_cases(
@@ -76,7 +77,7 @@ std::map<std::string, json::object> run_folder::load_cases(
 }
 
 boost::system::error_code run_folder::save_meta(const json::object& meta) {
-  return write_file_atomic(path_ / "meta.json", json::serialize(meta) + "\n");
+  return write_file_atomic(path_ / "meta.json", protocol::to_json_text(meta) + "\n");
 }
 
 std::optional<json::object> run_folder::load_meta() const {

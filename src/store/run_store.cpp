@@ -1,7 +1,9 @@
 // The run store (see run_store.hpp).
 #include <mira/store/run_store.hpp>
 
+#include <mira/plan/natural_order.hpp>
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/report/render.hpp>
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
@@ -9,7 +11,6 @@
 #include <mira/store/segment_log.hpp>
 
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -297,8 +298,8 @@ tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const 
     auto* saved_seed = sel && sel->is_object() ? sel->get_object().if_contains("seed") : nullptr;
     auto now = seed ? json::value(*seed) : json::value(nullptr);
     if (saved_seed && *saved_seed != now)
-      out.warnings.push_back("run " + id + " was made with --seed " + json::serialize(*saved_seed) +
-                             ", this run uses " + json::serialize(now) +
+      out.warnings.push_back("run " + id + " was made with --seed " + protocol::to_json_text(*saved_seed) +
+                             ", this run uses " + protocol::to_json_text(now) +
                              ": saved trials keep their old seeds");
   }
   for (auto& [eval, hash] : fingerprints)
@@ -423,7 +424,7 @@ loaded_run run_store::load() const {
 }
 
 error_code run_store::save_meta() {
-  return write_file_atomic(s_->path / "meta.json", json::serialize(s_->meta.to_json()) + "\n");
+  return write_file_atomic(s_->path / "meta.json", protocol::to_json_text(s_->meta.to_json()) + "\n");
 }
 
 error_code run_store::begin_session(run_session session) {
@@ -434,7 +435,7 @@ error_code run_store::begin_session(run_session session) {
                              {"hostname", session.hostname},
                              {"pid", session.pid}};
   s_->meta.sessions.push_back(std::move(session));
-  s_->events += json::serialize(marker) + "\n";
+  s_->events += protocol::to_json_text(marker) + "\n";
   if (auto ec = flush_events()) return ec;
   if (auto ec = append_file(s_->path / "study.stderr.log",
                             "--- session " + std::to_string(n) + " started " +

@@ -4,6 +4,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -20,6 +24,15 @@ command_result cli(const std::string& args) {
   return run_command(mira_bin + " " + args + " 2>/dev/null");
 }
 
+// The output with every run of two or more spaces made two: table rows are padded into
+// columns whose width depends on the longest key of the run.
+std::string squeezed(const std::string& out) {
+  std::string s;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!(out[i] == ' ' && i >= 2 && out[i - 1] == ' ' && out[i - 2] == ' ')) s += out[i];
+  return s;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(mira_cli)
@@ -31,12 +44,12 @@ BOOST_AUTO_TEST_CASE(run_prints_a_table_and_exits_0_when_everything_passes) {
       r.out.find("37 passed, 0 failed, 1 n/a, 3 skipped, 0 cancelled, 0 errors (41 cases)") !=
       std::string::npos);
   // The infra error is retried, then reported N/A.
-  BOOST_TEST(r.out.find("N/A   outage/provider-503@sim  (gave up after 2 attempts: provider "
-                        "returned 503") != std::string::npos);
+  BOOST_TEST(squeezed(r.out).find("N/A  outage/provider-503@sim  (gave up after 2 attempts: "
+                                  "provider returned 503") != std::string::npos);
   BOOST_TEST(r.out.find("coin/flip@sim  3/3 passed · rate 100% · pass@1 1.00 · pass@2 1.00 · "
                         "pass@3 1.00") != std::string::npos);
   BOOST_TEST(r.out.find("arithmetic    25/25") != std::string::npos);
-  BOOST_TEST(r.out.find("SKIP  greet/hi@anthropic/claude-opus  (target unavailable)") !=
+  BOOST_TEST(squeezed(r.out).find("SKIP  greet/hi@anthropic/claude-opus  (target unavailable)") !=
              std::string::npos);
   BOOST_TEST(r.out.find("PASS  coin/flip@sim#2") != std::string::npos);
   BOOST_TEST(r.out.find("PASS  reasoning/puzzle-1@sim[effort=high]") != std::string::npos);
@@ -62,13 +75,14 @@ BOOST_AUTO_TEST_CASE(jsonl_is_one_result_per_case_with_its_key) {
   BOOST_TEST(keys.count("arithmetic/case-24@sim") == 1u);
   BOOST_REQUIRE(summary);
   BOOST_TEST(summary->at("counts").at("passed").as_int64() == 37);
-  BOOST_TEST(summary->at("trials").at(0).at("pass_at_k").at("3").as_double() == 1.0);
+  BOOST_TEST(summary->at("trials").at(0).at("pass_at_k").at("3").to_number<double>() == 1.0);
 }
 
 BOOST_AUTO_TEST_CASE(a_timed_out_case_is_cancelled_and_fails_the_run) {
   auto r = cli("run --dry-run --max-retries 0 --timeout 0.2 -- " + example + " --slow-ms 30000");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.out.find("FAIL  slow/long-task@sim  (timed out after 0.2 s)") != std::string::npos);
+  BOOST_TEST(squeezed(r.out).find("FAIL  slow/long-task@sim  (timed out after 0.2 s)") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(list_prints_every_page) {
@@ -121,6 +135,11 @@ BOOST_AUTO_TEST_CASE(plan_shows_counts_and_cases_without_running) {
              "{\"eval\":\"reasoning\",\"sample\":\"puzzle-2\",\"target\":\"sim\","
              "\"params\":{\"effort\":\"high\"},\"key\":\"reasoning/puzzle-2@sim[effort=high]\","
              "\"provider\":\"sim\"}\n");
+  // A filter: the grid's product, then what is left of it.
+  auto f = cli("plan puzzle-1 -- " + example);
+  BOOST_TEST(f.out.find("reasoning: 2 sample(s) x 1 target(s) x 2 axis combination(s) x 1 "
+                        "trial(s) = 4 case(s), 2 after the filter\n") != std::string::npos);
+  BOOST_TEST(f.out.find("total: 2 case(s)\n") != std::string::npos);
   auto t = cli("plan --trials 2 --seed 7 coin -- " + example);
   BOOST_TEST(t.out.find("coin: 1 sample(s) x 1 target(s) x 1 axis combination(s) x 2 trial(s) = "
                         "2 case(s)") != std::string::npos);
@@ -151,7 +170,8 @@ BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
   const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
   auto ff = cli("run --dry-run --fail-fast -- " + py + " --run-ms 20000");
   BOOST_TEST(ff.code == 1);
-  BOOST_TEST(ff.out.find("STOP  echo/a@sim  (cancelled: fail-fast)") != std::string::npos);
+  BOOST_TEST(squeezed(ff.out).find("STOP  echo/a@sim  (cancelled: fail-fast)") !=
+             std::string::npos);
   BOOST_TEST(ff.out.find("FAIL  echo/fail@sim") != std::string::npos);
   BOOST_TEST(ff.out.find("stopped (fail-fast): case echo/fail@sim failed") != std::string::npos);
 
@@ -385,6 +405,102 @@ BOOST_AUTO_TEST_CASE(a_run_is_saved_and_resumes_without_rerunning_saved_cases) {
   BOOST_TEST(!fs::exists(dir / "dry"));
   BOOST_TEST(cli("run --dry-run --resume x -- " + py).code == 2);
   fs::remove_all(dir);
+}
+
+// A saved run of the example study's greet eval in `results`; its id.
+std::string saved_greet_run(const std::string& results) {
+  namespace fs = std::filesystem;
+  auto r = cli("run --evals greet --max-retries 0 --results-dir " + results + " -- " + example);
+  BOOST_TEST_REQUIRE(r.code == 0);
+  std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
+  BOOST_TEST_REQUIRE(runs.size() == 1u);
+  return runs[0].filename().string();
+}
+
+BOOST_AUTO_TEST_CASE(report_out_writes_a_fifo_in_place_and_a_symlink_through) {
+  namespace fs = std::filesystem;
+  temp_dir dir;
+  auto results = dir / "results";
+  auto id = saved_greet_run(results);
+  const auto report = "report " + id + " --results-dir " + results + " --format json --out ";
+
+  // A FIFO is written, not replaced. Opened for reading first (without blocking), with room
+  // for the whole report, so the CLI neither waits for a reader nor blocks on a full pipe, and
+  // a CLI that replaced the FIFO leaves nothing to read instead of a hang.
+  auto fifo = dir.path / "report.fifo";
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  BOOST_REQUIRE(rd >= 0);
+  ::fcntl(rd, F_SETPIPE_SZ, 1 << 20);
+  BOOST_TEST(cli(report + fifo.string()).code == 0);
+  std::string got;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(rd, buf, sizeof buf)) > 0;)
+    got.append(buf, static_cast<std::size_t>(n));
+  ::close(rd);
+  BOOST_TEST(fs::is_fifo(fs::symlink_status(fifo)));
+  boost::system::error_code ec;
+  auto doc = json::parse(got, ec);
+  BOOST_TEST_REQUIRE(!ec, "the FIFO received: " << got.substr(0, 200));
+  BOOST_TEST(doc.at("cases").as_array().size() > 0u);
+
+  // A symbolic link is written through: the target changes, the link stays a link.
+  fs::create_directory(dir.path / "site");
+  { std::ofstream(dir.path / "site" / "report.json") << "old"; }
+  auto link = dir.path / "latest.json";
+  fs::create_symlink("site/report.json", link);
+  BOOST_TEST(cli(report + link.string()).code == 0);
+  BOOST_TEST(fs::is_symlink(fs::symlink_status(link)));
+  BOOST_TEST(fs::read_symlink(link) == "site/report.json");
+  auto written = json::parse(read_file((dir.path / "site" / "report.json").string()));
+  BOOST_TEST(written.at("cases").as_array().size() == doc.at("cases").as_array().size());
+  // A link to a file not there yet: the file is made where the link points.
+  auto dangling = dir.path / "next.json";
+  fs::create_symlink("site/next.json", dangling);
+  BOOST_TEST(cli(report + dangling.string()).code == 0);
+  BOOST_TEST(fs::is_symlink(fs::symlink_status(dangling)));
+  BOOST_TEST(fs::is_regular_file(dir.path / "site" / "next.json"));
+  BOOST_TEST(std::distance(fs::directory_iterator(dir.path / "site"), fs::directory_iterator{}) ==
+             2);  // no temporary left
+  // "-" is standard output: the report instead of the table.
+  auto dash = cli(report + "-");
+  BOOST_TEST(dash.code == 0);
+  BOOST_TEST(json::parse(dash.out).at("cases").as_array().size() ==
+             doc.at("cases").as_array().size());
+  BOOST_TEST(!fs::exists(dir.path / "-"));
+}
+
+BOOST_AUTO_TEST_CASE(a_report_of_unreadable_results_is_an_error_naming_them) {
+  namespace fs = std::filesystem;
+  temp_dir dir;
+  auto results = dir / "results";
+  auto id = saved_greet_run(results);
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(fs::path(results) / id / "cases"))
+    files.push_back(e.path() / "result.json");
+  BOOST_REQUIRE(files.size() >= 2u);
+  const auto report = mira_bin + " report " + id + " --results-dir " + results + " 2>&1";
+
+  // One unreadable: the report of the others, a warning naming it, and exit 3.
+  std::ofstream(files[0]) << "{\"torn";
+  auto some = run_command(report);
+  BOOST_TEST(some.code == 3);
+  BOOST_TEST(some.out.find("cannot read " + files[0].string()) != std::string::npos);
+  BOOST_TEST(some.out.find("the report is incomplete: 1 of " + std::to_string(files.size()) +
+                           " saved result(s) of run " + id + " cannot be read") !=
+             std::string::npos);
+  BOOST_TEST(some.out.find("(" + std::to_string(files.size() - 1) + " cases)") !=
+             std::string::npos);
+
+  // None readable: no report at all, an error, exit 3.
+  for (auto& f : files) std::ofstream(f) << "not json";
+  auto none = run_command(report);
+  BOOST_TEST(none.code == 3);
+  for (auto& f : files) BOOST_TEST(none.out.find("cannot read " + f.string()) != std::string::npos);
+  BOOST_TEST(none.out.find("none of the " + std::to_string(files.size()) +
+                           " saved result(s) of run " + id + " can be read") != std::string::npos);
+  BOOST_TEST(none.out.find("(0 cases)") == std::string::npos);
+  BOOST_TEST(none.out.find("pass rate") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -7,9 +7,8 @@
 #include "session.hpp"
 
 #include <mira/aggregate/summary.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/store/run_store.hpp>
-
-#include <boost/json/serialize.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -72,16 +71,20 @@ void print_plan(const plan::plan& p, bool as_json) {
       o["key"] = c.key;
       if (!c.provider.empty()) o["provider"] = c.provider;
       if (!c.available) o["available"] = false;
-      std::cout << json::serialize(o) << '\n';
+      std::cout << protocol::to_json_text(o) << '\n';
     }
     return;
   }
   std::size_t total = 0;
   for (auto& e : p.evals) {
+    // The grid's product, then what the filter left of it, so the figures always add up.
+    const auto grid = e.samples * e.targets * e.axis_combinations * e.trials;
     std::printf(
         "%s: %zu sample(s) x %zu target(s) x %zu axis combination(s) x %zu trial(s) = %zu "
-        "case(s)\n",
-        printable(e.eval).c_str(), e.samples, e.targets, e.axis_combinations, e.trials, e.cases);
+        "case(s)",
+        printable(e.eval).c_str(), e.samples, e.targets, e.axis_combinations, e.trials, grid);
+    if (e.cases != grid) std::printf(", %zu after the filter", e.cases);
+    std::printf("\n");
     total += e.cases;
   }
   std::size_t unavailable = 0;
@@ -98,7 +101,7 @@ int cmd_list(const std::vector<std::string>& args) {
     auto study = co_await open_study(a);
     if (!study) co_return;
     if (a.json)
-      std::cout << json::serialize(protocol::encode(study->list)) << '\n';
+      std::cout << protocol::to_json_text(protocol::encode(study->list)) << '\n';
     else
       print_list(study->list);
     co_await study->host.shutdown();
@@ -125,17 +128,21 @@ int cmd_report(const std::vector<std::string>& args) {
   if (a.help) return std::fputs(report_help, stdout), exit_ok;
   auto run = load_saved_run(a);
   if (!run) return exit_usage;
-  if (run->cases.empty() && !run->unreadable.empty()) {
-    std::fprintf(stderr, "mira: none of the %zu saved case(s) of run %s can be read\n",
-                 run->unreadable.size(), printable(a.run_id).c_str());
+  // A script must never take a report that leaves cases out for the whole run.
+  const auto unreadable = run->unreadable.size(), total = run->cases.size() + unreadable;
+  if (run->cases.empty() && unreadable > 0) {
+    std::fprintf(stderr, "mira: none of the %zu saved result(s) of run %s can be read (see above)\n",
+                 unreadable, printable(a.run_id).c_str());
     return exit_host_error;
   }
   auto [p, report] = run->as_report();
   auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
   if (!emit_report(a, p, report, s, false)) return exit_host_error;
-  if (!run->unreadable.empty()) {
-    std::fprintf(stderr, "mira: the report leaves out %zu case(s) whose files cannot be read\n",
-                 run->unreadable.size());
+  if (unreadable > 0) {
+    std::fprintf(stderr,
+                 "mira: the report is incomplete: %zu of %zu saved result(s) of run %s cannot be "
+                 "read (see above)\n",
+                 unreadable, total, printable(a.run_id).c_str());
     return exit_host_error;
   }
   return exit_ok;

@@ -6,14 +6,13 @@
 #include "help.hpp"
 #include "session.hpp"
 
+#include <mira/protocol/json_text.hpp>
 #include <mira/protocol/trajectory.hpp>
 #include <mira/store/artifacts.hpp>
 #include <mira/store/files.hpp>
 
-#include <boost/json/serialize.hpp>
-
 #include <cstdio>
-#include <iostream>
+#include <optional>
 
 namespace mira::cli {
 
@@ -124,6 +123,25 @@ int cmd_export(const std::vector<std::string>& args) {
       return exit_host_error;
     }
   }
+  // "-": one document a line on stdout; otherwise a file per case in the directory.
+  std::optional<store::output_file> stdout_file;
+  if (to_stdout) {
+    auto f = store::output_file::open("-");
+    if (!f) {
+      std::fprintf(stderr, "mira: cannot write to stdout: %s\n", f.error().message().c_str());
+      return exit_host_error;
+    }
+    stdout_file.emplace(std::move(*f));
+  }
+  auto write_doc = [&](const std::filesystem::path& path,
+                       const json::object& doc) -> boost::system::error_code {
+    auto text = protocol::to_json_text(doc) + "\n";
+    if (stdout_file) return stdout_file->write(text);
+    auto f = store::output_file::open(path);
+    if (!f) return f.error();
+    f->write(text);
+    return f->commit();
+  };
   std::size_t written = 0, from_artifacts = 0;
   for (std::size_t i = 0; i < saved_plan.cases.size(); ++i) {
     auto& c = saved_plan.cases[i];
@@ -136,17 +154,18 @@ int cmd_export(const std::vector<std::string>& args) {
     auto doc = export_document(a.run_id, c, r, it == artifacts.end() ? nullptr : &it->second,
                                from_artifact);
     from_artifacts += from_artifact;
-    if (to_stdout) {
-      std::cout << json::serialize(doc) << '\n';
-    } else if (auto ec =
-                   store::write_file_atomic(out_dir / (store::encode_key(c.key) + ".atif.json"),
-                                            json::serialize(doc) + "\n")) {
+    if (auto ec = write_doc(out_dir / (store::encode_key(c.key) + ".atif.json"), doc)) {
       std::fprintf(stderr, "mira: cannot write the export of %s: %s\n", printable(c.key).c_str(),
                    ec.message().c_str());
       return exit_host_error;
     }
     ++written;
   }
+  if (stdout_file)
+    if (auto ec = stdout_file->commit()) {
+      std::fprintf(stderr, "mira: cannot write to stdout: %s\n", ec.message().c_str());
+      return exit_host_error;
+    }
   if (written == 0) {
     std::fprintf(stderr, "mira: run %s has no case to export%s\n", a.run_id.c_str(),
                  a.selection.filter.empty() ? "" : " that matches the filter");

@@ -94,7 +94,9 @@ inline constexpr const char* run_help =
     "  --format F                    table (default); json, jsonl (one line per case as it ends,\n"
     "                                then the summary), csv, junit, md or html (one\n"
     "                                self-contained page with charts)\n"
-    "  --out PATH                    write the --format report to PATH; the table to stdout\n"
+    "  --out PATH                    write the --format report to PATH (a file is replaced\n"
+    "                                whole; a device, FIFO or symlink target is written\n"
+    "                                through); the table to stdout; - for the report on stdout\n"
     "  --color WHEN                  colour the table: auto (on a terminal), always or never;\n"
     "                                never when NO_COLOR is set\n"
     "  --heartbeat SECONDS           progress line interval when stderr is not a terminal (10)\n"
@@ -142,11 +144,14 @@ Usage: mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group
 
   --results-dir DIR      where run folders are (default ./results)
   --format F             table, json, jsonl, csv, junit, md or html, as for `mira run`
-  --out PATH             write that format to PATH, the table to stdout
+  --out PATH             write that format to PATH (as for `mira run`), the table to stdout;
+                         - for the report on stdout instead of the table
   --color WHEN           auto (default: on a terminal), always or never; NO_COLOR turns it off
   --group-by KEY         pass rate by an axis param or transcript metadata key
 
-Cases are shown in key order. Exit codes: 0, or 2 when there is no such run.
+Cases are shown in key order. Exit codes: 0; 2 when there is no such run; 3 when some
+saved result cannot be read (each is named; the report of the rest is incomplete), none can,
+or --out cannot be written.
 
 Example:
   mira report 20261130T081502Z-3fa9

@@ -5,6 +5,7 @@
 #include "help.hpp"
 #include "session.hpp"
 
+#include <mira/protocol/json_text.hpp>
 #include <mira/aggregate/summary.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/artifacts.hpp>
@@ -343,7 +344,7 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   if (stream_jsonl)  // reused cases first; the rest stream as they end
     for (std::size_t i = 0; i < resumed.records.size(); ++i)
       if (resumed.records[i].attempts > 0 || resumed.records[i].state != case_state::cancelled)
-        std::cout << json::serialize(store::encode_case(p.cases[i], resumed.records[i])) << '\n';
+        std::cout << protocol::to_json_text(store::encode_case(p.cases[i], resumed.records[i])) << '\n';
 
   // --execute-only: cases with an artifact already are done.
   if (m == mode::execute_only && !arts.stored.empty()) {
@@ -437,13 +438,13 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
         (r.state == case_state::executed || r.state == case_state::skipped)) {
       auto artifact = store::result_object(r);
       artifact["key"] = c.key;
-      artifact_writer->submit(arts.dir->file_for(c.key), json::serialize(artifact) + "\n",
+      artifact_writer->submit(arts.dir->file_for(c.key), protocol::to_json_text(artifact) + "\n",
                               on_saved(c.key, "the artifact of "));
     }
     // A cancelled case is not finished: a resumed run runs it.
     const bool saving = writer && r.state != case_state::cancelled;
     if (!saving && !stream_jsonl) return;  // the record is only built to be written
-    auto line = json::serialize(store::encode_case(c, r));
+    auto line = protocol::to_json_text(store::encode_case(c, r));
     if (stream_jsonl) std::cout << line << '\n' << std::flush;
     if (saving) writer->submit(c.key, std::move(line), on_saved(c.key, "the result of "));
   };

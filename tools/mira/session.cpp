@@ -1,6 +1,7 @@
 // The shared parts of the `mira` commands (see session.hpp).
 #include "session.hpp"
 
+#include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
 
@@ -43,7 +44,7 @@ void run_log::event(const std::string* key, const notification& n) {
   json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
                  {"method", n.method},
                  {"params", n.params}};
-  store->append_event(json::serialize(o));
+  store->append_event(protocol::to_json_text(o));
 }
 
 run_log& the_log() {
@@ -248,7 +249,7 @@ bool use_colour(const run_args& a) {
 boost::system::error_code write_report(const std::filesystem::path& path, const std::string& format,
                                        const plan::plan& p, const schedule::run_report& report,
                                        const aggregate::summary& s) {
-  auto file = store::atomic_file::create(path);
+  auto file = store::output_file::open(path);
   if (!file) return file.error();
   render(format, p, report, s, [&](std::string_view piece) { file->write(piece); });
   return file->commit();
@@ -257,19 +258,21 @@ boost::system::error_code write_report(const std::filesystem::path& path, const 
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed) {
   if (!a.out.empty()) {
-    print_table(stdout, p, report, s, use_colour(a));
+    const bool to_stdout = a.out == "-";  // the report instead of the table
+    if (!to_stdout) print_table(stdout, p, report, s, use_colour(a));
     if (auto ec = write_report(a.out, a.format, p, report, s)) {
       std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
                    ec.message().c_str());
       return false;
     }
-    std::fprintf(stderr, "wrote %s (%s)\n", printable(a.out).c_str(), a.format.c_str());
+    if (!to_stdout)
+      std::fprintf(stderr, "wrote %s (%s)\n", printable(a.out).c_str(), a.format.c_str());
     return true;
   }
   if (a.format == "table")
     print_table(stdout, p, report, s, use_colour(a));
   else if (a.format == "jsonl" && cases_already_streamed)
-    std::cout << json::serialize(json::object{{"summary", summary_json(s, report)}}) << '\n';
+    std::cout << protocol::to_json_text(json::object{{"summary", summary_json(s, report)}}) << '\n';
   else
     render(a.format, p, report, s, [](std::string_view piece) { std::cout << piece; });
   return true;

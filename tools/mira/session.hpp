@@ -154,14 +154,15 @@ std::string utc_now();
 /// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
 bool use_colour(const run_args& a);
 
-/// The report in `format` written to `path` as it is rendered, replacing the file only when
-/// complete (store::atomic_file).
+/// The report in `format` written to `path` as it is rendered (store::output_file: a regular
+/// file is replaced only when complete; a device, FIFO or "-" is written in place; a symbolic
+/// link is written through).
 boost::system::error_code write_report(const std::filesystem::path& path, const std::string& format,
                                        const plan::plan& p, const schedule::run_report& report,
                                        const aggregate::summary& s);
 
-/// The finished report on stdout and, with --out, in a file. False when the file could not be
-/// written.
+/// The finished report on stdout and, with --out, in a file (with `--out -`, the report on
+/// stdout instead of the table). False when the file could not be written.
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed);
 

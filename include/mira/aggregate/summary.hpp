@@ -75,7 +75,7 @@ struct summary {
   std::map<std::pair<std::string, std::string>, rate> matrix;  // (eval, target)
   std::vector<trial_summary> trials;  // logical keys planned with more than one trial
   std::string group_by;
-  std::vector<std::pair<std::string, rate>> groups;  // sorted by value, "(unset)" last
+  std::vector<std::pair<std::string, rate>> groups;  // natural order of values, "(unset)" last
   totals total;
   std::map<std::string, latency> latency_by_target;
 };

@@ -62,11 +62,6 @@ std::string logical_key(const protocol::run_params& p);
 /// The logical key plus #trial when the case is one of several trials.
 std::string case_key(const protocol::run_params& p);
 
-/// Natural order: runs of digits compare by value (case-2 before case-10), the rest bytewise;
-/// keys equal by value (case-2, case-02) are ordered by the shorter digit run first, so the
-/// order is total.
-bool natural_less(std::string_view a, std::string_view b);
-
 /// Glob match of the whole of `text`.
 bool glob_match(std::string_view pattern, std::string_view text);
 

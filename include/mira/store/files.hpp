@@ -67,6 +67,49 @@ class atomic_file {
   boost::system::error_code error_;
 };
 
+/// A file the user named (--out): written the way the kind of thing at `path` needs, never
+/// replacing or removing anything but the named file.
+///  - a regular file or a new path: like atomic_file (a temporary beside it, renamed over it
+///    by commit());
+///  - "-": standard output;
+///  - a character or block device, a FIFO or a socket: written in place (opening a FIFO waits
+///    for its reader, as a shell redirection does);
+///  - a symbolic link: followed, and its final target written as above, so the link stays a
+///    link; a link to one of this process's descriptors (/dev/stdout, /dev/fd/N,
+///    /proc/self/fd/N) writes to that descriptor;
+///  - a directory: EISDIR.
+/// Destroyed without a commit, a regular file is as it was; bytes already written in place
+/// cannot be taken back.
+class output_file {
+ public:
+  static tl::expected<output_file, boost::system::error_code> open(
+      const std::filesystem::path& path);
+  output_file(output_file&& other) noexcept;
+  output_file& operator=(output_file&&) = delete;
+  ~output_file();
+
+  /// Buffered; the first error sticks and is returned by commit() too.
+  boost::system::error_code write(std::string_view bytes);
+  /// Everything written out (and, for a regular file, renamed into place).
+  boost::system::error_code commit();
+
+  /// True when the output is replaced atomically (a regular file or a new path).
+  bool atomic() const { return atomic_.has_value(); }
+  /// The file that is written: `path`, or the end of its chain of symbolic links.
+  const std::filesystem::path& target() const { return target_; }
+
+ private:
+  output_file(std::filesystem::path target, std::optional<atomic_file> atomic, int fd, bool owned);
+  boost::system::error_code flush();
+
+  std::filesystem::path target_;
+  std::optional<atomic_file> atomic_;
+  int fd_ = -1;         // in place: the descriptor written
+  bool owned_ = false;  // closed by commit() (not a descriptor of the process, like stdout)
+  std::string buffer_;
+  boost::system::error_code error_;
+};
+
 namespace detail {
 /// ".<name>.tmp-<random>" beside `path`: where a new version is written before the rename.
 std::filesystem::path temp_path_for(const std::filesystem::path& path);

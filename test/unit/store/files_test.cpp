@@ -1,12 +1,18 @@
-// Run-store building blocks: run ids, key directory names, atomic writes, SHA-256.
+// Run-store building blocks: run ids, key directory names, atomic writes, user-named outputs,
+// SHA-256.
 #include <mira/store/files.hpp>
+
+#include "common/temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
+
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 using namespace mira::store;
@@ -133,6 +139,136 @@ BOOST_AUTO_TEST_CASE(canonical_json_sorts_keys_and_writes_numbers_shortest) {
   auto same = boost::json::parse(R"({ "g":1e-7, "f":0, "e":2, "d":1e21, "c":1.5,
                                       "b":1, "a":[true, null, "x\n\u0001"] })");
   BOOST_TEST(canonical_json(same) == canonical_json(v));
+}
+
+namespace {
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes `text` to `path` through output_file, in two pieces.
+boost::system::error_code write_output(const fs::path& path, std::string_view text) {
+  auto f = output_file::open(path);
+  if (!f) return f.error();
+  f->write(text.substr(0, text.size() / 2));
+  f->write(text.substr(text.size() / 2));
+  return f->commit();
+}
+
+std::size_t entries(const fs::path& dir) {
+  return static_cast<std::size_t>(
+      std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_output_file_replaces_a_regular_file_or_makes_a_new_one) {
+  mira::test::temp_dir dir;
+  auto file = dir.path / "report.json";
+  BOOST_TEST(!write_output(file, "new"));
+  BOOST_TEST(slurp(file) == "new");
+  auto before = fs::status(file);
+  {
+    auto f = output_file::open(file);
+    BOOST_REQUIRE(f);
+    BOOST_TEST(f->atomic());
+    f->write("abandoned");
+  }
+  BOOST_TEST(slurp(file) == "new");  // no commit: as it was
+  BOOST_TEST(!write_output(file, "second"));
+  BOOST_TEST(slurp(file) == "second");
+  BOOST_TEST(entries(dir.path) == 1u);  // no temporary left
+  BOOST_TEST((fs::status(file).type() == before.type()));
+  BOOST_TEST(output_file::open(dir.path).error() ==
+             boost::system::error_code(EISDIR, boost::system::system_category()));
+}
+
+BOOST_AUTO_TEST_CASE(an_output_file_writes_through_a_symlink_and_keeps_the_link) {
+  mira::test::temp_dir dir;
+  fs::create_directory(dir.path / "elsewhere");
+  auto target = dir.path / "elsewhere" / "target.json";
+  std::ofstream(target) << "old";
+  auto link = dir.path / "link.json";
+  fs::create_symlink("elsewhere/target.json", link);  // relative, as `ln -s` makes them
+  auto f = output_file::open(link);
+  BOOST_REQUIRE(f);
+  BOOST_TEST(f->atomic());
+  BOOST_TEST(f->target() == dir.path / "elsewhere" / "target.json");
+  f->write("through the link");
+  BOOST_TEST(!f->commit());
+  BOOST_TEST(fs::is_symlink(fs::symlink_status(link)));
+  BOOST_TEST(fs::read_symlink(link) == "elsewhere/target.json");
+  BOOST_TEST(slurp(target) == "through the link");
+  BOOST_TEST(entries(dir.path / "elsewhere") == 1u);
+  // A link to a link to a file that does not exist yet: the file is made, both links stay.
+  fs::create_symlink(dir.path / "elsewhere" / "new.json", dir.path / "inner");
+  fs::create_symlink("inner", dir.path / "outer");
+  BOOST_TEST(!write_output(dir.path / "outer", "made"));
+  BOOST_TEST(fs::is_symlink(fs::symlink_status(dir.path / "outer")));
+  BOOST_TEST(fs::is_symlink(fs::symlink_status(dir.path / "inner")));
+  BOOST_TEST(slurp(dir.path / "elsewhere" / "new.json") == "made");
+  // A loop is an error, not a hang.
+  fs::create_symlink("loop-b", dir.path / "loop-a");
+  fs::create_symlink("loop-a", dir.path / "loop-b");
+  BOOST_TEST(!output_file::open(dir.path / "loop-a").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(an_output_file_writes_a_fifo_in_place) {
+  mira::test::temp_dir dir;
+  auto fifo = dir.path / "pipe";
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string text(200000, 'x');  // more than a pipe holds: the reader must be reading
+  text += "end";
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo); });
+  auto ec = write_output(fifo, text);
+  reader.join();
+  BOOST_TEST(!ec);
+  BOOST_TEST(got == text);
+  BOOST_TEST(fs::is_fifo(fs::symlink_status(fifo)));  // still a FIFO, not a file put there
+  BOOST_TEST(entries(dir.path) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(dev_null_stays_a_character_device) {
+  auto f = output_file::open("/dev/null");
+  BOOST_REQUIRE(f);
+  BOOST_TEST(!f->atomic());
+  BOOST_TEST(!f->write("discarded"));
+  BOOST_TEST(!f->commit());
+  BOOST_TEST(fs::is_character_file(fs::symlink_status("/dev/null")));
+  // Through a symbolic link to it, too.
+  mira::test::temp_dir dir;
+  fs::create_symlink("/dev/null", dir.path / "null");
+  BOOST_TEST(!write_output(dir.path / "null", "discarded"));
+  BOOST_TEST(fs::is_symlink(fs::symlink_status(dir.path / "null")));
+  BOOST_TEST(fs::is_character_file(fs::symlink_status("/dev/null")));
+}
+
+BOOST_AUTO_TEST_CASE(dash_and_dev_stdout_are_this_process_standard_output) {
+  // Standard output pointed at a pipe for the test: "-" and /dev/stdout both reach it.
+  int pipe_fds[2];
+  BOOST_REQUIRE(::pipe(pipe_fds) == 0);
+  std::fflush(stdout);
+  int saved = ::dup(STDOUT_FILENO);
+  ::dup2(pipe_fds[1], STDOUT_FILENO);
+  ::close(pipe_fds[1]);
+  auto a = write_output("-", "dash,");
+  auto b = write_output("/dev/stdout", "stdout");
+  std::fflush(stdout);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  std::string got(64, '\0');
+  auto n = ::read(pipe_fds[0], got.data(), got.size());
+  ::close(pipe_fds[0]);
+  BOOST_TEST(!a);
+  BOOST_TEST(!b);
+  got.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  BOOST_TEST(got == "dash,stdout");
+  BOOST_TEST(fs::is_symlink(fs::symlink_status("/dev/stdout")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

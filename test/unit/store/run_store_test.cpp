@@ -1,5 +1,5 @@
 // The run store's pure parts and its folder rules: meta.json in every format it reads, the
-// resume decision per saved state and option, natural key order, the writer's lock.
+// resume decision per saved state and option, the writer's lock, records in natural order.
 #include <mira/store/records.hpp>
 #include <mira/store/run_store.hpp>
 
@@ -164,19 +164,6 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_study_and_warns_of_changes) {
   BOOST_REQUIRE(whole.has_value());
   BOOST_TEST(whole->first.cases.size() == 2u);
   BOOST_TEST(whole->second.cases.size() == 2u);
-}
-
-BOOST_AUTO_TEST_CASE(keys_sort_naturally) {
-  using mira::plan::natural_less;
-  BOOST_TEST(natural_less("case-2", "case-10"));
-  BOOST_TEST(!natural_less("case-10", "case-2"));
-  BOOST_TEST(natural_less("a/case-9@sim", "a/case-10@sim"));
-  BOOST_TEST(natural_less("case-2", "case-02"));  // equal values: fewer leading zeros first
-  BOOST_TEST(!natural_less("case-02", "case-2"));
-  BOOST_TEST(natural_less("abc", "abd"));
-  BOOST_TEST(natural_less("ab", "abc"));
-  BOOST_TEST(!natural_less("x1", "x1"));
-  BOOST_TEST(natural_less("x99999999999999999999998", "x99999999999999999999999"));
 }
 
 BOOST_AUTO_TEST_CASE(one_writer_holds_a_run_and_readers_need_no_lock) {

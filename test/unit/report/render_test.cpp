@@ -1,0 +1,131 @@
+// The renderers: the terminal table's columns, what is shown when nothing was scored, the
+// number form of the JSON reports, natural order of group-by values.
+#include <mira/aggregate/summary.hpp>
+#include <mira/report/render.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace mira;
+using schedule::case_state;
+
+namespace {
+
+struct fixture_run {
+  plan::plan p;
+  schedule::run_report report;
+
+  void add(std::string sample, case_state state, std::string result_json = {},
+           protocol::axis_params params = {}) {
+    plan::planned_case c;
+    c.params.eval = "e";
+    c.params.sample = std::move(sample);
+    c.params.target = "sim";
+    c.params.params = std::move(params);
+    c.key = plan::case_key(c.params);
+    p.cases.push_back(std::move(c));
+    schedule::case_record r;
+    r.state = state;
+    r.attempts = state == case_state::skipped ? 0 : 1;
+    r.result_json = std::move(result_json);
+    report.cases.push_back(std::move(r));
+  }
+  aggregate::summary summary(std::string group_by = {}) const {
+    return aggregate::summarize(p, report.cases, nullptr, std::move(group_by));
+  }
+};
+
+std::string table(const fixture_run& run, const aggregate::summary& s) {
+  char* buf = nullptr;
+  std::size_t size = 0;
+  std::FILE* f = ::open_memstream(&buf, &size);
+  report::print_table(f, run.p, run.report, s);
+  std::fclose(f);
+  std::string out(buf, size);
+  std::free(buf);
+  return out;
+}
+
+std::string result(bool passed, double aggregate) {
+  return std::string("{\"passed\":") + (passed ? "true" : "false") +
+         ",\"aggregate\":" + std::to_string(aggregate) +
+         ",\"scores\":[{\"scorer\":\"match\",\"value\":" + std::to_string(aggregate) +
+         ",\"pass\":" + (passed ? "true" : "false") + ",\"reason\":\"why\"}]}";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(report_render)
+
+BOOST_AUTO_TEST_CASE(nothing_scored_is_said_not_shown_as_0_percent) {
+  fixture_run run;
+  run.add("a", case_state::skipped);
+  run.add("b", case_state::skipped);
+  auto s = run.summary();
+  auto t = table(run, s);
+  BOOST_TEST(t.find("0 passed, 0 failed, 0 n/a, 2 skipped") != std::string::npos);
+  BOOST_TEST(t.find("pass rate – (no scored cases)") != std::string::npos, t);
+  BOOST_TEST(t.find("0%") == std::string::npos, t);
+  auto md = report::render("md", run.p, run.report, s);
+  BOOST_TEST(md.find("**no scored cases**") != std::string::npos, md);
+  BOOST_TEST(md.find("0%") == std::string::npos, md);
+  auto html = report::render("html", run.p, run.report, s);
+  BOOST_TEST(html.find("pass rate: no scored cases") != std::string::npos);
+  BOOST_TEST(html.find("(95% 0%–0%)") == std::string::npos);
+  // With one scored case the rate is back.
+  run.add("c", case_state::passed, result(true, 1));
+  BOOST_TEST(table(run, run.summary()).find("pass rate 100% [") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(table_columns_are_aligned) {
+  fixture_run run;
+  run.add("short", case_state::passed, result(true, 1));
+  run.add("a-much-longer-sample", case_state::failed, result(false, 0.25));
+  run.add("mid", case_state::skipped);
+  run.report.cases.back().message = "target unavailable";
+  auto t = table(run, run.summary());
+  std::istringstream in(t);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line) && !line.empty();) lines.push_back(line);
+  BOOST_REQUIRE(lines.size() == 3u);
+  BOOST_TEST(lines[0] == "PASS  e/short@sim                 1.00");
+  BOOST_TEST(lines[1] == "FAIL  e/a-much-longer-sample@sim  0.25  (match: why)");
+  BOOST_TEST(lines[2] == "SKIP  e/mid@sim                         (target unavailable)");
+}
+
+BOOST_AUTO_TEST_CASE(json_reports_write_numbers_shortest) {
+  fixture_run run;
+  run.add("a", case_state::passed, result(true, 1));
+  run.add("b", case_state::failed, result(false, 0.5));
+  auto s = run.summary();
+  for (auto format : {"json", "jsonl"}) {
+    auto text = report::render(format, run.p, run.report, s);
+    BOOST_TEST(text.find("E0") == std::string::npos, format);
+    BOOST_TEST(text.find("E-") == std::string::npos, format);
+    BOOST_TEST(text.find("\"aggregate\":0.5") != std::string::npos, format);
+    BOOST_TEST(text.find("\"rate\":0.5") != std::string::npos, format);
+  }
+  auto doc = boost::json::parse(report::render("json", run.p, run.report, s));
+  BOOST_TEST(doc.at("summary").at("overall").at("passed").as_int64() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(group_by_values_are_in_natural_order) {
+  fixture_run run;
+  for (auto v : {"case-10", "case-2", "case-1"})
+    run.add(std::string("s") + v, case_state::passed, result(true, 1), {{"n", v}});
+  auto s = run.summary("n");
+  BOOST_REQUIRE(s.groups.size() == 3u);
+  BOOST_TEST(s.groups[0].first == "case-1");
+  BOOST_TEST(s.groups[1].first == "case-2");
+  BOOST_TEST(s.groups[2].first == "case-10");
+  auto t = table(run, s);
+  BOOST_TEST(t.find("case-1  1/1") < t.find("case-2  1/1"));
+  BOOST_TEST(t.find("case-2  1/1") < t.find("case-10  1/1"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
