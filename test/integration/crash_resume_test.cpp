@@ -1,9 +1,13 @@
-// The host killed with SIGKILL at twenty points of a run, resumed each time: in the end every
-// planned case is saved exactly once, no file is torn, and no case saved before a kill is run
-// again after it.
+// The host killed with SIGKILL at twenty points of a run, resumed each time, in both run
+// layouts: in the end every planned case is saved exactly once, no file is torn (a compact
+// segment at most loses the torn tail of a batch never acknowledged), and no case saved before
+// a kill is run again after it.
 #include "integration/process_util.hpp"
 
+#include <mira/store/segment_log.hpp>
+
 #include <boost/json/parse.hpp>
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
@@ -18,9 +22,19 @@ namespace {
 const std::string mira_bin = MIRA_CLI;
 const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
 
-// Every case saved in the run folder, by key, with how many result files name it.
+// Every case saved in the run folder, by key, with how many result files (or segment records)
+// name it.
 std::map<std::string, int> saved_keys(const fs::path& run) {
   std::map<std::string, int> keys;
+  if (fs::exists(run / "segments")) {
+    auto scan = mira::store::read_segments(run / "segments");
+    BOOST_TEST(scan.damaged_lines == 0u);
+    for (auto& r : scan.records) {
+      BOOST_TEST(json::parse(r.json).at("key").as_string() == r.key);
+      ++keys[r.key];
+    }
+    return keys;
+  }
   for (auto& e : fs::directory_iterator(run / "cases")) {
     auto file = e.path() / "result.json";
     if (!fs::exists(file)) continue;
@@ -50,11 +64,13 @@ std::vector<std::string> run_requests(const std::string& record) {
 
 BOOST_AUTO_TEST_SUITE(crash_resume)
 
-BOOST_AUTO_TEST_CASE(sigkill_at_twenty_points_then_resume_saves_every_case_once) {
+BOOST_DATA_TEST_CASE(sigkill_at_twenty_points_then_resume_saves_every_case_once,
+                     boost::unit_test::data::make({"per-case", "compact"}), layout) {
   temp_dir dir;
   auto results = dir / "results";
   // 3 samples x 40 trials; "fail" fails, which is an outcome like any other.
-  const std::string selection = " --trials 40 -j 4 --max-retries 0 --results-dir " + results;
+  const std::string selection = " --trials 40 -j 4 --max-retries 0 --store " +
+                                std::string(layout) + " --results-dir " + results;
   std::string id;
   std::size_t kills = 0;
   for (int point = 0; point < 20; ++point) {

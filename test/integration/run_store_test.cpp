@@ -192,4 +192,53 @@ BOOST_AUTO_TEST_CASE(a_rust_run_folder_is_reported_exported_and_resumed_in_place
   BOOST_TEST(meta.at("summary").at("counts").at("passed").as_int64() == 25);
 }
 
+// The compact layout through the CLI: run, report, export, resume, and conversion both ways
+// with the same report before and after.
+BOOST_AUTO_TEST_CASE(a_compact_run_reports_resumes_and_converts_both_ways) {
+  temp_dir dir;
+  auto results = dir / "results";
+  auto first = run_command(mira_bin + " run --store compact --max-retries 1 --evals arithmetic,coin" +
+                           " --results-dir " + results + " -- " + example + " 2>/dev/null");
+  BOOST_TEST(first.code == 0);
+  auto id = only_run(results);
+  auto folder = fs::path(results) / id;
+  BOOST_TEST(fs::exists(folder / "segments" / "000001.ndjson"));
+  BOOST_TEST(!fs::exists(folder / "cases"));
+  auto report = [&] {
+    return run_command(mira_bin + " report " + id + " --format jsonl --results-dir " + results);
+  };
+  auto before = report();
+  BOOST_TEST(before.code == 0);
+  BOOST_TEST(count_of(before.out, "\"attempts\":") == 28u);
+  auto exported = run_command(mira_bin + " export " + id + " --out - --results-dir " + results);
+  BOOST_TEST(count_of(exported.out, "\"trajectory_id\"") == 28u);
+  auto resumed = run_command(mira_bin + " run --evals greet --resume " + id + " --results-dir " +
+                             results + " -- " + example + " 2>&1");
+  BOOST_TEST(resumed.code == 0);
+  auto meta = json::parse(read_file((folder / "meta.json").string())).as_object();
+  BOOST_TEST(meta.at("layout").as_string() == "compact");
+  auto whole = report();
+
+  auto convert = [&](const std::string& to) {
+    return run_command(mira_bin + " store convert " + id + " --to " + to + " --results-dir " +
+                       results + " 2>&1");
+  };
+  auto to_files = convert("per-case");
+  BOOST_TEST(to_files.code == 0);
+  BOOST_TEST(to_files.out.find("converted run " + id + " to the per-case layout") !=
+             std::string::npos);
+  BOOST_TEST(!fs::exists(folder / "segments"));
+  BOOST_TEST(report().out == whole.out);
+  BOOST_TEST(convert("compact").code == 0);
+  BOOST_TEST(!fs::exists(folder / "cases"));
+  BOOST_TEST(report().out == whole.out);
+  BOOST_TEST(convert("compact").out.find("already has the compact layout") != std::string::npos);
+  BOOST_TEST(convert("zip").code == 2);
+  {
+    auto holder = mira::store::run_store::open(results, id);
+    BOOST_REQUIRE(holder.has_value());
+    BOOST_TEST(convert("per-case").code == 3);  // a run in use is not converted
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
