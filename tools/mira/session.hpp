@@ -9,6 +9,7 @@
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/store/run_folder.hpp>
+#include <mira/version.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
@@ -23,8 +24,6 @@
 #include <string>
 
 namespace mira::cli {
-
-inline constexpr std::string_view version = "0.1.0";
 
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failed = 1;
