@@ -48,8 +48,8 @@ inline boost::test_tools::assertion_result skip_test_because(const std::string& 
 inline boost::test_tools::assertion_result needs_schema(boost::unit_test::test_unit_id) {
   if (schema_dir()) return true;
   return skip_test_because(
-      "no protocol schema: set MIRA_SCHEMA_DIR to a directory with schema.json (default "
-      MIRA_DEFAULT_SCHEMA_DIR ")");
+      "no protocol schema: set MIRA_SCHEMA_DIR to a directory with schema.json "
+      "(default " MIRA_DEFAULT_SCHEMA_DIR ")");
 }
 
 /// Precondition: the schema and validate_ndjson.py are there.
@@ -58,8 +58,8 @@ inline boost::test_tools::assertion_result needs_schema_and_validator(
   if (auto r = needs_schema(id); !r) return r;
   if (ndjson_validator()) return true;
   return skip_test_because(
-      "no validate_ndjson.py: set MIRA_NDJSON_VALIDATOR to its path (default "
-      MIRA_DEFAULT_NDJSON_VALIDATOR ")");
+      "no validate_ndjson.py: set MIRA_NDJSON_VALIDATOR to its path "
+      "(default " MIRA_DEFAULT_NDJSON_VALIDATOR ")");
 }
 
 }  // namespace mira::test

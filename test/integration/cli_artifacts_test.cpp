@@ -84,12 +84,12 @@ BOOST_AUTO_TEST_CASE(exported_trajectories_validate_against_the_schema,
                      *boost::unit_test::precondition(needs_schema)) {
   temp_dir dir;
   auto art = dir / "artifacts", results = dir / "results";
-  BOOST_REQUIRE(mira_cmd("run --execute-only --artifacts " + art +
-                         " --evals greet,coin,events -- " + example)
-                    .code == 0);
   BOOST_REQUIRE(
-      mira_cmd("score --artifacts " + art + " --results-dir " + results + " -- " + example)
+      mira_cmd("run --execute-only --artifacts " + art + " --evals greet,coin,events -- " + example)
           .code == 0);
+  BOOST_REQUIRE(
+      mira_cmd("score --artifacts " + art + " --results-dir " + results + " -- " + example).code ==
+      0);
   std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
   BOOST_REQUIRE(runs.size() == 1u);
   BOOST_REQUIRE(
