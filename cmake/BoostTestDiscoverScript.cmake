@@ -1,5 +1,6 @@
 # Turns `EXE --list_content` (suite tree on stderr, 4 spaces per level, `*` = enabled) into
-# add_test() calls, one per test case.
+# add_test() calls, one per test case. A case whose precondition fails prints
+# "mira test skipped: <reason>" (test/common/schema.hpp) and CTest reports it as skipped.
 execute_process(COMMAND ${EXE} --list_content ERROR_VARIABLE listing OUTPUT_QUIET RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${EXE} --list_content failed: ${listing}")
@@ -23,6 +24,7 @@ foreach(line IN LISTS lines)
   # A line deeper than the previous one makes the previous a suite, not a case.
   if(depth LESS_EQUAL prev_depth AND NOT prev_path STREQUAL "")
     string(APPEND content "add_test([=[${PREFIX}${prev_path}]=] [==[${EXE}]==] [==[--run_test=${prev_path}]==] [==[--color_output=no]==])\n")
+    string(APPEND content "set_tests_properties([=[${PREFIX}${prev_path}]=] PROPERTIES SKIP_REGULAR_EXPRESSION [==[mira test skipped: ]==])\n")
   endif()
   list(LENGTH stack len)
   while(len GREATER depth)
@@ -35,5 +37,6 @@ foreach(line IN LISTS lines)
 endforeach()
 if(NOT prev_path STREQUAL "")
   string(APPEND content "add_test([=[${PREFIX}${prev_path}]=] [==[${EXE}]==] [==[--run_test=${prev_path}]==] [==[--color_output=no]==])\n")
+  string(APPEND content "set_tests_properties([=[${PREFIX}${prev_path}]=] PROPERTIES SKIP_REGULAR_EXPRESSION [==[mira test skipped: ]==])\n")
 endif()
 file(WRITE "${OUT}" "${content}")

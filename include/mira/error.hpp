@@ -67,5 +67,8 @@ struct error {
 
 }  // namespace mira
 
+// Left out of the reference: Doxygen cannot place a specialisation of Boost's trait.
+/// @cond
 template <>
 struct boost::system::is_error_code_enum<mira::errc> : std::true_type {};
+/// @endcond

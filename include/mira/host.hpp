@@ -148,6 +148,11 @@ struct initiate {
 };
 }  // namespace detail
 
+/// One connection to a study. Cheap to copy (copies share the connection); may be used from
+/// many coroutines and threads at once. Every protocol call is an asynchronous operation
+/// completing with `void(error_code, T)` for any completion token; the `awaitable` layer below
+/// returns `tl::expected` instead. The file comment above and docs/host-api.md explain
+/// cancellation, executors and lifetimes; each operation repeats what applies to it.
 class host_handle {
  public:
   using executor_type = boost::asio::any_io_executor;
@@ -183,50 +188,192 @@ class host_handle {
 
   /// Sends protocol_version "1.1" and the host name; fails with incompatible_protocol when the
   /// study's major differs. Records the capabilities (e.g. whether `cancel` frames are sent).
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::initialize_result) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
+  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
+  /// before the request is written (docs/cancellation.md has the table).
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
+  /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_initialize(request_options o, Token&& token) {
     return async<protocol::initialize_result>(detail::initialize_call{}, std::move(o), token);
   }
   /// The catalogue as sent (first sample page of each eval).
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::list_result) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
+  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
+  /// before the request is written (docs/cancellation.md has the table).
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
+  /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_list(request_options o, Token&& token) {
     return async<protocol::list_result>(detail::list_call{}, std::move(o), token);
   }
   /// One further page of an eval's samples.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::list_samples_result) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
+  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
+  /// before the request is written (docs/cancellation.md has the table).
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
+  /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_list_samples(protocol::list_samples_params p, request_options o, Token&& token) {
     return async<protocol::list_samples_result>(std::move(p), std::move(o), token);
   }
   /// The whole catalogue: `list`, then `list_samples` for every eval until its cursor ends.
   /// Fails with cursor_loop when a cursor repeats.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::list_result) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// A composed operation: the signal reaches the `list` or `list_samples` request in flight,
+  /// which is cancelled by the rules of a single request, and the whole operation completes
+  /// with `operation_aborted`.
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
+  /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_list_all(request_options o, Token&& token) {
     return async<protocol::list_result>(detail::list_all_call{}, std::move(o), token);
   }
   /// Runs and scores one case.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::run_result) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
+  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
+  /// before the request is written (docs/cancellation.md has the table).
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
+  /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_run(protocol::run_params p, request_options o, Token&& token) {
     return async<protocol::run_result>(std::move(p), std::move(o), token);
   }
   /// Runs one case without scoring; the full transcript comes back, its flat fields projected
   /// from the ATIF trajectory where the study left them unset. Needs the `execute` capability.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::execute_result) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
+  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
+  /// before the request is written (docs/cancellation.md has the table).
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
+  /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_execute(protocol::run_params p, request_options o, Token&& token) {
     return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(o), token);
   }
   /// Scores a supplied transcript. Needs the `score` capability.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::run_result) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
+  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
+  /// before the request is written (docs/cancellation.md has the table).
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
+  /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_score(protocol::score_params p, request_options o, Token&& token) {
     return async<protocol::run_result>(std::move(p), std::move(o), token);
   }
   /// Explicit `cancel {id}`; completes with whether the study found the request in flight.
   /// Needs the `cancel` capability.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, bool) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
+  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
+  /// before the request is written (docs/cancellation.md has the table).
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
+  /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_cancel(std::int64_t request_id, request_options o, Token&& token) {
     return async<bool>(protocol::cancel_params{request_id}, std::move(o), token);
   }
   /// Graceful exit: close stdin, wait shutdown_grace, SIGTERM, wait terminate_grace, SIGKILL.
   /// Pending requests complete with study_exited once the study is gone.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, exit_status) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// A composed operation: the slot is forwarded to it, and a cancelled shutdown completes
+  /// with `operation_aborted`. What it has done (stdin closed, a signal sent) is not undone.
+  ///
+  /// @par Executor
+  /// The handler runs on its associated executor (by default the handle's), never inside this
+  /// call; the work itself runs on the handle's strand, so any thread may call this.
+  ///
+  /// @par Object lifetimes
+  /// If the last copy of the handle goes while it is pending, the study is killed at once.
   template <class Token>
   auto async_shutdown(Token&& token) {
     return async<exit_status>(detail::shutdown_call{}, request_options{}, token);

@@ -89,12 +89,15 @@ BOOST_AUTO_TEST_CASE(a_deadline_cancels_the_slow_eval_in_the_study) {
                         "example-study: run 2 cancelled") != stderr_lines.end()));
 }
 
-BOOST_AUTO_TEST_CASE(the_example_host_runs_a_deadline_and_a_fail_fast_group) {
+BOOST_AUTO_TEST_CASE(the_example_hosts_run_a_deadline_and_a_fail_fast_group) {
   auto r = run_command(std::string(MIRA_EXAMPLE_01) + " " + MIRA_EXAMPLE_STUDY +
                        " --slow-ms 30000 2>/dev/null");
   BOOST_TEST(r.code == 0);
   BOOST_TEST(r.out.find("greet/hi: passed") != std::string::npos);
   BOOST_TEST(r.out.find("slow/long-task: timed out, cancel sent") != std::string::npos);
+  r = run_command(std::string(MIRA_EXAMPLE_03) + " " + MIRA_EXAMPLE_STUDY +
+                  " --slow-ms 30000 2>/dev/null");
+  BOOST_TEST(r.code == 0);
   BOOST_TEST(r.out.find("group case 0: Operation canceled") != std::string::npos);
   BOOST_TEST(r.out.find("group case 1: the study reported an error: no such sample") !=
              std::string::npos);

@@ -1,6 +1,7 @@
 // host_handle against a real child process: the Python test study and its misbehaviours.
 #include "common/fake_study.hpp"
 #include "common/run_co.hpp"
+#include "common/schema.hpp"
 #include "integration/process_util.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -200,7 +201,8 @@ BOOST_AUTO_TEST_CASE(garbage_and_overlong_lines_are_skipped) {
   BOOST_TEST(log.count(log_level::warning, "skipped a line of 2097152 bytes") == 5u);
 }
 
-BOOST_AUTO_TEST_CASE(every_frame_validates_against_the_schema) {
+BOOST_AUTO_TEST_CASE(every_frame_validates_against_the_schema,
+                     *boost::unit_test::precondition(needs_schema_and_validator)) {
   temp_file rec;
   run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
     auto cmd =
@@ -227,10 +229,8 @@ BOOST_AUTO_TEST_CASE(every_frame_validates_against_the_schema) {
     co_await host.async_cancel(999, asio::as_tuple(asio::use_awaitable));
     co_await host.shutdown();
   });
-  auto cmd = std::string(MIRA_PYTHON3) +
-             " " MIRA_SHARED_DIR "/tools/validate_ndjson.py " MIRA_SHARED_DIR
-             "/mira-schema/v1/schema.json " +
-             rec.path + " --deep";
+  auto cmd = std::string(MIRA_PYTHON3) + " " + ndjson_validator()->string() + " " +
+             (*schema_dir() / "schema.json").string() + " " + rec.path + " --deep";
   auto r = run_command(cmd);
   BOOST_TEST_MESSAGE(r.out);
   BOOST_TEST(r.code == 0);

@@ -9,6 +9,7 @@
 #include <mira/protocol/codec.hpp>
 #include <mira/report/render.hpp>
 #include <mira/store/run_store.hpp>
+#include <mira/version.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
@@ -27,8 +28,6 @@ namespace mira::cli {
 using report::print_table;
 using report::render;
 using report::summary_json;
-
-inline constexpr std::string_view version = "0.1.0";
 
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failed = 1;

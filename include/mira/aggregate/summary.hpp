@@ -14,7 +14,7 @@
 
 namespace mira::aggregate {
 
-/// Unbiased pass@k (Chen et al. 2021): the chance that at least one of k samples drawn from
+/// Unbiased `pass@k` (Chen et al. 2021): the chance that at least one of k samples drawn from
 /// n trials, c of them passing, passes. Undefined (nullopt) when k > n or n == 0.
 std::optional<double> pass_at_k(std::size_t n, std::size_t c, std::size_t k);
 

@@ -20,7 +20,7 @@ struct planned_case {
   std::string provider;   // the target's provider ("" buckets provider-less targets)
   bool available = true;  // false: the study cannot run it; reported as skipped, never sent
 
-  /// The key without #trial: groups the trials of one case. A view of `key`, not a second
+  /// The key without `#trial`: groups the trials of one case. A view of `key`, not a second
   /// string per case.
   std::string_view logical_key() const;
 };
@@ -57,9 +57,9 @@ struct plan_error {
   std::string message;
 };
 
-/// eval/sample@target plus a sorted [k=v,...] suffix when the case has axis params.
+/// `eval/sample@target` plus a sorted `[k=v,...]` suffix when the case has axis params.
 std::string logical_key(const protocol::run_params& p);
-/// The logical key plus #trial when the case is one of several trials.
+/// The logical key plus `#trial` when the case is one of several trials.
 std::string case_key(const protocol::run_params& p);
 
 /// Glob match of the whole of `text`.

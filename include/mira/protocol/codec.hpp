@@ -54,7 +54,8 @@ json::object encode(const list_result& l);
 /// the hot path of every `run` request.
 void append_json(std::string& out, const run_params& p);
 /// Appends `s` as a JSON string literal with the minimal escapes of RFC 8785: `"`, `\`, the
-/// short forms \b \f \n \r \t, other control characters as \u00xx, everything else as is.
+/// short forms `\b` `\f` `\n` `\r` `\t`, other control characters as `\u00xx`, everything else
+/// as is.
 void append_json_string(std::string& out, std::string_view s);
 
 namespace detail {

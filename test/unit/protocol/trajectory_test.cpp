@@ -1,4 +1,6 @@
 // ATIF projection against the shared conformance fixtures, and receipt-time filling rules.
+#include "common/schema.hpp"
+
 #include <mira/protocol/trajectory.hpp>
 
 #include <boost/json/parse.hpp>
@@ -12,9 +14,11 @@ using namespace mira::protocol;
 
 namespace {
 
+// Only called by tests with the needs_schema precondition.
 json::value load_fixture() {
-  std::ifstream in(MIRA_SHARED_DIR "/mira-schema/v1/conformance/trajectory.json");
-  BOOST_REQUIRE_MESSAGE(in, "conformance fixture not found under " MIRA_SHARED_DIR);
+  auto path = *mira::test::schema_dir() / "conformance" / "trajectory.json";
+  std::ifstream in(path);
+  BOOST_REQUIRE_MESSAGE(in, "conformance fixture not found: " << path);
   std::stringstream ss;
   ss << in.rdbuf();
   return json::parse(ss.str());
@@ -24,7 +28,8 @@ json::value load_fixture() {
 
 BOOST_AUTO_TEST_SUITE(trajectory)
 
-BOOST_AUTO_TEST_CASE(conformance_fixtures_project_as_pinned) {
+BOOST_AUTO_TEST_CASE(conformance_fixtures_project_as_pinned,
+                     *boost::unit_test::precondition(mira::test::needs_schema)) {
   auto fixture = load_fixture();
   auto& cases = fixture.at("cases").as_array();
   BOOST_REQUIRE(cases.size() >= 4);
@@ -57,7 +62,8 @@ BOOST_AUTO_TEST_CASE(conformance_fixtures_project_as_pinned) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(execute_result_fills_only_unset_fields) {
+BOOST_AUTO_TEST_CASE(execute_result_fills_only_unset_fields,
+                     *boost::unit_test::precondition(mira::test::needs_schema)) {
   auto fixture = load_fixture();
   auto traj = fixture.at("cases").as_array()[0].at("trajectory");
   json::object transcript{{"trajectory", traj}, {"final_response", "set by the study"}};
