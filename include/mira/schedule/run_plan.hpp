@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mira/host.hpp>
+#include <mira/pool.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/classify.hpp>
 #include <mira/schedule/scheduler.hpp>
@@ -89,7 +90,9 @@ struct run_policy {
   retry_predicate transient;           // replaces is_transient
   std::optional<std::uint64_t> jitter_seed;
   /// When the study dies: start a new one (and initialize it). The cases that were in flight
-  /// are retried on it. Without it, a dead study stops the run.
+  /// are retried on it. Without it, a dead study stops the run. Not used over a study_pool,
+  /// which restarts a dead process in its slot (pool_options::max_restarts) and whose cases
+  /// are retried on the other processes meanwhile.
   std::function<boost::asio::awaitable<tl::expected<host_handle, error>>()> respawn;
   int max_restarts = 3;
   duration restart_backoff = std::chrono::milliseconds(500);  // doubles per restart
@@ -110,7 +113,7 @@ struct run_report {
   stop_reason stopped = stop_reason::none;
   std::string stop_message;
   double seconds = 0;
-  int restarts = 0;  // studies started by `respawn`
+  int restarts = 0;  // studies started by `respawn` (over a pool: processes it restarted)
 };
 
 /// Runs every case of `p` (which must outlive the awaitable) through `host`, which must be
@@ -119,6 +122,12 @@ struct run_report {
 /// the run like fail-fast does, with stop_reason::interrupted, and still completes with the
 /// report: in-flight cases are cancelled (the study gets `cancel`), finished ones are kept.
 boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p,
+                                            run_policy policy, run_hooks hooks = {});
+
+/// The same over a pool of processes of one study (started and initialized). A case whose
+/// process died is retried on the others while the pool has a process left or being
+/// restarted; a pool with none left stops the run (stop_reason::study_failed).
+boost::asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p,
                                             run_policy policy, run_hooks hooks = {});
 
 }  // namespace mira::schedule
