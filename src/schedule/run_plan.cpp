@@ -1,5 +1,6 @@
 // The run pipeline (see run_plan.hpp): the scheduler's decisions turned into requests.
 #include <mira/schedule/run_plan.hpp>
+#include <mira/schedule/sequential_study.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -322,6 +323,8 @@ class pipeline {
     signals_[id] = std::move(sig);
     started_[id] = clock::now();
     generation_of_[id] = generation_;
+    auto seq = ++attempt_seq_;
+    if (!pooled && hooks_.on_sequential_study) sequential_.sent(seq, started_[id]);
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
     std::optional<boost::json::object> transcript;
@@ -335,12 +338,23 @@ class pipeline {
                             hooks_.on_notification(index, n);
                           })
                         : notification_handler{}),
-        asio::bind_cancellation_slot(slot, [this, id](std::exception_ptr ep, attempt_outcome o) {
+        asio::bind_cancellation_slot(slot, [this, id, seq](std::exception_ptr ep,
+                                                           attempt_outcome o) {
           if (ep) o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
+          if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
           done_.emplace_back(id, std::move(o));
           --running_;
           wake_.cancel();
         }));
+  }
+
+  // Answers of the one study, in the order they came: does it work on one request at a time?
+  void noticed(std::uint64_t seq, const attempt_outcome& o) {
+    bool answered = !o.timed_out && (o.result || o.result.error().code != asio::error::operation_aborted);
+    if (!answered)
+      sequential_.dropped(seq);
+    else if (sequential_.answered(seq, clock::now()))
+      hooks_.on_sequential_study();
   }
 
   void finish(std::size_t id, attempt_outcome o) {
@@ -520,6 +534,8 @@ class pipeline {
   std::optional<time_point> starved_since_;
   std::vector<std::pair<std::size_t, attempt_outcome>> done_;
   std::size_t running_ = 0;
+  std::uint64_t attempt_seq_ = 0;
+  sequential_detector sequential_;
   double cost_ = 0;
   std::int64_t tokens_ = 0;
   time_point deadline_;

@@ -147,6 +147,7 @@ json::object config_json(const std::vector<std::string>& host_args, const run_ar
                         {"trials", sel.trials ? json::value(*sel.trials) : json::value(nullptr)},
                         {"seed", sel.seed ? json::value(*sel.seed) : json::value(nullptr)}}},
           {"max_concurrent", pol.concurrency.max_concurrent},
+          {"procs", a.procs},
           {"provider_concurrency", std::move(providers)},
           {"adaptive", pol.concurrency.adaptive},
           {"max_retries", pol.retry.max_retries},
@@ -481,7 +482,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     tick();
     auto part = co_await asio::co_spawn(
         co_await asio::this_coro::executor,
-        schedule::run_plan(study->host, to_run, a.policy, hooks),
+        run_study(study->host, to_run, a.policy, hooks),
         asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
     if (writer) {
       writer->drain();
