@@ -50,8 +50,9 @@ struct pool_options {
   int max_restarts = 3;
   /// Wait before a slot's first restart; doubles with each further restart of that slot.
   std::chrono::milliseconds restart_backoff{500};
-  /// Told when a slot's process died and is started again (`why`: how it ended), and when
-  /// a restart failed. Runs on the pool's executor.
+  /// Told when a slot's process died and is started again (`what` says how it ended), and
+  /// when a restart failed. Runs where the request that found the process dead completes, or
+  /// on the pool's executor.
   std::function<void(std::size_t slot, const std::string& what)> on_restart;
 };
 

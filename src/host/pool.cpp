@@ -155,7 +155,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         if (restarts[lease.slot] < opts.max_restarts) ++restarting;
       }
     }
-    if (diag && lease.pool_size > 1)
+    if (ec && diag && lease.pool_size > 1)
       diag->message = "study " + std::to_string(lease.slot + 1) +
                       (diag->message.empty() ? "" : ": " + diag->message);
     if (died) {
