@@ -7,6 +7,9 @@
 //     (the growth from starting the pool, over P). Meant for a study that answers one request
 //     at a time (test/studies/py_study.py --sequential --run-ms 100 --samples 400).
 //
+//   pool_speedup --memory P [-n N] -- STUDY_CMD [ARGS...]
+//     The host's resident memory per process of a pool of P, started and after N requests.
+//
 //   pool_speedup --echo [-n N] [-c C] [-r ROUNDS] -- STUDY_CMD [ARGS...]
 //     N `run` requests with C in flight through one host_handle, a pool of 1 and a pool of 2
 //     (benchmarks/echo_study answers at once): cases/s of each, best of ROUNDS, and the
@@ -164,14 +167,44 @@ int echo(const std::vector<std::string>& study, std::size_t n, std::size_t c, st
   return 0;
 }
 
+// The host's resident memory per pooled process: a pool of P started (after a pool of 1 that
+// pays the one-time costs), then N requests through it so every connection's buffers are used.
+int memory(const std::vector<std::string>& study, std::size_t procs, std::size_t n) {
+  run_io([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    auto warm = co_await start(ctx, study, quiet(1, 0));
+    auto list = co_await warm.list_all();
+    if (!list || list->evals.empty()) std::exit(1);
+    mira::protocol::run_params p;
+    p.eval = list->evals[0].name;
+    p.sample = list->evals[0].samples.at(0).id;
+    p.target = list->evals[0].targets.at(0).label;
+    co_await throughput(ctx, warm, p, n, 64);
+    double rss0 = bench::rss_mib();
+    auto pool = co_await start(ctx, study, quiet(procs, 0));
+    double rss1 = bench::rss_mib();
+    co_await throughput(ctx, pool, p, n, 64);
+    double rss2 = bench::rss_mib();
+    std::printf("pool_speedup --memory P=%zu: host resident KiB per process %.0f started, %.0f "
+                "after %zu requests at c=64\n",
+                procs, (rss1 - rss0) * 1024 / static_cast<double>(procs),
+                (rss2 - rss0) * 1024 / static_cast<double>(procs), n);
+    co_await pool.shutdown();
+    co_await warm.shutdown();
+  });
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   auto args = bench::parse_args(argc, argv, {"--echo"});
+  if (args.has("--memory") && !args.study.empty())
+    return memory(args.study, args.number("--memory", 64), args.number("-n", 100000));
   if (args.study.empty()) {
     std::fprintf(stderr,
                  "usage: pool_speedup [-P 1,2,4,8,16] -- STUDY_CMD [ARGS...]\n"
-                 "       pool_speedup --echo [-n N] [-c C] [-r ROUNDS] -- STUDY_CMD [ARGS...]\n");
+                 "       pool_speedup --echo [-n N] [-c C] [-r ROUNDS] -- STUDY_CMD [ARGS...]\n"
+                 "       pool_speedup --memory P [-n N] -- STUDY_CMD [ARGS...]\n");
     return 2;
   }
   if (args.has("--echo"))

@@ -145,9 +145,11 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
 
   void release(const pool_lease& lease, error_code ec, diagnostics* diag) {
     bool died = false;
+    bool waiters = false;
     {
       std::lock_guard lock(mutex);
       dispatch.finished(lease.slot, lease.generation);
+      waiters = !waiting.empty();
       if (ec == errc::study_exited && dispatch.live(lease.slot) &&
           dispatch.generation(lease.slot) == lease.generation && !closed) {
         dispatch.set_dead(lease.slot);
@@ -173,7 +175,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         opts.on_restart(lease.slot + 1, "died (" + why + "); no restarts left for it");
       }
     }
-    drain();
+    // The common case, nothing waiting and nothing died, takes no second look.
+    if (waiters || died) drain();
   }
 
   static asio::awaitable<void> restart(std::shared_ptr<pool_state> self, std::size_t slot) {
