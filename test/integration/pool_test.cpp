@@ -130,6 +130,8 @@ BOOST_AUTO_TEST_CASE(a_cancelled_request_sends_cancel_to_the_process_that_holds_
     }
     asio::steady_timer t(co_await asio::this_coro::executor, milliseconds(300));
     co_await t.async_wait(asio::use_awaitable);
+    BOOST_TEST((pool.loads() == std::vector<std::size_t>{1, 1, 1}));
+    BOOST_TEST(pool.process(1).study()->study == "py-study");
     sig.emit(asio::cancellation_type::terminal);
     co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
     co_await pool.shutdown();
