@@ -30,3 +30,7 @@ echo "== scheduler_goodput: capacity 8, 20 ms per run, 400 cases, -j 32"
 "$build/benchmarks/scheduler_goodput" -n 400 -k 8 -l 20 -j 32 -r 3
 echo "== scheduler_goodput: capacity 4, 50 ms per run, 200 cases, -j 64"
 "$build/benchmarks/scheduler_goodput" -n 200 -k 4 -l 50 -j 64 -r 3
+echo "== pool_speedup: a study answering one request at a time, 100 ms each, 400 cases, -j 2P"
+"$build/benchmarks/pool_speedup" -P 1,2,4,8,16 -- python3 test/studies/py_study.py --sequential --samples 400 --run-ms 100
+echo "== pool_speedup --echo: the echo study through one host_handle, a pool of 1 and a pool of 2, c=64"
+"$build/benchmarks/pool_speedup" --echo -n 200000 -c 64 -r 3 -- "$build/benchmarks/echo_study"

@@ -1,11 +1,13 @@
 // The run pipeline (see run_plan.hpp): the scheduler's decisions turned into requests.
 #include <mira/schedule/run_plan.hpp>
+#include <mira/schedule/sequential_study.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -14,6 +16,7 @@
 #include <memory>
 #include <ostream>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 
 namespace mira::schedule {
@@ -64,6 +67,78 @@ asio::awaitable<tl::expected<protocol::run_result, error>> send(
       break;
   }
   co_return co_await host.run(std::move(params), std::move(on_notification));
+}
+
+// The same through a pool: the per-attempt timeout starts when the pool hands the request to a
+// process, not while it waits for one with room.
+asio::awaitable<tl::expected<protocol::run_result, error>> send_pooled(
+    study_pool pool, protocol::run_params params, operation op,
+    std::optional<boost::json::object> transcript, pool_request r) {
+  diagnostics d;
+  r.options.diag = &d;
+  auto failed = [&](error_code ec) { return tl::unexpected(error{ec, std::move(d)}); };
+  switch (op) {
+    case operation::execute: {
+      auto [ec, e] = co_await pool.async_execute(std::move(params), std::move(r),
+                                                 asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return failed(ec);
+      co_return unscored(std::move(e));
+    }
+    case operation::score: {
+      protocol::score_params sp;
+      sp.identity = std::move(params);
+      sp.transcript = std::move(*transcript);
+      auto [ec, res] =
+          co_await pool.async_score(std::move(sp), std::move(r), asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return failed(ec);
+      co_return std::move(res);
+    }
+    case operation::run:
+      break;
+  }
+  auto [ec, res] =
+      co_await pool.async_run(std::move(params), std::move(r), asio::as_tuple(asio::use_awaitable));
+  if (ec) co_return failed(ec);
+  co_return std::move(res);
+}
+
+// Waits until the request was handed to a process (the timer is re-armed then), then the
+// timeout; returns when either the timeout passed or the race was decided by the request.
+asio::awaitable<void> timeout_after_dispatch(std::shared_ptr<asio::steady_timer> timer) {
+  for (;;) {
+    auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+    if (!ec) co_return;
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() != asio::cancellation_type::none) co_return;
+  }
+}
+
+asio::awaitable<attempt_outcome> one_attempt(study_pool pool, protocol::run_params params,
+                                             operation op,
+                                             std::optional<boost::json::object> transcript,
+                                             std::optional<duration> timeout,
+                                             notification_handler on_notification) {
+  attempt_outcome out;
+  pool_request r;
+  r.options.on_notification = std::move(on_notification);
+  if (!timeout) {
+    out.result = co_await send_pooled(std::move(pool), std::move(params), op,
+                                      std::move(transcript), std::move(r));
+    co_return out;
+  }
+  auto ex = co_await asio::this_coro::executor;
+  auto timer = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
+  r.on_dispatch = [timer, ex, t = *timeout] {
+    asio::dispatch(ex, [timer, t] { timer->expires_after(t); });
+  };
+  auto request =
+      send_pooled(std::move(pool), std::move(params), op, std::move(transcript), std::move(r));
+  auto raced = co_await (std::move(request) || timeout_after_dispatch(timer));
+  if (raced.index() == 0)
+    out.result = std::move(std::get<0>(raced));
+  else
+    out.timed_out = true;
+  co_return out;
 }
 
 asio::awaitable<attempt_outcome> one_attempt(host_handle host, protocol::run_params params,
@@ -117,9 +192,14 @@ attempt_error describe(const attempt_outcome& o, const attempt_verdict& v,
 // How often a run whose slots are held by abandoned requests checks whether they were answered.
 constexpr auto abandoned_poll = std::chrono::milliseconds(20);
 
+// Conn: host_handle (with policy.respawn for a dead study) or study_pool (which restarts its
+// processes itself). The same code for both; what differs is chosen at compile time.
+template <class Conn>
 class pipeline {
+  static constexpr bool pooled = std::is_same_v<Conn, study_pool>;
+
  public:
-  pipeline(asio::any_io_executor ex, host_handle host, const plan::plan& p, run_policy policy,
+  pipeline(asio::any_io_executor ex, Conn host, const plan::plan& p, run_policy policy,
            run_hooks hooks)
       : ex_(std::move(ex)),
         host_(std::move(host)),
@@ -177,6 +257,7 @@ class pipeline {
       for (auto& [id, outcome] : batch) finish(id, std::move(outcome));
     }
     report_.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    if constexpr (pooled) report_.restarts = host_.restarts();
     co_return std::move(report_);
   }
 
@@ -188,6 +269,8 @@ class pipeline {
     signals_[id] = std::move(sig);
     started_[id] = clock::now();
     generation_of_[id] = generation_;
+    auto seq = ++attempt_seq_;
+    if (!pooled && hooks_.on_sequential_study) sequential_.sent(seq, started_[id]);
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
     std::optional<boost::json::object> transcript;
@@ -201,12 +284,23 @@ class pipeline {
                             hooks_.on_notification(index, n);
                           })
                         : notification_handler{}),
-        asio::bind_cancellation_slot(slot, [this, id](std::exception_ptr ep, attempt_outcome o) {
+        asio::bind_cancellation_slot(slot, [this, id, seq](std::exception_ptr ep,
+                                                           attempt_outcome o) {
           if (ep) o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
+          if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
           done_.emplace_back(id, std::move(o));
           --running_;
           wake_.cancel();
         }));
+  }
+
+  // Answers of the one study, in the order they came: does it work on one request at a time?
+  void noticed(std::uint64_t seq, const attempt_outcome& o) {
+    bool answered = !o.timed_out && (o.result || o.result.error().code != asio::error::operation_aborted);
+    if (!answered)
+      sequential_.dropped(seq);
+    else if (sequential_.answered(seq, clock::now()))
+      hooks_.on_sequential_study();
   }
 
   void finish(std::size_t id, attempt_outcome o) {
@@ -296,12 +390,18 @@ class pipeline {
     starved_since_.reset();
     auto why = "the study never answered " + std::to_string(sched_->reserved()) +
                " cancelled request(s), which hold every slot";
-    if (!recover(generation_, why)) stop(stop_reason::study_failed, why, case_state::error);
+    // A pool's processes are not restarted for it: the study ignores `cancel` everywhere.
+    if (pooled || !recover(generation_, why))
+      stop(stop_reason::study_failed, why, case_state::error);
   }
 
   // The study behind `generation` died. True when its cases may be retried: a new study is
   // (being) started. Stragglers of an older generation are retried on the current one.
+  // A pool restarts a dead process itself: the case is retried while it has one left.
   bool recover(std::uint64_t generation, const std::string& why) {
+    if constexpr (pooled) {
+      return !sched_->stopped() && host_.serviceable();
+    }
     if (!policy_.respawn || sched_->stopped()) return false;
     if (generation < generation_ || restarting_) return true;
     if (report_.restarts >= policy_.max_restarts) return false;
@@ -317,7 +417,7 @@ class pipeline {
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     auto h = co_await policy_.respawn();
     if (h) {
-      host_ = std::move(*h);
+      if constexpr (!pooled) host_ = std::move(*h);
       ++generation_;
     } else {
       stop(stop_reason::study_failed, why + "; restarting it failed: " + h.error().message(),
@@ -365,7 +465,7 @@ class pipeline {
   }
 
   asio::any_io_executor ex_;
-  host_handle host_;
+  Conn host_;
   const plan::plan& plan_;
   run_policy policy_;
   run_hooks hooks_;
@@ -380,28 +480,42 @@ class pipeline {
   std::optional<time_point> starved_since_;
   std::vector<std::pair<std::size_t, attempt_outcome>> done_;
   std::size_t running_ = 0;
+  std::uint64_t attempt_seq_ = 0;
+  sequential_detector sequential_;
   double cost_ = 0;
   std::int64_t tokens_ = 0;
   time_point deadline_;
   run_report report_;
 };
 
-asio::awaitable<run_report> run_on_strand(asio::any_io_executor strand, host_handle host,
+template <class Conn>
+asio::awaitable<run_report> run_on_strand(asio::any_io_executor strand, Conn host,
                                           const plan::plan& p, run_policy policy, run_hooks hooks) {
-  pipeline pl(strand, std::move(host), p, std::move(policy), std::move(hooks));
+  pipeline<Conn> pl(strand, std::move(host), p, std::move(policy), std::move(hooks));
   co_return co_await pl.run();
 }
 
-}  // namespace
-
-asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p, run_policy policy,
-                                     run_hooks hooks) {
+template <class Conn>
+asio::awaitable<run_report> run_plan_over(Conn host, const plan::plan& p, run_policy policy,
+                                          run_hooks hooks) {
   // All bookkeeping on one strand: attempts complete into it, so a multi-threaded executor
   // needs no locks here.
   auto strand = asio::make_strand(co_await asio::this_coro::executor);
   co_return co_await asio::co_spawn(
       strand, run_on_strand(strand, std::move(host), p, std::move(policy), std::move(hooks)),
       asio::use_awaitable);
+}
+
+}  // namespace
+
+asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p, run_policy policy,
+                                     run_hooks hooks) {
+  return run_plan_over(std::move(host), p, std::move(policy), std::move(hooks));
+}
+
+asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p, run_policy policy,
+                                     run_hooks hooks) {
+  return run_plan_over(std::move(pool), p, std::move(policy), std::move(hooks));
 }
 
 }  // namespace mira::schedule

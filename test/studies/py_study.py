@@ -2,14 +2,21 @@
 """A Mira Eval Protocol test study in plain Python (stdlib only), with switches that make it
 misbehave the ways real studies do. Each `run` is served on its own thread.
 
-  --record PATH        append every line received and sent, in order, to PATH
+  --record PATH        append every line received and sent, in order, to PATH ("{pid}" in
+                       PATH is replaced by the process id: one file per process of a pool)
+  --sequential         serve one request at a time, as the official SDKs do: read a line, run
+                       the case, answer, read the next (so a `cancel` is read only after the
+                       run it names was answered)
+  --samples N          the echo eval's samples are s0 .. s{N-1} (default: a, b, fail)
+  --odd-version-once PATH  the first process to create PATH reports study_version 9.9.9 (a
+                       pool whose processes disagree)
   --caps a,b           capabilities to advertise (default: cancel); execute and score work
   --run-ms N           how long a run works (honours cancel), default 0
   --die-after N        exit with code 3 when the N-th run arrives (after an stderr line)
   --die-code C         the exit code --die-after uses (0: a clean exit mid-run)
   --sigkill-after N    kill itself with SIGKILL when the N-th run arrives
   --die-once PATH      with --die-after: die only if PATH does not exist yet (and create it),
-                       so a restarted study works
+                       so a restarted study works (and only one process of a pool dies)
   --kill-host-after N  send SIGKILL to the host when the N-th run arrives (a crash of the host at
                        a known point)
   --interrupt-host-after N  send SIGINT to the host when the N-th run arrives (a Ctrl-C at a
@@ -71,11 +78,14 @@ args.add_argument("--deaf", action="store_true")
 args.add_argument("--huge-answer", type=int, default=0)
 args.add_argument("--study-version", default="0.0.1")
 args.add_argument("--scorer", default="echo")
+args.add_argument("--sequential", action="store_true")
+args.add_argument("--samples", type=int, default=0)
+args.add_argument("--odd-version-once")
 opts = args.parse_args()
 
 out = sys.stdout.buffer
 lock = threading.Lock()
-record = open(opts.record, "ab") if opts.record else None
+record = open(opts.record.replace("{pid}", str(os.getpid())), "ab") if opts.record else None
 runs = {}  # request id -> threading.Event (set = cancelled)
 run_count = 0
 workers = []
@@ -137,6 +147,18 @@ def result_for(params, passed=True):
                                      {"kind": "file", "uri": "https://example.com/a?b=1&c=\"2\""}]
         r["scores"][0]["reason"] = "</pre><script>" + PWN + "</script>"
     return r
+
+
+def claim(path):
+    """Creates path; True for the one process that created it (atomic among a pool's)."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
+odd_version = bool(opts.odd_version_once) and claim(opts.odd_version_once)
 
 
 def chaos_rng():
@@ -216,7 +238,7 @@ def main():
             renamed = opts.rename_on_restart and opts.die_once and os.path.exists(opts.die_once)
             send({"id": rid, "result": {"protocol_version": "1.1",
                                         "study": "other-study" if renamed else "py-study",
-                                        "study_version": opts.study_version, "evals": 1, "capabilities": caps}})
+                                        "study_version": "9.9.9" if odd_version else opts.study_version, "evals": 1, "capabilities": caps}})
             if opts.deaf:
                 time.sleep(600)
         elif method == "list" and opts.hostile:
@@ -225,16 +247,16 @@ def main():
                 "samples": [{"id": s} for s in HOSTILE_SAMPLES], "scorers": ["echo"],
                 "targets": [{"label": HOSTILE_TARGET, "provider": "sim", "available": True}]}]}})
         elif method == "list":
+            samples = ([{"id": "s%d" % i} for i in range(opts.samples)] if opts.samples
+                       else [{"id": "a"}, {"id": "b"}, {"id": "fail"}])
             send({"id": rid, "result": {"evals": [{
-                "name": "echo", "samples": [{"id": "a"}, {"id": "b"}, {"id": "fail"}],
+                "name": "echo", "samples": samples,
                 "scorers": [opts.scorer],
                 "targets": [{"label": "sim", "provider": "sim", "available": True}]}]}})
         elif method == "run":
             run_count += 1
-            if opts.die_after and run_count == opts.die_after and not (
-                    opts.die_once and os.path.exists(opts.die_once)):
-                if opts.die_once:
-                    open(opts.die_once, "w").close()
+            if opts.die_after and run_count == opts.die_after and (
+                    not opts.die_once or claim(opts.die_once)):
                 sys.stderr.write("py-study: dying on purpose\n")
                 sys.stderr.flush()
                 os._exit(opts.die_code)
@@ -281,6 +303,9 @@ def main():
             ev = threading.Event()
             with lock:
                 runs[rid] = ev
+            if opts.sequential:
+                serve_run(rid, params, ev)
+                continue
             t = threading.Thread(target=serve_run, args=(rid, params, ev))
             t.start()
             workers.append(t)

@@ -1,9 +1,11 @@
 // Command-line parsing (see args.hpp).
 #include "args.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace mira::cli {
 
@@ -149,6 +151,19 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     } else if (runs && (a == "-j" || a == "--max-concurrent")) {
       out.policy.concurrency.max_concurrent =
           static_cast<std::size_t>(whole_number(a, value(a), 1, 100000));
+    } else if (runs && (a == "-P" || a == "--procs")) {
+      const auto& v = value(a);
+      if (v == "auto") {
+        out.procs = std::max(1u, std::thread::hardware_concurrency());
+      } else {
+        char* end = nullptr;
+        errno = 0;
+        long long n = std::strtoll(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || errno == ERANGE || n < 1 || n > 1024)
+          throw usage_error{a + " needs a whole number from 1 to 1024 or auto, got '" +
+                            printable(v) + "'"};
+        out.procs = static_cast<std::size_t>(n);
+      }
     } else if (runs && a == "--provider-concurrency") {
       for (auto& entry : split(value(a), ',')) {
         auto eq = entry.find('=');

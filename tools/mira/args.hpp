@@ -30,6 +30,8 @@ struct run_args {
   schedule::duration idle_timeout{0};  // 0: off
   plan::selection selection;
   schedule::run_policy policy;
+  /// Processes of the study (run, score): a pool when > 1. --procs auto: the CPU count.
+  std::size_t procs = 1;
   std::string format = "table";  // table | json | jsonl | csv | junit | md (run, report)
   std::string out;               // write the format there (atomically); the table to stdout
   std::string color = "auto";    // table badges: auto (a terminal) | always | never; NO_COLOR wins

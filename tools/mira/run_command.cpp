@@ -45,25 +45,25 @@ namespace {
 enum class mode { run, execute_only, score };
 
 // Shuts the study down on every way out of a command: awaited on the normal path, and when the
-// command leaves early, started on a copy of the handle so the io_context finishes it.
+// command leaves early, started on a copy of the handle (or pool) so the io_context finishes it.
 class study_guard {
  public:
-  explicit study_guard(host_handle& host) : host_(&host) {}
+  study_guard(study_processes& study, asio::any_io_executor ex) : study_(&study), ex_(ex) {}
   study_guard(const study_guard&) = delete;
   study_guard& operator=(const study_guard&) = delete;
   ~study_guard() {
-    if (!host_) return;
+    if (!study_) return;
     asio::co_spawn(
-        host_->get_executor(),
-        [h = *host_]() mutable -> asio::awaitable<void> { co_await h.shutdown(); },
+        ex_, [s = *study_]() mutable -> asio::awaitable<void> { co_await s.shutdown(); },
         asio::detached);
   }
   asio::awaitable<void> shutdown() {
-    if (auto* h = std::exchange(host_, nullptr)) co_await h->shutdown();
+    if (auto* s = std::exchange(study_, nullptr)) co_await s->shutdown();
   }
 
  private:
-  host_handle* host_;  // the live handle: a restarted study replaces what it points to
+  study_processes* study_;  // the live study: a restarted one replaces what it points to
+  asio::any_io_executor ex_;
 };
 
 std::optional<double> seconds_of(const std::optional<schedule::duration>& d) {
@@ -114,6 +114,7 @@ json::object config_json(const std::vector<std::string>& host_args, const run_ar
                         {"trials", sel.trials ? json::value(*sel.trials) : json::value(nullptr)},
                         {"seed", sel.seed ? json::value(*sel.seed) : json::value(nullptr)}}},
           {"max_concurrent", pol.concurrency.max_concurrent},
+          {"procs", a.procs},
           {"provider_concurrency", std::move(providers)},
           {"adaptive", pol.concurrency.adaptive},
           {"max_retries", pol.retry.max_retries},
@@ -485,7 +486,7 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   };
   tick();
   auto part = co_await asio::co_spawn(
-      ex, schedule::run_plan(study.host, to_run, policy, hooks),
+      ex, run_study(study.host, to_run, policy, hooks),
       asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
   if (writer) writer->drain();
   if (artifact_writer) artifact_writer->drain();
@@ -547,7 +548,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     if (!pl) co_return;
     auto& study = pl->study;
     auto& p = pl->p;
-    study_guard guard(study.host);
+    study_guard guard(study.host, co_await asio::this_coro::executor);
     if (!study_can(study, m)) {
       rc = exit_usage;
       co_return;

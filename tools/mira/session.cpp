@@ -52,7 +52,7 @@ run_log& the_log() {
   return log;
 }
 
-host_options cli_host_options(const run_args& a) {
+host_options cli_host_options(const run_args& a, std::size_t slot) {
   host_options o;
   o.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(a.idle_timeout);
   o.host_name = "mira-cpp";
@@ -62,11 +62,34 @@ host_options cli_host_options(const run_args& a) {
     auto* m = n.params.if_contains("message");
     if (m && m->is_string()) stderr_line("  study: " + printable(m->get_string()));
   };
-  o.on_stderr_line = [](std::string_view line) {
-    the_log().stderr_line(line);
-    stderr_line("[study] " + printable(line));
+  auto prefix = slot == 0 ? std::string("[study] ") : "[study " + std::to_string(slot) + "] ";
+  o.on_stderr_line = [slot, prefix](std::string_view line) {
+    the_log().stderr_line(line, slot);
+    stderr_line(prefix + printable(line));
   };
   return o;
+}
+
+asio::awaitable<void> study_processes::shutdown() {
+  if (auto* pool = std::get_if<study_pool>(&conn))
+    co_await pool->shutdown();
+  else
+    co_await std::get<host_handle>(conn).shutdown();
+}
+
+asio::awaitable<schedule::run_report> run_study(study_processes& study, const plan::plan& p,
+                                                schedule::run_policy policy,
+                                                schedule::run_hooks hooks) {
+  if (auto* pool = std::get_if<study_pool>(&study.conn))
+    co_return co_await schedule::run_plan(*pool, p, std::move(policy), std::move(hooks));
+  hooks.on_sequential_study = [] {
+    stderr_line(
+        "mira: the study answers one request at a time; --procs N runs N copies of it "
+        "(e.g. --procs " +
+        std::to_string(std::max(2u, std::thread::hardware_concurrency())) + ")");
+  };
+  co_return co_await schedule::run_plan(std::get<host_handle>(study.conn), p, std::move(policy),
+                                        std::move(hooks));
 }
 
 std::string first_line_of(const std::string& command) {
@@ -164,7 +187,58 @@ study_command command_for(const run_args& a) {
   return cmd;
 }
 
+namespace {
+
+// --procs N > 1: N processes started and initialized at once, listed once.
+asio::awaitable<std::optional<opened>> open_pool(const run_args& a) {
+  auto ex = co_await asio::this_coro::executor;
+  pool_options o;
+  o.processes = a.procs;
+  auto j = a.policy.concurrency.max_concurrent;
+  o.max_in_flight_per_process = (j + a.procs - 1) / a.procs;
+  o.host_options_for = [&a](std::size_t slot) { return cli_host_options(a, slot); };
+  o.init_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(a.init_timeout);
+  o.max_restarts = a.policy.max_restarts;
+  o.restart_backoff = std::chrono::duration_cast<std::chrono::milliseconds>(a.policy.restart_backoff);
+  o.on_restart = [](std::size_t slot, const std::string& what) {
+    stderr_line("mira: study " + std::to_string(slot) + " " + printable(what));
+  };
+  auto pool = co_await study_pool::start(ex, command_for(a), std::move(o));
+  if (!pool) {
+    std::fprintf(stderr, "mira: starting %zu study processes failed: %s\n", a.procs,
+                 pool.error().message().c_str());
+    for (auto& l : pool.error().diag.stderr_tail)
+      std::fprintf(stderr, "  | %s\n", printable(l).c_str());
+    co_return std::nullopt;
+  }
+  auto init = pool->study();
+  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals · %zu processes\n",
+               printable(init.study).c_str(), init.study_version.empty() ? "" : " ",
+               printable(init.study_version).c_str(), printable(init.protocol_version).c_str(),
+               static_cast<long long>(init.evals), a.procs);
+  asio::steady_timer timer(ex, a.init_timeout);
+  auto listed =
+      co_await (pool->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (listed.index() == 1) {
+    std::fprintf(stderr,
+                 "mira: the study did not finish listing its evals within %g s (--init-timeout)\n",
+                 std::chrono::duration<double>(a.init_timeout).count());
+    co_await pool->shutdown();
+    co_return std::nullopt;
+  }
+  auto list = std::move(std::get<0>(listed));
+  if (!list) {
+    std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
+    co_await pool->shutdown();
+    co_return std::nullopt;
+  }
+  co_return opened{std::move(*pool), std::move(init), std::move(*list)};
+}
+
+}  // namespace
+
 asio::awaitable<std::optional<opened>> open_study(const run_args& a) {
+  if (a.procs > 1) co_return co_await open_pool(a);
   auto ex = co_await asio::this_coro::executor;
   auto host = host_handle::spawn(ex, command_for(a), cli_host_options(a));
   if (!host) {

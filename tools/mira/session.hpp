@@ -6,6 +6,7 @@
 
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
+#include <mira/pool.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/report/render.hpp>
 #include <mira/store/run_store.hpp>
@@ -20,8 +21,10 @@
 #include <cstdio>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <variant>
 
 namespace mira::cli {
 
@@ -83,26 +86,36 @@ progress_line& the_progress();
 void stderr_line(const std::string& text);
 
 // What a run folder keeps besides results: every notification, appended to events.ndjson as it
-// comes (when a run store is open), and the study's stderr (its last MiB: a flood must not grow
-// the host), appended to study.stderr.log when the session ends.
+// comes (when a run store is open), and the study's stderr (the last MiB of each process: a
+// flood must not grow the host, nor push out what another process of a pool said), appended to
+// study.stderr.log when the session ends.
 struct run_log {
   static constexpr std::size_t max_stderr = std::size_t{1} << 20;
-  std::deque<std::string> stderr_lines;
-  std::size_t stderr_bytes = 0;
+  struct tail {
+    std::deque<std::string> lines;
+    std::size_t bytes = 0;
+  };
+  std::map<std::size_t, tail> stderr_tails;  // by slot: 0 for a single process, else 1..P
   store::run_store* store = nullptr;
 
-  void stderr_line(std::string_view line) {
-    stderr_lines.emplace_back(line);
-    stderr_bytes += line.size() + 1;
-    while (stderr_bytes > max_stderr && !stderr_lines.empty()) {
-      stderr_bytes -= stderr_lines.front().size() + 1;
-      stderr_lines.pop_front();
+  void stderr_line(std::string_view line, std::size_t slot = 0) {
+    auto& t = stderr_tails[slot];
+    t.lines.emplace_back(line);
+    t.bytes += line.size() + 1;
+    while (t.bytes > max_stderr && !t.lines.empty()) {
+      t.bytes -= t.lines.front().size() + 1;
+      t.lines.pop_front();
     }
   }
   void event(const std::string* key, const notification& n);
+  /// Each process's tail in turn; a pool's lines start with "[study N] ".
   std::string stderr_text() const {
     std::string out;
-    for (auto& l : stderr_lines) (out += l) += '\n';
+    for (auto& [slot, t] : stderr_tails)
+      for (auto& l : t.lines) {
+        if (slot != 0) out += "[study " + std::to_string(slot) + "] ";
+        (out += l) += '\n';
+      }
     return out;
   }
 };
@@ -110,7 +123,27 @@ struct run_log {
 run_log& the_log();
 
 /// Host options of the CLI: study log lines and stderr shown (sanitised) and kept for the folder.
-host_options cli_host_options(const run_args& a);
+/// `slot`: the process's number in a pool (its stderr lines are shown as "[study N] ..."), or 0.
+host_options cli_host_options(const run_args& a, std::size_t slot = 0);
+
+/// The study of a command: one process, or a pool of them (--procs > 1).
+struct study_processes {
+  study_processes(host_handle h) : conn(std::move(h)) {}  // NOLINT: implicit by design
+  study_processes(study_pool p) : conn(std::move(p)) {}   // NOLINT
+  study_processes& operator=(host_handle h) {
+    conn = std::move(h);
+    return *this;
+  }
+  /// Every process: graceful, then SIGTERM, then SIGKILL (a pool's all at once).
+  boost::asio::awaitable<void> shutdown();
+  std::variant<host_handle, study_pool> conn;
+};
+
+/// run_plan over the command's study. A single process that answers one request at a time
+/// while several wait gets the --procs advice, once.
+boost::asio::awaitable<schedule::run_report> run_study(study_processes& study, const plan::plan& p,
+                                                       schedule::run_policy policy,
+                                                       schedule::run_hooks hooks);
 
 /// Where the run happened: enough to tell two runs' conditions apart, nothing secret.
 boost::json::object environment_json();
@@ -120,7 +153,7 @@ boost::json::object fingerprints(const protocol::list_result& list);
 
 // Starts the study, initializes it and lists every page; prints what went wrong otherwise.
 struct opened {
-  host_handle host;
+  study_processes host;
   protocol::initialize_result init;
   protocol::list_result list;
 };

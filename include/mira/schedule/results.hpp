@@ -65,7 +65,7 @@ struct run_report {
   stop_reason stopped = stop_reason::none;
   std::string stop_message;
   double seconds = 0;
-  int restarts = 0;  // studies started by `respawn`
+  int restarts = 0;  // studies started by `respawn` (over a pool: processes it restarted)
 };
 
 }  // namespace mira::schedule

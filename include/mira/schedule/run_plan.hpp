@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mira/host.hpp>
+#include <mira/pool.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/classify.hpp>
 #include <mira/schedule/results.hpp>
@@ -42,7 +43,9 @@ struct run_policy {
   retry_predicate transient;           // replaces is_transient
   std::optional<std::uint64_t> jitter_seed;
   /// When the study dies: start a new one (and initialize it). The cases that were in flight
-  /// are retried on it. Without it, a dead study stops the run.
+  /// are retried on it. Without it, a dead study stops the run. Not used over a study_pool,
+  /// which restarts a dead process in its slot (pool_options::max_restarts) and whose cases
+  /// are retried on the other processes meanwhile.
   std::function<boost::asio::awaitable<tl::expected<host_handle, error>>()> respawn;
   int max_restarts = 3;
   duration restart_backoff = std::chrono::milliseconds(500);  // doubles per restart
@@ -56,6 +59,10 @@ struct run_hooks {
   /// Asked after each on_result: a message stops the run as fail-fast does
   /// (stop_reason::requested), e.g. when results can no longer be saved.
   std::function<std::optional<std::string>(std::size_t case_index, const case_record&)> stop_after;
+  /// Called once when the study (one host_handle, not a pool) answers strictly one request at
+  /// a time while at least 4 are pending for at least 2 s (see sequential_detector): a pool of
+  /// processes would run it in parallel.
+  std::function<void()> on_sequential_study;
 };
 
 
@@ -65,6 +72,12 @@ struct run_hooks {
 /// the run like fail-fast does, with stop_reason::interrupted, and still completes with the
 /// report: in-flight cases are cancelled (the study gets `cancel`), finished ones are kept.
 boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p,
+                                            run_policy policy, run_hooks hooks = {});
+
+/// The same over a pool of processes of one study (started and initialized). A case whose
+/// process died is retried on the others while the pool has a process left or being
+/// restarted; a pool with none left stops the run (stop_reason::study_failed).
+boost::asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p,
                                             run_policy policy, run_hooks hooks = {});
 
 }  // namespace mira::schedule

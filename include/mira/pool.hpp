@@ -1,0 +1,284 @@
+// mira::study_pool: P processes of one study behind one handle, so a study that answers one
+// request at a time (the official Python and TypeScript SDKs do) still runs cases in parallel.
+//
+// The pool offers a host_handle's case operations (run, execute, score) with any completion
+// token. Each request goes to the live process with the fewest requests in flight (its abandoned
+// ones counted), under a per-process cap; when every process is at its cap the request waits in
+// the pool, not behind a slow case in one process. The request is then a plain request of that
+// process's host_handle: per-request cancellation sends `cancel` to the process that holds it,
+// and notifications reach the request's own handler, by construction. A request cancelled while
+// it waits in the pool is removed; nothing is sent.
+//
+// A process that dies is started again in its slot (pool_options::max_restarts per slot); its
+// requests fail with errc::study_exited, and requests after it go to the others meanwhile. When
+// no process is left and none is being restarted, requests fail with errc::study_exited.
+// Lifetime as host_handle: copies share the pool; the last copy's end kills every process.
+#pragma once
+
+#include <mira/detail/pool_dispatch.hpp>
+#include <mira/host.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace mira {
+
+struct pool_options {
+  /// How many processes (at least 1).
+  std::size_t processes = 1;
+  /// Requests in flight per process, abandoned ones counted; beyond it requests wait in the
+  /// pool. 0: no cap. `mira run` uses ceil(j / P).
+  std::size_t max_in_flight_per_process = 0;
+  /// Host options of the process in `slot` (1-based). Default: host_options{} with each stderr
+  /// line shown as "[study <slot>] <line>".
+  std::function<host_options(std::size_t slot)> host_options_for;
+  /// Every process must answer initialize within this.
+  std::chrono::milliseconds init_timeout{60000};
+  /// Restarts of a dead process, per slot.
+  int max_restarts = 3;
+  /// Wait before a slot's first restart; doubles with each further restart of that slot.
+  std::chrono::milliseconds restart_backoff{500};
+  /// Told when a slot's process died and is started again (`what` says how it ended), and
+  /// when a restart failed. Runs where the request that found the process dead completes, or
+  /// on the pool's executor.
+  std::function<void(std::size_t slot, const std::string& what)> on_restart;
+};
+
+/// Per-call extras of a pool request.
+struct pool_request {
+  pool_request() = default;
+  pool_request(request_options o) : options(std::move(o)) {}  // NOLINT: implicit by design
+  request_options options;
+  /// Called once the pool hands the request to a process (at once when one has room): a
+  /// per-attempt timeout starts here, not while the request waits in the pool.
+  std::function<void()> on_dispatch;
+};
+
+namespace detail {
+
+struct pool_state;
+
+/// A request's place in the pool: the process it went to and that slot's generation.
+struct pool_lease {
+  host_handle host;
+  std::size_t slot = 0;
+  std::uint64_t generation = 0;
+  std::size_t pool_size = 1;
+};
+
+using pool_state_ptr = std::shared_ptr<pool_state>;
+
+/// A process with room, counted as taken; nullopt when none has room.
+std::optional<pool_lease> pool_acquire(const pool_state_ptr& s);
+/// A request of `lease` completed: frees its place, notices a dead process (and starts it again),
+/// and hands waiting requests to processes with room. Adds the slot to diag's message when set.
+void pool_release(const pool_state_ptr& s, const pool_lease& lease, error_code ec,
+                  diagnostics* diag);
+
+/// A request waiting for a process with room.
+struct pool_waiting {
+  virtual ~pool_waiting() = default;
+  virtual void dispatch(pool_lease lease) = 0;
+  virtual void fail(error_code ec) = 0;
+  virtual boost::asio::cancellation_slot cancellation_slot() = 0;
+};
+/// Queues `w` (or dispatches it at once when a process has room by now).
+void pool_enqueue(const pool_state_ptr& s, std::unique_ptr<pool_waiting> w);
+boost::asio::any_io_executor pool_executor(const pool_state_ptr& s);
+
+// The user's handler, with the pool told when it completes. Its executor, cancellation slot
+// and allocator are the handler's (the associator below), so the process's host sees the
+// request as its own.
+template <class Handler, class Result>
+struct pool_tracked {
+  Handler handler;
+  pool_state_ptr state;
+  pool_lease lease;
+  diagnostics* diag;
+
+  void operator()(error_code ec, Result r) {
+    pool_release(state, lease, ec, diag);
+    std::move(handler)(ec, std::move(r));
+  }
+};
+
+template <class H>
+void pool_forward(host_handle& h, protocol::run_params p, request_options o, H&& handler) {
+  h.async_run(std::move(p), std::move(o), std::forward<H>(handler));
+}
+template <class H>
+void pool_forward(host_handle& h, execute_call c, request_options o, H&& handler) {
+  h.async_execute(std::move(c.params), std::move(o), std::forward<H>(handler));
+}
+template <class H>
+void pool_forward(host_handle& h, protocol::score_params p, request_options o, H&& handler) {
+  h.async_score(std::move(p), std::move(o), std::forward<H>(handler));
+}
+
+template <class Result, class Handler, class Call>
+void pool_send(const pool_state_ptr& s, pool_lease lease, Call call, pool_request r,
+               Handler&& h) {
+  if (r.on_dispatch) r.on_dispatch();
+  auto* diag = r.options.diag;
+  auto host = lease.host;
+  pool_forward(host, std::move(call), std::move(r.options),
+               pool_tracked<std::decay_t<Handler>, Result>{std::forward<Handler>(h), s,
+                                                           std::move(lease), diag});
+}
+
+template <class Result, class Call>
+struct pool_waiting_call final : pool_waiting {
+  handler_t<Result> handler;
+  Call call;
+  pool_request request;
+  pool_state_ptr state;
+
+  pool_waiting_call(handler_t<Result> h, Call c, pool_request r, pool_state_ptr s)
+      : handler(std::move(h)), call(std::move(c)), request(std::move(r)), state(std::move(s)) {}
+  void dispatch(pool_lease lease) override {
+    pool_send<Result>(state, std::move(lease), std::move(call), std::move(request),
+                      std::move(handler));
+  }
+  void fail(error_code ec) override {
+    // Never inline: this may run inside the initiating call.
+    auto ex = boost::asio::get_associated_executor(handler, pool_executor(state));
+    boost::asio::post(pool_executor(state),
+                      boost::asio::bind_executor(ex, [h = std::move(handler), ec]() mutable {
+                        std::move(h)(ec, Result{});
+                      }));
+  }
+  boost::asio::cancellation_slot cancellation_slot() override {
+    return boost::asio::get_associated_cancellation_slot(handler);
+  }
+};
+
+template <class Result>
+struct pool_initiate {
+  pool_state_ptr state;
+  template <class Handler, class Call>
+  void operator()(Handler&& h, Call call, pool_request r) const {
+    if (auto lease = pool_acquire(state))
+      return pool_send<Result>(state, std::move(*lease), std::move(call), std::move(r),
+                               std::forward<Handler>(h));
+    pool_enqueue(state, std::make_unique<pool_waiting_call<Result, Call>>(
+                            handler_t<Result>(std::forward<Handler>(h)), std::move(call),
+                            std::move(r), state));
+  }
+};
+
+struct pool_ref;
+
+}  // namespace detail
+
+}  // namespace mira
+
+template <template <class, class> class Associator, class Handler, class Result,
+          class DefaultCandidate>
+struct boost::asio::associator<Associator, mira::detail::pool_tracked<Handler, Result>,
+                               DefaultCandidate> : Associator<Handler, DefaultCandidate> {
+  static typename Associator<Handler, DefaultCandidate>::type get(
+      const mira::detail::pool_tracked<Handler, Result>& h) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(h.handler);
+  }
+  static auto get(const mira::detail::pool_tracked<Handler, Result>& h,
+                  const DefaultCandidate& c) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(h.handler, c);
+  }
+};
+
+namespace mira {
+
+class study_pool {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  /// Starts options.processes copies of the study at once, initializes each (all within
+  /// init_timeout) and checks that every one reports the same study name, study version and
+  /// protocol major; otherwise fails with errc::incompatible_protocol naming the difference
+  /// (and the processes are killed). Run it from the thread that runs `ex`: it forks.
+  static boost::asio::awaitable<tl::expected<study_pool, error>> start(executor_type ex,
+                                                                       study_command cmd,
+                                                                       pool_options opts);
+
+  executor_type get_executor() const;
+  /// What the first process answered to initialize (all of them agree on name and version).
+  const protocol::initialize_result& study() const;
+  std::size_t size() const;
+  /// Processes that take requests now.
+  std::size_t live() const;
+  /// A live process, or one being restarted: a request may still succeed.
+  bool serviceable() const;
+  /// Processes started again after dying, over all slots.
+  int restarts() const;
+  /// Abandoned requests over every process (see host_handle::abandoned).
+  std::size_t abandoned() const;
+  /// Requests in flight per slot (0-based), abandoned ones counted.
+  std::vector<std::size_t> loads() const;
+  /// The host handle in `slot` (0-based) now, e.g. for list or list_samples.
+  host_handle process(std::size_t slot) const;
+
+  template <class Token>
+  auto async_run(protocol::run_params p, pool_request r, Token&& token) {
+    return async<protocol::run_result>(std::move(p), std::move(r), token);
+  }
+  template <class Token>
+  auto async_execute(protocol::run_params p, pool_request r, Token&& token) {
+    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(r),
+                                           token);
+  }
+  template <class Token>
+  auto async_score(protocol::score_params p, pool_request r, Token&& token) {
+    return async<protocol::run_result>(std::move(p), std::move(r), token);
+  }
+  template <class Token>
+  auto async_run(protocol::run_params p, Token&& token) {
+    return async_run(std::move(p), pool_request{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_execute(protocol::run_params p, Token&& token) {
+    return async_execute(std::move(p), pool_request{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_score(protocol::score_params p, Token&& token) {
+    return async_score(std::move(p), pool_request{}, std::forward<Token>(token));
+  }
+
+  // --- Coroutine layer: never throws, errors as values ---------------------------------------
+
+  /// The whole catalogue, from one process.
+  boost::asio::awaitable<tl::expected<protocol::list_result, error>> list_all();
+  boost::asio::awaitable<tl::expected<protocol::run_result, error>> run(
+      protocol::run_params p, notification_handler on_notification = {});
+  boost::asio::awaitable<tl::expected<protocol::execute_result, error>> execute(
+      protocol::run_params p, notification_handler on_notification = {});
+  boost::asio::awaitable<tl::expected<protocol::run_result, error>> score(protocol::score_params p);
+  /// Every process shut down at once (graceful, then SIGTERM, then SIGKILL); no restarts after
+  /// it. Requests still waiting in the pool fail with errc::study_exited.
+  boost::asio::awaitable<void> shutdown();
+
+ private:
+  explicit study_pool(std::shared_ptr<detail::pool_ref> ref);
+  const detail::pool_state_ptr& state() const;
+
+  template <class Result, class Call, class Token>
+  auto async(Call call, pool_request r, Token& token) {
+    return boost::asio::async_initiate<Token, void(error_code, Result)>(
+        detail::pool_initiate<Result>{state()}, token, std::move(call), std::move(r));
+  }
+
+  std::shared_ptr<detail::pool_ref> ref_;
+};
+
+}  // namespace mira

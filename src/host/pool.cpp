@@ -1,0 +1,515 @@
+// The study pool's shell (see pool.hpp): starts and checks the processes, hands requests to
+// them through pool_dispatch, restarts a process that died in its slot, and shuts all down.
+#include <mira/pool.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cstdio>
+#include <deque>
+#include <mutex>
+
+namespace mira::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// How often requests waiting in the pool look again while processes are held only by
+// abandoned requests (the host does not signal their late answers).
+constexpr auto abandoned_poll = std::chrono::milliseconds(20);
+
+host_options default_options(std::size_t slot) {
+  host_options o;
+  o.on_stderr_line = [slot](std::string_view line) {
+    std::fprintf(stderr, "[study %zu] %.*s\n", slot, static_cast<int>(line.size()), line.data());
+  };
+  return o;
+}
+
+std::string identity_of(const protocol::initialize_result& r) {
+  return "'" + r.study + "' version " + (r.study_version.empty() ? "(none)" : r.study_version) +
+         " (protocol " + r.protocol_version + ")";
+}
+
+}  // namespace
+
+struct pool_state : std::enable_shared_from_this<pool_state> {
+  pool_state(asio::any_io_executor e, study_command c, pool_options o)
+      : ex(std::move(e)),
+        cmd(std::move(c)),
+        opts(std::move(o)),
+        dispatch(opts.processes, opts.max_in_flight_per_process),
+        restarts(opts.processes, 0),
+        poll(ex) {}
+
+  host_options options_for(std::size_t slot) const {
+    return opts.host_options_for ? opts.host_options_for(slot + 1) : default_options(slot + 1);
+  }
+
+  // Under the lock: the abandoned counts are read now, so the choice sees the latest.
+  std::optional<pool_lease> acquire_locked() {
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+      if (dispatch.live(i)) dispatch.set_abandoned(i, hosts[i]->abandoned());
+    auto slot = dispatch.pick();
+    if (!slot) return std::nullopt;
+    auto gen = dispatch.started(*slot);
+    return pool_lease{*hosts[*slot], *slot, gen, hosts.size()};
+  }
+
+  bool serviceable_locked() const { return !closed && (dispatch.live_count() > 0 || restarting > 0); }
+
+  // Hands waiting requests to processes with room; fails them all when none can ever have room.
+  void drain() {
+    std::vector<std::pair<std::unique_ptr<pool_waiting>, pool_lease>> go;
+    std::vector<std::unique_ptr<pool_waiting>> dead;
+    {
+      std::lock_guard lock(mutex);
+      if (!serviceable_locked()) {
+        for (auto& [seq, w] : waiting) dead.push_back(std::move(w));
+        waiting.clear();
+      } else {
+        while (!waiting.empty()) {
+          auto lease = acquire_locked();
+          if (!lease) break;
+          go.emplace_back(std::move(waiting.front().second), std::move(*lease));
+          waiting.pop_front();
+        }
+        arm_poll_locked();
+      }
+    }
+    for (auto& [w, lease] : go) w->dispatch(std::move(lease));
+    for (auto& w : dead) w->fail(make_error_code(errc::study_exited));
+  }
+
+  // Waiting requests, and a process held by abandoned requests only: look again soon.
+  void arm_poll_locked() {
+    if (poll_armed || waiting.empty()) return;
+    bool held = false;
+    for (std::size_t i = 0; i < hosts.size(); ++i) held = held || hosts[i]->abandoned() > 0;
+    if (!held) return;
+    poll_armed = true;
+    poll.expires_after(abandoned_poll);
+    poll.async_wait([self = shared_from_this()](error_code) {
+      {
+        std::lock_guard lock(self->mutex);
+        self->poll_armed = false;
+      }
+      self->drain();
+    });
+  }
+
+  void enqueue(std::unique_ptr<pool_waiting> w) {
+    std::optional<pool_lease> lease;
+    std::uint64_t seq = 0;
+    {
+      std::lock_guard lock(mutex);
+      if (serviceable_locked()) {
+        lease = acquire_locked();
+        if (!lease) {
+          seq = ++next_seq;
+          // The handler is type-erased already: the slot is the erased handler's own.
+          auto slot = w->cancellation_slot();
+          if (slot.is_connected())
+            slot.assign([weak = weak_from_this(), seq](asio::cancellation_type_t) {
+              if (auto self = weak.lock()) self->cancel_waiting(seq);
+            });
+          waiting.emplace_back(seq, std::move(w));
+          arm_poll_locked();
+          return;
+        }
+      }
+    }
+    if (lease) return w->dispatch(std::move(*lease));
+    w->fail(make_error_code(errc::study_exited));
+  }
+
+  void cancel_waiting(std::uint64_t seq) {
+    std::unique_ptr<pool_waiting> w;
+    {
+      std::lock_guard lock(mutex);
+      for (auto it = waiting.begin(); it != waiting.end(); ++it)
+        if (it->first == seq) {
+          w = std::move(it->second);
+          waiting.erase(it);
+          break;
+        }
+    }
+    if (w) w->fail(asio::error::operation_aborted);
+  }
+
+  void release(const pool_lease& lease, error_code ec, diagnostics* diag) {
+    bool died = false;
+    bool waiters = false;
+    {
+      std::lock_guard lock(mutex);
+      dispatch.finished(lease.slot, lease.generation);
+      waiters = !waiting.empty();
+      if (ec == errc::study_exited && dispatch.live(lease.slot) &&
+          dispatch.generation(lease.slot) == lease.generation && !closed) {
+        dispatch.set_dead(lease.slot);
+        died = true;
+        if (restarts[lease.slot] < opts.max_restarts) ++restarting;
+      }
+    }
+    if (ec && diag && lease.pool_size > 1)
+      diag->message = "study " + std::to_string(lease.slot + 1) +
+                      (diag->message.empty() ? "" : ": " + diag->message);
+    if (died) {
+      std::string why = diag && diag->exit ? diag->exit->to_string() : "its connection closed";
+      bool again = false;
+      {
+        std::lock_guard lock(mutex);
+        again = restarts[lease.slot] < opts.max_restarts;
+      }
+      if (again) {
+        if (opts.on_restart)
+          opts.on_restart(lease.slot + 1, "died (" + why + "); starting it again");
+        asio::co_spawn(ex, restart(shared_from_this(), lease.slot), asio::detached);
+      } else if (opts.on_restart) {
+        opts.on_restart(lease.slot + 1, "died (" + why + "); no restarts left for it");
+      }
+    }
+    // The common case, nothing waiting and nothing died, takes no second look.
+    if (waiters || died) drain();
+  }
+
+  static asio::awaitable<void> restart(std::shared_ptr<pool_state> self, std::size_t slot) {
+    for (;;) {
+      int n = 0;
+      {
+        std::lock_guard lock(self->mutex);
+        n = self->restarts[slot]++;
+      }
+      asio::steady_timer t(self->ex, self->opts.restart_backoff * (1 << std::min(n, 10)));
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      auto started = co_await self->start_one(slot);
+      bool more = false;
+      {
+        std::lock_guard lock(self->mutex);
+        if (started && !self->closed) {
+          self->hosts[slot] = std::move(*started);
+          self->dispatch.set_live(slot);
+          --self->restarting;
+        } else {
+          more = !self->closed && self->restarts[slot] < self->opts.max_restarts;
+          if (!more) --self->restarting;
+        }
+      }
+      if (!started && self->opts.on_restart)
+        self->opts.on_restart(slot + 1, "could not be started again: " + started.error().message());
+      if (!more) break;
+    }
+    self->drain();
+  }
+
+  // Spawns and initializes the process of `slot`, which must be the same study as the others.
+  asio::awaitable<tl::expected<host_handle, error>> start_one(std::size_t slot) {
+    auto h = host_handle::spawn(ex, cmd, options_for(slot));
+    if (!h) co_return tl::unexpected(h.error());
+    std::vector<host_handle> one{*h};
+    auto inits = co_await initialize_all(one, opts.init_timeout);
+    if (!inits[0]) co_return tl::unexpected(std::move(inits[0].error()));
+    if (auto diff = difference(init, *inits[0], 1, slot + 1)) {
+      error e{make_error_code(errc::incompatible_protocol), {}};
+      e.diag.message = *diff;
+      co_return tl::unexpected(std::move(e));
+    }
+    co_return std::move(*h);
+  }
+
+  // Initializes every host at once; each answer (or the timeout) is that host's entry.
+  static asio::awaitable<std::vector<tl::expected<protocol::initialize_result, error>>>
+  initialize_all(std::vector<host_handle> hosts, std::chrono::milliseconds timeout) {
+    using result = tl::expected<protocol::initialize_result, error>;
+    struct gather {
+      explicit gather(asio::any_io_executor e, std::size_t n)
+          : done(e), results(n), diags(n), answered(n, false) {}
+      asio::steady_timer done;
+      std::vector<result> results;
+      std::vector<diagnostics> diags;
+      std::vector<bool> answered;
+      std::size_t remaining = 0;
+    };
+    auto ex = co_await asio::this_coro::executor;
+    auto g = std::make_shared<gather>(ex, hosts.size());
+    g->remaining = hosts.size();
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      request_options o;
+      o.diag = &g->diags[i];
+      hosts[i].async_initialize(
+          o, asio::bind_executor(ex, [g, i](error_code ec, protocol::initialize_result r) {
+            if (ec)
+              g->results[i] = tl::unexpected(error{ec, std::move(g->diags[i])});
+            else
+              g->results[i] = std::move(r);
+            g->answered[i] = true;
+            if (--g->remaining == 0) g->done.cancel();
+          }));
+    }
+    g->done.expires_after(timeout);
+    if (g->remaining > 0) co_await g->done.async_wait(asio::as_tuple(asio::use_awaitable));
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+      if (!g->answered[i]) {
+        error e{make_error_code(errc::study_exited), {}};
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(timeout).count());
+        e.diag.message = "did not answer initialize within " + std::string(secs) + " s";
+        g->results[i] = tl::unexpected(std::move(e));
+      }
+    co_return std::move(g->results);
+  }
+
+  // How process `b` differs from process `a` (1-based numbers), if it does.
+  static std::optional<std::string> difference(const protocol::initialize_result& a,
+                                               const protocol::initialize_result& b,
+                                               std::size_t na, std::size_t nb) {
+    auto major_a = protocol::version_major(a.protocol_version);
+    auto major_b = protocol::version_major(b.protocol_version);
+    const char* what = a.study != b.study                   ? "study name"
+                       : a.study_version != b.study_version ? "study version"
+                       : major_a != major_b                 ? "protocol major version"
+                                                            : nullptr;
+    if (!what) return std::nullopt;
+    return "the pool's processes differ in " + std::string(what) + ": study " +
+           std::to_string(na) + " is " + identity_of(a) + ", study " + std::to_string(nb) +
+           " is " + identity_of(b);
+  }
+
+  asio::any_io_executor ex;
+  study_command cmd;
+  pool_options opts;
+  protocol::initialize_result init;
+  mutable std::mutex mutex;
+  pool_dispatch dispatch;
+  std::vector<std::optional<host_handle>> hosts;
+  std::vector<int> restarts;  // per slot
+  std::size_t restarting = 0;
+  bool closed = false;
+  std::deque<std::pair<std::uint64_t, std::unique_ptr<pool_waiting>>> waiting;
+  std::uint64_t next_seq = 0;
+  asio::steady_timer poll;
+  bool poll_armed = false;
+};
+
+// Owned by every copy of a study_pool: its end kills the processes (the state itself may live
+// on in handlers of requests still completing).
+struct pool_ref {
+  explicit pool_ref(pool_state_ptr s) : state(std::move(s)) {}
+  pool_ref(const pool_ref&) = delete;
+  pool_ref& operator=(const pool_ref&) = delete;
+  ~pool_ref() {
+    std::vector<std::optional<host_handle>> hosts;
+    std::deque<std::pair<std::uint64_t, std::unique_ptr<pool_waiting>>> waiting;
+    {
+      std::lock_guard lock(state->mutex);
+      state->closed = true;
+      hosts = std::move(state->hosts);
+      state->hosts.clear();
+      waiting = std::move(state->waiting);
+      state->waiting.clear();
+    }
+    for (auto& [seq, w] : waiting) w->fail(asio::error::operation_aborted);
+  }
+  pool_state_ptr state;
+};
+
+std::optional<pool_lease> pool_acquire(const pool_state_ptr& s) {
+  std::lock_guard lock(s->mutex);
+  if (!s->serviceable_locked() || !s->waiting.empty()) return std::nullopt;
+  return s->acquire_locked();
+}
+
+void pool_release(const pool_state_ptr& s, const pool_lease& lease, error_code ec,
+                  diagnostics* diag) {
+  s->release(lease, ec, diag);
+}
+
+void pool_enqueue(const pool_state_ptr& s, std::unique_ptr<pool_waiting> w) {
+  s->enqueue(std::move(w));
+}
+
+asio::any_io_executor pool_executor(const pool_state_ptr& s) {
+  return s->ex;
+}
+
+}  // namespace mira::detail
+
+namespace mira {
+
+namespace asio = boost::asio;
+
+study_pool::study_pool(std::shared_ptr<detail::pool_ref> ref) : ref_(std::move(ref)) {}
+
+const detail::pool_state_ptr& study_pool::state() const {
+  return ref_->state;
+}
+
+asio::awaitable<tl::expected<study_pool, error>> study_pool::start(executor_type ex,
+                                                                   study_command cmd,
+                                                                   pool_options opts) {
+  if (opts.processes == 0) opts.processes = 1;
+  auto s = std::make_shared<detail::pool_state>(ex, std::move(cmd), std::move(opts));
+  auto n = s->opts.processes;
+  // All spawned first, so their start-up (interpreters, imports) overlaps.
+  std::vector<host_handle> hosts;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto h = host_handle::spawn(ex, s->cmd, s->options_for(i));
+    if (!h) co_return tl::unexpected(std::move(h.error()));
+    hosts.push_back(std::move(*h));
+  }
+  auto inits = co_await detail::pool_state::initialize_all(hosts, s->opts.init_timeout);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!inits[i]) {
+      auto e = std::move(inits[i].error());
+      if (n > 1)
+        e.diag.message =
+            "study " + std::to_string(i + 1) + (e.diag.message.empty() ? "" : ": " + e.diag.message);
+      co_return tl::unexpected(std::move(e));
+    }
+  for (std::size_t i = 1; i < n; ++i)
+    if (auto diff = detail::pool_state::difference(*inits[0], *inits[i], 1, i + 1)) {
+      error e{make_error_code(errc::incompatible_protocol), {}};
+      e.diag.message = *diff;
+      co_return tl::unexpected(std::move(e));
+    }
+  s->init = *inits[0];
+  for (auto& h : hosts) s->hosts.emplace_back(std::move(h));
+  co_return study_pool(std::make_shared<detail::pool_ref>(std::move(s)));
+}
+
+study_pool::executor_type study_pool::get_executor() const {
+  return state()->ex;
+}
+
+const protocol::initialize_result& study_pool::study() const {
+  return state()->init;
+}
+
+std::size_t study_pool::size() const {
+  return state()->opts.processes;
+}
+
+std::size_t study_pool::live() const {
+  std::lock_guard lock(state()->mutex);
+  return state()->dispatch.live_count();
+}
+
+bool study_pool::serviceable() const {
+  std::lock_guard lock(state()->mutex);
+  return state()->serviceable_locked();
+}
+
+int study_pool::restarts() const {
+  std::lock_guard lock(state()->mutex);
+  int n = 0;
+  for (auto r : state()->restarts) n += r;
+  return n;
+}
+
+std::size_t study_pool::abandoned() const {
+  std::lock_guard lock(state()->mutex);
+  std::size_t n = 0;
+  for (auto& h : state()->hosts) n += h->abandoned();
+  return n;
+}
+
+std::vector<std::size_t> study_pool::loads() const {
+  std::lock_guard lock(state()->mutex);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < state()->hosts.size(); ++i)
+    out.push_back(state()->dispatch.in_flight(i) + state()->hosts[i]->abandoned());
+  return out;
+}
+
+host_handle study_pool::process(std::size_t slot) const {
+  std::lock_guard lock(state()->mutex);
+  return *state()->hosts.at(slot);
+}
+
+namespace {
+
+// Built outside any coroutine (g++ 12 and temporaries in a co_await full-expression).
+template <class T, class Call>
+auto pool_call(detail::pool_state_ptr s, Call call, pool_request r) {
+  auto tok = asio::as_tuple(asio::use_awaitable);
+  return asio::async_initiate<decltype(tok), void(error_code, T)>(
+      detail::pool_initiate<T>{std::move(s)}, tok, std::move(call), std::move(r));
+}
+
+template <class T, class Call>
+asio::awaitable<tl::expected<T, error>> pool_expected(detail::pool_state_ptr s, Call call,
+                                                      notification_handler nh) {
+  diagnostics d;
+  pool_request r;
+  r.options.diag = &d;
+  r.options.on_notification = std::move(nh);
+  auto [ec, v] = co_await pool_call<T>(std::move(s), std::move(call), std::move(r));
+  if (ec) co_return tl::unexpected<error>(error{ec, std::move(d)});
+  co_return std::move(v);
+}
+
+}  // namespace
+
+asio::awaitable<tl::expected<protocol::list_result, error>> study_pool::list_all() {
+  std::optional<host_handle> h;
+  {
+    std::lock_guard lock(state()->mutex);
+    for (std::size_t i = 0; i < state()->hosts.size() && !h; ++i)
+      if (state()->dispatch.live(i)) h = *state()->hosts[i];
+  }
+  if (!h) co_return tl::unexpected(error{make_error_code(errc::study_exited), {}});
+  co_return co_await h->list_all();
+}
+
+asio::awaitable<tl::expected<protocol::run_result, error>> study_pool::run(
+    protocol::run_params p, notification_handler nh) {
+  return pool_expected<protocol::run_result>(state(), std::move(p), std::move(nh));
+}
+
+asio::awaitable<tl::expected<protocol::execute_result, error>> study_pool::execute(
+    protocol::run_params p, notification_handler nh) {
+  return pool_expected<protocol::execute_result>(state(), detail::execute_call{std::move(p)},
+                                                 std::move(nh));
+}
+
+asio::awaitable<tl::expected<protocol::run_result, error>> study_pool::score(
+    protocol::score_params p) {
+  return pool_expected<protocol::run_result>(state(), std::move(p), {});
+}
+
+asio::awaitable<void> study_pool::shutdown() {
+  auto s = state();
+  std::vector<host_handle> hosts;
+  std::deque<std::pair<std::uint64_t, std::unique_ptr<detail::pool_waiting>>> waiting;
+  {
+    std::lock_guard lock(s->mutex);
+    s->closed = true;
+    for (auto& h : s->hosts) hosts.push_back(*h);
+    waiting = std::move(s->waiting);
+    s->waiting.clear();
+  }
+  for (auto& [seq, w] : waiting) w->fail(make_error_code(errc::study_exited));
+  // All at once: each shutdown may wait its grace periods.
+  struct gather {
+    explicit gather(asio::any_io_executor e) : done(e) {}
+    asio::steady_timer done;
+    std::size_t remaining = 0;
+  };
+  auto ex = co_await asio::this_coro::executor;
+  auto g = std::make_shared<gather>(ex);
+  g->remaining = hosts.size();
+  for (auto& h : hosts)
+    h.async_shutdown(asio::bind_executor(ex, [g](error_code, exit_status) {
+      if (--g->remaining == 0) g->done.cancel();
+    }));
+  g->done.expires_at(asio::steady_timer::time_point::max());
+  if (g->remaining > 0) co_await g->done.async_wait(asio::as_tuple(asio::use_awaitable));
+}
+
+}  // namespace mira

@@ -1,0 +1,319 @@
+// study_pool against real processes of the Python test study: a sequential study runs faster
+// with more processes, cancellation and timeouts reach the process that holds the request, a
+// crash loses no case, processes that disagree are refused, fail-fast cancels on every process.
+#include "common/fake_study.hpp"
+#include "common/run_co.hpp"
+#include "integration/process_util.hpp"
+
+#include <mira/pool.hpp>
+#include <mira/schedule/run_plan.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+
+using namespace mira;
+using namespace mira::test;
+using schedule::case_state;
+using std::chrono::milliseconds;
+
+namespace {
+
+pool_options quiet_pool(std::size_t procs, std::size_t cap = 0) {
+  pool_options o;
+  o.processes = procs;
+  o.max_in_flight_per_process = cap;
+  o.host_options_for = [](std::size_t) {
+    auto h = quiet_options();
+    h.on_stderr_line = [](std::string_view) {};
+    return h;
+  };
+  o.restart_backoff = milliseconds(50);
+  return o;
+}
+
+asio::awaitable<study_pool> start_pool(std::vector<std::string> args, pool_options o) {
+  auto pool = co_await study_pool::start(co_await asio::this_coro::executor,
+                                         py_study(std::move(args)), std::move(o));
+  if (!pool) BOOST_FAIL("the pool did not start: " << pool.error().message());
+  co_return std::move(*pool);
+}
+
+plan::plan plan_of(const protocol::list_result& list) {
+  auto p = plan::make_plan(list, plan::selection{});
+  BOOST_REQUIRE(p);
+  return std::move(*p);
+}
+
+// Every frame the host sent to one process, per process (the recordings are one per pid).
+struct frames {
+  std::vector<std::int64_t> runs;     // ids of `run` requests
+  std::vector<std::int64_t> cancels;  // ids the `cancel` requests name
+};
+
+std::map<std::string, frames> sent_by_process(const temp_dir& dir) {
+  std::map<std::string, frames> out;
+  for (auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    auto& f = out[entry.path().filename().string()];
+    std::istringstream in(read_file(entry.path().string()));
+    for (std::string line; std::getline(in, line);) {
+      auto o = json::parse(line).as_object();
+      auto* m = o.if_contains("method");
+      if (!m) continue;
+      if (*m == "run") f.runs.push_back(o.at("id").as_int64());
+      if (*m == "cancel") f.cancels.push_back(o.at("params").at("id").as_int64());
+    }
+  }
+  return out;
+}
+
+bool contains(const std::vector<std::int64_t>& v, std::int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(pool_tests)
+
+// The ratio of two runs measured side by side: 16 cases of 200 ms on a study that answers
+// one at a time take 3.2 s on one process and about 0.8 s on four.
+BOOST_AUTO_TEST_CASE(a_sequential_study_runs_at_least_2_5_times_sooner_on_four_processes) {
+  auto seconds_with = [](std::size_t procs) {
+    return run_co(
+        [&](asio::io_context&) -> asio::awaitable<double> {
+          std::vector<std::string> args1 = {"--sequential", "--samples", "16", "--run-ms", "200"};
+          auto pool = co_await start_pool(args1,
+                                          quiet_pool(procs, (8 + procs - 1) / procs));
+          auto list = co_await pool.list_all();
+          BOOST_REQUIRE(list);
+          auto p = plan_of(*list);
+          schedule::run_policy policy;
+          policy.concurrency.max_concurrent = 8;
+          auto report = co_await schedule::run_plan(pool, p, policy);
+          co_await pool.shutdown();
+          BOOST_TEST(report.cases.size() == 16u);
+          for (auto& c : report.cases) BOOST_TEST(c.state == case_state::passed);
+          co_return report.seconds;
+        },
+        std::chrono::seconds(60));
+  };
+  double one = seconds_with(1);
+  double four = seconds_with(4);
+  BOOST_TEST_MESSAGE("P=1: " << one << " s, P=4: " << four << " s");
+  BOOST_TEST(one / four >= 2.5);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_request_sends_cancel_to_the_process_that_holds_it) {
+  temp_dir rec;
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args2 = {"--run-ms", "3000", "--record", rec / "{pid}"};
+    auto pool = co_await start_pool(args2,
+                                    quiet_pool(3));
+    asio::cancellation_signal sig;
+    std::vector<error_code> codes(3);
+    int done = 0;
+    asio::steady_timer all_done(co_await asio::this_coro::executor,
+                                asio::steady_timer::time_point::max());
+    for (int i = 0; i < 3; ++i) {
+      auto on_done = [&, i](error_code ec, protocol::run_result) {
+        codes[static_cast<std::size_t>(i)] = ec;
+        if (++done == 3) all_done.cancel();
+      };
+      if (i == 1)
+        pool.async_run(echo_case("a"), asio::bind_cancellation_slot(sig.slot(), on_done));
+      else
+        pool.async_run(echo_case("b"), on_done);
+    }
+    asio::steady_timer t(co_await asio::this_coro::executor, milliseconds(300));
+    co_await t.async_wait(asio::use_awaitable);
+    BOOST_TEST((pool.loads() == std::vector<std::size_t>{1, 1, 1}));
+    BOOST_TEST(pool.process(1).study()->study == "py-study");
+    sig.emit(asio::cancellation_type::terminal);
+    co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+    co_await pool.shutdown();
+    if (done < 3) co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(codes[1] == asio::error::operation_aborted);
+  });
+  auto sent = sent_by_process(rec);
+  BOOST_TEST(sent.size() == 3u);
+  int cancels = 0;
+  for (auto& [pid, f] : sent) {
+    BOOST_TEST(f.runs.size() == 1u);  // one request per process: they were spread
+    for (auto id : f.cancels) {
+      ++cancels;
+      BOOST_TEST(contains(f.runs, id));  // the process that got `cancel` holds that run
+    }
+  }
+  BOOST_TEST(cancels == 1);
+}
+
+BOOST_AUTO_TEST_CASE(timeouts_through_the_pool_cancel_each_request_on_its_own_process) {
+  temp_dir rec;
+  std::size_t attempts = 0;
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "5000", "--samples", "6", "--record",
+                                     rec / "{pid}"};
+    auto pool = co_await start_pool(args, quiet_pool(3, 2));
+    auto list = co_await pool.list_all();
+    BOOST_REQUIRE(list);
+    auto p = plan_of(*list);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 6;
+    policy.case_timeout = milliseconds(300);
+    policy.retry.max_retries = 0;
+    auto report = co_await schedule::run_plan(pool, p, policy);
+    co_await pool.shutdown();
+    for (auto& c : report.cases) {
+      BOOST_TEST(c.state == case_state::failed);
+      attempts += static_cast<std::size_t>(c.attempts);
+    }
+  });
+  auto sent = sent_by_process(rec);
+  std::size_t cancels = 0;
+  for (auto& [pid, f] : sent) {
+    BOOST_TEST(f.runs.size() == 2u);  // the cap: two per process
+    BOOST_TEST(f.cancels.size() == f.runs.size());
+    for (auto id : f.cancels) BOOST_TEST(contains(f.runs, id));
+    cancels += f.cancels.size();
+  }
+  BOOST_TEST(cancels == attempts);
+}
+
+BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {
+  temp_dir dir;
+  std::size_t restarts_told = 0;
+  run_co(
+      [&](asio::io_context&) -> asio::awaitable<void> {
+        auto o = quiet_pool(3, 2);
+        o.on_restart = [&](std::size_t, const std::string&) { ++restarts_told; };
+        std::vector<std::string> args3 = {"--sequential", "--samples", "30", "--run-ms", "30",
+                                         "--die-after", "3", "--die-once", dir / "died"};
+        auto pool = co_await start_pool(args3,
+                                        o);
+        auto list = co_await pool.list_all();
+        BOOST_REQUIRE(list);
+        auto p = plan_of(*list);
+        schedule::run_policy policy;
+        policy.concurrency.max_concurrent = 6;
+        auto report = co_await schedule::run_plan(pool, p, policy);
+        co_await pool.shutdown();
+        BOOST_TEST(report.stopped == schedule::stop_reason::none);
+        BOOST_TEST(report.cases.size() == 30u);
+        for (auto& c : report.cases) BOOST_TEST(c.state == case_state::passed);
+        BOOST_TEST(report.restarts == 1);
+        BOOST_TEST(pool.live() == 3u);
+      },
+      std::chrono::seconds(60));
+  BOOST_TEST(std::filesystem::exists(dir / "died"));
+  BOOST_TEST(restarts_told == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_pool_with_no_process_left_fails_the_run) {
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    auto o = quiet_pool(2);
+    o.max_restarts = 0;
+    std::vector<std::string> args4 = {"--samples", "10", "--die-after", "1"};
+    auto pool = co_await start_pool(args4, o);
+    auto list = co_await pool.list_all();
+    BOOST_REQUIRE(list);
+    auto p = plan_of(*list);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 4;
+    auto report = co_await schedule::run_plan(pool, p, policy);
+    BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
+    BOOST_TEST(!pool.serviceable());
+    co_await pool.shutdown();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(processes_that_report_different_versions_are_refused) {
+  temp_dir dir;
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    auto cmd = py_study({"--odd-version-once", dir / "odd"});
+    auto pool = co_await study_pool::start(ctx.get_executor(), cmd, quiet_pool(3));
+    BOOST_REQUIRE(!pool);
+    BOOST_TEST(pool.error().code == errc::incompatible_protocol);
+    auto m = pool.error().message();
+    BOOST_TEST_MESSAGE(m);
+    BOOST_TEST(m.find("study version") != std::string::npos);
+    BOOST_TEST(m.find("9.9.9") != std::string::npos);
+    BOOST_TEST(m.find("0.0.1") != std::string::npos);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_fail_fast_parallel_group_cancels_the_siblings_on_every_process) {
+  temp_dir rec;
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args5 = {"--run-ms", "3000", "--record", rec / "{pid}"};
+    auto pool = co_await start_pool(args5,
+                                    quiet_pool(4));
+    // Three long runs and one that fails at once, one per process.
+    auto [order, e1, r1, e2, r2, e3, r3, e4, r4] =
+        co_await asio::experimental::make_parallel_group(
+            pool.async_run(echo_case("a"), asio::deferred),
+            pool.async_run(echo_case("b"), asio::deferred),
+            pool.async_run(echo_case("a"), asio::deferred),
+            pool.async_run(echo_case("fail"), asio::deferred))
+            .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+    BOOST_TEST(order[0] == 3u);
+    BOOST_TEST(!e4);
+    BOOST_TEST(!r4.passed);
+    BOOST_TEST(e1 == asio::error::operation_aborted);
+    BOOST_TEST(e2 == asio::error::operation_aborted);
+    BOOST_TEST(e3 == asio::error::operation_aborted);
+    co_await pool.shutdown();
+  });
+  auto sent = sent_by_process(rec);
+  BOOST_TEST(sent.size() == 4u);
+  int processes_cancelled = 0;
+  for (auto& [pid, f] : sent) {
+    BOOST_TEST(f.runs.size() == 1u);
+    BOOST_TEST(f.cancels.size() <= 1u);
+    for (auto id : f.cancels) BOOST_TEST(contains(f.runs, id));
+    processes_cancelled += !f.cancels.empty();
+  }
+  BOOST_TEST(processes_cancelled == 3);
+}
+
+// Request ids are per process (each process's host numbers its own from 1), so the events of
+// requests on two processes carry the same ids: each must still reach its own request.
+BOOST_AUTO_TEST_CASE(notifications_reach_the_request_that_caused_them) {
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    study_command cmd;
+    cmd.argv = {MIRA_EXAMPLE_STUDY};
+    auto pool = co_await study_pool::start(ctx.get_executor(), cmd, quiet_pool(2));
+    BOOST_REQUIRE(pool);
+    constexpr int n = 6;
+    std::vector<int> events(n, 0);
+    std::vector<bool> ok(n, false);
+    int done = 0;
+    asio::steady_timer all_done(ctx, asio::steady_timer::time_point::max());
+    for (int i = 0; i < n; ++i) {
+      protocol::run_params p;
+      p.eval = "events";
+      p.sample = "tool-use";
+      p.target = "sim";
+      pool_request r;
+      r.options.on_notification = [&events, i](const notification& note) {
+        if (note.method == "event") ++events[static_cast<std::size_t>(i)];
+      };
+      pool->async_run(std::move(p), std::move(r),
+                      [&, i](error_code ec, protocol::run_result res) {
+                        ok[static_cast<std::size_t>(i)] = !ec && res.passed;
+                        if (++done == n) all_done.cancel();
+                      });
+    }
+    if (done < n) co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+    for (int i = 0; i < n; ++i) {
+      BOOST_TEST(ok[static_cast<std::size_t>(i)]);
+      BOOST_TEST(events[static_cast<std::size_t>(i)] == 5);
+    }
+    co_await pool->shutdown();
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
