@@ -3,6 +3,7 @@
 // exec ends the child with _exit so the parent's stdio buffers are not flushed twice.
 #include "study_process.hpp"
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/readable_pipe.hpp>
 #include <boost/asio/writable_pipe.hpp>
 #include <boost/process/v2/environment.hpp>
@@ -92,10 +93,13 @@ class child_process final : public study_process {
     err_.async_read_some(buf, std::move(h));
   }
   void async_wait_exit(asio::any_completion_handler<void(error_code, exit_status)> h) override {
-    proc_.async_wait([this, h = std::move(h)](error_code ec, int) mutable {
+    // The lambda carries the handler's executor (the host's strand): unbound, it would run on
+    // whichever thread runs the io_context, racing the strand (seen by ThreadSanitizer).
+    auto ex = asio::get_associated_executor(h, proc_.get_executor());
+    proc_.async_wait(asio::bind_executor(ex, [this, h = std::move(h)](error_code ec, int) mutable {
       exit_status s = ec ? exit_status{} : to_status(proc_.native_exit_code());
       std::move(h)(ec, s);
-    });
+    }));
   }
   void request_exit() override {
     error_code ignored;
