@@ -191,16 +191,18 @@ atomic_file::~atomic_file() {
   ::unlink(temp_.c_str());
 }
 
-boost::system::error_code atomic_file::flush() {
-  std::size_t done = 0;
-  while (!error_ && done < buffer_.size()) {
-    auto n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+boost::system::error_code detail::write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    auto n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      error_ = errno_code(errno);
-    else
-      done += static_cast<std::size_t>(n);
+    if (n < 0) return errno_code(errno);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
   }
+  return {};
+}
+
+boost::system::error_code atomic_file::flush() {
+  if (!error_) error_ = detail::write_all(fd_, buffer_);
   buffer_.clear();
   return error_;
 }
@@ -313,15 +315,7 @@ boost::system::error_code output_file::flush() {
   // Standard output may hold the caller's own text (the table printed before the report).
   if (fd_ == STDOUT_FILENO) std::fflush(stdout);
   if (fd_ == STDERR_FILENO) std::fflush(stderr);
-  std::size_t done = 0;
-  while (!error_ && done < buffer_.size()) {
-    auto n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      error_ = errno_code(errno);
-    else
-      done += static_cast<std::size_t>(n);
-  }
+  if (!error_) error_ = detail::write_all(fd_, buffer_);
   buffer_.clear();
   return error_;
 }

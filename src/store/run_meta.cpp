@@ -82,6 +82,18 @@ bool is_known(std::string_view k) {
 
 }  // namespace
 
+namespace {
+
+std::vector<run_session> sessions_of(const json::object& o) {
+  std::vector<run_session> out;
+  if (auto* sessions = o.if_contains("sessions"); sessions && sessions->is_array())
+    for (auto& s : sessions->get_array())
+      if (s.is_object()) out.push_back(run_session::from_json(s.get_object()));
+  return out;
+}
+
+}  // namespace
+
 json::object run_session::to_json() const {
   json::object o{{"started", started},     {"finished", finished}, {"hostname", hostname},
                  {"pid", pid},             {"argv", strings_json(argv)},
@@ -161,9 +173,7 @@ tl::expected<run_meta, std::string> run_meta::from_json(const json::object& o) {
     m.environment = object(o, "environment");
     m.run_id = text(o, "run_id");
     m.format = static_cast<int>(integer(o, "format"));
-    if (auto* sessions = o.if_contains("sessions"); sessions && sessions->is_array())
-      for (auto& s : sessions->get_array())
-        if (s.is_object()) m.sessions.push_back(run_session::from_json(s.get_object()));
+    m.sessions = sessions_of(o);
     return m;
   }
   if (study && !study->is_object()) return tl::make_unexpected("\"study\" is neither an object nor a string");
@@ -193,10 +203,8 @@ tl::expected<run_meta, std::string> run_meta::from_json(const json::object& o) {
   m.environment = object(o, "environment");
   m.fingerprints = object(o, "fingerprints");
   if (auto* s = o.if_contains("summary"); s && s->is_object()) m.summary = s->get_object();
-  if (auto* sessions = o.if_contains("sessions"); sessions && sessions->is_array()) {
-    for (auto& s : sessions->get_array())
-      if (s.is_object()) m.sessions.push_back(run_session::from_json(s.get_object()));
-  } else if (o.contains("config")) {
+  m.sessions = sessions_of(o);
+  if (!o.contains("sessions") && o.contains("config")) {
     // Format 1 kept one configuration and no sessions: it becomes the first session.
     run_session s;
     s.started = m.started;

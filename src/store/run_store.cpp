@@ -201,18 +201,9 @@ error_code append_file(const fs::path& path, std::string_view text) {
   if (text.empty()) return {};
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return errno_code();
-  while (!text.empty()) {
-    auto n = ::write(fd, text.data(), text.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      auto ec = errno_code();
-      ::close(fd);
-      return ec;
-    }
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
+  auto ec = detail::write_all(fd, text);
   ::close(fd);
-  return {};
+  return ec;
 }
 
 class per_case_writer final : public run_store::case_writer {

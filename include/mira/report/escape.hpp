@@ -8,7 +8,7 @@
 
 namespace mira::report {
 
-/// For a terminal: C0/C1 controls, DEL and invalid UTF-8 bytes shown as \xNN (or \u{NN} for C1),
+/// For a terminal: C0/C1 controls, DEL and invalid UTF-8 bytes shown as `\xNN` (or `\u{NN}` for C1),
 /// so no escape sequence reaches the terminal.
 std::string printable(std::string_view s);
 

@@ -14,7 +14,7 @@
 
 namespace mira::report {
 
-/// The summary as JSON (counts, overall rate, matrix, trials with pass@k, groups, totals).
+/// The summary as JSON (counts, overall rate, matrix, trials with `pass@k`, groups, totals).
 boost::json::object summary_json(const aggregate::summary& s, const schedule::run_report& report);
 
 /// Where rendered text goes, piece by piece.
@@ -36,7 +36,7 @@ std::string render(const std::string& format, const plan::plan& p,
 std::string html_report(const plan::plan& p, const schedule::run_report& report,
                         const aggregate::summary& s, std::string_view title);
 
-/// The readable report: every case, the eval x target matrix, trials with pass@k, the
+/// The readable report: every case, the eval x target matrix, trials with `pass@k`, the
 /// group-by table, totals, and how the run ended. With `colour`, verdict badges are coloured
 /// (ANSI SGR; never any study-provided bytes).
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,

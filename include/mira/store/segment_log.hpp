@@ -25,7 +25,7 @@ struct segment_options {
   std::size_t max_queued = 4096;         // submit() blocks beyond this (like batch_writer)
 };
 
-/// Appends case records to <dir>/NNNNNN.ndjson segments from a thread of its own. Group commit:
+/// Appends case records to `<dir>/NNNNNN.ndjson` segments from a thread of its own. Group commit:
 /// everything submitted since the last batch is appended with one write and made durable with
 /// one fdatasync before any of its callbacks run (a batch that crosses a segment boundary takes
 /// one write and one fdatasync per segment).
