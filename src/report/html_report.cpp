@@ -259,10 +259,10 @@ std::string case_details(const schedule::case_record& r,
 
 }  // namespace
 
-std::string html_report(const plan::plan& p, const schedule::run_report& report,
-                        const aggregate::summary& s, std::string_view title) {
+void html_report(const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s, std::string_view title, const text_sink& sink,
+                 std::size_t max_case_rows) {
   std::string out;
-  out.reserve(4096 + p.cases.size() * 1024);
   out +=
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -361,13 +361,19 @@ std::string html_report(const plan::plan& p, const schedule::run_report& report,
                   case_state::skipped, case_state::cancelled})
     out += "<option value=\"" + std::string(to_string(st)) + "\">" + std::string(to_string(st)) +
            " (" + std::to_string(s.count(st)) + ")</option>";
-  out += "</select> <span id=\"shown\">" + std::to_string(p.cases.size()) +
+  const auto rows = std::min(p.cases.size(), max_case_rows);
+  out += "</select> <span id=\"shown\">" + std::to_string(rows) +
          "</span> shown</div>\n<table id=\"cases\"><thead><tr><th>status</th><th>case</th>"
          "<th>eval</th><th>sample</th><th>target</th><th>params</th><th data-type=\"num\">trial"
          "</th><th data-type=\"num\">score</th><th data-type=\"num\">latency s</th><th "
          "data-type=\"num\">tokens</th><th data-type=\"num\">cost $</th><th "
          "data-type=\"num\">attempts</th></tr></thead><tbody>\n";
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    // Written as it grows: a large run's page is never whole in memory.
+    if (out.size() >= (std::size_t{64} << 10)) {
+      sink(out);
+      out.clear();
+    }
     auto& c = p.cases[i];
     auto& r = report.cases[i];
     auto status = std::string(to_string(r.state));
@@ -406,10 +412,16 @@ std::string html_report(const plan::plan& p, const schedule::run_report& report,
     cell(std::to_string(r.attempts), std::to_string(r.attempts), true);
     out += "</tr>\n";
   }
-  out += "</tbody></table>\n<script>";
+  out += "</tbody></table>\n";
+  if (rows < p.cases.size())
+    out += "<p class=\"sub\">The table shows the first " + std::to_string(rows) + " of " +
+           std::to_string(p.cases.size()) +
+           " cases (a browser cannot handle many more); every case is in report.json and the "
+           "counts and charts above cover them all.</p>\n";
+  out += "<script>";
   out += script;
   out += "</script></body></html>\n";
-  return out;
+  sink(out);
 }
 
 }  // namespace mira::report

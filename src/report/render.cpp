@@ -488,7 +488,7 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   }
   if (format == "junit") return out(junit_report(p, report, s));
   if (format == "md") return out(md_report(p, report, s));
-  if (format == "html") return out(html_report(p, report, s, "Mira eval report"));
+  if (format == "html") return html_report(p, report, s, "Mira eval report", out);
   // {"summary": ..., "cases": [...]}, one case at a time.
   out("{\"summary\":" + protocol::to_json_text(summary_json(s, report)) + ",\"cases\":[");
   for (std::size_t i = 0; i < p.cases.size(); ++i)

@@ -32,9 +32,12 @@ std::string render(const std::string& format, const plan::plan& p,
 
 /// One self-contained HTML page: summary cards, the eval x target matrix, charts per target
 /// (pass rate with its 95 % interval, latency, cost, tokens) as inline SVG, and a filterable,
-/// sortable case table with each case's scores, transcript excerpt, usage and retries.
-std::string html_report(const plan::plan& p, const schedule::run_report& report,
-                        const aggregate::summary& s, std::string_view title);
+/// sortable case table with each case's scores, transcript excerpt, usage and retries. Written
+/// to `out` as it is made. The table holds the first `max_case_rows` cases (a page of a hundred
+/// thousand would be tens of megabytes no browser handles); counts and charts cover them all.
+void html_report(const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s, std::string_view title, const text_sink& out,
+                 std::size_t max_case_rows = 10000);
 
 /// The readable report: every case, the eval x target matrix, trials with `pass@k`, the
 /// group-by table, totals, and how the run ended. With `colour`, verdict badges are coloured
