@@ -28,8 +28,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -111,8 +111,8 @@ int speedup(const std::vector<std::string>& study, const std::vector<std::size_t
 
 // cases/s of N runs with C in flight through `conn` (a host_handle or a study_pool).
 template <class Conn>
-asio::awaitable<double> throughput(asio::io_context& ctx, Conn conn,
-                                   mira::protocol::run_params p, std::size_t n, std::size_t c) {
+asio::awaitable<double> throughput(asio::io_context& ctx, Conn conn, mira::protocol::run_params p,
+                                   std::size_t n, std::size_t c) {
   std::size_t next = 0, failures = 0, left = c;
   asio::steady_timer done(ctx, std::chrono::steady_clock::time_point::max());
   auto t0 = std::chrono::steady_clock::now();
@@ -184,10 +184,11 @@ int memory(const std::vector<std::string>& study, std::size_t procs, std::size_t
     double rss1 = bench::rss_mib();
     co_await throughput(ctx, pool, p, n, 64);
     double rss2 = bench::rss_mib();
-    std::printf("pool_speedup --memory P=%zu: host resident KiB per process %.0f started, %.0f "
-                "after %zu requests at c=64\n",
-                procs, (rss1 - rss0) * 1024 / static_cast<double>(procs),
-                (rss2 - rss0) * 1024 / static_cast<double>(procs), n);
+    std::printf(
+        "pool_speedup --memory P=%zu: host resident KiB per process %.0f started, %.0f "
+        "after %zu requests at c=64\n",
+        procs, (rss1 - rss0) * 1024 / static_cast<double>(procs),
+        (rss2 - rss0) * 1024 / static_cast<double>(procs), n);
     co_await pool.shutdown();
     co_await warm.shutdown();
   });
@@ -208,8 +209,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.has("--echo"))
-    return echo(args.study, args.number("-n", 200000), args.number("-c", 64),
-                args.number("-r", 3));
+    return echo(args.study, args.number("-n", 200000), args.number("-c", 64), args.number("-r", 3));
   std::vector<std::size_t> procs;
   std::string list = args.options.count("-P") ? args.options["-P"] : "1,2,4,8,16";
   for (std::size_t start = 0; start < list.size();) {

@@ -94,9 +94,12 @@ int main(int argc, char** argv) {
     auto o = run(argv_for(n, m), cpu_file);
     if (!WIFEXITED(o.status) || WEXITSTATUS(o.status) != 0)
       std::fprintf(stderr, "run_end_to_end: mira exited with status %d\n", o.status);
-    std::printf("%-9s %8.2f %10.2f %10.2f %10.0f %9.1f %14.0f\n", m == mode::dry ? "dry-run" : m == mode::per_case ? "per-case" : "compact", o.wall,
-                o.cpu - o.study_cpu, o.study_cpu, static_cast<double>(n) / o.wall, o.rss_mib,
-                (o.rss_mib - one.rss_mib) * 1048576.0 / static_cast<double>(n));
+    std::printf("%-9s %8.2f %10.2f %10.2f %10.0f %9.1f %14.0f\n",
+                m == mode::dry        ? "dry-run"
+                : m == mode::per_case ? "per-case"
+                                      : "compact",
+                o.wall, o.cpu - o.study_cpu, o.study_cpu, static_cast<double>(n) / o.wall,
+                o.rss_mib, (o.rss_mib - one.rss_mib) * 1048576.0 / static_cast<double>(n));
   }
   std::string cleanup = "rm -rf " + dir;
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;

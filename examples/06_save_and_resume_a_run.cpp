@@ -51,9 +51,9 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
 
   // A new run, or the saved one (locked for this session) and what it still lacks.
   auto opened = run_id.empty()
-                    ? store::run_store::create(results, store::new_run_id(
-                                                             std::chrono::system_clock::now(),
-                                                             std::random_device{}() & 0xffff),
+                    ? store::run_store::create(results,
+                                               store::new_run_id(std::chrono::system_clock::now(),
+                                                                 std::random_device{}() & 0xffff),
                                                store::layout::per_case)
                     : store::run_store::open(results, run_id);
   if (!opened) co_return std::fprintf(stderr, "%s\n", opened.error().c_str()), 3;

@@ -20,8 +20,7 @@ int main(int argc, char** argv) {
   for (auto& why : run->unreadable) std::fprintf(stderr, "unreadable: %s\n", why.c_str());
   auto& meta = run->meta;
   std::printf("run %s by study %s %s, %zu session(s), %.2f s\n", meta.run_id.c_str(),
-              meta.study.c_str(), meta.study_version.c_str(), meta.sessions.size(),
-              meta.seconds());
+              meta.study.c_str(), meta.study_version.c_str(), meta.sessions.size(), meta.seconds());
   auto [plan, report] = run->as_report();
   auto s = mira::aggregate::summarize(plan, report.cases);
   using mira::schedule::case_state;

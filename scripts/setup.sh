@@ -8,6 +8,7 @@ packages=(g++ cmake ninja-build ccache python3 python3-jsonschema
           libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev
           libboost-filesystem1.81-dev libexpected-dev
           doxygen   # the reference documentation (cmake --build build --target docs)
+          clang-format  # .ci/run checks the formatting of every C++ file
           chromium)  # renders the HTML report in the tests
 scripts/install_packages.sh "${packages[@]}"
 

@@ -128,8 +128,7 @@ void pool_forward(host_handle& h, protocol::score_params p, request_options o, H
 }
 
 template <class Result, class Handler, class Call>
-void pool_send(const pool_state_ptr& s, pool_lease lease, Call call, pool_request r,
-               Handler&& h) {
+void pool_send(const pool_state_ptr& s, pool_lease lease, Call call, pool_request r, Handler&& h) {
   if (r.on_dispatch) r.on_dispatch();
   auto* diag = r.options.diag;
   auto host = lease.host;
@@ -235,8 +234,7 @@ class study_pool {
   }
   template <class Token>
   auto async_execute(protocol::run_params p, pool_request r, Token&& token) {
-    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(r),
-                                           token);
+    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(r), token);
   }
   template <class Token>
   auto async_score(protocol::score_params p, pool_request r, Token&& token) {

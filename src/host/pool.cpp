@@ -62,7 +62,9 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     return pool_lease{*hosts[*slot], *slot, gen, hosts.size()};
   }
 
-  bool serviceable_locked() const { return !closed && (dispatch.live_count() > 0 || restarting > 0); }
+  bool serviceable_locked() const {
+    return !closed && (dispatch.live_count() > 0 || restarting > 0);
+  }
 
   // Hands waiting requests to processes with room; fails them all when none can ever have room.
   void drain() {
@@ -267,8 +269,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
 
   // How process `b` differs from process `a` (1-based numbers), if it does.
   static std::optional<std::string> difference(const protocol::initialize_result& a,
-                                               const protocol::initialize_result& b,
-                                               std::size_t na, std::size_t nb) {
+                                               const protocol::initialize_result& b, std::size_t na,
+                                               std::size_t nb) {
     auto major_a = protocol::version_major(a.protocol_version);
     auto major_b = protocol::version_major(b.protocol_version);
     const char* what = a.study != b.study                   ? "study name"
@@ -276,9 +278,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
                        : major_a != major_b                 ? "protocol major version"
                                                             : nullptr;
     if (!what) return std::nullopt;
-    return "the pool's processes differ in " + std::string(what) + ": study " +
-           std::to_string(na) + " is " + identity_of(a) + ", study " + std::to_string(nb) +
-           " is " + identity_of(b);
+    return "the pool's processes differ in " + std::string(what) + ": study " + std::to_string(na) +
+           " is " + identity_of(a) + ", study " + std::to_string(nb) + " is " + identity_of(b);
   }
 
   asio::any_io_executor ex;
@@ -368,8 +369,8 @@ asio::awaitable<tl::expected<study_pool, error>> study_pool::start(executor_type
     if (!inits[i]) {
       auto e = std::move(inits[i].error());
       if (n > 1)
-        e.diag.message =
-            "study " + std::to_string(i + 1) + (e.diag.message.empty() ? "" : ": " + e.diag.message);
+        e.diag.message = "study " + std::to_string(i + 1) +
+                         (e.diag.message.empty() ? "" : ": " + e.diag.message);
       co_return tl::unexpected(std::move(e));
     }
   for (std::size_t i = 1; i < n; ++i)

@@ -88,8 +88,8 @@ asio::awaitable<tl::expected<protocol::run_result, error>> send_pooled(
       protocol::score_params sp;
       sp.identity = std::move(params);
       sp.transcript = std::move(*transcript);
-      auto [ec, res] =
-          co_await pool.async_score(std::move(sp), std::move(r), asio::as_tuple(asio::use_awaitable));
+      auto [ec, res] = co_await pool.async_score(std::move(sp), std::move(r),
+                                                 asio::as_tuple(asio::use_awaitable));
       if (ec) co_return failed(ec);
       co_return std::move(res);
     }
@@ -122,8 +122,8 @@ asio::awaitable<attempt_outcome> one_attempt(study_pool pool, protocol::run_para
   pool_request r;
   r.options.on_notification = std::move(on_notification);
   if (!timeout) {
-    out.result = co_await send_pooled(std::move(pool), std::move(params), op,
-                                      std::move(transcript), std::move(r));
+    out.result = co_await send_pooled(std::move(pool), std::move(params), op, std::move(transcript),
+                                      std::move(r));
     co_return out;
   }
   auto ex = co_await asio::this_coro::executor;
@@ -275,28 +275,29 @@ class pipeline {
     if (hooks_.on_start) hooks_.on_start(index);
     std::optional<boost::json::object> transcript;
     if (policy_.op == operation::score) transcript = policy_.transcript_for(index);
-    asio::co_spawn(
-        ex_,
-        one_attempt(host_, plan_.cases[index].params, policy_.op, std::move(transcript),
-                    policy_.case_timeout,
-                    hooks_.on_notification
-                        ? notification_handler([this, index](const notification& n) {
-                            hooks_.on_notification(index, n);
-                          })
-                        : notification_handler{}),
-        asio::bind_cancellation_slot(slot, [this, id, seq](std::exception_ptr ep,
-                                                           attempt_outcome o) {
-          if (ep) o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
-          if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
-          done_.emplace_back(id, std::move(o));
-          --running_;
-          wake_.cancel();
-        }));
+    asio::co_spawn(ex_,
+                   one_attempt(host_, plan_.cases[index].params, policy_.op, std::move(transcript),
+                               policy_.case_timeout,
+                               hooks_.on_notification
+                                   ? notification_handler([this, index](const notification& n) {
+                                       hooks_.on_notification(index, n);
+                                     })
+                                   : notification_handler{}),
+                   asio::bind_cancellation_slot(
+                       slot, [this, id, seq](std::exception_ptr ep, attempt_outcome o) {
+                         if (ep)
+                           o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
+                         if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
+                         done_.emplace_back(id, std::move(o));
+                         --running_;
+                         wake_.cancel();
+                       }));
   }
 
   // Answers of the one study, in the order they came: does it work on one request at a time?
   void noticed(std::uint64_t seq, const attempt_outcome& o) {
-    bool answered = !o.timed_out && (o.result || o.result.error().code != asio::error::operation_aborted);
+    bool answered =
+        !o.timed_out && (o.result || o.result.error().code != asio::error::operation_aborted);
     if (!answered)
       sequential_.dropped(seq);
     else if (sequential_.answered(seq, clock::now()))

@@ -68,8 +68,8 @@ schedule::case_record decode_case(const json::object& saved) {
     if (result) {
       bool all_na = !result->scores.empty();
       for (auto& sc : result->scores) all_na = all_na && sc.na;
-      r.state = result->skipped ? case_state::skipped
-                : all_na        ? case_state::na
+      r.state = result->skipped  ? case_state::skipped
+                : all_na         ? case_state::na
                 : result->passed ? case_state::passed
                                  : case_state::failed;
       r.attempts = 1;

@@ -70,9 +70,9 @@ std::int64_t unix_from_iso(const std::string& iso) {
 
 // Members meta.json may have that from_json reads into typed fields.
 constexpr std::string_view known[] = {
-    "format",  "run_id",      "layout",       "started",       "finished",     "study",
-    "host",    "environment", "fingerprints", "sessions",      "summary",      "study_command",
-    "config",  "study_env",   "started_unix", "finished_unix", "study_version"};
+    "format", "run_id",      "layout",       "started",       "finished",     "study",
+    "host",   "environment", "fingerprints", "sessions",      "summary",      "study_command",
+    "config", "study_env",   "started_unix", "finished_unix", "study_version"};
 
 bool is_known(std::string_view k) {
   for (auto n : known)
@@ -95,10 +95,10 @@ std::vector<run_session> sessions_of(const json::object& o) {
 }  // namespace
 
 json::object run_session::to_json() const {
-  json::object o{{"started", started},     {"finished", finished}, {"hostname", hostname},
-                 {"pid", pid},             {"argv", strings_json(argv)},
-                 {"config", config},       {"planned", planned},   {"reused", reused},
-                 {"ran", ran},             {"seconds", seconds}};
+  json::object o{{"started", started}, {"finished", finished},       {"hostname", hostname},
+                 {"pid", pid},         {"argv", strings_json(argv)}, {"config", config},
+                 {"planned", planned}, {"reused", reused},           {"ran", ran},
+                 {"seconds", seconds}};
   if (!stopped.empty()) o["stopped"] = stopped;
   return o;
 }
@@ -176,7 +176,8 @@ tl::expected<run_meta, std::string> run_meta::from_json(const json::object& o) {
     m.sessions = sessions_of(o);
     return m;
   }
-  if (study && !study->is_object()) return tl::make_unexpected("\"study\" is neither an object nor a string");
+  if (study && !study->is_object())
+    return tl::make_unexpected("\"study\" is neither an object nor a string");
   if (study) {
     m.initialize = study->get_object();
     m.study = text(m.initialize, "study");
@@ -187,8 +188,8 @@ tl::expected<run_meta, std::string> run_meta::from_json(const json::object& o) {
   m.format = static_cast<int>(integer(o, "format"));
   if (m.format > current_format)
     return tl::make_unexpected("format " + std::to_string(m.format) +
-                               " is newer than this host reads (" +
-                               std::to_string(current_format) + ")");
+                               " is newer than this host reads (" + std::to_string(current_format) +
+                               ")");
   m.run_id = text(o, "run_id");
   if (auto* l = o.if_contains("layout")) {
     auto parsed = l->is_string() ? layout_from_string(l->get_string()) : std::nullopt;

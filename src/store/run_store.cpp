@@ -118,10 +118,9 @@ loaded_run load_folder(const fs::path& folder, run_meta meta,
   }
   run.cases.reserve(records.size());
   for (auto& [key, record] : records) run.cases.push_back({key, std::move(record)});
-  std::stable_sort(run.cases.begin(), run.cases.end(),
-                   [](const saved_case& a, const saved_case& b) {
-                     return plan::natural_less(a.key, b.key);
-                   });
+  std::stable_sort(
+      run.cases.begin(), run.cases.end(),
+      [](const saved_case& a, const saved_case& b) { return plan::natural_less(a.key, b.key); });
   return run;
 }
 
@@ -161,7 +160,8 @@ class folder_lock {
   static tl::expected<folder_lock, std::string> take(const fs::path& folder) {
     auto file = folder / ".lock";
     int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return tl::make_unexpected("cannot open " + file.string() + ": " + errno_code().message());
+    if (fd < 0)
+      return tl::make_unexpected("cannot open " + file.string() + ": " + errno_code().message());
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
       char buf[256] = {};
@@ -275,8 +275,8 @@ tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const 
   auto& meta = run.meta;
   const auto& id = meta.run_id;
   if (!meta.study.empty() && meta.study != study.study) {
-    auto why = "run " + id + " was made by study '" + meta.study + "', this is '" + study.study +
-               "'";
+    auto why =
+        "run " + id + " was made by study '" + meta.study + "', this is '" + study.study + "'";
     if (!options.allow_other_study) return tl::make_unexpected(why);
     out.warnings.push_back(why);
   }
@@ -289,9 +289,9 @@ tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const 
     auto* saved_seed = sel && sel->is_object() ? sel->get_object().if_contains("seed") : nullptr;
     auto now = seed ? json::value(*seed) : json::value(nullptr);
     if (saved_seed && *saved_seed != now)
-      out.warnings.push_back("run " + id + " was made with --seed " + protocol::to_json_text(*saved_seed) +
-                             ", this run uses " + protocol::to_json_text(now) +
-                             ": saved trials keep their old seeds");
+      out.warnings.push_back("run " + id + " was made with --seed " +
+                             protocol::to_json_text(*saved_seed) + ", this run uses " +
+                             protocol::to_json_text(now) + ": saved trials keep their old seeds");
   }
   for (auto& [eval, hash] : fingerprints)
     if (auto* old = meta.fingerprints.if_contains(eval); old && *old != hash)
@@ -309,10 +309,10 @@ tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const 
     auto it = saved.find(p.cases[i].key);
     if (it != saved.end()) {
       auto rec = decode_case(it->second->record);
-      bool again =
-          rec.state == case_state::cancelled ||
-          (options.retry_errors && (rec.state == case_state::error || rec.state == case_state::na)) ||
-          (options.retry_failed && rec.state == case_state::failed);
+      bool again = rec.state == case_state::cancelled ||
+                   (options.retry_errors &&
+                    (rec.state == case_state::error || rec.state == case_state::na)) ||
+                   (options.retry_failed && rec.state == case_state::failed);
       if (!again) {
         out.records[i] = std::move(rec);
         ++out.reused;
@@ -404,10 +404,18 @@ tl::expected<run_store, std::string> run_store::open(const fs::path& results_dir
   return run_store(std::move(s));
 }
 
-const fs::path& run_store::path() const { return s_->path; }
-const std::string& run_store::id() const { return s_->id; }
-run_meta& run_store::meta() { return s_->meta; }
-const run_meta& run_store::meta() const { return s_->meta; }
+const fs::path& run_store::path() const {
+  return s_->path;
+}
+const std::string& run_store::id() const {
+  return s_->id;
+}
+run_meta& run_store::meta() {
+  return s_->meta;
+}
+const run_meta& run_store::meta() const {
+  return s_->meta;
+}
 
 loaded_run run_store::load() const {
   s_->dirs.clear();
@@ -415,7 +423,8 @@ loaded_run run_store::load() const {
 }
 
 error_code run_store::save_meta() {
-  return write_file_atomic(s_->path / "meta.json", protocol::to_json_text(s_->meta.to_json()) + "\n");
+  return write_file_atomic(s_->path / "meta.json",
+                           protocol::to_json_text(s_->meta.to_json()) + "\n");
 }
 
 error_code run_store::begin_session(run_session session) {
@@ -435,7 +444,9 @@ error_code run_store::begin_session(run_session session) {
   return save_meta();
 }
 
-run_session& run_store::session() { return s_->meta.sessions.back(); }
+run_session& run_store::session() {
+  return s_->meta.sessions.back();
+}
 
 tl::expected<std::unique_ptr<run_store::case_writer>, std::string> run_store::writer() {
   if (s_->meta.layout == layout::per_case)
@@ -473,8 +484,8 @@ error_code run_store::finish(const plan::plan& whole, schedule::run_report& repo
   meta.finished = std::string(finished_at);
   if (!meta.sessions.empty()) meta.sessions.back().finished = std::string(finished_at);
   report.seconds = meta.seconds();
-  for (auto [name, format] : {std::pair<const char*, const char*>{"report.json", "json"},
-                              {"report.html", "html"}}) {
+  for (auto [name, format] :
+       {std::pair<const char*, const char*>{"report.json", "json"}, {"report.html", "html"}}) {
     auto file = atomic_file::create(s_->path / name);
     if (!file) {
       keep(file.error());

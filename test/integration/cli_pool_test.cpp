@@ -49,13 +49,13 @@ BOOST_AUTO_TEST_CASE(a_pooled_run_survives_a_crash_and_records_procs_and_each_st
 BOOST_AUTO_TEST_CASE(execute_only_and_score_run_through_a_pool) {
   temp_dir dir;
   auto study = std::string(MIRA_EXAMPLE_STUDY);
-  auto e = cli("run --execute-only -P 2 --artifacts " + dir / "art" + " --evals arithmetic -- " +
-               study);
+  auto e =
+      cli("run --execute-only -P 2 --artifacts " + dir / "art" + " --evals arithmetic -- " + study);
   BOOST_TEST_MESSAGE(e.out);
   BOOST_TEST(e.code == 0);
   BOOST_TEST(has(e.out, "executed 25 case(s)"));
-  auto s = cli("score -P 2 --dry-run --artifacts " + dir / "art" + " --evals arithmetic -- " +
-               study);
+  auto s =
+      cli("score -P 2 --dry-run --artifacts " + dir / "art" + " --evals arithmetic -- " + study);
   BOOST_TEST(s.code == 0);
   BOOST_TEST(has(s.out, "25 passed, 0 failed"));
 }

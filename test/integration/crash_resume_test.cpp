@@ -69,8 +69,8 @@ BOOST_DATA_TEST_CASE(sigkill_at_twenty_points_then_resume_saves_every_case_once,
   temp_dir dir;
   auto results = dir / "results";
   // 3 samples x 40 trials; "fail" fails, which is an outcome like any other.
-  const std::string selection = " --trials 40 -j 4 --max-retries 0 --store " +
-                                std::string(layout) + " --results-dir " + results;
+  const std::string selection = " --trials 40 -j 4 --max-retries 0 --store " + std::string(layout) +
+                                " --results-dir " + results;
   std::string id;
   std::size_t kills = 0;
   for (int point = 0; point < 20; ++point) {

@@ -86,8 +86,7 @@ BOOST_AUTO_TEST_CASE(a_sequential_study_runs_at_least_2_5_times_sooner_on_four_p
     return run_co(
         [&](asio::io_context&) -> asio::awaitable<double> {
           std::vector<std::string> args1 = {"--sequential", "--samples", "16", "--run-ms", "200"};
-          auto pool = co_await start_pool(args1,
-                                          quiet_pool(procs, (8 + procs - 1) / procs));
+          auto pool = co_await start_pool(args1, quiet_pool(procs, (8 + procs - 1) / procs));
           auto list = co_await pool.list_all();
           BOOST_REQUIRE(list);
           auto p = plan_of(*list);
@@ -111,8 +110,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_request_sends_cancel_to_the_process_that_holds_
   temp_dir rec;
   run_co([&](asio::io_context&) -> asio::awaitable<void> {
     std::vector<std::string> args2 = {"--run-ms", "3000", "--record", rec / "{pid}"};
-    auto pool = co_await start_pool(args2,
-                                    quiet_pool(3));
+    auto pool = co_await start_pool(args2, quiet_pool(3));
     asio::cancellation_signal sig;
     std::vector<error_code> codes(3);
     int done = 0;
@@ -155,8 +153,8 @@ BOOST_AUTO_TEST_CASE(timeouts_through_the_pool_cancel_each_request_on_its_own_pr
   temp_dir rec;
   std::size_t attempts = 0;
   run_co([&](asio::io_context&) -> asio::awaitable<void> {
-    std::vector<std::string> args = {"--run-ms", "5000", "--samples", "6", "--record",
-                                     rec / "{pid}"};
+    std::vector<std::string> args = {"--run-ms", "5000",     "--samples",
+                                     "6",        "--record", rec / "{pid}"};
     auto pool = co_await start_pool(args, quiet_pool(3, 2));
     auto list = co_await pool.list_all();
     BOOST_REQUIRE(list);
@@ -190,10 +188,10 @@ BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {
       [&](asio::io_context&) -> asio::awaitable<void> {
         auto o = quiet_pool(3, 2);
         o.on_restart = [&](std::size_t, const std::string&) { ++restarts_told; };
-        std::vector<std::string> args3 = {"--sequential", "--samples", "30", "--run-ms", "30",
-                                         "--die-after", "3", "--die-once", dir / "died"};
-        auto pool = co_await start_pool(args3,
-                                        o);
+        std::vector<std::string> args3 = {"--sequential", "--samples",   "30", "--run-ms",
+                                          "30",           "--die-after", "3",  "--die-once",
+                                          dir / "died"};
+        auto pool = co_await start_pool(args3, o);
         auto list = co_await pool.list_all();
         BOOST_REQUIRE(list);
         auto p = plan_of(*list);
@@ -249,8 +247,7 @@ BOOST_AUTO_TEST_CASE(a_fail_fast_parallel_group_cancels_the_siblings_on_every_pr
   temp_dir rec;
   run_co([&](asio::io_context&) -> asio::awaitable<void> {
     std::vector<std::string> args5 = {"--run-ms", "3000", "--record", rec / "{pid}"};
-    auto pool = co_await start_pool(args5,
-                                    quiet_pool(4));
+    auto pool = co_await start_pool(args5, quiet_pool(4));
     // Three long runs and one that fails at once, one per process.
     auto [order, e1, r1, e2, r2, e3, r3, e4, r4] =
         co_await asio::experimental::make_parallel_group(
@@ -301,11 +298,10 @@ BOOST_AUTO_TEST_CASE(notifications_reach_the_request_that_caused_them) {
       r.options.on_notification = [&events, i](const notification& note) {
         if (note.method == "event") ++events[static_cast<std::size_t>(i)];
       };
-      pool->async_run(std::move(p), std::move(r),
-                      [&, i](error_code ec, protocol::run_result res) {
-                        ok[static_cast<std::size_t>(i)] = !ec && res.passed;
-                        if (++done == n) all_done.cancel();
-                      });
+      pool->async_run(std::move(p), std::move(r), [&, i](error_code ec, protocol::run_result res) {
+        ok[static_cast<std::size_t>(i)] = !ec && res.passed;
+        if (++done == n) all_done.cancel();
+      });
     }
     if (done < n) co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
     for (int i = 0; i < n; ++i) {

@@ -115,9 +115,9 @@ BOOST_AUTO_TEST_CASE(one_writer_at_a_time) {
     BOOST_TEST(second.out.find("is in use by pid " + std::to_string(::getpid()) + " on host ") !=
                std::string::npos);
     // A reader needs no lock.
-    BOOST_TEST(run_command(mira_bin + " report " + id + " --results-dir " + results +
-                           " >/dev/null 2>&1")
-                   .code == 0);
+    BOOST_TEST(
+        run_command(mira_bin + " report " + id + " --results-dir " + results + " >/dev/null 2>&1")
+            .code == 0);
   }
   auto third = run_command(mira_bin + " run --samples a --resume " + id + " --results-dir " +
                            results + " -- " + py + " 2>&1");
@@ -165,15 +165,14 @@ BOOST_AUTO_TEST_CASE(a_rust_run_folder_is_reported_exported_and_resumed_in_place
       R"("usage":{"input_tokens":1,"output_tokens":1,"cost_usd":0.0}},"skipped":false})";
   write(folder / "cases" / rust_dir / "result.json", result);
 
-  auto report = run_command(mira_bin + " report " + id + " --results-dir " + results.string() +
-                            " 2>&1");
+  auto report =
+      run_command(mira_bin + " report " + id + " --results-dir " + results.string() + " 2>&1");
   BOOST_TEST(report.code == 0);
   BOOST_TEST(report.out.find("PASS  arithmetic/case-1@sim") != std::string::npos);
   auto exported = run_command(mira_bin + " export " + id + " --format atif --out - --results-dir " +
                               results.string());
   BOOST_TEST(exported.code == 0);
-  BOOST_TEST(exported.out.find("\"trajectory_id\":\"arithmetic/case-1@sim\"") !=
-             std::string::npos);
+  BOOST_TEST(exported.out.find("\"trajectory_id\":\"arithmetic/case-1@sim\"") != std::string::npos);
 
   auto resumed = run_command(mira_bin + " run --evals arithmetic --resume " + id +
                              " --results-dir " + results.string() + " -- " + example + " 2>&1");
@@ -197,8 +196,9 @@ BOOST_AUTO_TEST_CASE(a_rust_run_folder_is_reported_exported_and_resumed_in_place
 BOOST_AUTO_TEST_CASE(a_compact_run_reports_resumes_and_converts_both_ways) {
   temp_dir dir;
   auto results = dir / "results";
-  auto first = run_command(mira_bin + " run --store compact --max-retries 1 --evals arithmetic,coin" +
-                           " --results-dir " + results + " -- " + example + " 2>/dev/null");
+  auto first =
+      run_command(mira_bin + " run --store compact --max-retries 1 --evals arithmetic,coin" +
+                  " --results-dir " + results + " -- " + example + " 2>/dev/null");
   BOOST_TEST(first.code == 0);
   auto id = only_run(results);
   auto folder = fs::path(results) / id;

@@ -198,8 +198,7 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
     } else if (runs && a == "--store") {
       auto v = value(a);
       auto l = store::layout_from_string(v);
-      if (!l)
-        throw usage_error{"--store: '" + printable(v) + "' is not per-case or compact"};
+      if (!l) throw usage_error{"--store: '" + printable(v) + "' is not per-case or compact"};
       out.store_layout = *l;
     } else if (runs && a == "--dry-run") {
       out.dry_run = true;

@@ -41,7 +41,7 @@ struct run_args {
   std::string results_dir = "results";
   bool dry_run = false;
   store::layout store_layout = store::layout::per_case;  // --store per-case | compact
-  std::string resume;  // run id
+  std::string resume;                                    // run id
   bool retry_errors = false;
   bool retry_failed = false;
   bool allow_other_study = false;

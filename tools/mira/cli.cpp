@@ -131,7 +131,8 @@ int cmd_report(const std::vector<std::string>& args) {
   // A script must never take a report that leaves cases out for the whole run.
   const auto unreadable = run->unreadable.size(), total = run->cases.size() + unreadable;
   if (run->cases.empty() && unreadable > 0) {
-    std::fprintf(stderr, "mira: none of the %zu saved result(s) of run %s can be read (see above)\n",
+    std::fprintf(stderr,
+                 "mira: none of the %zu saved result(s) of run %s can be read (see above)\n",
                  unreadable, printable(a.run_id).c_str());
     return exit_host_error;
   }

@@ -5,8 +5,8 @@
 #include "help.hpp"
 #include "session.hpp"
 
-#include <mira/protocol/json_text.hpp>
 #include <mira/aggregate/summary.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/artifacts.hpp>
 #include <mira/store/batch_writer.hpp>
@@ -222,10 +222,11 @@ std::optional<artifacts_input> open_artifacts(const run_args& a, mode m, const o
     }
     scorable.evals = std::move(p.evals);
     p = std::move(scorable);
-  } else if (auto ec = in.dir->save_meta(json::object{{"study", study.init.study},
-                                                      {"study_version", study.init.study_version},
-                                                      {"host_version", version},
-                                                      {"fingerprints", fingerprints(study.list)}})) {
+  } else if (auto ec =
+                 in.dir->save_meta(json::object{{"study", study.init.study},
+                                                {"study_version", study.init.study_version},
+                                                {"host_version", version},
+                                                {"fingerprints", fingerprints(study.list)}})) {
     std::fprintf(stderr, "mira: warning: cannot write %s/meta.json: %s\n",
                  printable(a.artifacts).c_str(), ec.message().c_str());
   }
@@ -276,8 +277,8 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
       std::fprintf(stderr, "mira: warning: cannot read %s; that case runs again\n",
                    printable(u).c_str());
     store::resume_options o{a.retry_errors, a.retry_failed, a.allow_other_study};
-    auto decided = store::plan_resume(saved, p, study.init, fingerprints(study.list),
-                                      a.selection.seed, o);
+    auto decided =
+        store::plan_resume(saved, p, study.init, fingerprints(study.list), a.selection.seed, o);
     if (!decided) {
       std::fprintf(stderr, "mira: --resume: %s (--allow-other-study resumes anyway)\n",
                    printable(decided.error()).c_str());
@@ -345,7 +346,8 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   if (stream_jsonl)  // reused cases first; the rest stream as they end
     for (std::size_t i = 0; i < resumed.records.size(); ++i)
       if (resumed.records[i].attempts > 0 || resumed.records[i].state != case_state::cancelled)
-        std::cout << protocol::to_json_text(store::encode_case(p.cases[i], resumed.records[i])) << '\n';
+        std::cout << protocol::to_json_text(store::encode_case(p.cases[i], resumed.records[i]))
+                  << '\n';
 
   // --execute-only: cases with an artifact already are done.
   if (m == mode::execute_only && !arts.stored.empty()) {
@@ -405,15 +407,16 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
     artifact_writer.emplace(arts.dir->path());
   }
   auto on_saved = [ex, failures](std::string key, std::string what) {
-    return [ex, failures, key = std::move(key), what = std::move(what)](boost::system::error_code ec) {
-      if (!ec) return;
-      asio::post(ex, [failures, key, what, ec] {
-        failures->keys.push_back(key);
-        auto message = "cannot save " + what + key + ": " + ec.message();
-        stderr_line("mira: error: " + printable(message));
-        if (!failures->first) failures->first = std::move(message);
-      });
-    };
+    return
+        [ex, failures, key = std::move(key), what = std::move(what)](boost::system::error_code ec) {
+          if (!ec) return;
+          asio::post(ex, [failures, key, what, ec] {
+            failures->keys.push_back(key);
+            auto message = "cannot save " + what + key + ": " + ec.message();
+            stderr_line("mira: error: " + printable(message));
+            if (!failures->first) failures->first = std::move(message);
+          });
+        };
   };
 
   schedule::run_hooks hooks;
@@ -473,9 +476,9 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   progress.t0 = std::chrono::steady_clock::now();
   progress.active = true;
   asio::steady_timer ticker(ex);
-  auto period = progress.tty ? std::chrono::duration_cast<schedule::duration>(
-                                   std::chrono::milliseconds(500))
-                             : a.heartbeat;
+  auto period = progress.tty
+                    ? std::chrono::duration_cast<schedule::duration>(std::chrono::milliseconds(500))
+                    : a.heartbeat;
   std::function<void()> tick = [&] {
     ticker.expires_after(period);
     ticker.async_wait([&](boost::system::error_code ec) {
@@ -485,9 +488,9 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
     });
   };
   tick();
-  auto part = co_await asio::co_spawn(
-      ex, run_study(study.host, to_run, policy, hooks),
-      asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
+  auto part =
+      co_await asio::co_spawn(ex, run_study(study.host, to_run, policy, hooks),
+                              asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
   if (writer) writer->drain();
   if (artifact_writer) artifact_writer->drain();
   co_await asio::post(ex, asio::use_awaitable);  // the save failures they reported, if any
@@ -534,8 +537,7 @@ void save_session(const std::vector<std::string>& args, const run_args& a, const
       whole ? aggregate::summarize(whole_plan, whole_report.cases, &study.list, a.group_by)
             : session_summary;
   if (auto ec = s.finish(whole_plan, whole_report, whole_summary, utc_now()))
-    std::fprintf(stderr, "mira: warning: cannot finish the run folder: %s\n",
-                 ec.message().c_str());
+    std::fprintf(stderr, "mira: warning: cannot finish the run folder: %s\n", ec.message().c_str());
   std::fprintf(stderr, "saved run %s to %s\n", s.id().c_str(), s.path().c_str());
   if (report.stopped != schedule::stop_reason::none ||
       session_summary.count(case_state::cancelled) > 0)

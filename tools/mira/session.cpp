@@ -199,7 +199,8 @@ asio::awaitable<std::optional<opened>> open_pool(const run_args& a) {
   o.host_options_for = [&a](std::size_t slot) { return cli_host_options(a, slot); };
   o.init_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(a.init_timeout);
   o.max_restarts = a.policy.max_restarts;
-  o.restart_backoff = std::chrono::duration_cast<std::chrono::milliseconds>(a.policy.restart_backoff);
+  o.restart_backoff =
+      std::chrono::duration_cast<std::chrono::milliseconds>(a.policy.restart_backoff);
   o.on_restart = [](std::size_t slot, const std::string& what) {
     stderr_line("mira: study " + std::to_string(slot) + " " + printable(what));
   };

@@ -14,8 +14,8 @@ namespace mira::cli {
 
 int cmd_store(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h")
-    return std::fputs(store_help, args.empty() ? stderr : stdout), args.empty() ? exit_usage
-                                                                                : exit_ok;
+    return std::fputs(store_help, args.empty() ? stderr : stdout),
+           args.empty() ? exit_usage : exit_ok;
   if (args[0] != "convert")
     throw usage_error{"mira store: unknown action '" + printable(args[0]) + "' (convert)"};
   std::string run_id, results_dir = "results";
@@ -59,7 +59,8 @@ int cmd_store(const std::vector<std::string>& args) {
     std::fprintf(stderr, "mira: cannot write meta.json: %s\n", ec.message().c_str());
     return exit_host_error;
   }
-  std::fprintf(stderr, "converted run %s to the %s layout: %zu case record(s), %zu old file(s) removed\n",
+  std::fprintf(stderr,
+               "converted run %s to the %s layout: %zu case record(s), %zu old file(s) removed\n",
                run_id.c_str(), std::string(store::to_string(*to)).c_str(), done->records,
                done->removed_files);
   return exit_ok;

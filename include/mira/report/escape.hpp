@@ -8,8 +8,8 @@
 
 namespace mira::report {
 
-/// For a terminal: C0/C1 controls, DEL and invalid UTF-8 bytes shown as `\xNN` (or `\u{NN}` for C1),
-/// so no escape sequence reaches the terminal.
+/// For a terminal: C0/C1 controls, DEL and invalid UTF-8 bytes shown as `\xNN` (or `\u{NN}` for
+/// C1), so no escape sequence reaches the terminal.
 std::string printable(std::string_view s);
 
 /// An RFC 4180 field: quoted when it holds a comma, a quote or a line break; quotes doubled.

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <mira/host.hpp>
-#include <mira/pool.hpp>
 #include <mira/plan/plan.hpp>
+#include <mira/pool.hpp>
 #include <mira/schedule/classify.hpp>
 #include <mira/schedule/results.hpp>
 #include <mira/schedule/scheduler.hpp>
@@ -65,7 +65,6 @@ struct run_hooks {
   std::function<void()> on_sequential_study;
 };
 
-
 /// Runs every case of `p` (which must outlive the awaitable) through `host`, which must be
 /// initialized. Never throws for a case's sake: every outcome is a case_record.
 /// Cancelling the operation (terminal, e.g. a signal bound with bind_cancellation_slot) stops
@@ -77,7 +76,7 @@ boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& 
 /// The same over a pool of processes of one study (started and initialized). A case whose
 /// process died is retried on the others while the pool has a process left or being
 /// restarted; a pool with none left stops the run (stop_reason::study_failed).
-boost::asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p,
-                                            run_policy policy, run_hooks hooks = {});
+boost::asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p, run_policy policy,
+                                            run_hooks hooks = {});
 
 }  // namespace mira::schedule

@@ -14,7 +14,6 @@
 
 namespace mira::store {
 
-
 struct convert_counts {
   std::size_t records = 0;        // distinct keys written in the new layout
   std::size_t removed_files = 0;  // files of the old layout removed afterwards

@@ -48,9 +48,9 @@ struct run_meta {
   std::string study_version;
   boost::json::object initialize;  // the study's whole initialize result, as sent
   std::vector<std::string> study_command;
-  boost::json::object study_env;    // {"cleared": bool, "passed": [names]}
-  boost::json::object host;         // {"name", "version"}
-  boost::json::object environment;  // where the first session ran
+  boost::json::object study_env;     // {"cleared": bool, "passed": [names]}
+  boost::json::object host;          // {"name", "version"}
+  boost::json::object environment;   // where the first session ran
   boost::json::object fingerprints;  // eval name -> SHA-256 of its listing entry
   std::vector<run_session> sessions;
   std::optional<boost::json::object> summary;  // over every case of the run

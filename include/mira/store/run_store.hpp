@@ -50,10 +50,10 @@ struct resume_options {
 };
 
 struct resume_plan {
-  std::vector<std::size_t> todo;                 // plan indices to run, in plan order
-  std::vector<schedule::case_record> records;    // by plan index: the reused ones, else empty
+  std::vector<std::size_t> todo;               // plan indices to run, in plan order
+  std::vector<schedule::case_record> records;  // by plan index: the reused ones, else empty
   std::size_t reused = 0;
-  std::vector<std::string> warnings;             // study version, seed, eval fingerprints
+  std::vector<std::string> warnings;  // study version, seed, eval fingerprints
   /// Saved cases the plan does not select (a narrower resume): kept in the run's report.
   plan::plan outside;
   std::vector<schedule::case_record> outside_records;

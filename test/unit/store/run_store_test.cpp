@@ -64,11 +64,11 @@ BOOST_AUTO_TEST_CASE(meta_round_trips_and_keeps_unknown_members) {
 }
 
 BOOST_AUTO_TEST_CASE(meta_of_format_1_and_of_the_rust_host_and_bad_meta) {
-  auto v1 = run_meta::from_json(
-      json::parse(R"({"format":1,"run_id":"x","started":"2026-11-30T08:15:02Z",
+  auto v1 =
+      run_meta::from_json(json::parse(R"({"format":1,"run_id":"x","started":"2026-11-30T08:15:02Z",
         "study":{"study":"s","study_version":"2"},"config":{"argv":["run"]},
         "summary":{"seconds":4.0}})")
-          .as_object());
+                              .as_object());
   BOOST_REQUIRE(v1.has_value());
   BOOST_REQUIRE(v1->sessions.size() == 1u);  // the one configuration becomes a session
   BOOST_TEST(v1->sessions[0].argv.at(0) == "run");
@@ -197,9 +197,8 @@ BOOST_AUTO_TEST_CASE(records_load_in_natural_order_and_unreadable_files_are_name
   BOOST_REQUIRE(writer.has_value());
   for (auto s : {"case-10", "case-2", "case-1"}) {
     auto c = saved(s, case_state::passed);
-    (*writer)->submit(c.key, json::serialize(c.record), [](boost::system::error_code ec) {
-      BOOST_TEST(!ec);
-    });
+    (*writer)->submit(c.key, json::serialize(c.record),
+                      [](boost::system::error_code ec) { BOOST_TEST(!ec); });
   }
   (*writer)->drain();
   fs::create_directories(w->path() / "cases" / "torn");
