@@ -11,9 +11,10 @@
 //     The host's resident memory per process of a pool of P, started and after N requests.
 //
 //   pool_speedup --echo [-n N] [-c C] [-r ROUNDS] -- STUDY_CMD [ARGS...]
-//     N `run` requests with C in flight through one host_handle, a pool of 1 and a pool of 2
-//     (benchmarks/echo_study answers at once): cases/s of each, best of ROUNDS, and the
-//     median of the rounds' paired ratios against the host_handle.
+//     N `run` requests with C in flight through one host_handle, a pool of 1, a pool of 2 and
+//     two host_handles without a pool (half the callers on each; benchmarks/echo_study answers
+//     at once): cases/s of each, best of ROUNDS, and the median of the rounds' paired ratios
+//     against the host_handle.
 #include "bench_util.hpp"
 
 #include <mira/pool.hpp>
@@ -131,11 +132,22 @@ asio::awaitable<double> throughput(asio::io_context& ctx, Conn conn, mira::proto
   co_return static_cast<double>(n) / secs;
 }
 
+// Two host_handles without a pool: half the callers on each. What two study processes cost
+// this machine by themselves, beside what the pool of 2 costs.
+struct two_handles {
+  mira::host_handle a, b;
+  std::size_t turn = 0;
+  template <class Token>
+  auto async_run(mira::protocol::run_params p, Token&& token) {
+    return (turn++ % 2 ? b : a).async_run(std::move(p), std::forward<Token>(token));
+  }
+};
+
 int echo(const std::vector<std::string>& study, std::size_t n, std::size_t c, std::size_t rounds) {
-  double best[3] = {0, 0, 0};
-  std::vector<double> ratio1, ratio2;
+  double best[4] = {0, 0, 0, 0};
+  std::vector<double> ratio1, ratio2, ratio_two;
   for (std::size_t round = 0; round < rounds; ++round) {
-    double now[3] = {0, 0, 0};
+    double now[4] = {0, 0, 0, 0};
     run_io([&](asio::io_context& ctx) -> asio::awaitable<void> {
       auto host = co_await bench::start_study(ctx.get_executor(), study);
       auto list = co_await host.list_all();
@@ -151,19 +163,29 @@ int echo(const std::vector<std::string>& study, std::size_t n, std::size_t c, st
         now[procs] = co_await throughput(ctx, pool, p, n, c);
         co_await pool.shutdown();
       }
+      auto first = co_await bench::start_study(ctx.get_executor(), study);
+      auto second = co_await bench::start_study(ctx.get_executor(), study);
+      two_handles two{first, second};  // g++ 12: no co_await inside a braced initializer
+      now[3] = co_await throughput(ctx, two, p, n, c);
+      co_await two.a.shutdown();
+      co_await two.b.shutdown();
     });
-    for (int i = 0; i < 3; ++i) best[i] = std::max(best[i], now[i]);
+    for (int i = 0; i < 4; ++i) best[i] = std::max(best[i], now[i]);
     ratio1.push_back(now[1] / now[0]);
     ratio2.push_back(now[2] / now[0]);
+    ratio_two.push_back(now[3] / now[0]);
   }
   std::sort(ratio1.begin(), ratio1.end());
   std::sort(ratio2.begin(), ratio2.end());
+  std::sort(ratio_two.begin(), ratio_two.end());
   std::printf("pool_speedup --echo n=%zu c=%zu rounds=%zu (best round of each)\n", n, c, rounds);
   std::printf("host_handle  cases_per_sec %.0f\n", best[0]);
   std::printf("pool P=1     cases_per_sec %.0f (median paired ratio to host_handle %.2f)\n",
               best[1], ratio1[ratio1.size() / 2]);
   std::printf("pool P=2     cases_per_sec %.0f (median paired ratio to host_handle %.2f)\n",
               best[2], ratio2[ratio2.size() / 2]);
+  std::printf("2 handles    cases_per_sec %.0f (median paired ratio to host_handle %.2f)\n",
+              best[3], ratio_two[ratio_two.size() / 2]);
   return 0;
 }
 
