@@ -153,7 +153,8 @@ Usage: mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group
   --color WHEN           auto (default: on a terminal), always or never; NO_COLOR turns it off
   --group-by KEY         pass rate by an axis param or transcript metadata key
 
-Cases are shown in key order. Exit codes: 0; 2 when there is no such run; 3 when some
+Cases are shown in natural key order (case-2 before case-10). Run folders of either layout,
+and those of the Rust mira CLI, are read. Exit codes: 0; 2 when there is no such run; 3 when some
 saved result cannot be read (each is named; the report of the rest is incomplete), none can,
 or --out cannot be written.
 
