@@ -9,6 +9,7 @@
 #include <mira/aggregate/summary.hpp>
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
@@ -17,25 +18,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <mira/protocol/json_text.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <random>
 
 namespace asio = boost::asio;
 namespace store = mira::store;
-
-std::string utc_now() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  ::gmtime_r(&t, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
 
 asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
                                     std::vector<std::string> argv) {
@@ -70,8 +60,7 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
   run.meta().study = init->study;
   run.meta().study_version = init->study_version;
   run.meta().initialize = init->raw;
-  store::run_session session;
-  session.started = utc_now();
+  store::run_session session;  // the start time, host and pid are filled in
   session.planned = p->cases.size();
   session.reused = resumed.reused;
   run.begin_session(session);
@@ -104,7 +93,7 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
   auto& all_plan = whole ? whole->first : *p;
   auto& all = whole ? whole->second : report;
   auto s = mira::aggregate::summarize(all_plan, all.cases, &*list);
-  if (auto ec = run.finish(all_plan, all, s, utc_now()))
+  if (auto ec = run.finish(all_plan, all, s))
     std::fprintf(stderr, "cannot finish the run: %s\n", ec.message().c_str());
   std::printf("%s\n", run.id().c_str());
   std::fprintf(stderr, "%zu case(s) reused, %zu run; %zu passed overall\n", resumed.reused,

@@ -204,9 +204,10 @@ class study_pool {
   using executor_type = boost::asio::any_io_executor;
 
   /// Starts options.processes copies of the study at once, initializes each (all within
-  /// init_timeout) and checks that every one reports the same study name, study version and
-  /// protocol major; otherwise fails with errc::incompatible_protocol naming the difference
-  /// (and the processes are killed). Run it from the thread that runs `ex`: it forks.
+  /// init_timeout) and checks that every one reports the same study name and study version
+  /// (initialize already refuses a protocol major other than the host's, so they share that
+  /// too); otherwise fails with errc::incompatible_protocol naming the difference (and the
+  /// processes are killed). Run it from the thread that runs `ex`: it forks.
   static boost::asio::awaitable<tl::expected<study_pool, error>> start(executor_type ex,
                                                                        study_command cmd,
                                                                        pool_options opts);

@@ -147,7 +147,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
 
   void release(const pool_lease& lease, error_code ec, diagnostics* diag) {
     bool died = false;
-    bool waiters = false;
+    bool waiters = false, again = false;
     {
       std::lock_guard lock(mutex);
       dispatch.finished(lease.slot, lease.generation);
@@ -156,19 +156,13 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
           dispatch.generation(lease.slot) == lease.generation && !closed) {
         dispatch.set_dead(lease.slot);
         died = true;
-        if (restarts[lease.slot] < opts.max_restarts) ++restarting;
+        again = restarts[lease.slot] < opts.max_restarts;
+        if (again) ++restarting;
       }
     }
-    if (ec && diag && lease.pool_size > 1)
-      diag->message = "study " + std::to_string(lease.slot + 1) +
-                      (diag->message.empty() ? "" : ": " + diag->message);
+    if (ec && diag && lease.pool_size > 1) diag->message = of_slot(lease.slot + 1, diag->message);
     if (died) {
       std::string why = diag && diag->exit ? diag->exit->to_string() : "its connection closed";
-      bool again = false;
-      {
-        std::lock_guard lock(mutex);
-        again = restarts[lease.slot] < opts.max_restarts;
-      }
       if (again) {
         if (opts.on_restart)
           opts.on_restart(lease.slot + 1, "died (" + why + "); starting it again");
@@ -217,11 +211,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     std::vector<host_handle> one{*h};
     auto inits = co_await initialize_all(one, opts.init_timeout);
     if (!inits[0]) co_return tl::unexpected(std::move(inits[0].error()));
-    if (auto diff = difference(init, *inits[0], 1, slot + 1)) {
-      error e{make_error_code(errc::incompatible_protocol), {}};
-      e.diag.message = *diff;
-      co_return tl::unexpected(std::move(e));
-    }
+    if (auto diff = difference(init, *inits[0], 1, slot + 1))
+      co_return tl::unexpected(std::move(*diff));
     co_return std::move(*h);
   }
 
@@ -267,19 +258,25 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     co_return std::move(g->results);
   }
 
-  // How process `b` differs from process `a` (1-based numbers), if it does.
-  static std::optional<std::string> difference(const protocol::initialize_result& a,
-                                               const protocol::initialize_result& b, std::size_t na,
-                                               std::size_t nb) {
-    auto major_a = protocol::version_major(a.protocol_version);
-    auto major_b = protocol::version_major(b.protocol_version);
+  // How process `b` differs from process `a` (1-based numbers), if it does. The protocol
+  // major needs no comparison: initialize already refused any other than the host's.
+  static std::optional<error> difference(const protocol::initialize_result& a,
+                                         const protocol::initialize_result& b, std::size_t na,
+                                         std::size_t nb) {
     const char* what = a.study != b.study                   ? "study name"
                        : a.study_version != b.study_version ? "study version"
-                       : major_a != major_b                 ? "protocol major version"
                                                             : nullptr;
     if (!what) return std::nullopt;
-    return "the pool's processes differ in " + std::string(what) + ": study " + std::to_string(na) +
-           " is " + identity_of(a) + ", study " + std::to_string(nb) + " is " + identity_of(b);
+    error e{make_error_code(errc::incompatible_protocol), {}};
+    e.diag.message = "the pool's processes differ in " + std::string(what) + ": study " +
+                     std::to_string(na) + " is " + identity_of(a) + ", study " +
+                     std::to_string(nb) + " is " + identity_of(b);
+    return e;
+  }
+
+  // A message about process `n` (1-based) of a pool.
+  static std::string of_slot(std::size_t n, const std::string& message) {
+    return "study " + std::to_string(n) + (message.empty() ? "" : ": " + message);
   }
 
   asio::any_io_executor ex;
@@ -368,17 +365,12 @@ asio::awaitable<tl::expected<study_pool, error>> study_pool::start(executor_type
   for (std::size_t i = 0; i < n; ++i)
     if (!inits[i]) {
       auto e = std::move(inits[i].error());
-      if (n > 1)
-        e.diag.message = "study " + std::to_string(i + 1) +
-                         (e.diag.message.empty() ? "" : ": " + e.diag.message);
+      if (n > 1) e.diag.message = detail::pool_state::of_slot(i + 1, e.diag.message);
       co_return tl::unexpected(std::move(e));
     }
   for (std::size_t i = 1; i < n; ++i)
-    if (auto diff = detail::pool_state::difference(*inits[0], *inits[i], 1, i + 1)) {
-      error e{make_error_code(errc::incompatible_protocol), {}};
-      e.diag.message = *diff;
-      co_return tl::unexpected(std::move(e));
-    }
+    if (auto diff = detail::pool_state::difference(*inits[0], *inits[i], 1, i + 1))
+      co_return tl::unexpected(std::move(*diff));
   s->init = *inits[0];
   for (auto& h : hosts) s->hosts.emplace_back(std::move(h));
   co_return study_pool(std::make_shared<detail::pool_ref>(std::move(s)));

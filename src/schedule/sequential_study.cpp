@@ -13,10 +13,10 @@ void sequential_detector::sent(std::uint64_t seq, time_point now) {
 }
 
 bool sequential_detector::answered(std::uint64_t seq, time_point now) {
-  if (told_) return false;
   bool oldest = !pending_.empty() && *pending_.begin() == seq;
   auto was_pending = pending_.size();
-  pending_.erase(seq);
+  pending_.erase(seq);  // also once told: the set must not grow for the rest of the run
+  if (told_) return false;
   auto previous = last_answer_;
   last_answer_ = now;
   if (was_pending < min_pending_ || !oldest || (previous && now - *previous < together_)) {

@@ -1,4 +1,5 @@
 // Run-store building blocks (see files.hpp).
+#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
@@ -110,6 +111,13 @@ std::filesystem::path temp_path_for(const std::filesystem::path& path) {
   return dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rng() % 1000000000));
 }
 
+void sync_directory(const std::filesystem::path& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
 boost::system::error_code write_new_file(const std::filesystem::path& path,
                                          std::string_view contents, bool sync) {
   auto fail = [&](int e) {
@@ -118,16 +126,9 @@ boost::system::error_code write_new_file(const std::filesystem::path& path,
   };
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return {errno, boost::system::system_category()};
-  std::size_t done = 0;
-  while (done < contents.size()) {
-    auto n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return fail(e);
-    }
-    done += static_cast<std::size_t>(n);
+  if (auto ec = write_all(fd, contents)) {
+    ::close(fd);
+    return fail(ec.value());
   }
   if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) return fail(errno);
   return {};
@@ -149,12 +150,7 @@ boost::system::error_code replace_with(const std::filesystem::path& tmp,
     ::unlink(tmp.c_str());
     return errno_code(e);
   }
-  auto dir = path.parent_path();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  detail::sync_directory(path.parent_path());
   return {};
 }
 
@@ -469,7 +465,8 @@ std::optional<boost::json::object> read_json_object(const std::filesystem::path&
   std::stringstream text;
   text << in.rdbuf();
   boost::system::error_code ec;
-  auto v = boost::json::parse(text.str(), ec);
+  // The host's limits (nesting 256), as for the study's lines: what was saved must read back.
+  auto v = boost::json::parse(text.str(), ec, {}, mira::detail::host_parse_options());
   if (ec || !v.is_object()) return std::nullopt;
   return std::move(v.as_object());
 }

@@ -4,6 +4,7 @@
 #include <mira/detail/json_scan.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/batch_writer.hpp>
+#include <mira/store/records.hpp>
 #include <mira/store/run_folder.hpp>
 #include <mira/store/segment_log.hpp>
 
@@ -29,13 +30,6 @@ using result = tl::expected<convert_counts, std::string>;
 
 tl::unexpected<std::string> fail(std::string message) {
   return tl::make_unexpected(std::move(message));
-}
-
-void sync_directory(const fs::path& dir) {
-  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
 }
 
 // Failures reported by writer callbacks (on the writer's thread).
@@ -91,8 +85,9 @@ result to_compact(const fs::path& run) {
     auto file = entry.path() / "result.json";
     if (fs::exists(file, ignored)) {
       auto record = read_json_object(file);
-      auto* key = record ? record->if_contains("key") : nullptr;
-      auto it = key && key->is_string() ? cases.find(std::string(key->get_string())) : cases.end();
+      auto key = record ? key_of(*record) : std::nullopt;
+      if (key) (*record)["key"] = *key;  // as load_cases read it
+      auto it = key ? cases.find(*key) : cases.end();
       if (it == cases.end() || it->second != *record) {
         counts.notes.push_back("kept " + file.string() + ": the segments do not hold its record");
         continue;
@@ -106,7 +101,7 @@ result to_compact(const fs::path& run) {
     remove_if_empty(entry.path());
   }
   remove_if_empty(run / "cases");
-  sync_directory(run);
+  store::detail::sync_directory(run);
   return counts;
 }
 
@@ -188,9 +183,9 @@ result to_per_case(const fs::path& run) {
     }
     ++counts.removed_files;
   }
-  sync_directory(dir);
+  store::detail::sync_directory(dir);
   remove_if_empty(dir);
-  sync_directory(run);
+  store::detail::sync_directory(run);
   return counts;
 }
 

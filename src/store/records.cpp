@@ -52,6 +52,13 @@ json::object encode_case(const plan::planned_case& c, const schedule::case_recor
   return o;
 }
 
+std::optional<std::string> key_of(const json::object& record) {
+  if (auto* k = record.if_contains("key"); k && k->is_string()) return std::string(k->get_string());
+  auto params = protocol::decode_run_params(record);
+  if (!params) return std::nullopt;
+  return plan::case_key(*params);
+}
+
 schedule::case_record decode_case(const json::object& saved) {
   schedule::case_record r;
   auto text = [&](std::string_view k) -> std::string {

@@ -2,6 +2,7 @@
 #include <mira/store/run_folder.hpp>
 
 #include <mira/protocol/json_text.hpp>
+#include <mira/store/records.hpp>
 
 #include <boost/json/parse.hpp>
 
@@ -52,7 +53,8 @@ boost::system::error_code run_folder::save_case(const std::string& key,
 }
 
 std::map<std::string, json::object> run_folder::load_cases(
-    std::vector<std::string>* unreadable) const {
+    std::vector<std::string>* unreadable, std::unordered_map<std::string, fs::path>* foreign_dirs,
+    bool remove_temporaries) const {
   std::map<std::string, json::object> out;
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(path_ / "cases", ec)) {
@@ -60,18 +62,27 @@ std::map<std::string, json::object> run_folder::load_cases(
     // A host killed while saving leaves a temporary file (and perhaps no result.json): that
     // case was not saved.
     std::error_code ignored;
-    for (auto& f : fs::directory_iterator(entry.path(), ignored))
-      if (f.path().filename().string().rfind(".result.json.tmp-", 0) == 0)
-        fs::remove(f.path(), ignored);
+    if (remove_temporaries)
+      for (auto& f : fs::directory_iterator(entry.path(), ignored))
+        if (f.path().filename().string().rfind(".result.json.tmp-", 0) == 0)
+          fs::remove(f.path(), ignored);
     if (!fs::exists(file, ignored)) continue;
     auto record = read_json_object(file);
-    auto* key = record ? record->if_contains("key") : nullptr;
-    if (!key || !key->is_string()) {
-      if (unreadable) unreadable->push_back(file.string());
+    if (!record) {
+      if (unreadable)
+        unreadable->push_back(file.string() + ": not a JSON object (torn or foreign)");
       continue;
     }
-    std::string k(key->get_string());
-    out.emplace(std::move(k), std::move(*record));
+    auto key = key_of(*record);
+    if (!key) {
+      if (unreadable)
+        unreadable->push_back(file.string() + ": no case identity (eval, sample, target)");
+      continue;
+    }
+    if (foreign_dirs && entry.path().filename() != encode_key(*key))
+      (*foreign_dirs)[*key] = entry.path();
+    (*record)["key"] = *key;
+    out.insert_or_assign(std::move(*key), std::move(*record));
   }
   return out;
 }

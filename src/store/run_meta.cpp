@@ -51,17 +51,6 @@ json::array strings_json(const std::vector<std::string>& v) {
   return out;
 }
 
-// The Rust host keeps times as Unix seconds (0: never finished).
-std::string iso_from_unix(std::int64_t t) {
-  if (t <= 0) return {};
-  auto tt = static_cast<std::time_t>(t);
-  std::tm utc{};
-  ::gmtime_r(&tt, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
-}
-
 std::int64_t unix_from_iso(const std::string& iso) {
   std::tm utc{};
   if (iso.empty() || !::strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &utc)) return 0;
@@ -81,6 +70,16 @@ bool is_known(std::string_view k) {
 }
 
 }  // namespace
+
+std::string iso_utc(std::int64_t t) {
+  if (t <= 0) return {};
+  auto tt = static_cast<std::time_t>(t);
+  std::tm utc{};
+  ::gmtime_r(&tt, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
 
 namespace {
 
@@ -167,8 +166,8 @@ tl::expected<run_meta, std::string> run_meta::from_json(const json::object& o) {
     m.made_by_rust_host = true;
     m.study = study->get_string();
     m.study_version = text(o, "study_version");
-    m.started = iso_from_unix(integer(o, "started_unix"));
-    m.finished = iso_from_unix(integer(o, "finished_unix"));
+    m.started = iso_utc(integer(o, "started_unix"));
+    m.finished = iso_utc(integer(o, "finished_unix"));
     if (auto* s = o.if_contains("summary"); s && s->is_object()) m.summary = s->get_object();
     m.environment = object(o, "environment");
     m.run_id = text(o, "run_id");

@@ -1,6 +1,7 @@
 // The run store (see run_store.hpp).
 #include <mira/store/run_store.hpp>
 
+#include <mira/detail/json_scan.hpp>
 #include <mira/plan/natural_order.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
@@ -8,6 +9,7 @@
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
+#include <mira/store/run_folder.hpp>
 #include <mira/store/segment_log.hpp>
 
 #include <boost/json/parse.hpp>
@@ -18,9 +20,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
-#include <set>
+#include <unordered_set>
 
 namespace mira::store {
 
@@ -41,45 +44,16 @@ std::string hostname() {
   return buf;
 }
 
-// The identity of a record the Rust host saved (no "key"): its key as the Rust host made it,
-// which is the key this host plans for the same case.
-std::optional<std::string> key_of(const json::object& record) {
-  if (auto* k = record.if_contains("key"); k && k->is_string()) return std::string(k->get_string());
-  auto params = protocol::decode_run_params(record);
-  if (!params) return std::nullopt;
-  return plan::case_key(*params);
-}
-
-// Reads cases/*/result.json. `dirs` gets the folder of every key whose folder is not the one
-// encode_key() names (written by the Rust host), so a resumed run writes that case in place.
+// Reads cases/*/result.json (run_folder::load_cases). `dirs` gets the folder of every key whose
+// folder is not the one encode_key() names (written by the Rust host), so a resumed run writes
+// that case in place; only a writer (who passes it) removes the temporaries of a killed save.
 void load_per_case(const fs::path& folder, std::map<std::string, json::object>& out,
                    std::vector<std::string>& unreadable,
                    std::unordered_map<std::string, fs::path>* dirs) {
-  std::error_code ec;
-  for (auto& entry : fs::directory_iterator(folder / "cases", ec)) {
-    auto file = entry.path() / "result.json";
-    std::error_code ignored;
-    // A host killed while saving leaves temporaries: the writer (who holds the lock) removes
-    // them; a reader leaves the folder as it is.
-    if (dirs)
-      for (auto& f : fs::directory_iterator(entry.path(), ignored))
-        if (f.path().filename().string().rfind(".result.json.tmp-", 0) == 0)
-          fs::remove(f.path(), ignored);
-    if (!fs::exists(file, ignored)) continue;  // a case whose save never completed
-    auto record = read_json_object(file);
-    if (!record) {
-      unreadable.push_back(file.string() + ": not a JSON object (torn or foreign)");
-      continue;
-    }
-    auto key = key_of(*record);
-    if (!key) {
-      unreadable.push_back(file.string() + ": no case identity (eval, sample, target)");
-      continue;
-    }
-    if (dirs && entry.path().filename() != encode_key(*key)) (*dirs)[*key] = entry.path();
-    (*record)["key"] = *key;
-    out.insert_or_assign(std::move(*key), std::move(*record));
-  }
+  auto f = run_folder::open(folder.parent_path(), folder.filename().string());
+  if (!f) return;  // no cases/ folder: a compact run
+  for (auto& [key, record] : f->load_cases(&unreadable, dirs, dirs != nullptr))
+    out.insert_or_assign(key, std::move(record));
 }
 
 // Reads segments/*.ndjson: the newest record of each key. A torn tail (a write cut short by a
@@ -87,11 +61,12 @@ void load_per_case(const fs::path& folder, std::map<std::string, json::object>& 
 void load_compact(const fs::path& folder, std::map<std::string, json::object>& out,
                   std::vector<std::string>& unreadable) {
   auto scan = read_segments(folder / "segments");
-  for (auto& problem : scan.problems)
-    if (problem.find("torn tail") == std::string::npos) unreadable.push_back(problem);
+  // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
+  unreadable.insert(unreadable.end(), scan.problems.begin(),
+                    scan.problems.begin() + static_cast<std::ptrdiff_t>(scan.damaged_lines));
   for (auto& r : scan.records) {
     boost::system::error_code ec;
-    auto v = json::parse(r.json, ec);
+    auto v = json::parse(r.json, ec, {}, mira::detail::host_parse_options());
     if (ec || !v.is_object()) {
       unreadable.push_back((folder / "segments").string() + ": the record of " + r.key +
                            " is not a JSON object");
@@ -227,6 +202,14 @@ class per_case_writer final : public run_store::case_writer {
   batch_writer writer_;
 };
 
+// A saved case as a planned one: its identity and key (for reports and the whole run).
+plan::planned_case planned_case_of(const saved_case& c) {
+  plan::planned_case pc;
+  if (auto params = protocol::decode_run_params(c.record)) pc.params = std::move(*params);
+  pc.key = c.key;
+  return pc;
+}
+
 class compact_writer final : public run_store::case_writer {
  public:
   explicit compact_writer(std::unique_ptr<segment_writer> w) : writer_(std::move(w)) {}
@@ -247,10 +230,7 @@ std::pair<plan::plan, schedule::run_report> loaded_run::as_report() const {
   p.cases.reserve(cases.size());
   report.cases.reserve(cases.size());
   for (auto& c : cases) {
-    plan::planned_case pc;
-    if (auto params = protocol::decode_run_params(c.record)) pc.params = std::move(*params);
-    pc.key = c.key;
-    p.cases.push_back(std::move(pc));
+    p.cases.push_back(planned_case_of(c));
     report.cases.push_back(decode_case(c.record));
   }
   report.seconds = meta.seconds();
@@ -301,11 +281,11 @@ tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const 
   std::unordered_map<std::string_view, const saved_case*> saved;
   saved.reserve(run.cases.size());
   for (auto& c : run.cases) saved.emplace(c.key, &c);
-  std::unordered_map<std::string_view, bool> planned;
+  std::unordered_set<std::string_view> planned;
   planned.reserve(p.cases.size());
   out.records.resize(p.cases.size());
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    planned.emplace(p.cases[i].key, true);
+    planned.insert(p.cases[i].key);
     auto it = saved.find(p.cases[i].key);
     if (it != saved.end()) {
       auto rec = decode_case(it->second->record);
@@ -323,10 +303,7 @@ tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const 
   }
   for (auto& c : run.cases) {
     if (planned.count(c.key)) continue;
-    plan::planned_case pc;
-    if (auto params = protocol::decode_run_params(c.record)) pc.params = std::move(*params);
-    pc.key = c.key;
-    out.outside.cases.push_back(std::move(pc));
+    out.outside.cases.push_back(planned_case_of(c));
     out.outside_records.push_back(decode_case(c.record));
   }
   return out;
@@ -427,7 +404,18 @@ error_code run_store::save_meta() {
                            protocol::to_json_text(s_->meta.to_json()) + "\n");
 }
 
+namespace {
+std::string now_utc() {
+  return iso_utc(std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count());
+}
+}  // namespace
+
 error_code run_store::begin_session(run_session session) {
+  if (session.started.empty()) session.started = now_utc();
+  if (session.hostname.empty()) session.hostname = hostname();
+  if (session.pid == 0) session.pid = ::getpid();
   auto n = s_->meta.sessions.size() + 1;
   if (s_->meta.started.empty()) s_->meta.started = session.started;
   auto marker = json::object{{"session", n},
@@ -473,7 +461,8 @@ error_code run_store::append_stderr(std::string_view text) {
 }
 
 error_code run_store::finish(const plan::plan& whole, schedule::run_report& report,
-                             const aggregate::summary& s, std::string_view finished_at) {
+                             const aggregate::summary& s) {
+  const auto finished_at = now_utc();
   error_code first;
   auto keep = [&](error_code ec) {
     if (ec && !first) first = ec;
@@ -481,8 +470,8 @@ error_code run_store::finish(const plan::plan& whole, schedule::run_report& repo
   keep(flush_events());
   auto& meta = s_->meta;
   meta.format = run_meta::current_format;
-  meta.finished = std::string(finished_at);
-  if (!meta.sessions.empty()) meta.sessions.back().finished = std::string(finished_at);
+  meta.finished = finished_at;
+  if (!meta.sessions.empty()) meta.sessions.back().finished = finished_at;
   report.seconds = meta.seconds();
   for (auto [name, format] :
        {std::pair<const char*, const char*>{"report.json", "json"}, {"report.html", "html"}}) {

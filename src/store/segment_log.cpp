@@ -2,6 +2,7 @@
 // segment_log.hpp and docs/store.md).
 #include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
+#include <mira/store/files.hpp>
 #include <mira/store/segment_log.hpp>
 
 #include <boost/json/parse.hpp>
@@ -254,13 +255,6 @@ int create_segment(int dir_fd, const fs::path& dir, std::uint64_t number) {
   return fd;
 }
 
-void sync_directory(const fs::path& dir) {
-  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
 
 std::vector<fs::path> list_segments(const fs::path& dir) {
@@ -324,7 +318,7 @@ tl::expected<std::unique_ptr<segment_writer>, std::string> segment_writer::open(
     if (ec)
       return tl::make_unexpected("cannot create segment directory " + dir.string() + ": " +
                                  ec.message());
-    sync_directory(dir.parent_path());
+    store::detail::sync_directory(dir.parent_path());
   }
   int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0)

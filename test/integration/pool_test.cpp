@@ -126,8 +126,19 @@ BOOST_AUTO_TEST_CASE(a_cancelled_request_sends_cancel_to_the_process_that_holds_
       else
         pool.async_run(echo_case("b"), on_done);
     }
-    asio::steady_timer t(co_await asio::this_coro::executor, milliseconds(300));
-    co_await t.async_wait(asio::use_awaitable);
+    // Cancel once every process has read its run (each records what it reads): a request not
+    // yet written would be withdrawn without a `cancel` frame.
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    for (int tries = 0; tries < 2000; ++tries) {
+      std::size_t with_run = 0;
+      try {
+        for (auto& [pid, f] : sent_by_process(rec)) with_run += !f.runs.empty();
+      } catch (const std::exception&) {  // a line still being written
+      }
+      if (with_run == 3) break;
+      t.expires_after(milliseconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+    }
     BOOST_TEST((pool.loads() == std::vector<std::size_t>{1, 1, 1}));
     BOOST_TEST(pool.process(1).study()->study == "py-study");
     sig.emit(asio::cancellation_type::terminal);

@@ -24,8 +24,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -309,12 +307,7 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
   }
   if (m == mode::score)
     meta.extra["scored_artifacts"] = std::filesystem::absolute(a.artifacts).string();
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  store::run_session session;
-  session.started = utc_now();
-  session.hostname = host;
-  session.pid = ::getpid();
+  store::run_session session;  // begin_session adds the start time, host and pid
   session.argv = argv_without_secrets(args);
   session.config = config_json(args, a);
   session.planned = p.cases.size();
@@ -536,7 +529,7 @@ void save_session(const std::vector<std::string>& args, const run_args& a, const
   auto whole_summary =
       whole ? aggregate::summarize(whole_plan, whole_report.cases, &study.list, a.group_by)
             : session_summary;
-  if (auto ec = s.finish(whole_plan, whole_report, whole_summary, utc_now()))
+  if (auto ec = s.finish(whole_plan, whole_report, whole_summary))
     std::fprintf(stderr, "mira: warning: cannot finish the run folder: %s\n", ec.message().c_str());
   std::fprintf(stderr, "saved run %s to %s\n", s.id().c_str(), s.path().c_str());
   if (report.stopped != schedule::stop_reason::none ||

@@ -189,6 +189,35 @@ study_command command_for(const run_args& a) {
 
 namespace {
 
+void print_study(const protocol::initialize_result& init, std::size_t procs) {
+  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals", printable(init.study).c_str(),
+               init.study_version.empty() ? "" : " ", printable(init.study_version).c_str(),
+               printable(init.protocol_version).c_str(), static_cast<long long>(init.evals));
+  if (procs > 1) std::fprintf(stderr, " · %zu processes", procs);
+  std::fprintf(stderr, "\n");
+}
+
+// Every page of the listing (from a handle or a pool) within --init-timeout; prints what went
+// wrong otherwise.
+template <class Study>
+asio::awaitable<std::optional<protocol::list_result>> list_within(Study& study, const run_args& a) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, a.init_timeout);
+  auto listed =
+      co_await (study.list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (listed.index() == 1) {
+    std::fprintf(stderr,
+                 "mira: the study did not finish listing its evals within %g s (--init-timeout)\n",
+                 std::chrono::duration<double>(a.init_timeout).count());
+    co_return std::nullopt;
+  }
+  auto list = std::move(std::get<0>(listed));
+  if (!list) {
+    std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
+    co_return std::nullopt;
+  }
+  co_return std::move(*list);
+}
+
 // --procs N > 1: N processes started and initialized at once, listed once.
 asio::awaitable<std::optional<opened>> open_pool(const run_args& a) {
   auto ex = co_await asio::this_coro::executor;
@@ -213,23 +242,9 @@ asio::awaitable<std::optional<opened>> open_pool(const run_args& a) {
     co_return std::nullopt;
   }
   auto init = pool->study();
-  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals · %zu processes\n",
-               printable(init.study).c_str(), init.study_version.empty() ? "" : " ",
-               printable(init.study_version).c_str(), printable(init.protocol_version).c_str(),
-               static_cast<long long>(init.evals), a.procs);
-  asio::steady_timer timer(ex, a.init_timeout);
-  auto listed =
-      co_await (pool->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (listed.index() == 1) {
-    std::fprintf(stderr,
-                 "mira: the study did not finish listing its evals within %g s (--init-timeout)\n",
-                 std::chrono::duration<double>(a.init_timeout).count());
-    co_await pool->shutdown();
-    co_return std::nullopt;
-  }
-  auto list = std::move(std::get<0>(listed));
+  print_study(init, a.procs);
+  auto list = co_await list_within(*pool, a);
   if (!list) {
-    std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
     co_await pool->shutdown();
     co_return std::nullopt;
   }
@@ -262,23 +277,9 @@ asio::awaitable<std::optional<opened>> open_study(const run_args& a) {
       std::fprintf(stderr, "  | %s\n", printable(l).c_str());
     co_return std::nullopt;
   }
-  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals\n", printable(init->study).c_str(),
-               init->study_version.empty() ? "" : " ", printable(init->study_version).c_str(),
-               printable(init->protocol_version).c_str(), static_cast<long long>(init->evals));
-  timer.expires_after(a.init_timeout);
-  auto listed =
-      co_await (host->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (listed.index() == 1) {
-    std::fprintf(stderr,
-                 "mira: the study did not finish listing its evals within %g s (--init-timeout)\n",
-                 std::chrono::duration<double>(a.init_timeout).count());
-    co_return std::nullopt;
-  }
-  auto list = std::move(std::get<0>(listed));
-  if (!list) {
-    std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
-    co_return std::nullopt;
-  }
+  print_study(*init, 1);
+  auto list = co_await list_within(*host, a);
+  if (!list) co_return std::nullopt;
   co_return opened{std::move(*host), std::move(*init), std::move(*list)};
 }
 
@@ -301,15 +302,6 @@ int run_io(std::function<asio::awaitable<void>(int& rc)> body) {
   asio::co_spawn(ctx, body(rc), asio::detached);
   ctx.run();
   return rc;
-}
-
-std::string utc_now() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  ::gmtime_r(&t, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
 }
 
 // Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.

@@ -181,8 +181,6 @@ boost::asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, 
 /// Runs `body` (which sets the exit code) on a fresh io_context.
 int run_io(std::function<boost::asio::awaitable<void>(int& rc)> body);
 
-std::string utc_now();
-
 /// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
 bool use_colour(const run_args& a);
 

@@ -8,6 +8,9 @@
 
 #include <boost/json/object.hpp>
 
+#include <optional>
+#include <string>
+
 namespace mira::store {
 
 /// The record's result (the study's JSON text) as an object; empty without one.
@@ -16,6 +19,11 @@ boost::json::object result_object(const schedule::case_record& r);
 /// One case as its saved JSON object: the study's RunResult or, for a case that never produced
 /// one, a synthesised result with the error, plus key, status, attempts, retried, latency_ms.
 boost::json::object encode_case(const plan::planned_case& c, const schedule::case_record& r);
+
+/// The case key of a saved record: its "key", or for a record the Rust mira CLI saved (a bare
+/// RunResult) the key computed from its identity, as both hosts compute it. Nothing when it has
+/// neither.
+std::optional<std::string> key_of(const boost::json::object& record);
 
 /// A case record read back from an encode_case() object.
 schedule::case_record decode_case(const boost::json::object& saved);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace mira::store {
@@ -31,11 +32,16 @@ class run_folder {
   std::filesystem::path case_file(const std::string& key) const;
   /// Saves one finished case (its JSON record, which must carry "key").
   boost::system::error_code save_case(const std::string& key, const boost::json::object& record);
-  /// Every saved case record, by key. A file that does not parse (or names no key) is listed in
-  /// `unreadable` and left alone: its case is simply run again. Temporary files left by a host
+  /// Every saved case record, by key (store::key_of: a record the Rust mira CLI saved gains
+  /// "key"). A file that does not parse, or has no case identity, is listed in `unreadable`
+  /// ("<file>: <why>") and left alone: its case is simply run again. `foreign_dirs` gets the
+  /// folder of each key saved under another name than encode_key() gives (the Rust host's
+  /// encoding). With `remove_temporaries` (a writer's load), temporary files left by a host
   /// killed while saving are removed.
   std::map<std::string, boost::json::object> load_cases(
-      std::vector<std::string>* unreadable = nullptr) const;
+      std::vector<std::string>* unreadable = nullptr,
+      std::unordered_map<std::string, std::filesystem::path>* foreign_dirs = nullptr,
+      bool remove_temporaries = true) const;
 
   boost::system::error_code save_meta(const boost::json::object& meta);
   std::optional<boost::json::object> load_meta() const;

@@ -19,12 +19,16 @@ enum class layout { per_case, compact };
 std::string_view to_string(layout l);
 std::optional<layout> layout_from_string(std::string_view s);
 
+/// A Unix time as meta.json writes times ("2026-11-30T08:15:02Z"); empty for 0 or less (the
+/// Rust host's "never finished").
+std::string iso_utc(std::int64_t unix_seconds);
+
 /// One invocation that ran or resumed the run.
 struct run_session {
-  std::string started;   // UTC, ISO 8601
-  std::string finished;  // empty while it runs, or when it was killed
-  std::string hostname;
-  std::int64_t pid = 0;
+  std::string started;            // UTC, ISO 8601 (begin_session: now, when empty)
+  std::string finished;           // empty while it runs, or when it was killed
+  std::string hostname;           // begin_session: this host's, when empty
+  std::int64_t pid = 0;           // begin_session: this process's, when 0
   std::vector<std::string> argv;  // the host's arguments, --study-env values removed
   boost::json::object config;     // the effective configuration (selection, policy, ...)
   std::size_t planned = 0;        // cases in this session's plan

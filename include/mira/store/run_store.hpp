@@ -130,7 +130,7 @@ class run_store {
   /// whole_run), then meta.json with the summary and the session's end. Each file atomically.
   /// Sets report.seconds to the run time of every session (set this session's seconds first).
   boost::system::error_code finish(const plan::plan& whole, schedule::run_report& report,
-                                   const aggregate::summary& s, std::string_view finished_at);
+                                   const aggregate::summary& s);
 
   boost::system::error_code save_meta();
 

@@ -102,7 +102,7 @@ struct segment_scan {
   std::vector<segment_record> records;
   /// Human-readable: "torn tail dropped in FILE at byte N (...)", "checksum mismatch at
   /// FILE:LINE (byte N), line skipped", "cannot read FILE: ...".
-  std::vector<std::string> problems;
+  std::vector<std::string> problems;  // the damaged lines first; a torn tail, if any, last
   /// Lines skipped before the torn tail of the last segment (damage, not an interrupted write).
   std::size_t damaged_lines = 0;
 };
