@@ -246,6 +246,13 @@ tl::expected<loaded_run, std::string> load_run(const fs::path& results_dir,
   return load_folder(*path, std::move(*meta), nullptr);
 }
 
+tl::expected<run_meta, std::string> load_run_meta(const fs::path& results_dir,
+                                                  const std::string& run_id) {
+  auto path = existing_run(results_dir, run_id);
+  if (!path) return tl::make_unexpected(path.error());
+  return read_meta(*path, run_id);
+}
+
 tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const plan::plan& p,
                                                    const protocol::initialize_result& study,
                                                    const json::object& fingerprints,

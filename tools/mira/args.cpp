@@ -146,6 +146,12 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.selection.axes.emplace_back(v.substr(0, eq), split(v.substr(eq + 1), ','));
     } else if (selects && a == "--trials") {
       out.selection.trials = whole_number(a, value(a), 0, 1000000);
+    } else if (selects && a == "--shard") {
+      const auto& v = value(a);
+      auto spec = v == "auto" ? plan::shard_from_env([](const char* n) { return std::getenv(n); })
+                              : plan::parse_shard(v);
+      if (!spec) throw usage_error{printable(spec.error())};
+      out.shard = *spec;
     } else if (selects && a == "--seed") {
       out.selection.seed = whole_number(a, value(a), INT64_MIN / 2, INT64_MAX / 2);
     } else if (runs && (a == "-j" || a == "--max-concurrent")) {

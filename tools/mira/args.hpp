@@ -5,6 +5,7 @@
 #include <mira/report/escape.hpp>
 
 #include <mira/plan/plan.hpp>
+#include <mira/plan/shard.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/run_meta.hpp>
 
@@ -29,6 +30,7 @@ struct run_args {
   schedule::duration init_timeout = std::chrono::seconds(60);
   schedule::duration idle_timeout{0};  // 0: off
   plan::selection selection;
+  std::optional<plan::shard_spec> shard;  // --shard I/N, or auto (resolved from the environment)
   schedule::run_policy policy;
   /// Processes of the study (run, score): a pool when > 1. --procs auto: the CPU count.
   std::size_t procs = 1;

@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "help.hpp"
 #include "session.hpp"
+#include "shard_step.hpp"
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/json_text.hpp>
@@ -64,7 +65,7 @@ void print_list(const protocol::list_result& list) {
   }
 }
 
-void print_plan(const plan::plan& p, bool as_json) {
+void print_plan(const plan::plan& p, bool as_json, bool sharded) {
   if (as_json) {
     for (auto& c : p.cases) {
       auto o = protocol::encode(c.params);
@@ -83,13 +84,14 @@ void print_plan(const plan::plan& p, bool as_json) {
         "%s: %zu sample(s) x %zu target(s) x %zu axis combination(s) x %zu trial(s) = %zu "
         "case(s)",
         printable(e.eval).c_str(), e.samples, e.targets, e.axis_combinations, e.trials, grid);
-    if (e.cases != grid) std::printf(", %zu after the filter", e.cases);
+    if (sharded || e.cases != grid)
+      std::printf(", %zu %s", e.cases, sharded ? "in the shard" : "after the filter");
     std::printf("\n");
     total += e.cases;
   }
   std::size_t unavailable = 0;
   for (auto& c : p.cases) unavailable += !c.available;
-  std::printf("total: %zu case(s)", total);
+  std::printf(sharded ? "total in the shard: %zu case(s)" : "total: %zu case(s)", total);
   if (unavailable) std::printf(", %zu on unavailable targets (reported as skipped)", unavailable);
   std::printf("\n");
 }
@@ -116,7 +118,9 @@ int cmd_plan(const std::vector<std::string>& args) {
     auto pl = co_await open_and_plan(a, rc);
     if (!pl) co_return;
     co_await pl->study.host.shutdown();
-    print_plan(pl->p, a.json);
+    std::optional<store::shard_info> shard;
+    if (!select_shard(a, pl->p, shard, rc)) co_return;
+    print_plan(pl->p, a.json, shard.has_value());
     rc = exit_ok;
   });
 }
@@ -168,8 +172,9 @@ int main(const std::vector<std::string>& args) {
     if (args[0] == "report") return cmd_report(rest);
     if (args[0] == "export") return cmd_export(rest);
     if (args[0] == "store") return cmd_store(rest);
+    if (args[0] == "merge") return cmd_merge(rest);
     throw usage_error{"unknown command '" + printable(args[0]) +
-                      "' (commands: list, plan, run, score, report, export, store)"};
+                      "' (commands: list, plan, run, score, report, export, store, merge)"};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "mira: %s\nRun `mira --help` for usage.\n", e.message.c_str());
     return exit_usage;

@@ -14,6 +14,7 @@ Usage:
   mira report RUN_ID [--results-dir DIR] [--format F] [--out PATH] [--group-by KEY]
   mira export RUN_ID --format atif [--results-dir DIR] [--artifacts DIR] [--out DIR|-]
   mira store convert RUN_ID --to per-case|compact [--results-dir DIR]
+  mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]
   mira --version
 
 Everything after `--` is the study's command line, passed as is (no shell);
@@ -60,7 +61,10 @@ Example:
   "  --tag TAG              samples with this tag (repeatable: any of them)\n"          \
   "  --axis NAME=V1,V2      axis values (repeatable; the same NAME twice intersects)\n" \
   "  --trials N             trials per case instead of the eval's (0 means 1)\n"        \
-  "  --seed S               base seed instead of the eval's; trial t gets S + t\n"
+  "  --seed S               base seed instead of the eval's; trial t gets S + t\n"      \
+  "  --shard I/N|auto       only shard I of N (0-based) of the plan; auto: from\n"      \
+  "                         SLURM_ARRAY_TASK_ID/_COUNT or JOB_COMPLETION_INDEX with\n"  \
+  "                         MIRA_SHARD_COUNT (merge the shards with mira merge)\n"
 
 inline constexpr const char* plan_help =
     "mira plan - show what a selection would run, without running it\n\n"
@@ -178,6 +182,30 @@ bad argument; 3 the run is in use or a record could not be converted.
 
 Example:
   mira store convert 20261130T081502Z-3fa9 --to compact
+)";
+
+inline constexpr const char* merge_help =
+    R"(mira merge - merge the shard runs of one plan into one run
+
+Usage: mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]
+
+  RUN                  a shard run (made by mira run --shard I/N): a path to its folder, or
+                       its run id in --results-dir
+  --results-dir DIR    where run ids are looked up and the merged run goes (default ./results)
+  --run-id ID          the merged run's id (default: a new one); it must not exist
+  --allow-partial      merge even when shards are missing or unfinished: their cases are
+                       reported as not run, exit 4; `mira run --resume ID` runs them
+
+Every input must be a shard run of the same study (name and version), the same plan
+(fingerprint) and the same shard count; each index once, no case twice, and every index there
+(else the missing ones are listed). Otherwise nothing is written. The merged run holds every
+case record, each shard's events and study stderr, meta.json with the shards and their timing,
+report.json and report.html; the inputs are not changed. mira report, mira export and mira run
+--resume work on it. Exit codes: 0 merged; 2 bad input (nothing written); 3 the merged run could
+not be written (nothing left behind); 4 merged with --allow-partial, cases not run.
+
+Example:
+  mira merge results/shards/0/* results/shards/1/* --run-id nightly
 )";
 
 inline constexpr const char* export_help =

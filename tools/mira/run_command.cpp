@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "help.hpp"
 #include "session.hpp"
+#include "shard_step.hpp"
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/json_text.hpp>
@@ -136,8 +137,11 @@ std::string shell_word(const std::string& w) {
   return out + "'";
 }
 
-// The command that resumes this run: the same arguments, with --resume ID.
+// The command that resumes this run: the same arguments, with --resume ID (and without
+// --shard: a resumed shard run keeps its own).
 std::string resume_command(std::vector<std::string> args, const std::string& id) {
+  if (auto sh = std::find(args.begin(), args.end(), "--shard"); sh != args.end())
+    args.erase(sh, sh + 1 == args.end() ? sh + 1 : sh + 2);
   auto it = std::find(args.begin(), args.end(), "--resume");
   if (it != args.end() && it + 1 != args.end())
     *(it + 1) = id;
@@ -239,7 +243,8 @@ struct store_input {
 };
 
 std::optional<store_input> open_store(const std::vector<std::string>& args, const run_args& a,
-                                      mode m, const opened& study, const plan::plan& p, int& rc) {
+                                      mode m, const opened& study, const plan::plan& p,
+                                      const std::optional<store::shard_info>& shard, int& rc) {
   store_input in;
   auto fresh = [&] {
     in.resumed.todo.resize(p.cases.size());
@@ -305,6 +310,7 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
     for (auto& entry : a.study_env) env_names.emplace_back(entry.substr(0, entry.find('=')));
     meta.study_env = json::object{{"cleared", a.study_env_clear}, {"passed", std::move(env_names)}};
   }
+  if (shard) store::set_shard(meta, *shard);
   if (m == mode::score)
     meta.extra["scored_artifacts"] = std::filesystem::absolute(a.artifacts).string();
   store::run_session session;  // begin_session adds the start time, host and pid
@@ -548,10 +554,12 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
       rc = exit_usage;
       co_return;
     }
+    std::optional<store::shard_info> shard;
+    if (!select_shard(a, p, shard, rc)) co_return;
     if (p.cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
     auto arts = open_artifacts(a, m, study, p, rc);
     if (!arts) co_return;
-    auto st = open_store(args, a, m, study, p, rc);
+    auto st = open_store(args, a, m, study, p, shard, rc);
     if (!st) co_return;
     the_log().store = st->store ? &*st->store : nullptr;
 

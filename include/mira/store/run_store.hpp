@@ -77,6 +77,9 @@ std::optional<std::pair<plan::plan, schedule::run_report>> whole_run(
 /// Reads a saved run without locking it.
 tl::expected<loaded_run, std::string> load_run(const std::filesystem::path& results_dir,
                                                const std::string& run_id);
+/// Reads only a saved run's meta.json (no cases), without locking it.
+tl::expected<run_meta, std::string> load_run_meta(const std::filesystem::path& results_dir,
+                                                  const std::string& run_id);
 
 class run_store {
  public:

@@ -1,0 +1,298 @@
+// Merging shard runs (see merge.hpp): check every input, then write the merged folder under a
+// temporary name in the results directory and rename it into place, so a failure or a refusal
+// leaves nothing behind.
+#include <mira/store/merge.hpp>
+
+#include <mira/aggregate/summary.hpp>
+#include <mira/plan/natural_order.hpp>
+#include <mira/protocol/json_text.hpp>
+#include <mira/store/files.hpp>
+#include <mira/store/run_store.hpp>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+
+namespace mira::store {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using boost::system::error_code;
+
+namespace {
+
+struct input {
+  fs::path folder;
+  loaded_run run;
+  shard_info shard;
+};
+
+tl::unexpected<merge_error> refuse(std::string message) {
+  return tl::make_unexpected(merge_error{merge_error::kind::bad_input, std::move(message)});
+}
+
+tl::unexpected<merge_error> write_failed(std::string message) {
+  return tl::make_unexpected(merge_error{merge_error::kind::cannot_write, std::move(message)});
+}
+
+std::string indexes_text(const std::vector<std::size_t>& v) {
+  std::string out;
+  for (auto i : v) out += (out.empty() ? "" : ", ") + std::to_string(i);
+  return out;
+}
+
+// Reads and checks one input on its own.
+tl::expected<input, merge_error> read_input(const fs::path& folder) {
+  auto name = folder.filename().string();
+  auto run = load_run(folder.parent_path(), name);
+  if (!run) return refuse(run.error());
+  if (!run->unreadable.empty())
+    return refuse("run " + folder.string() + ": " + std::to_string(run->unreadable.size()) +
+                  " saved result(s) cannot be read, the first: " + run->unreadable.front());
+  auto shard = shard_of(run->meta);
+  if (!shard) return refuse(shard.error());
+  if (!*shard)
+    return refuse("run " + folder.string() +
+                  " is not a shard run (its meta.json has no \"shard\": made without --shard)");
+  return input{folder, std::move(*run), **shard};
+}
+
+// The inputs against each other: one study, one plan, one count, each index and case once.
+std::optional<std::string> check_together(const std::vector<input>& in) {
+  auto& first = in.front();
+  auto label = [](const input& i) {
+    return "run " + i.folder.string() + " (shard " + plan::to_string(i.shard.spec) + ")";
+  };
+  std::map<std::size_t, const input*> by_index;
+  for (auto& i : in) {
+    if (i.run.meta.study != first.run.meta.study ||
+        i.run.meta.study_version != first.run.meta.study_version)
+      return label(i) + " was made by study '" + i.run.meta.study + "' version " +
+             i.run.meta.study_version + ", " + label(first) + " by '" + first.run.meta.study +
+             "' version " + first.run.meta.study_version;
+    if (i.shard.spec.count != first.shard.spec.count)
+      return label(i) + " and " + label(first) + " split the plan into different counts";
+    if (i.shard.fingerprint != first.shard.fingerprint)
+      return label(i) + " comes from another plan than " + label(first) + " (plan fingerprints " +
+             i.shard.fingerprint.substr(0, 12) + "… and " + first.shard.fingerprint.substr(0, 12) +
+             "…: another selection or listing)";
+    auto [it, fresh] = by_index.emplace(i.shard.spec.index, &i);
+    if (!fresh)
+      return "shard " + std::to_string(i.shard.spec.index) + " is given twice: run " +
+             it->second->folder.string() + " and run " + i.folder.string();
+  }
+  std::unordered_map<std::string_view, const input*> owner;
+  for (auto& i : in)
+    for (auto& c : i.run.cases) {
+      auto [it, fresh] = owner.emplace(c.key, &i);
+      if (!fresh) return "case " + c.key + " is in " + label(*it->second) + " and in " + label(i);
+    }
+  return std::nullopt;
+}
+
+error_code errno_code() {
+  return {errno, boost::system::system_category()};
+}
+
+// Appends `header` and then the whole file `from` (when it exists) to `to`, made durable.
+error_code append_copy(const fs::path& from, const fs::path& to, std::string_view header) {
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (out < 0) return errno_code();
+  auto ec = detail::write_all(out, header);
+  int src = ec ? -1 : ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (src >= 0) {
+    std::string buf(std::size_t{1} << 20, '\0');
+    for (;;) {
+      auto n = ::read(src, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) ec = errno_code();
+      if (n <= 0 || ec) break;
+      if ((ec = detail::write_all(out, std::string_view(buf.data(), static_cast<std::size_t>(n)))))
+        break;
+    }
+    ::close(src);
+  }
+  if (!ec && ::fsync(out) != 0) ec = errno_code();
+  ::close(out);
+  return ec;
+}
+
+merged_shard timing_of(const input& i) {
+  merged_shard s;
+  s.index = i.shard.spec.index;
+  s.run_id = i.run.meta.run_id;
+  s.cases = i.run.cases.size();
+  s.seconds = i.run.meta.seconds();
+  auto& sessions = i.run.meta.sessions;
+  if (!sessions.empty()) {
+    s.started = sessions.front().started;
+    s.finished = sessions.back().finished;
+  }
+  for (auto& session : sessions)
+    if (std::find(s.hostnames.begin(), s.hostnames.end(), session.hostname) == s.hostnames.end())
+      s.hostnames.push_back(session.hostname);
+  return s;
+}
+
+// Writes the merged run into `tmp_id` under the results directory.
+tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in,
+                                                    const merged_info& info,
+                                                    const merge_options& options,
+                                                    const std::string& tmp_id,
+                                                    const std::string& run_id) {
+  auto& first = in.front().run.meta;
+  auto store = run_store::create(options.results_dir, tmp_id, first.layout);
+  if (!store) return tl::make_unexpected(store.error());
+  auto& meta = store->meta();
+  meta.run_id = run_id;
+  meta.study = first.study;
+  meta.study_version = first.study_version;
+  meta.initialize = first.initialize;
+  meta.study_command = first.study_command;
+  meta.study_env = first.study_env;
+  meta.host = first.host;
+  meta.environment = first.environment;
+  meta.fingerprints = first.fingerprints;
+  meta.extra["merged"] = info.to_json();
+  // Each shard's sessions, so the run's duration is the run time of every shard.
+  for (auto& i : in)
+    for (auto& s : i.run.meta.sessions) {
+      if (meta.started.empty() || (!s.started.empty() && s.started < meta.started))
+        meta.started = s.started;
+      meta.sessions.push_back(s);
+    }
+  // The merge itself is the last session: it ran nothing.
+  run_session merge;
+  merge.argv = options.argv;
+  merge.config = json::object{{"merge", info.to_json()}};
+  if (auto ec = store->begin_session(std::move(merge)))
+    return tl::make_unexpected("cannot write meta.json: " + ec.message());
+
+  for (auto& i : in) {
+    auto label = "shard " + std::to_string(i.shard.spec.index) + " (run " + i.run.meta.run_id + ")";
+    auto marker = protocol::to_json_text(
+                      json::object{{"shard", i.shard.spec.index}, {"run_id", i.run.meta.run_id}}) +
+                  "\n";
+    if (auto ec = append_copy(i.folder / "events.ndjson", store->path() / "events.ndjson", marker))
+      return tl::make_unexpected("cannot write events.ndjson: " + ec.message());
+    if (auto ec = append_copy(i.folder / "study.stderr.log", store->path() / "study.stderr.log",
+                              "--- " + label + " ---\n"))
+      return tl::make_unexpected("cannot write study.stderr.log: " + ec.message());
+  }
+
+  auto writer = store->writer();
+  if (!writer) return tl::make_unexpected(writer.error());
+  std::mutex m;
+  std::optional<std::string> failed;
+  loaded_run all;
+  all.meta = meta;
+  for (auto& i : in)
+    for (auto& c : i.run.cases) {
+      (*writer)->submit(c.key, protocol::to_json_text(c.record), [&, key = c.key](error_code ec) {
+        std::lock_guard lock(m);
+        if (ec && !failed) failed = "cannot save the record of " + key + ": " + ec.message();
+      });
+      all.cases.push_back(c);
+    }
+  (*writer)->drain();
+  if (failed) return tl::make_unexpected(*failed);
+  std::stable_sort(
+      all.cases.begin(), all.cases.end(),
+      [](const saved_case& a, const saved_case& b) { return plan::natural_less(a.key, b.key); });
+  auto [p, report] = all.as_report();
+  auto summary = aggregate::summarize(p, report.cases, nullptr, {});
+  if (auto ec = store->finish(p, report, summary))
+    return tl::make_unexpected("cannot finish the merged run: " + ec.message());
+  return all.cases.size();
+}
+
+}  // namespace
+
+tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>& inputs,
+                                                    const merge_options& options) {
+  if (inputs.empty()) return refuse("no runs to merge");
+  std::vector<input> in;
+  for (auto& folder : inputs) {
+    auto i = read_input(folder);
+    if (!i) return tl::make_unexpected(i.error());
+    in.push_back(std::move(*i));
+  }
+  if (auto why = check_together(in)) return refuse(*why);
+  std::sort(in.begin(), in.end(),
+            [](const input& a, const input& b) { return a.shard.spec.index < b.shard.spec.index; });
+
+  merge_outcome out;
+  auto& info = out.info;
+  const auto& shard0 = in.front().shard;
+  info.count = shard0.spec.count;
+  info.fingerprint = shard0.fingerprint;
+  info.plan_cases = shard0.plan_cases;
+  std::size_t merged = 0;
+  for (std::size_t i = 0, next = 0; i < info.count; ++i) {
+    if (next < in.size() && in[next].shard.spec.index == i) {
+      auto& s = in[next++];
+      info.shards.push_back(timing_of(s));
+      merged += s.run.cases.size();
+      if (s.run.cases.size() < s.shard.shard_cases)
+        out.incomplete.push_back("shard " + std::to_string(i) + " (run " + s.folder.string() +
+                                 "): saved " + std::to_string(s.run.cases.size()) + " of " +
+                                 std::to_string(s.shard.shard_cases) + " case(s)");
+    } else {
+      info.missing.push_back(i);
+    }
+  }
+  info.not_run = info.plan_cases > merged ? info.plan_cases - merged : 0;
+  if (!options.allow_partial) {
+    std::string why;
+    if (!info.missing.empty())
+      why = "shard(s) " + indexes_text(info.missing) + " of " + std::to_string(info.count) +
+            " are missing";
+    for (auto& s : out.incomplete) why += (why.empty() ? "" : "; ") + s;
+    if (!why.empty())
+      return refuse(why +
+                    " (--allow-partial merges what is there; resume an unfinished shard "
+                    "with mira run --resume)");
+  }
+
+  out.run_id = options.run_id;
+  if (out.run_id.empty()) {
+    std::random_device rd;
+    out.run_id =
+        new_run_id(std::chrono::system_clock::now(), static_cast<std::uint16_t>(rd() & 0xffff));
+  }
+  if (auto why = invalid_run_id(out.run_id))
+    return refuse("run id \"" + out.run_id + "\": " + *why);
+  out.path = options.results_dir / out.run_id;
+  std::error_code ec;
+  if (fs::symlink_status(out.path, ec).type() != fs::file_type::not_found)
+    return refuse(out.path.string() + " exists: give another --run-id");
+
+  std::random_device rd;
+  char tmp[40];
+  std::snprintf(tmp, sizeof tmp, ".merging-%08x%08x", rd(), rd());
+  auto written = write_merged(in, info, options, tmp, out.run_id);
+  auto tmp_path = options.results_dir / tmp;
+  if (!written) {
+    fs::remove_all(tmp_path, ec);
+    return write_failed(written.error());
+  }
+  out.cases = *written;
+  // No replacing: another process may have taken the id meanwhile.
+  if (::renameat2(AT_FDCWD, tmp_path.c_str(), AT_FDCWD, out.path.c_str(), RENAME_NOREPLACE) != 0) {
+    auto why = errno_code().message();
+    fs::remove_all(tmp_path, ec);
+    return write_failed("cannot rename the merged run to " + out.path.string() + ": " + why);
+  }
+  detail::sync_directory(options.results_dir);
+  return out;
+}
+
+}  // namespace mira::store
