@@ -25,7 +25,6 @@ while getopts "n:d:i:c:" opt; do
 done
 shift $((OPTIND - 1))
 [ -n "$shards" ] && [ -n "$run_dir" ] && [ "$shards" -ge 1 ] 2>/dev/null || usage
-[ "${1:-}" = "--" ] && shift
 mkdir -p "$run_dir/logs"
 run_dir="$(cd "$run_dir" && pwd)"
 array=$(sbatch --parsable --array="0-$((shards - 1))" --cpus-per-task="$cpus" \

@@ -25,13 +25,21 @@ started_slurm=0
 started_munge=0
 cleanup() {
   if [ "$started_slurm" = 1 ]; then
+    # Only the daemons this test started, by the pids they wrote; then wait until they are gone.
+    pids="$(cat "$SLURM_LOCAL_DIR/ctld.pid" "$SLURM_LOCAL_DIR/d.pid" 2> /dev/null || true)"
     bash "$tool" stop || true
-    # Only the daemons this test started: by the pids they wrote.
     if [ "$started_munge" = 1 ] && [ -f /run/munge/munged.pid ]; then
-      kill "$(cat /run/munge/munged.pid)" 2>/dev/null || true
+      pids="$pids $(cat /run/munge/munged.pid)"
+      kill "$(cat /run/munge/munged.pid)" 2> /dev/null || true
     fi
+    for pid in $pids; do
+      for _ in $(seq 1 300); do
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.1
+      done
+    done
   fi
-  rm -rf "$tmp"
+  rm -rf "$tmp" || true
 }
 trap cleanup EXIT
 
