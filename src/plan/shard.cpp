@@ -139,7 +139,10 @@ std::vector<std::size_t> assign_shards(const plan& p, std::size_t count) {
     if (fresh) cases.push_back({key, stable_hash(key), {}});
     cases[it->second].cases.push_back(i);
   }
+  // Largest first (cases with more trials), so the small ones even out what they leave; then
+  // by hash, so which shard a case lands in does not follow the listing.
   std::sort(cases.begin(), cases.end(), [](const logical& a, const logical& b) {
+    if (a.cases.size() != b.cases.size()) return a.cases.size() > b.cases.size();
     return a.hash != b.hash ? a.hash < b.hash : a.key < b.key;
   });
   // The least loaded shard next (ties: the lowest index).

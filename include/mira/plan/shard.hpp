@@ -41,10 +41,12 @@ tl::expected<shard_spec, std::string> shard_from_env(
 std::uint64_t stable_hash(std::string_view text);
 
 /// For each case of `p`, its shard among `count`. The logical cases (trials grouped) are taken
-/// in the order of stable_hash(logical key) (ties by the key), and each goes to the shard that
-/// has the fewest cases so far (the lowest index among equals): shard sizes then differ by at
-/// most the largest number of trials of one case, whatever the plan's size. The assignment
-/// depends on the set of logical keys and their trial counts only, not on listing order.
+/// largest first (most trials), then in the order of stable_hash(logical key) (ties by the
+/// key), and each goes to the shard that has the fewest cases so far (the lowest index among
+/// equals): shard sizes then differ by at most the largest number of trials of one case,
+/// whatever the plan's size (by one case when every case has as many trials). The assignment
+/// depends on the set of logical keys and their trial counts only, not on listing order; a
+/// plain hash modulo N would leave shards uneven by chance (some sqrt(cases / N) cases).
 std::vector<std::size_t> assign_shards(const plan& p, std::size_t count);
 
 /// The cases of `p` in shard `s`, in plan order; `evals` counts what is left per eval.
