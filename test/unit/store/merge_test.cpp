@@ -41,12 +41,13 @@ plan::plan echo_plan(std::size_t n, const std::string& prefix = "s") {
 struct shard_run_options {
   std::string study_version = "1";
   std::size_t saved_of_shard = SIZE_MAX;  // save only the first N cases of the shard
+  mira::store::layout kind = mira::store::layout::per_case;
 };
 
 // A shard run as `mira run --shard I/N` saves it, every case passed.
 fs::path save_shard(const fs::path& dir, const std::string& id, const plan::plan& whole,
                     plan::shard_spec spec, const shard_run_options& o = {}) {
-  auto store = run_store::create(dir, id, layout::per_case);
+  auto store = run_store::create(dir, id, o.kind);
   BOOST_REQUIRE(store.has_value());
   auto part = plan::select_shard(whole, spec);
   auto& meta = store->meta();
@@ -195,6 +196,18 @@ BOOST_FIXTURE_TEST_CASE(complete_shards_merge_into_one_run, fixture) {
   BOOST_TEST(events.find(R"({"shard":0,"run_id":"shard-0"})") != std::string::npos);
   // No temporary folder is left beside it.
   BOOST_TEST(std::distance(fs::directory_iterator(results), fs::directory_iterator()) == 1);
+}
+
+BOOST_FIXTURE_TEST_CASE(shards_of_either_layout_merge, fixture) {
+  auto compact =
+      save_shard(tmp.path / "compact", "compact-0", whole, {0, 3}, {.kind = layout::compact});
+  auto r = merge_runs({compact, runs[1], runs[2]}, options());
+  BOOST_REQUIRE(r.has_value());
+  auto merged = load_run(results, "merged");
+  BOOST_REQUIRE(merged.has_value());
+  BOOST_TEST(merged->cases.size() == 30u);
+  BOOST_TEST(merged->unreadable.empty());
+  BOOST_TEST(to_string(merged->meta.layout) == "compact");  // the first input's
 }
 
 BOOST_FIXTURE_TEST_CASE(a_shard_given_twice_is_refused, fixture) {
