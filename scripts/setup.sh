@@ -9,6 +9,7 @@ packages=(g++ cmake ninja-build ccache python3 python3-jsonschema
           libboost-filesystem1.81-dev libexpected-dev
           doxygen   # the reference documentation (cmake --build build --target docs)
           clang-format  # .ci/run checks the formatting of every C++ file
+          clang-tidy    # .ci/run runs scripts/tidy.sh over the library sources
           chromium)  # renders the HTML report in the tests
 scripts/install_packages.sh "${packages[@]}"
 
