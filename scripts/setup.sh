@@ -9,6 +9,7 @@ packages=(g++ cmake ninja-build ccache python3 python3-jsonschema
           libboost-filesystem1.81-dev libexpected-dev
           doxygen   # the reference documentation (cmake --build build --target docs)
           clang-format  # .ci/run checks the formatting of every C++ file
+          clang-tidy    # .ci/run runs scripts/tidy.sh over the library sources
           chromium  # renders the HTML report in the tests
           slurm-wlm munge)  # the Slurm test (ctest -L slurm, run by .ci/run): a single-node Slurm
 scripts/install_packages.sh "${packages[@]}"

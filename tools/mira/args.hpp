@@ -50,11 +50,12 @@ struct run_args {
   // Execute now, score later.
   bool execute_only = false;  // run: save ExecuteResults in `artifacts`, score nothing
   std::string artifacts;      // run --execute-only: where to; score: where from
-  std::string run_id;         // report: the positional RUN_ID
+  std::string run_id;         // report, export, store convert: the positional RUN_ID
+  std::optional<store::layout> convert_to;                  // store convert --to
   schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
 };
 
-enum class command { list, plan, run, score, report, export_ };
+enum class command { list, plan, run, score, report, export_, store_convert };
 
 /// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
 /// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd.

@@ -98,7 +98,7 @@ void print_plan(const plan::plan& p, bool as_json, bool sharded) {
 
 int cmd_list(const std::vector<std::string>& args) {
   auto a = parse_args(command::list, args);
-  if (a.help) return std::fputs(list_help, stdout), exit_ok;
+  if (a.help) return std::fputs(command_help(command::list).c_str(), stdout), exit_ok;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     auto study = co_await open_study(a);
     if (!study) co_return;
@@ -113,7 +113,7 @@ int cmd_list(const std::vector<std::string>& args) {
 
 int cmd_plan(const std::vector<std::string>& args) {
   auto a = parse_args(command::plan, args);
-  if (a.help) return std::fputs(plan_help, stdout), exit_ok;
+  if (a.help) return std::fputs(command_help(command::plan).c_str(), stdout), exit_ok;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     auto pl = co_await open_and_plan(a, rc);
     if (!pl) co_return;
@@ -129,7 +129,7 @@ int cmd_plan(const std::vector<std::string>& args) {
 
 int cmd_report(const std::vector<std::string>& args) {
   auto a = parse_args(command::report, args);
-  if (a.help) return std::fputs(report_help, stdout), exit_ok;
+  if (a.help) return std::fputs(command_help(command::report).c_str(), stdout), exit_ok;
   auto run = load_saved_run(a);
   if (!run) return exit_usage;
   // A script must never take a report that leaves cases out for the whole run.

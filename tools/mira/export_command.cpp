@@ -88,7 +88,7 @@ json::object export_document(const std::string& run_id, const plan::planned_case
 
 int cmd_export(const std::vector<std::string>& args) {
   auto a = parse_args(command::export_, args);
-  if (a.help) return std::fputs(export_help, stdout), exit_ok;
+  if (a.help) return std::fputs(command_help(command::export_).c_str(), stdout), exit_ok;
   auto run = load_saved_run(a);
   if (!run) return exit_usage;
   // A run made by `mira score` knows where its artifacts are.

@@ -2,7 +2,6 @@
 // plan (`mira run --shard I/N` on several machines) become one run folder
 // (store::merge_runs); the command only resolves its arguments and says what happened.
 #include "commands.hpp"
-#include "help.hpp"
 #include "session.hpp"
 
 #include <mira/store/merge.hpp>
@@ -14,6 +13,30 @@ namespace mira::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr const char* merge_help =
+    R"(mira merge - merge the shard runs of one plan into one run
+
+Usage: mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]
+
+  RUN                  a shard run (made by mira run --shard I/N): a path to its folder, or
+                       its run id in --results-dir
+  --results-dir DIR    where run ids are looked up and the merged run goes (default ./results)
+  --run-id ID          the merged run's id (default: a new one); it must not exist
+  --allow-partial      merge even when shards are missing or unfinished: their cases are
+                       reported as not run, exit 4; `mira run --resume ID` runs them
+
+Every input must be a shard run of the same study (name and version), the same plan
+(fingerprint) and the same shard count; each index once, no case twice, and every index there
+(else the missing ones are listed). Otherwise nothing is written. The merged run holds every
+case record, each shard's events and study stderr, meta.json with the shards and their timing,
+report.json and report.html; the inputs are not changed. mira report, mira export and mira run
+--resume work on it. Exit codes: 0 merged; 2 bad input (nothing written); 3 the merged run could
+not be written (nothing left behind); 4 merged with --allow-partial, cases not run.
+
+Example:
+  mira merge results/shards/0/* results/shards/1/* --run-id nightly
+)";
 
 // A RUN argument: a path to a run folder, or a run id in the results directory.
 fs::path run_folder_of(const std::string& arg, const fs::path& results_dir) {

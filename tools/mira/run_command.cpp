@@ -2,6 +2,7 @@
 // run the plan through run_plan, save, report, exit code. Also executes without scoring into an
 // artifacts directory (--execute-only) and scores such artifacts (`mira score`).
 #include "commands.hpp"
+#include "flags.hpp"
 #include "help.hpp"
 #include "session.hpp"
 #include "shard_step.hpp"
@@ -64,68 +65,6 @@ class study_guard {
   study_processes* study_;  // the live study: a restarted one replaces what it points to
   asio::any_io_executor ex_;
 };
-
-std::optional<double> seconds_of(const std::optional<schedule::duration>& d) {
-  if (!d) return std::nullopt;
-  return std::chrono::duration<double>(*d).count();
-}
-
-json::value optional_json(const std::optional<double>& v) {
-  return v ? json::value(*v) : json::value(nullptr);
-}
-
-json::array strings_json(const std::vector<std::string>& v) {
-  json::array out;
-  for (auto& s : v) out.emplace_back(s);
-  return out;
-}
-
-// --study-env values may be secrets: only their names are kept.
-std::vector<std::string> argv_without_secrets(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    bool env_value = i > 0 && args[i - 1] == "--study-env";
-    out.push_back(env_value ? args[i].substr(0, args[i].find('=')) : args[i]);
-  }
-  return out;
-}
-
-// The effective configuration of a session: what a later reader needs to know how it ran.
-json::object config_json(const std::vector<std::string>& host_args, const run_args& a) {
-  auto& sel = a.selection;
-  json::object axes;
-  for (auto& [name, globs] : sel.axes) {
-    auto& slot = axes[name];
-    if (!slot.is_array()) slot = json::array{};
-    slot.as_array().push_back(strings_json(globs));
-  }
-  json::object providers;
-  for (auto& [name, n] : a.policy.concurrency.provider_limits) providers[name] = n;
-  auto& pol = a.policy;
-  return {{"argv", strings_json(argv_without_secrets(host_args))},
-          {"selection",
-           json::object{{"filter", sel.filter},
-                        {"evals", strings_json(sel.evals)},
-                        {"samples", strings_json(sel.samples)},
-                        {"targets", strings_json(sel.targets)},
-                        {"tags", strings_json(sel.tags)},
-                        {"axes", std::move(axes)},
-                        {"trials", sel.trials ? json::value(*sel.trials) : json::value(nullptr)},
-                        {"seed", sel.seed ? json::value(*sel.seed) : json::value(nullptr)}}},
-          {"max_concurrent", pol.concurrency.max_concurrent},
-          {"procs", a.procs},
-          {"provider_concurrency", std::move(providers)},
-          {"adaptive", pol.concurrency.adaptive},
-          {"max_retries", pol.retry.max_retries},
-          {"max_restarts", pol.max_restarts},
-          {"timeout_s", optional_json(seconds_of(pol.case_timeout))},
-          {"timeout_is_infra", pol.timeout_is_infra},
-          {"deadline_s", optional_json(seconds_of(pol.deadline))},
-          {"fail_fast", pol.fail_fast},
-          {"max_cost_usd", optional_json(pol.max_cost_usd)},
-          {"max_tokens", pol.max_tokens ? json::value(*pol.max_tokens) : json::value(nullptr)},
-          {"store", std::string(store::to_string(a.store_layout))}};
-}
 
 // A word as a POSIX shell reads it back: bare when it is plain, else single-quoted.
 std::string shell_word(const std::string& w) {
@@ -597,14 +536,14 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
 
 int cmd_run(const std::vector<std::string>& args) {
   auto a = parse_args(command::run, args);
-  if (a.help) return std::fputs(run_help, stdout), exit_ok;
+  if (a.help) return std::fputs(command_help(command::run).c_str(), stdout), exit_ok;
   auto m = a.execute_only ? mode::execute_only : mode::run;
   return run_cases(args, std::move(a), m);
 }
 
 int cmd_score(const std::vector<std::string>& args) {
   auto a = parse_args(command::score, args);
-  if (a.help) return std::fputs(score_help, stdout), exit_ok;
+  if (a.help) return std::fputs(command_help(command::score).c_str(), stdout), exit_ok;
   return run_cases(args, std::move(a), mode::score);
 }
 

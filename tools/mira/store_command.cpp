@@ -14,31 +14,15 @@ namespace mira::cli {
 
 int cmd_store(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h")
-    return std::fputs(store_help, args.empty() ? stderr : stdout),
+    return std::fputs(command_help(command::store_convert).c_str(), args.empty() ? stderr : stdout),
            args.empty() ? exit_usage : exit_ok;
   if (args[0] != "convert")
     throw usage_error{"mira store: unknown action '" + printable(args[0]) + "' (convert)"};
-  std::string run_id, results_dir = "results";
-  std::optional<store::layout> to;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw usage_error{args[i] + " needs a value"};
-      return args[++i];
-    };
-    if (args[i] == "--to") {
-      auto& v = value();
-      to = store::layout_from_string(v);
-      if (!to) throw usage_error{"--to: '" + printable(v) + "' is not per-case or compact"};
-    } else if (args[i] == "--results-dir") {
-      results_dir = value();
-    } else if (run_id.empty() && !args[i].empty() && args[i][0] != '-') {
-      run_id = args[i];
-    } else {
-      throw usage_error{"mira store convert: unexpected argument '" + printable(args[i]) + "'"};
-    }
-  }
-  if (run_id.empty() || !to) throw usage_error{"mira store convert needs RUN_ID and --to"};
-  auto run = store::run_store::open(results_dir, run_id);
+  auto a = parse_args(command::store_convert, {args.begin() + 1, args.end()});
+  if (a.help) return std::fputs(command_help(command::store_convert).c_str(), stdout), exit_ok;
+  const auto& run_id = a.run_id;
+  const auto to = a.convert_to;
+  auto run = store::run_store::open(a.results_dir, run_id);
   if (!run) {
     std::fprintf(stderr, "mira: %s\n", printable(run.error()).c_str());
     return run.error().find(" is in use by ") != std::string::npos ? exit_host_error : exit_usage;

@@ -1,0 +1,479 @@
+// The `mira` flag table (see flags.hpp) and what reads it: lookup, help, saved configuration.
+#include "flags.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+namespace mira::cli {
+
+namespace json = boost::json;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    auto end = s.find(sep, start);
+    auto part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!part.empty()) out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::int64_t whole_number(const std::string& flag, const std::string& v, std::int64_t min,
+                          std::int64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE || n < min || n > max)
+    throw usage_error{flag + " needs a whole number from " + std::to_string(min) + " to " +
+                      std::to_string(max) + ", got '" + printable(v) + "'"};
+  return n;
+}
+
+double number(const std::string& flag, const std::string& v, bool allow_zero) {
+  char* end = nullptr;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(d) || d < 0 || (d == 0 && !allow_zero))
+    throw usage_error{flag + " needs a " + (allow_zero ? "non-negative" : "positive") +
+                      " number, got '" + printable(v) + "'"};
+  return d;
+}
+
+schedule::duration seconds(const std::string& flag, const std::string& v) {
+  return std::chrono::duration_cast<schedule::duration>(
+      std::chrono::duration<double>(number(flag, v, false)));
+}
+
+void one_of(const std::string& flag, const std::string& v,
+            std::initializer_list<std::string_view> allowed, std::string_view said) {
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    throw usage_error{flag + " must be " + std::string(said) + ", got '" + printable(v) + "'"};
+}
+
+json::value strings_json(const std::vector<std::string>& v) {
+  json::array out;
+  for (auto& s : v) out.emplace_back(s);
+  return out;
+}
+
+json::value seconds_json(const std::optional<schedule::duration>& d) {
+  if (!d) return nullptr;
+  return std::chrono::duration<double>(*d).count();
+}
+
+template <class T>
+json::value optional_json(const std::optional<T>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+constexpr unsigned selecting = bit(command::plan) | bit(command::run) | bit(command::score);
+constexpr unsigned launching = selecting | bit(command::list);
+constexpr unsigned running = bit(command::run) | bit(command::score);
+constexpr unsigned reporting = running | bit(command::report);
+
+using hs = help_section;
+
+// In help order within each section; config keys in the order meta.json has always had them.
+const flag_spec table[] = {
+    // Study launch.
+    {"--study-cmd", "", "\"CMD ARGS\"", launching, hs::launch,
+     "the study's command line as one string (shell-like quoting)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.study = split_command_line(v);
+       if (o.study.empty()) throw usage_error{f + " is empty"};
+     }},
+    {"--study-env", "", "KEY[=VALUE]", launching, hs::launch,
+     "set KEY for the study (KEY alone: the host's value); repeatable",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       if (v.empty() || v.front() == '=') throw usage_error{f + " needs KEY or KEY=VALUE"};
+       o.study_env.push_back(v);
+     }},
+    {"--study-env-clear", "", "", launching, hs::launch,
+     "start the study with only the --study-env variables",
+     [](run_args& o, const std::string&, const std::string&) { o.study_env_clear = true; }},
+    {"--init-timeout", "", "SECONDS", launching, hs::launch,
+     "how long the study may take to answer initialize, and then to\nlist its evals (default 60 "
+     "each)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.init_timeout = seconds(f, v);
+     }},
+    {"--idle-timeout", "", "SECONDS", launching, hs::launch,
+     "kill a study that writes nothing this long while requests are\npending, as if it had "
+     "crashed (default: off)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.idle_timeout = seconds(f, v);
+     }},
+
+    // Selection.
+    {"--evals", "", "GLOBS", selecting, hs::selection, "evals to run",
+     [](run_args& o, const std::string&, const std::string& v) {
+       auto globs = split(v, ',');
+       o.selection.evals.insert(o.selection.evals.end(), globs.begin(), globs.end());
+     },
+     "selection.evals", [](const run_args& a) { return strings_json(a.selection.evals); }},
+    {"--samples", "", "GLOBS", selecting, hs::selection, "sample ids",
+     [](run_args& o, const std::string&, const std::string& v) {
+       auto globs = split(v, ',');
+       o.selection.samples.insert(o.selection.samples.end(), globs.begin(), globs.end());
+     },
+     "selection.samples", [](const run_args& a) { return strings_json(a.selection.samples); }},
+    {"--targets", "", "GLOBS", selecting, hs::selection, "target labels",
+     [](run_args& o, const std::string&, const std::string& v) {
+       auto globs = split(v, ',');
+       o.selection.targets.insert(o.selection.targets.end(), globs.begin(), globs.end());
+     },
+     "selection.targets", [](const run_args& a) { return strings_json(a.selection.targets); }},
+    {"--tag", "", "TAG", selecting, hs::selection,
+     "samples with this tag (repeatable: any of them)",
+     [](run_args& o, const std::string&, const std::string& v) { o.selection.tags.push_back(v); },
+     "selection.tags", [](const run_args& a) { return strings_json(a.selection.tags); }},
+    {"--axis", "", "NAME=V1,V2", selecting, hs::selection,
+     "axis values (repeatable; the same NAME twice intersects)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       auto eq = v.find('=');
+       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+         throw usage_error{f + " needs NAME=V1,V2, got '" + printable(v) + "'"};
+       o.selection.axes.emplace_back(v.substr(0, eq), split(v.substr(eq + 1), ','));
+     },
+     "selection.axes",
+     [](const run_args& a) -> json::value {
+       json::object axes;
+       for (auto& [name, globs] : a.selection.axes) {
+         auto& slot = axes[name];
+         if (!slot.is_array()) slot = json::array{};
+         slot.as_array().push_back(strings_json(globs));
+       }
+       return axes;
+     }},
+    {"--trials", "", "N", selecting, hs::selection,
+     "trials per case instead of the eval's (0 means 1)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.selection.trials = whole_number(f, v, 0, 1000000);
+     },
+     "selection.trials", [](const run_args& a) { return optional_json(a.selection.trials); }},
+    {"--seed", "", "S", selecting, hs::selection,
+     "base seed instead of the eval's; trial t gets S + t",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.selection.seed = whole_number(f, v, INT64_MIN / 2, INT64_MAX / 2);
+     },
+     "selection.seed", [](const run_args& a) { return optional_json(a.selection.seed); }},
+    {"--shard", "", "I/N|auto", selecting, hs::selection,
+     "only shard I of N (0-based) of the plan; auto: from\nSLURM_ARRAY_TASK_ID/_COUNT or "
+     "JOB_COMPLETION_INDEX with\nMIRA_SHARD_COUNT (merge the shards with mira merge)",
+     [](run_args& o, const std::string&, const std::string& v) {
+       auto spec = v == "auto" ? plan::shard_from_env([](const char* n) { return std::getenv(n); })
+                               : plan::parse_shard(v);
+       if (!spec) throw usage_error{printable(spec.error())};
+       o.shard = *spec;
+     },
+     "shard",
+     [](const run_args& a) -> json::value {
+       return a.shard ? json::value(plan::to_string(*a.shard)) : json::value(nullptr);
+     }},
+
+    // Output of list and plan.
+    {"--json", "", "", bit(command::list) | bit(command::plan), hs::output,
+     "print the catalogue (list) or every planned case (plan) as JSON",
+     [](run_args& o, const std::string&, const std::string&) { o.json = true; }},
+
+    // Scheduling.
+    {"--max-concurrent", "-j", "N", running, hs::scheduling, "cases in flight at once (default 8)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.policy.concurrency.max_concurrent =
+           static_cast<std::size_t>(whole_number(f, v, 1, 100000));
+     },
+     "max_concurrent",
+     [](const run_args& a) -> json::value { return a.policy.concurrency.max_concurrent; }},
+    {"--procs", "-P", "N|auto", running, hs::scheduling,
+     "run N processes of the study (auto: one per CPU), for\nstudies that answer one request at a "
+     "time; each takes at\nmost ceil(j / N) cases at once (default 1)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       if (v == "auto") {
+         o.procs = std::max(1u, std::thread::hardware_concurrency());
+         return;
+       }
+       char* end = nullptr;
+       errno = 0;
+       long long n = std::strtoll(v.c_str(), &end, 10);
+       if (v.empty() || *end != '\0' || errno == ERANGE || n < 1 || n > 1024)
+         throw usage_error{f + " needs a whole number from 1 to 1024 or auto, got '" +
+                           printable(v) + "'"};
+       o.procs = static_cast<std::size_t>(n);
+     },
+     "procs", [](const run_args& a) -> json::value { return a.procs; }},
+    {"--provider-concurrency", "", "p=N,..", running, hs::scheduling,
+     "per-provider caps (provider from the target's listing)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       for (auto& entry : split(v, ',')) {
+         auto eq = entry.find('=');
+         if (eq == std::string::npos)
+           throw usage_error{f + " needs PROVIDER=N,..., got '" + printable(entry) + "'"};
+         o.policy.concurrency.provider_limits[entry.substr(0, eq)] =
+             static_cast<std::size_t>(whole_number(f, entry.substr(eq + 1), 1, 100000));
+       }
+     },
+     "provider_concurrency",
+     [](const run_args& a) -> json::value {
+       json::object providers;
+       for (auto& [name, n] : a.policy.concurrency.provider_limits) providers[name] = n;
+       return providers;
+     }},
+    {"--no-adaptive", "", "", running, hs::scheduling,
+     "no adaptive per-provider limits and no rate-limit backoff",
+     [](run_args& o, const std::string&, const std::string&) {
+       o.policy.concurrency.adaptive = false;
+     },
+     "adaptive", [](const run_args& a) -> json::value { return a.policy.concurrency.adaptive; }},
+    {"--max-retries", "", "N", running, hs::scheduling,
+     "retries of rate limits, retryable errors, infra errors and\ncases whose study died (default "
+     "4); then the case is N/A",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.policy.retry.max_retries = static_cast<int>(whole_number(f, v, 0, 1000));
+     },
+     "max_retries", [](const run_args& a) -> json::value { return a.policy.retry.max_retries; }},
+    {"--max-restarts", "", "N", running, hs::scheduling,
+     "start a study that died again, up to N times (default 3;\nwith --procs: per process); the "
+     "cases it was running are\nretried on the new one (with --procs: on the others)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.policy.max_restarts = static_cast<int>(whole_number(f, v, 0, 1000));
+     },
+     "max_restarts", [](const run_args& a) -> json::value { return a.policy.max_restarts; }},
+    {"--timeout", "", "SECONDS", running, hs::scheduling,
+     "per-attempt deadline (fractional allowed); the study is\nsent `cancel`; counts as a failure "
+     "unless --timeout-is-infra",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.policy.case_timeout = seconds(f, v);
+     },
+     "timeout_s", [](const run_args& a) { return seconds_json(a.policy.case_timeout); }},
+    {"--timeout-is-infra", "", "", running, hs::scheduling,
+     "retry timeouts, and report them N/A when retries run out",
+     [](run_args& o, const std::string&, const std::string&) { o.policy.timeout_is_infra = true; },
+     "timeout_is_infra",
+     [](const run_args& a) -> json::value { return a.policy.timeout_is_infra; }},
+    {"--deadline", "", "SECONDS", running, hs::scheduling,
+     "whole-run deadline: then in-flight cases are cancelled",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.policy.deadline = seconds(f, v);
+     },
+     "deadline_s", [](const run_args& a) { return seconds_json(a.policy.deadline); }},
+    {"--fail-fast", "", "", running, hs::scheduling, "the first failed case cancels the rest",
+     [](run_args& o, const std::string&, const std::string&) { o.policy.fail_fast = true; },
+     "fail_fast", [](const run_args& a) -> json::value { return a.policy.fail_fast; }},
+    {"--max-cost", "", "USD", running, hs::scheduling, "stop when transcript costs exceed USD",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.policy.max_cost_usd = number(f, v, true);
+     },
+     "max_cost_usd", [](const run_args& a) { return optional_json(a.policy.max_cost_usd); }},
+    {"--max-tokens", "", "N", running, hs::scheduling,
+     "stop when transcript tokens (in + out) exceed N",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.policy.max_tokens = whole_number(f, v, 0, INT64_MAX / 2);
+     },
+     "max_tokens", [](const run_args& a) { return optional_json(a.policy.max_tokens); }},
+
+    // Report.
+    {"--group-by", "", "KEY", reporting, hs::report,
+     "pass rate by KEY: axis param, sample, target or transcript\nmetadata",
+     [](run_args& o, const std::string&, const std::string& v) { o.group_by = v; }},
+    {"--format", "", "F", reporting, hs::report,
+     "table (default); json, jsonl (one line per case as it ends,\nthen the summary), csv, junit, "
+     "md or html (one\nself-contained page with charts)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       one_of(f, v, {"table", "json", "jsonl", "csv", "junit", "md", "html"},
+              "table, json, jsonl, csv, junit, md or html");
+       o.format = v;
+     }},
+    {"--out", "", "PATH", reporting, hs::report,
+     "write the --format report to PATH (a file is replaced\nwhole; a device, FIFO or symlink "
+     "target is written\nthrough); the table to stdout; - for the report on stdout",
+     [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
+    {"--color", "", "WHEN", reporting, hs::report,
+     "colour the table: auto (on a terminal), always or never;\nnever when NO_COLOR is set",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       one_of(f, v, {"auto", "always", "never"}, "auto, always or never");
+       o.color = v;
+     }},
+    {"--heartbeat", "", "SECONDS", running, hs::report,
+     "progress line interval when stderr is not a terminal (10)",
+     [](run_args& o, const std::string& f, const std::string& v) { o.heartbeat = seconds(f, v); }},
+    {"--format", "", "atif", bit(command::export_), hs::report,
+     "the only format (ATIF-v1.7), and the default",
+     [](run_args& o, const std::string&, const std::string& v) {
+       if (v != "atif")
+         throw usage_error{"mira export writes --format atif only, got '" + printable(v) + "'"};
+       o.format = v;
+     }},
+    {"--out", "", "DIR|-", bit(command::export_), hs::report,
+     "where <encoded key>.atif.json files go (default RUN_FOLDER/export);\n- writes one document "
+     "per line on stdout",
+     [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
+
+    // Saved runs.
+    {"--results-dir", "", "DIR", reporting | bit(command::export_) | bit(command::store_convert),
+     hs::saved, "where run folders are (default ./results)",
+     [](run_args& o, const std::string&, const std::string& v) { o.results_dir = v; }},
+    {"--dry-run", "", "", running, hs::saved, "save nothing",
+     [](run_args& o, const std::string&, const std::string&) { o.dry_run = true; }},
+    {"--store", "", "LAYOUT", running, hs::saved,
+     "per-case (default: a folder and result.json per case,\nas the Rust mira CLI keeps them) or "
+     "compact (checksummed\nappend-only segments, for large runs)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       auto l = store::layout_from_string(v);
+       if (!l) throw usage_error{f + ": '" + printable(v) + "' is not per-case or compact"};
+       o.store_layout = *l;
+     },
+     "store",
+     [](const run_args& a) -> json::value {
+       return json::string(store::to_string(a.store_layout));
+     }},
+    {"--resume", "", "RUN_ID", running, hs::saved,
+     "run only what the saved run lacks; report the whole plan",
+     [](run_args& o, const std::string&, const std::string& v) { o.resume = v; }},
+    {"--retry-errors", "", "", running, hs::saved, "with --resume: also re-run errors and N/A",
+     [](run_args& o, const std::string&, const std::string&) { o.retry_errors = true; }},
+    {"--retry-failed", "", "", running, hs::saved, "with --resume: also re-run failures",
+     [](run_args& o, const std::string&, const std::string&) { o.retry_failed = true; }},
+    {"--allow-other-study", "", "", running, hs::saved,
+     "with --resume: accept a study of another name",
+     [](run_args& o, const std::string&, const std::string&) { o.allow_other_study = true; }},
+
+    {"--to", "", "LAYOUT", bit(command::store_convert), hs::saved,
+     "per-case: a folder and result.json per case (what the Rust mira\nCLI reads); compact: "
+     "checksummed append-only segments (fast, small)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.convert_to = store::layout_from_string(v);
+       if (!o.convert_to)
+         throw usage_error{f + ": '" + printable(v) + "' is not per-case or compact"};
+     }},
+
+    // Execute now, score later.
+    {"--execute-only", "", "", bit(command::run), hs::execute,
+     "send `execute` instead of `run`: save each case's full\ntranscript, score nothing; needs "
+     "--artifacts",
+     [](run_args& o, const std::string&, const std::string&) { o.execute_only = true; }},
+    {"--artifacts", "", "DIR", running, hs::execute,
+     "run --execute-only: where one ExecuteResult per case is\nsaved (cases that have one are not "
+     "executed again);\nscore: the artifacts to score",
+     [](run_args& o, const std::string&, const std::string& v) { o.artifacts = v; }},
+    {"--artifacts", "", "DIR", bit(command::export_), hs::execute,
+     "execute artifacts: a case whose artifact carries the study's own\ntrajectory exports that "
+     "one; the others get one made from the saved\ntranscript summary (default: the artifacts a "
+     "`mira score` run scored)",
+     [](run_args& o, const std::string&, const std::string& v) { o.artifacts = v; }},
+};
+
+std::string_view section_title(help_section s) {
+  switch (s) {
+    case hs::launch:
+      return "Study launch";
+    case hs::selection:
+      return "Selection (globs: * ? [...]; comma-separated lists; each must match something)";
+    case hs::output:
+      return "Output";
+    case hs::scheduling:
+      return "Scheduling";
+    case hs::report:
+      return "Report";
+    case hs::saved:
+      return "Saved runs";
+    case hs::execute:
+      return "Execute now, score later";
+  }
+  return {};
+}
+
+std::string label(const flag_spec& f) {
+  std::string out;
+  if (!f.alias.empty()) out.append(f.alias).append(", ");
+  out.append(f.name);
+  if (!f.metavar.empty()) out.append(" ").append(f.metavar);
+  return out;
+}
+
+void append_row(std::string& out, std::string_view head, std::string_view help, std::size_t width) {
+  out.append("  ").append(head);
+  if (head.size() + 2 > width) {
+    out.append("\n").append(width + 2, ' ');
+  } else {
+    out.append(width - head.size(), ' ');
+  }
+  for (char c : help) {
+    out += c;
+    if (c == '\n') out.append(width + 2, ' ');
+  }
+  out += '\n';
+}
+
+}  // namespace
+
+std::span<const flag_spec> flags() {
+  return table;
+}
+
+const flag_spec* find_flag(command cmd, std::string_view name) {
+  for (auto& f : table)
+    if ((f.commands & bit(cmd)) && (f.name == name || (!f.alias.empty() && f.alias == name)))
+      return &f;
+  return nullptr;
+}
+
+std::string options_help(command cmd) {
+  std::size_t width = 0;
+  for (auto& f : table)
+    if (f.commands & bit(cmd)) width = std::max(width, label(f).size() + 2);
+  // A long label goes on its own line rather than pushing every help column right.
+  width = std::min<std::size_t>(width, 28);
+  std::string out;
+  for (auto s : {hs::launch, hs::selection, hs::output, hs::scheduling, hs::report, hs::saved,
+                 hs::execute}) {
+    bool titled = false;
+    for (auto& f : table) {
+      if (!(f.commands & bit(cmd)) || f.section != s) continue;
+      if (!titled) {
+        if (!out.empty()) out += '\n';
+        out.append(section_title(s)).append(":\n");
+        if (s == hs::selection)
+          append_row(out, "FILTER", "keep cases whose eval/sample@target[k=v] contains FILTER",
+                     width);
+        titled = true;
+      }
+      append_row(out, label(f), f.help, width);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> argv_without_secrets(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    bool env_value = i > 0 && args[i - 1] == "--study-env";
+    out.push_back(env_value ? args[i].substr(0, args[i].find('=')) : args[i]);
+  }
+  return out;
+}
+
+json::object config_json(const std::vector<std::string>& argv, const run_args& a) {
+  json::object out{{"argv", strings_json(argv_without_secrets(argv))},
+                   {"selection", json::object{{"filter", a.selection.filter}}}};
+  for (auto& f : table) {
+    if (f.config_key.empty()) continue;
+    auto dot = f.config_key.find('.');
+    if (dot == std::string_view::npos)
+      out[f.config_key] = f.config(a);
+    else {
+      auto& parent = out[f.config_key.substr(0, dot)];
+      if (!parent.is_object()) parent = json::object{};
+      parent.as_object()[f.config_key.substr(dot + 1)] = f.config(a);
+    }
+  }
+  return out;
+}
+
+}  // namespace mira::cli

@@ -1,0 +1,94 @@
+// Each command's `--help`: a hand-written head and tail around the options, which come from the
+// flag table so that help cannot miss or misdescribe a flag the parser takes.
+#include "help.hpp"
+
+#include "flags.hpp"
+
+namespace mira::cli {
+
+namespace {
+
+struct help_text {
+  const char* head;  // name, one-line purpose, usage, what to know first
+  const char* tail;  // exit codes, examples
+};
+
+help_text text_of(command cmd) {
+  switch (cmd) {
+    case command::list:
+      return {
+          "mira list - print the study's catalogue (every sample page)\n\n"
+          "Usage: mira list [--json] -- STUDY_CMD [ARGS...]\n",
+          "Example:\n  mira list -- ./build/examples/example_study\n"};
+    case command::plan:
+      return {
+          "mira plan - show what a selection would run, without running it\n\n"
+          "Usage: mira plan [FILTER] [selection] [--json] -- STUDY_CMD [ARGS...]\n",
+          "Example:\n  mira plan --evals 'reason*' --axis effort=high -- "
+          "./build/examples/example_study\n"};
+    case command::run:
+      return {
+          "mira run - run the selected cases and report\n\n"
+          "Usage: mira run [FILTER] [selection] [options] -- STUDY_CMD [ARGS...]\n"
+          "       mira run --execute-only --artifacts DIR [selection] [options] -- STUDY_CMD\n",
+          "Exit codes: 0 every scored case passed, 1 some case failed, 2 usage error, 3 host "
+          "or\nstudy error, 4 stopped by a budget or the deadline, 130 interrupted (Ctrl-C: "
+          "the first\npress cancels what is in flight, saves and reports; the second quits "
+          "at once).\n\n"
+          "Examples:\n  mira run -j 16 --timeout 30 --group-by effort -- "
+          "./build/examples/example_study\n"
+          "  mira run --execute-only --artifacts artifacts/ -- "
+          "./build/examples/example_study\n"};
+    case command::score:
+      return {
+          "mira score - score saved execute artifacts again, without re-running the "
+          "subject\n\n"
+          "Usage: mira score --artifacts DIR [FILTER] [selection] [options] -- STUDY_CMD "
+          "[ARGS...]\n\n"
+          "Sends `score` with each artifact's transcript (the study must advertise `score`) "
+          "and saves\na new run, as `mira run` would. Planned cases without an artifact are "
+          "left out;\nartifacts of skipped cases are reported skipped.\n",
+          "Exit codes: as for `mira run`.\n\n"
+          "Example:\n  mira score --artifacts artifacts/ --format md --out scores.md -- "
+          "./build/examples/example_study\n"};
+    case command::report:
+      return {
+          "mira report - show a saved run again, without the study\n\n"
+          "Usage: mira report RUN_ID [options]\n",
+          "Cases are shown in natural key order (case-2 before case-10). Run folders of "
+          "either layout,\nand those of the Rust mira CLI, are read. Exit codes: 0; 2 when "
+          "there is no such run; 3 when some\nsaved result cannot be read (each is named; "
+          "the report of the rest is incomplete), none can,\nor --out cannot be written.\n\n"
+          "Example:\n  mira report 20261130T081502Z-3fa9\n"};
+    case command::export_:
+      return {
+          "mira export - one ATIF trajectory document per case of a saved run\n\n"
+          "Usage: mira export RUN_ID [FILTER] [options]\n\n"
+          "  FILTER  only cases whose key contains FILTER\n",
+          "Each document's extra.reward holds the verdict (pass, score, status, scorers) and "
+          "extra.mira\nthe case identity (eval, sample, target, params, trial, run id, key). "
+          "Skipped and cancelled\ncases are not exported. Exit codes: 0, or 2 when there is "
+          "no such run or nothing to export.\n\n"
+          "Example:\n  mira export 20261130T081502Z-3fa9 --artifacts artifacts/ --out -\n"};
+    case command::store_convert:
+      return {
+          "mira store - manage how a saved run keeps its case records\n\n"
+          "Usage: mira store convert RUN_ID --to per-case|compact [--results-dir DIR]\n",
+          "The run is locked while it converts (a run in progress cannot be converted). "
+          "Every record is\nwritten in the new layout and made durable before the old "
+          "layout's files are removed, so an\ninterrupted conversion loses nothing and can "
+          "be run again. Exit codes: 0; 2 no such run or a\nbad argument; 3 the run is in "
+          "use or a record could not be converted.\n\n"
+          "Example:\n  mira store convert 20261130T081502Z-3fa9 --to compact\n"};
+  }
+  return {"", ""};
+}
+
+}  // namespace
+
+std::string command_help(command cmd) {
+  auto [head, tail] = text_of(cmd);
+  return std::string(head) + '\n' + options_help(cmd) + '\n' + tail;
+}
+
+}  // namespace mira::cli
