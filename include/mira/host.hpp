@@ -30,6 +30,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <tl/expected.hpp>
 
 #include <chrono>
@@ -92,7 +94,26 @@ struct request_options {
   /// event/log notifications correlated with this request, run on the completion handler's
   /// executor so a slow handler never blocks the connection's reader.
   notification_handler on_notification;
+  /// Set to the request's id when the operation is initiated (before its frame is queued), so
+  /// async_cancel(id) and correlation of logs work without the study echoing it. Written on
+  /// the initiating thread; must outlive the initiation. Not set by list_all and shutdown,
+  /// which are composed of several requests or none.
+  std::int64_t* request_id = nullptr;
+  /// When this passes before the answer, the request is cancelled as a dropped awaitable would
+  /// be (removed if unsent; else abandoned, and `cancel` sent for run/execute/score when the
+  /// study advertised it) and the operation completes with errc::timed_out.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
+
+/// Tag for the fail-fast overloads (`host.async_run(c, mira::as_expected, asio::deferred)`):
+/// they complete with `void(error_code, tl::expected<T, error>)`, the leading code for
+/// parallel_group's wait_for_one_error, the expected carrying the diagnostics.
+struct as_expected_t {
+  request_options options;  // diag is filled by the adapter; the rest applies as given
+};
+inline constexpr struct as_expected_tag {
+  as_expected_t operator()(request_options o) const { return as_expected_t{std::move(o)}; }
+} as_expected{};
 
 namespace detail {
 class host_impl;
@@ -136,6 +157,20 @@ void start(const impl_ptr&, protocol::score_params, request_options,
 void start(const impl_ptr&, protocol::cancel_params, request_options, handler_t<bool>, home_t);
 void start(const impl_ptr&, shutdown_call, request_options, handler_t<exit_status>, home_t);
 
+// Completes the fail-fast overloads: the code first (for wait_for_one_error), then the value
+// or the error with the diagnostics the operation filled in.
+template <class T, class Handler>
+struct expected_completion {
+  Handler handler;
+  std::unique_ptr<diagnostics> diag;  // the operation writes here; heap, so moves keep it valid
+  void operator()(error_code ec, T v) {
+    tl::expected<T, error> out =
+        ec ? tl::expected<T, error>(tl::unexpect, error{ec, std::move(*diag)})
+           : tl::expected<T, error>(std::move(v));
+    std::move(handler)(ec, std::move(out));
+  }
+};
+
 template <class Result>
 struct initiate {
   impl_ptr impl;
@@ -162,8 +197,21 @@ class host_handle {
   static tl::expected<host_handle, error> spawn(executor_type ex, study_command cmd,
                                                 host_options opts = {});
 
-  /// Speaks the protocol over `study_output` (read) and `study_input` (write), e.g. a socket
-  /// pair or test streams. No process is managed.
+  /// Speaks the protocol over one full-duplex stream: a connected socket (TCP, Unix), or any
+  /// stream with `async_read_some`, `async_write_some`, `shutdown(socket_base::shutdown_send,
+  /// ec)` and `close(ec)`. No process is managed: async_shutdown half-closes the write side, lets
+  /// the requests in flight be answered until the study closes its end (at most
+  /// shutdown_grace), and completes with an exit_status whose `no_process` is set.
+  template <class Stream>
+  static host_handle connect(Stream stream, host_options opts = {}) {
+    auto ex = stream.get_executor();
+    return host_handle(ex, std::make_unique<detail::duplex_transport<Stream>>(std::move(stream)),
+                       std::move(opts));
+  }
+
+  /// Speaks the protocol over `study_output` (read) and `study_input` (write), e.g. two
+  /// pipes or test streams. No process is managed; async_shutdown closes `study_input` and
+  /// drains as above.
   template <class ReadStream, class WriteStream>
   static host_handle connect(ReadStream study_output, WriteStream study_input,
                              host_options opts = {}) {
@@ -412,6 +460,37 @@ class host_handle {
     return async_cancel(request_id, request_options{}, std::forward<Token>(token));
   }
 
+  // --- Fail-fast layer: void(error_code, tl::expected<T, error>) -----------------------------
+  // The leading code lets parallel_group's wait_for_one_error stop at the first failure with no
+  // coroutine per operation; the expected holds the result or the error with its diagnostics.
+  // Cancellation, executor and lifetimes as for the overloads above.
+
+  template <class Token>
+  auto async_run(protocol::run_params p, as_expected_tag, Token&& token) {
+    return async_run(std::move(p), as_expected_t{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_run(protocol::run_params p, as_expected_t e, Token&& token) {
+    return async_expected<protocol::run_result>(std::move(p), std::move(e.options), token);
+  }
+  template <class Token>
+  auto async_execute(protocol::run_params p, as_expected_tag, Token&& token) {
+    return async_execute(std::move(p), as_expected_t{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_execute(protocol::run_params p, as_expected_t e, Token&& token) {
+    return async_expected<protocol::execute_result>(detail::execute_call{std::move(p)},
+                                                    std::move(e.options), token);
+  }
+  template <class Token>
+  auto async_score(protocol::score_params p, as_expected_tag, Token&& token) {
+    return async_score(std::move(p), as_expected_t{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_score(protocol::score_params p, as_expected_t e, Token&& token) {
+    return async_expected<protocol::run_result>(std::move(p), std::move(e.options), token);
+  }
+
   // --- Coroutine layer: never throws, errors as values ---------------------------------------
 
   boost::asio::awaitable<tl::expected<protocol::initialize_result, error>> initialize();
@@ -432,9 +511,35 @@ class host_handle {
     return boost::asio::async_initiate<Token, void(error_code, Result)>(
         detail::initiate<Result>{impl()}, token, std::move(call), std::move(o));
   }
+  template <class Result, class Call, class Token>
+  auto async_expected(Call call, request_options o, Token& token) {
+    using value = tl::expected<Result, error>;
+    return boost::asio::async_initiate<Token, void(error_code, value)>(
+        [impl = impl()](auto handler, Call c, request_options opts) {
+          // The slot and executor of the caller's handler stay associated with the operation.
+          auto slot = boost::asio::get_associated_cancellation_slot(handler);
+          auto ex = boost::asio::get_associated_executor(handler, impl_executor(impl));
+          auto diag = std::make_unique<diagnostics>();
+          opts.diag = diag.get();
+          detail::initiate<Result>{impl}(
+              boost::asio::bind_cancellation_slot(
+                  slot,
+                  boost::asio::bind_executor(
+                      ex, detail::expected_completion<Result, decltype(handler)>{std::move(handler),
+                                                                                 std::move(diag)})),
+              std::move(c), std::move(opts));
+        },
+        token, std::move(call), std::move(o));
+  }
   const detail::impl_ptr& impl() const;
+  static executor_type impl_executor(const detail::impl_ptr& impl);
 
   std::shared_ptr<detail::host_ref> ref_;
 };
+
+/// The name the Rust host and its users write. `host_handle` is primary: the library's names
+/// are snake_case throughout (STYLE.md), and this alias keeps code written against the Rust
+/// spelling compiling unchanged.
+using HostHandle = host_handle;
 
 }  // namespace mira

@@ -34,6 +34,30 @@ namespace json = boost::json;
 
 class host_impl;
 
+// What the host needs to know of each protocol method besides its types: the capability the
+// study must advertise, whether the protocol lets it be cancelled, whether it may precede
+// initialize.
+struct method_info {
+  std::string_view name;
+  std::string_view capability;  // empty: every study answers it
+  bool cancellable = false;     // `cancel` is defined for it (run, execute, score only)
+  bool before_initialize = false;
+};
+
+inline constexpr method_info methods[] = {
+    {"initialize", {}, false, true},     {"list", {}, false, false},
+    {"list_samples", {}, false, false},  {"run", {}, true, false},
+    {"execute", "execute", true, false}, {"score", "score", true, false},
+    {"cancel", "cancel", false, false},
+};
+
+const method_info& info_of(std::string_view method) {
+  for (auto& m : methods)
+    if (m.name == method) return m;
+  static constexpr method_info unknown{};
+  return unknown;
+}
+
 // A request waiting in the multiplexer. Completion runs on the strand; the user's handler is
 // then posted to its own executor.
 struct op_base : pending_op {
@@ -42,6 +66,7 @@ struct op_base : pending_op {
   request_options opts;
   home_t home = nullptr;  // the io_context the handler runs on, if it is one
   bool notified = false;  // notifications were posted to its handler: completion must follow them
+  std::optional<asio::steady_timer> deadline;  // request_options::deadline, armed on the strand
   /// `response` (null when ec is set) is only valid during the call. `from_reader`: called by
   /// the reader (not inside any initiating function), so it may complete inline.
   virtual void complete(host_impl& host, error_code ec, inbound* response, diagnostics d,
@@ -114,14 +139,37 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   void submit(const std::string& params, std::unique_ptr<op_base> op) {
     auto id = op->id;
     auto method = op->method;
+    auto& info = info_of(method);
     if (finished_ || output_closed_) return fail(std::move(op), closed_code(), close_diag_);
-    if (auto need = required_capability(method); !need.empty()) {
+    // Refused rather than sent: without initialize the host knows no capabilities, so a
+    // timeout could not send `cancel`, and the protocol version was never checked.
+    if (!initialized_ && !info.before_initialize) {
+      diagnostics d;
+      d.message = "'" + std::string(method) +
+                  "' was requested before initialize() completed successfully; call "
+                  "initialize() first";
+      return fail(std::move(op), make_error_code(errc::not_initialized), std::move(d));
+    }
+    if (!info.capability.empty()) {
       std::lock_guard lock(init_mutex_);
-      if (init_ && !init_->has_capability(need)) {
+      if (init_ && !init_->has_capability(info.capability)) {
         diagnostics d;
-        d.message = "the study does not advertise the '" + std::string(need) + "' capability";
+        d.message =
+            "the study does not advertise the '" + std::string(info.capability) + "' capability";
         return fail(std::move(op), make_error_code(errc::not_supported), std::move(d));
       }
+    }
+    if (op->opts.deadline) {
+      op->deadline.emplace(strand_, *op->opts.deadline);
+      op->deadline->async_wait(
+          asio::bind_executor(strand_, [w = weak_from_this(), id](error_code ec) {
+            auto self = w.lock();
+            if (ec || !self) return;  // answered (the op and its timer are gone) or host gone
+            diagnostics d;
+            d.message = "no answer before the request's deadline";
+            self->cancel_request(id, asio::cancellation_type::terminal,
+                                 make_error_code(errc::timed_out), std::move(d));
+          }));
     }
     if (auto back = mux_.add_request(id, method, params, std::move(op)))
       return fail(std::unique_ptr<op_base>(static_cast<op_base*>(back.release())), closed_code(),
@@ -135,8 +183,13 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     schedule_write();
   }
 
-  void cancel_request(std::int64_t id, asio::cancellation_type_t type) {
-    auto out = mux_.cancel(id, type, next_id_.fetch_add(1));
+  void cancel_request(std::int64_t id, asio::cancellation_type_t type,
+                      error_code ec = asio::error::operation_aborted, diagnostics d = {}) {
+    // The protocol defines `cancel` for run, execute and score only: others are just abandoned.
+    auto* pending = static_cast<op_base*>(mux_.find(id));
+    if (!pending) return;  // answered (or failed) before the cancellation reached the strand
+    bool frame = info_of(pending->method).cancellable;
+    auto out = mux_.cancel(id, type, frame ? next_id_.fetch_add(1) : 0);
     abandoned_ = mux_.abandoned();
     if (out.op) {
       auto* op = static_cast<op_base*>(out.op.release());
@@ -144,7 +197,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
           out.kind == cancel_kind::removed_unsent ? "request cancelled before it was sent"
                                                   : "request cancelled",
           id, op->method);
-      fail(std::unique_ptr<op_base>(op), asio::error::operation_aborted, {});
+      fail(std::unique_ptr<op_base>(op), ec, std::move(d));
     }
     if (out.cancel_frame_queued) schedule_write();
   }
@@ -195,6 +248,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
       init_ = r;
     }
     study_name_ = r.study;
+    initialized_ = true;
     mux_.set_supports_cancel(r.has_capability("cancel"));
   }
 
@@ -224,8 +278,18 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     output_closed_ = true;
     io_->close_output();
     if (!proc_) {
-      finish_close(make_error_code(errc::study_exited), "the host shut the connection down");
-      co_return exit_status{};
+      // No process to signal: the study's end of output is its exit. What is in flight may
+      // still be answered until then, as after a spawned study's stdin closes.
+      co_await wait_closed(opts_.shutdown_grace);
+      if (!stdout_eof_)
+        log(log_level::warning, "the study did not close its output after the host's shutdown");
+      finish_close(make_error_code(errc::study_exited),
+                   stdout_eof_ ? "the study closed its output after the host's shutdown"
+                               : "the study did not close its output within shutdown_grace of "
+                                 "the host's shutdown");
+      exit_status none;
+      none.no_process = true;
+      co_return none;
     }
     bool gone = co_await wait_exit(opts_.shutdown_grace);
     if (!gone) {
@@ -267,13 +331,6 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   std::atomic<std::size_t> abandoned_{0};  // mux_.abandoned(), readable from any thread
 
  private:
-  static std::string_view required_capability(std::string_view method) {
-    if (method == "execute") return "execute";
-    if (method == "score") return "score";
-    if (method == "cancel") return "cancel";
-    return {};
-  }
-
   error_code closed_code() const {
     return close_code_ ? close_code_ : make_error_code(errc::study_exited);
   }
@@ -483,8 +540,11 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     co_return exited_;
   }
 
+  // Both outputs ended (stderr only exists with a process).
+  bool outputs_closed() const { return stdout_eof_ && (stderr_eof_ || !proc_); }
+
   asio::awaitable<void> wait_closed(std::chrono::steady_clock::duration d) {
-    if (stdout_eof_ && stderr_eof_) co_return;
+    if (outputs_closed()) co_return;
     close_wait_.emplace(strand_, d);
     co_await close_wait_->async_wait(asio::as_tuple(asio::use_awaitable));
     close_wait_.reset();
@@ -494,7 +554,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   // the rest has arrived (exit status, last stderr lines), or after exit_wait at the latest.
   void maybe_finish() {
     if (finished_) return;
-    if (close_wait_ && stdout_eof_ && stderr_eof_) close_wait_->cancel();
+    if (close_wait_ && outputs_closed()) close_wait_->cancel();
     if (!(stdout_eof_ || exited_ || output_broken_)) return;
     if (stdout_eof_ && (!proc_ || (exited_ && stderr_eof_)))
       return finish_close(make_error_code(errc::study_exited), gone_reason_);
@@ -544,6 +604,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   mutable std::mutex init_mutex_;  // init_ is read from user threads
   std::optional<protocol::initialize_result> init_;
   std::string study_name_;
+  bool initialized_ = false;  // on the strand: initialize succeeded
 
   bool stdout_eof_ = false;
   bool stderr_eof_ = false;
@@ -627,6 +688,7 @@ template <class T>
 void host_impl::request(std::string_view method, std::string params, request_options o,
                         handler_t<T> h, home_t home, decoder<T> dec, validator<T> check) {
   auto id = next_id_.fetch_add(1);
+  if (o.request_id) *o.request_id = id;
   // Type-erased first, then the slot: any_completion_handler replaces a handler assigned to
   // the slot before it was built.
   auto slot = asio::get_associated_cancellation_slot(h);
@@ -688,7 +750,7 @@ error_code check_initialize(host_impl& host, protocol::initialize_result& r, dia
     d.message = "study '" + r.study + "' speaks protocol " + r.protocol_version +
                 ", this host speaks " + std::string(protocol::protocol_version) +
                 " (major versions must match)";
-    host.log(log_level::error, d.message);
+    // Not logged: the caller gets it in the error, and printing both showed it twice.
     return make_error_code(errc::incompatible_protocol);
   }
   host.set_initialized(r);
@@ -887,6 +949,10 @@ tl::expected<host_handle, error> host_handle::spawn(executor_type ex, study_comm
                                                   std::move(s->process), std::move(opts));
   impl->start();
   return host_handle(std::make_shared<detail::host_ref>(std::move(impl)));
+}
+
+host_handle::executor_type host_handle::impl_executor(const detail::impl_ptr& impl) {
+  return impl->strand_.get_inner_executor();
 }
 
 const detail::impl_ptr& host_handle::impl() const {

@@ -342,27 +342,18 @@ class pipeline {
       return;
     }
     bool gave_up = d == disposition::gave_up;
+    // The state comes from the last attempt alone, not from the retry predicate (classify.hpp).
+    rec.state =
+        final_state(a, v.rate_limited, policy_.timeout_is_infra, policy_.op == operation::execute);
     if (o.timed_out) {
-      rec.state = gave_up ? case_state::na : case_state::failed;
       rec.message = describe(o, v, policy_.case_timeout).message;
     } else if (!o.result) {
       auto& e = o.result.error();
       rec.message = e.message();
-      rec.state = gave_up && e.code != errc::study_exited ? case_state::na : case_state::error;
       if (is_fatal(e.code) && !recovered)
         stop(stop_reason::study_failed, e.message(), case_state::error);
     } else {
       auto& r = *o.result;
-      if (r.skipped)
-        rec.state = case_state::skipped;
-      else if (r.is_na() || (gave_up && r.transcript.error_kind == protocol::error_kind::infra))
-        rec.state = case_state::na;
-      else if (gave_up)  // retried on a rate limit until the attempts ran out
-        rec.state = case_state::na;
-      else if (policy_.op == operation::execute)
-        rec.state = case_state::executed;
-      else
-        rec.state = r.passed ? case_state::passed : case_state::failed;
       if (r.transcript.error) rec.message = *r.transcript.error;
       rec.result_json = std::move(r.raw_json);
     }
