@@ -40,6 +40,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace boost::asio {
@@ -122,13 +123,11 @@ struct host_ref;
 template <class T>
 using handler_t = boost::asio::any_completion_handler<void(error_code, T)>;
 
-struct initialize_call {};
-struct list_call {};
+/// The params of initialize and list (initialize's come from host_options).
+struct no_params {};
+/// The composed operations, which are not one request of the method table.
 struct list_all_call {};
 struct shutdown_call {};
-struct execute_call {
-  protocol::run_params params;
-};
 
 /// The io_context a completion handler runs on, read before the handler is type-erased:
 /// asking the erased handler converts executors (two allocations per request). nullptr for
@@ -141,21 +140,12 @@ boost::asio::io_context* io_context_of(const Executor&) noexcept {
 
 using impl_ptr = std::shared_ptr<host_impl>;
 using home_t = boost::asio::io_context*;
-void start(const impl_ptr&, initialize_call, request_options,
-           handler_t<protocol::initialize_result>, home_t);
-void start(const impl_ptr&, list_call, request_options, handler_t<protocol::list_result>, home_t);
-void start(const impl_ptr&, list_all_call, request_options, handler_t<protocol::list_result>,
-           home_t);
-void start(const impl_ptr&, protocol::list_samples_params, request_options,
-           handler_t<protocol::list_samples_result>, home_t);
-void start(const impl_ptr&, protocol::run_params, request_options, handler_t<protocol::run_result>,
-           home_t);
-void start(const impl_ptr&, execute_call, request_options, handler_t<protocol::execute_result>,
-           home_t);
-void start(const impl_ptr&, protocol::score_params, request_options,
-           handler_t<protocol::run_result>, home_t);
-void start(const impl_ptr&, protocol::cancel_params, request_options, handler_t<bool>, home_t);
-void start(const impl_ptr&, shutdown_call, request_options, handler_t<exit_status>, home_t);
+/// Starts one request. The (params, result) pair names its row of the method table
+/// (src/host/methods.cpp), where it is instantiated for each protocol method.
+template <class Params, class Result>
+void start(const impl_ptr&, Params, request_options, handler_t<Result>, home_t);
+void start_list_all(const impl_ptr&, request_options, handler_t<protocol::list_result>);
+void start_shutdown(const impl_ptr&, handler_t<exit_status>);
 
 // Completes the fail-fast overloads: the code first (for wait_for_one_error), then the value
 // or the error with the diagnostics the operation filled in.
@@ -171,14 +161,22 @@ struct expected_completion {
   }
 };
 
+void start_wait_abandoned(const impl_ptr&, std::size_t seen, handler_t<std::size_t>);
+
 template <class Result>
 struct initiate {
   impl_ptr impl;
   template <class Handler, class Call>
   void operator()(Handler&& h, Call call, request_options opts) const {
-    home_t home = io_context_of(boost::asio::get_associated_executor(h));
-    start(impl, std::move(call), std::move(opts), handler_t<Result>(std::forward<Handler>(h)),
-          home);
+    if constexpr (std::is_same_v<Call, list_all_call>) {
+      start_list_all(impl, std::move(opts), handler_t<Result>(std::forward<Handler>(h)));
+    } else if constexpr (std::is_same_v<Call, shutdown_call>) {
+      start_shutdown(impl, handler_t<Result>(std::forward<Handler>(h)));
+    } else {
+      home_t home = io_context_of(boost::asio::get_associated_executor(h));
+      start<Call, Result>(impl, std::move(call), std::move(opts),
+                          handler_t<Result>(std::forward<Handler>(h)), home);
+    }
   }
 };
 }  // namespace detail
@@ -231,6 +229,27 @@ class host_handle {
   /// ignore `cancel`): work the study still does. Schedulers count them against concurrency.
   std::size_t abandoned() const;
 
+  /// Waits until abandoned() differs from `seen` (a request was abandoned, or a late answer
+  /// came), or the connection ended; completes at once if it differs already. So a scheduler
+  /// learns of a freed slot when it happens instead of polling abandoned().
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, std::size_t abandoned_now) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// Every type: completes with `operation_aborted`. Nothing is sent to the study.
+  ///
+  /// @par Executor, object lifetimes
+  /// As for the requests below; the handler never runs inside this call.
+  template <class Token>
+  auto async_wait_abandoned(std::size_t seen, Token&& token) {
+    return boost::asio::async_initiate<Token, void(error_code, std::size_t)>(
+        [impl = impl()](auto handler, std::size_t s) {
+          detail::start_wait_abandoned(impl, s, detail::handler_t<std::size_t>(std::move(handler)));
+        },
+        token, seen);
+  }
+
   // --- Asynchronous operations: void(error_code, T) ------------------------------------------
   // Each has an overload taking request_options (diagnostics, correlated notifications).
 
@@ -254,7 +273,7 @@ class host_handle {
   /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_initialize(request_options o, Token&& token) {
-    return async<protocol::initialize_result>(detail::initialize_call{}, std::move(o), token);
+    return async<protocol::initialize_result>(detail::no_params{}, std::move(o), token);
   }
   /// The catalogue as sent (first sample page of each eval).
   ///
@@ -275,7 +294,7 @@ class host_handle {
   /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_list(request_options o, Token&& token) {
-    return async<protocol::list_result>(detail::list_call{}, std::move(o), token);
+    return async<protocol::list_result>(detail::no_params{}, std::move(o), token);
   }
   /// One further page of an eval's samples.
   ///
@@ -361,7 +380,7 @@ class host_handle {
   /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_execute(protocol::run_params p, request_options o, Token&& token) {
-    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(o), token);
+    return async<protocol::execute_result>(std::move(p), std::move(o), token);
   }
   /// Scores a supplied transcript. Needs the `score` capability.
   ///
@@ -479,8 +498,7 @@ class host_handle {
   }
   template <class Token>
   auto async_execute(protocol::run_params p, as_expected_t e, Token&& token) {
-    return async_expected<protocol::execute_result>(detail::execute_call{std::move(p)},
-                                                    std::move(e.options), token);
+    return async_expected<protocol::execute_result>(std::move(p), std::move(e.options), token);
   }
   template <class Token>
   auto async_score(protocol::score_params p, as_expected_tag, Token&& token) {

@@ -279,6 +279,48 @@ BOOST_AUTO_TEST_CASE(an_answer_that_beats_the_cancellation_wins) {
   });
 }
 
+// The abandoned count is signalled: a waiter wakes when a request is abandoned and again when
+// its late answer comes, and a cancelled wait completes with operation_aborted.
+BOOST_AUTO_TEST_CASE(the_abandoned_count_is_signalled) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    fake_pair fp(ctx.get_executor());
+    co_await initialized(fp, "");
+    std::vector<std::size_t> seen;
+    std::optional<error_code> first;
+    fp.host->async_wait_abandoned(0, [&](error_code ec, std::size_t n) {
+      first = ec;
+      seen.push_back(n);
+    });
+    asio::cancellation_signal sig;
+    std::optional<error_code> run_ec;
+    fp.host->async_run(run_case("x"), asio::bind_cancellation_slot(
+                                          sig.slot(), [&](error_code ec, auto) { run_ec = ec; }));
+    auto run = co_await fp.study->read();
+    BOOST_TEST(seen.empty());
+    sig.emit(asio::cancellation_type::terminal);
+    auto [ec1, n1] = co_await fp.host->async_wait_abandoned(0, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec1);
+    BOOST_TEST(n1 == 1u);
+    BOOST_TEST(!*first);
+    BOOST_TEST(seen == std::vector<std::size_t>{1});
+    co_await fp.study->reply(run, run_result_for(run));  // late
+    auto [ec2, n2] = co_await fp.host->async_wait_abandoned(1, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec2);
+    BOOST_TEST(n2 == 0u);
+    asio::cancellation_signal stop;
+    std::optional<error_code> stopped;
+    event stopped_event(ctx.get_executor());
+    fp.host->async_wait_abandoned(
+        0, asio::bind_cancellation_slot(stop.slot(), [&](error_code ec, std::size_t) {
+          stopped = ec;
+          stopped_event.set();
+        }));
+    stop.emit(asio::cancellation_type::terminal);
+    co_await stopped_event.wait();
+    BOOST_TEST(*stopped == asio::error::operation_aborted);
+  });
+}
+
 // A study on the other end of one socket: answers initialize at once, holds each run until the
 // host half-closes, then answers what it holds and closes its end.
 asio::awaitable<void> socket_study(socket_t s, std::shared_ptr<event> got_run) {
