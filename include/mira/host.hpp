@@ -10,8 +10,9 @@
 // Per-operation cancellation (run, execute, score, list, ...): the operation honours its
 // associated cancellation slot.
 //   - not yet written to the study: any cancellation type removes it; nothing is sent;
-//   - written: `terminal` and `partial` complete it at once with operation_aborted and, when the
-//     study advertised `cancel`, send `cancel {"id": <its id>}`; its late answer is dropped;
+//   - written: `terminal` and `partial` complete it at once with operation_aborted and, for run,
+//     execute and score when the study advertised `cancel`, send `cancel {"id": <its id>}`;
+//     its late answer is dropped;
 //     `total` is not honoured (the request already reached the study).
 // So `co_await (host.run(c) || timer.async_wait(use_awaitable))`, a bound cancellation_signal
 // and a fail-fast parallel_group all send `cancel` by themselves.
@@ -260,9 +261,9 @@ class host_handle {
   /// @code void(mira::error_code, protocol::initialize_result) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -281,9 +282,9 @@ class host_handle {
   /// @code void(mira::error_code, protocol::list_result) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -302,9 +303,9 @@ class host_handle {
   /// @code void(mira::error_code, protocol::list_samples_result) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -410,9 +411,9 @@ class host_handle {
   /// @code void(mira::error_code, bool) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
