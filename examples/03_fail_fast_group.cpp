@@ -1,6 +1,8 @@
 // Example 3: fail fast with a parallel_group. Two cases run at once; the first failure cancels
-// its sibling, and the study is sent `cancel` for it. Over the tl::expected layer the group's
-// built-in wait_for_one_error cannot see the error, so a small condition looks inside.
+// its sibling, and the study is sent `cancel` for it. The `mira::as_expected` overloads complete
+// with `(error_code, tl::expected<run_result, error>)`: the leading code is what the group's
+// built-in wait_for_one_error looks at, the expected keeps the diagnostics, and no coroutine is
+// spawned per case.
 //
 // Usage: example_03_fail_fast_group STUDY_CMD [ARGS...]
 //        (e.g. build/examples/example_study --slow-ms 5000)
@@ -16,14 +18,6 @@
 #include <cstdio>
 
 namespace asio = boost::asio;
-using run_outcome = tl::expected<mira::protocol::run_result, mira::error>;
-
-// A group condition for awaitables that return tl::expected: stop at the first error value.
-struct first_failure {
-  asio::cancellation_type_t operator()(const std::exception_ptr& e, const run_outcome& r) const {
-    return e || !r ? asio::cancellation_type::all : asio::cancellation_type::none;
-  }
-};
 
 mira::protocol::run_params make_case(std::string eval, std::string sample) {
   mira::protocol::run_params p;
@@ -49,14 +43,14 @@ asio::awaitable<int> demo(std::vector<std::string> argv) {
   }
 
   // The unknown sample fails at once and the slow sibling is cancelled.
-  using op_type = decltype(asio::co_spawn(ex, host->run(make_case("", "")), asio::deferred));
+  using op_type = decltype(host->async_run(make_case("", ""), mira::as_expected, asio::deferred));
   std::vector<op_type> ops;
-  ops.push_back(asio::co_spawn(ex, host->run(make_case("slow", "long-task")), asio::deferred));
+  ops.push_back(host->async_run(make_case("slow", "long-task"), mira::as_expected, asio::deferred));
   ops.push_back(
-      asio::co_spawn(ex, host->run(make_case("greet", "no-such-sample")), asio::deferred));
-  auto [order, exceptions, results] =
+      host->async_run(make_case("greet", "no-such-sample"), mira::as_expected, asio::deferred));
+  auto [order, codes, results] =
       co_await asio::experimental::make_parallel_group(std::move(ops))
-          .async_wait(first_failure{}, asio::use_awaitable);
+          .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
   for (std::size_t i = 0; i < results.size(); ++i)
     std::printf("group case %zu: %s\n", i,
                 results[i] ? "passed" : results[i].error().message().c_str());

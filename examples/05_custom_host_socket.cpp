@@ -1,7 +1,8 @@
-// Example 5: a custom host over a socket. host_handle::connect speaks the protocol over any pair
-// of Asio byte streams, with no process to manage: here two local socket pairs join it to a
-// small study written in this file and served on the same io_context. A study reached over TCP
-// or a Unix socket path is the same code with connected sockets.
+// Example 5: a custom host over a socket. host_handle::connect speaks the protocol over one
+// full-duplex stream, with no process to manage: here a local socket pair joins it to a small
+// study written in this file and served on the same io_context. A study reached over TCP or a
+// Unix socket path is the same code with a connected socket. shutdown() half-closes the
+// socket's write side; the study answers what it holds and closes its end.
 //
 // Usage: example_05_custom_host_socket
 // Exits 0 when the three cases sent at once come back passed and the study saw the host close.
@@ -29,10 +30,10 @@ using namespace asio::experimental::awaitable_operators;
 using socket_t = asio::local::stream_protocol::socket;
 
 // The study's side: one request per line in, one answer per line out, until the host closes.
-asio::awaitable<void> serve_study(socket_t in, socket_t out, bool* saw_close) {
+asio::awaitable<void> serve_study(socket_t s, bool* saw_close) {
   std::string buf;
   for (;;) {
-    auto [ec, n] = co_await asio::async_read_until(in, asio::dynamic_buffer(buf), '\n',
+    auto [ec, n] = co_await asio::async_read_until(s, asio::dynamic_buffer(buf), '\n',
                                                    asio::as_tuple(asio::use_awaitable));
     if (ec) break;  // the host closed its end: the study is done
     auto req = json::parse(std::string_view(buf).substr(0, n - 1)).as_object();
@@ -57,10 +58,10 @@ asio::awaitable<void> serve_study(socket_t in, socket_t out, bool* saw_close) {
     }
     json::object answer{{"id", req.at("id")}, {"result", std::move(result)}};
     std::string line = json::serialize(answer) + "\n";
-    co_await asio::async_write(out, asio::buffer(line), asio::use_awaitable);
+    co_await asio::async_write(s, asio::buffer(line), asio::use_awaitable);
   }
   *saw_close = true;
-  out.close();  // the host reads end of stream: the study has exited
+  s.close();  // the host reads end of stream: the study has exited
 }
 
 mira::protocol::run_params make_case(std::string sample) {
@@ -71,8 +72,8 @@ mira::protocol::run_params make_case(std::string sample) {
   return p;
 }
 
-asio::awaitable<int> host_side(socket_t from_study, socket_t to_study) {
-  auto host = mira::host_handle::connect(std::move(from_study), std::move(to_study));
+asio::awaitable<int> host_side(socket_t to_study) {
+  auto host = mira::host_handle::connect(std::move(to_study));
   auto init = co_await host.initialize();
   if (!init) {
     std::fprintf(stderr, "%s\n", init.error().message().c_str());
@@ -89,24 +90,23 @@ asio::awaitable<int> host_side(socket_t from_study, socket_t to_study) {
                 *r ? ((*r)->passed ? "passed" : "failed") : (*r).error().message().c_str());
     passed += *r && (*r)->passed;
   }
-  co_await host.shutdown();  // closes the study's input and waits for its end of stream
+  // Half-closes the socket and waits for the study's end of stream: "no process".
+  auto st = co_await host.shutdown();
+  std::printf("shutdown: %s\n", st ? st->to_string().c_str() : st.error().message().c_str());
   co_return passed == 3 ? 0 : 1;
 }
 
 int main() {
   asio::io_context ctx;
-  socket_t host_reads(ctx), study_writes(ctx), host_writes(ctx), study_reads(ctx);
-  asio::local::connect_pair(host_reads, study_writes);
-  asio::local::connect_pair(host_writes, study_reads);
+  socket_t host_end(ctx), study_end(ctx);
+  asio::local::connect_pair(host_end, study_end);
 
   bool saw_close = false;
-  asio::co_spawn(ctx, serve_study(std::move(study_reads), std::move(study_writes), &saw_close),
-                 asio::detached);
+  asio::co_spawn(ctx, serve_study(std::move(study_end), &saw_close), asio::detached);
   int rc = 1;
-  asio::co_spawn(ctx, host_side(std::move(host_reads), std::move(host_writes)),
-                 [&](std::exception_ptr e, int r) {
-                   if (!e) rc = r;
-                 });
+  asio::co_spawn(ctx, host_side(std::move(host_end)), [&](std::exception_ptr e, int r) {
+    if (!e) rc = r;
+  });
   ctx.run();
   std::printf("study saw the host close: %s\n", saw_close ? "yes" : "no");
   return rc == 0 && saw_close ? 0 : 1;

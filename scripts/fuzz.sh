@@ -17,7 +17,7 @@ clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
   -DBOOST_JSON_NO_LIB -Iinclude -Itest \
   fuzz/wire_fuzzer.cpp src/framing/line_framer.cpp src/connection/multiplexer.cpp \
   src/protocol/codec.cpp src/protocol/json_scan.cpp src/protocol/run_result_text.cpp \
-  src/protocol/trajectory.cpp "$out/boost_json.cpp" \
+  src/protocol/trajectory.cpp src/protocol/json_text.cpp "$out/boost_json.cpp" \
   -o "$out/wire_fuzzer"
 
 "$out/wire_fuzzer" -max_total_time="$seconds" -jobs=2 -workers=2 -max_len=4096 \

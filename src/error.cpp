@@ -34,6 +34,10 @@ class category_impl final : public boost::system::error_category {
         return "the study could not be started";
       case errc::response_too_large:
         return "the study's response is too large";
+      case errc::not_initialized:
+        return "the request was made before initialize() completed";
+      case errc::timed_out:
+        return "the request's deadline passed";
     }
     return "unknown mira error";
   }
@@ -63,6 +67,7 @@ bool is_fatal(const error_code& ec) {
 }
 
 std::string exit_status::to_string() const {
+  if (no_process) return "no process";
   if (signal != 0) {
     const char* abbrev = sigabbrev_np(signal);
     return "killed by signal " + std::to_string(signal) +

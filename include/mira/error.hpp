@@ -26,6 +26,8 @@ enum class errc {
   cursor_loop,            // list_samples returned a cursor it had returned before
   spawn_failed,           // the study command could not be started
   response_too_large,     // the answer was longer than host_options::max_line_bytes
+  not_initialized,        // a request before initialize() completed (it is never sent)
+  timed_out,              // request_options::deadline passed before the answer came
 };
 
 const boost::system::error_category& category();
@@ -41,7 +43,8 @@ bool is_fatal(const error_code& ec);
 struct exit_status {
   int code = -1;                  // exit code when it exited normally
   int signal = 0;                 // signal number when it was killed by one
-  std::string to_string() const;  // "exit code 3" / "killed by signal 9 (SIGKILL)"
+  bool no_process = false;        // connect(): the host manages no process, so there is no status
+  std::string to_string() const;  // "exit code 3" / "killed by signal 9 (SIGKILL)" / "no process"
 };
 
 /// What is known about a failure beyond its error_code. The study's own words (study_error)

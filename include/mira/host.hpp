@@ -10,8 +10,9 @@
 // Per-operation cancellation (run, execute, score, list, ...): the operation honours its
 // associated cancellation slot.
 //   - not yet written to the study: any cancellation type removes it; nothing is sent;
-//   - written: `terminal` and `partial` complete it at once with operation_aborted and, when the
-//     study advertised `cancel`, send `cancel {"id": <its id>}`; its late answer is dropped;
+//   - written: `terminal` and `partial` complete it at once with operation_aborted and, for run,
+//     execute and score when the study advertised `cancel`, send `cancel {"id": <its id>}`;
+//     its late answer is dropped;
 //     `total` is not honoured (the request already reached the study).
 // So `co_await (host.run(c) || timer.async_wait(use_awaitable))`, a bound cancellation_signal
 // and a fail-fast parallel_group all send `cancel` by themselves.
@@ -30,6 +31,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <tl/expected.hpp>
 
 #include <chrono>
@@ -38,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace boost::asio {
@@ -92,7 +96,26 @@ struct request_options {
   /// event/log notifications correlated with this request, run on the completion handler's
   /// executor so a slow handler never blocks the connection's reader.
   notification_handler on_notification;
+  /// Set to the request's id when the operation is initiated (before its frame is queued), so
+  /// async_cancel(id) and correlation of logs work without the study echoing it. Written on
+  /// the initiating thread; must outlive the initiation. Not set by list_all and shutdown,
+  /// which are composed of several requests or none.
+  std::int64_t* request_id = nullptr;
+  /// When this passes before the answer, the request is cancelled as a dropped awaitable would
+  /// be (removed if unsent; else abandoned, and `cancel` sent for run/execute/score when the
+  /// study advertised it) and the operation completes with errc::timed_out.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
+
+/// Tag for the fail-fast overloads (`host.async_run(c, mira::as_expected, asio::deferred)`):
+/// they complete with `void(error_code, tl::expected<T, error>)`, the leading code for
+/// parallel_group's wait_for_one_error, the expected carrying the diagnostics.
+struct as_expected_t {
+  request_options options;  // diag is filled by the adapter; the rest applies as given
+};
+inline constexpr struct as_expected_tag {
+  as_expected_t operator()(request_options o) const { return as_expected_t{std::move(o)}; }
+} as_expected{};
 
 namespace detail {
 class host_impl;
@@ -101,13 +124,11 @@ struct host_ref;
 template <class T>
 using handler_t = boost::asio::any_completion_handler<void(error_code, T)>;
 
-struct initialize_call {};
-struct list_call {};
+/// The params of initialize and list (initialize's come from host_options).
+struct no_params {};
+/// The composed operations, which are not one request of the method table.
 struct list_all_call {};
 struct shutdown_call {};
-struct execute_call {
-  protocol::run_params params;
-};
 
 /// The io_context a completion handler runs on, read before the handler is type-erased:
 /// asking the erased handler converts executors (two allocations per request). nullptr for
@@ -120,30 +141,43 @@ boost::asio::io_context* io_context_of(const Executor&) noexcept {
 
 using impl_ptr = std::shared_ptr<host_impl>;
 using home_t = boost::asio::io_context*;
-void start(const impl_ptr&, initialize_call, request_options,
-           handler_t<protocol::initialize_result>, home_t);
-void start(const impl_ptr&, list_call, request_options, handler_t<protocol::list_result>, home_t);
-void start(const impl_ptr&, list_all_call, request_options, handler_t<protocol::list_result>,
-           home_t);
-void start(const impl_ptr&, protocol::list_samples_params, request_options,
-           handler_t<protocol::list_samples_result>, home_t);
-void start(const impl_ptr&, protocol::run_params, request_options, handler_t<protocol::run_result>,
-           home_t);
-void start(const impl_ptr&, execute_call, request_options, handler_t<protocol::execute_result>,
-           home_t);
-void start(const impl_ptr&, protocol::score_params, request_options,
-           handler_t<protocol::run_result>, home_t);
-void start(const impl_ptr&, protocol::cancel_params, request_options, handler_t<bool>, home_t);
-void start(const impl_ptr&, shutdown_call, request_options, handler_t<exit_status>, home_t);
+/// Starts one request. The (params, result) pair names its row of the method table
+/// (src/host/methods.cpp), where it is instantiated for each protocol method.
+template <class Params, class Result>
+void start(const impl_ptr&, Params, request_options, handler_t<Result>, home_t);
+void start_list_all(const impl_ptr&, request_options, handler_t<protocol::list_result>);
+void start_shutdown(const impl_ptr&, handler_t<exit_status>);
+
+// Completes the fail-fast overloads: the code first (for wait_for_one_error), then the value
+// or the error with the diagnostics the operation filled in.
+template <class T, class Handler>
+struct expected_completion {
+  Handler handler;
+  std::unique_ptr<diagnostics> diag;  // the operation writes here; heap, so moves keep it valid
+  void operator()(error_code ec, T v) {
+    tl::expected<T, error> out =
+        ec ? tl::expected<T, error>(tl::unexpect, error{ec, std::move(*diag)})
+           : tl::expected<T, error>(std::move(v));
+    std::move(handler)(ec, std::move(out));
+  }
+};
+
+void start_wait_abandoned(const impl_ptr&, std::size_t seen, handler_t<std::size_t>);
 
 template <class Result>
 struct initiate {
   impl_ptr impl;
   template <class Handler, class Call>
   void operator()(Handler&& h, Call call, request_options opts) const {
-    home_t home = io_context_of(boost::asio::get_associated_executor(h));
-    start(impl, std::move(call), std::move(opts), handler_t<Result>(std::forward<Handler>(h)),
-          home);
+    if constexpr (std::is_same_v<Call, list_all_call>) {
+      start_list_all(impl, std::move(opts), handler_t<Result>(std::forward<Handler>(h)));
+    } else if constexpr (std::is_same_v<Call, shutdown_call>) {
+      start_shutdown(impl, handler_t<Result>(std::forward<Handler>(h)));
+    } else {
+      home_t home = io_context_of(boost::asio::get_associated_executor(h));
+      start<Call, Result>(impl, std::move(call), std::move(opts),
+                          handler_t<Result>(std::forward<Handler>(h)), home);
+    }
   }
 };
 }  // namespace detail
@@ -162,8 +196,21 @@ class host_handle {
   static tl::expected<host_handle, error> spawn(executor_type ex, study_command cmd,
                                                 host_options opts = {});
 
-  /// Speaks the protocol over `study_output` (read) and `study_input` (write), e.g. a socket
-  /// pair or test streams. No process is managed.
+  /// Speaks the protocol over one full-duplex stream: a connected socket (TCP, Unix), or any
+  /// stream with `async_read_some`, `async_write_some`, `shutdown(socket_base::shutdown_send,
+  /// ec)` and `close(ec)`. No process is managed: async_shutdown half-closes the write side, lets
+  /// the requests in flight be answered until the study closes its end (at most
+  /// shutdown_grace), and completes with an exit_status whose `no_process` is set.
+  template <class Stream>
+  static host_handle connect(Stream stream, host_options opts = {}) {
+    auto ex = stream.get_executor();
+    return host_handle(ex, std::make_unique<detail::duplex_transport<Stream>>(std::move(stream)),
+                       std::move(opts));
+  }
+
+  /// Speaks the protocol over `study_output` (read) and `study_input` (write), e.g. two
+  /// pipes or test streams. No process is managed; async_shutdown closes `study_input` and
+  /// drains as above.
   template <class ReadStream, class WriteStream>
   static host_handle connect(ReadStream study_output, WriteStream study_input,
                              host_options opts = {}) {
@@ -183,6 +230,27 @@ class host_handle {
   /// ignore `cancel`): work the study still does. Schedulers count them against concurrency.
   std::size_t abandoned() const;
 
+  /// Waits until abandoned() differs from `seen` (a request was abandoned, or a late answer
+  /// came), or the connection ended; completes at once if it differs already. So a scheduler
+  /// learns of a freed slot when it happens instead of polling abandoned().
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, std::size_t abandoned_now) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// Every type: completes with `operation_aborted`. Nothing is sent to the study.
+  ///
+  /// @par Executor, object lifetimes
+  /// As for the requests below; the handler never runs inside this call.
+  template <class Token>
+  auto async_wait_abandoned(std::size_t seen, Token&& token) {
+    return boost::asio::async_initiate<Token, void(error_code, std::size_t)>(
+        [impl = impl()](auto handler, std::size_t s) {
+          detail::start_wait_abandoned(impl, s, detail::handler_t<std::size_t>(std::move(handler)));
+        },
+        token, seen);
+  }
+
   // --- Asynchronous operations: void(error_code, T) ------------------------------------------
   // Each has an overload taking request_options (diagnostics, correlated notifications).
 
@@ -193,9 +261,9 @@ class host_handle {
   /// @code void(mira::error_code, protocol::initialize_result) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -206,7 +274,7 @@ class host_handle {
   /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_initialize(request_options o, Token&& token) {
-    return async<protocol::initialize_result>(detail::initialize_call{}, std::move(o), token);
+    return async<protocol::initialize_result>(detail::no_params{}, std::move(o), token);
   }
   /// The catalogue as sent (first sample page of each eval).
   ///
@@ -214,9 +282,9 @@ class host_handle {
   /// @code void(mira::error_code, protocol::list_result) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -227,7 +295,7 @@ class host_handle {
   /// it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_list(request_options o, Token&& token) {
-    return async<protocol::list_result>(detail::list_call{}, std::move(o), token);
+    return async<protocol::list_result>(detail::no_params{}, std::move(o), token);
   }
   /// One further page of an eval's samples.
   ///
@@ -235,9 +303,9 @@ class host_handle {
   /// @code void(mira::error_code, protocol::list_samples_result) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -313,7 +381,7 @@ class host_handle {
   /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
   template <class Token>
   auto async_execute(protocol::run_params p, request_options o, Token&& token) {
-    return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(o), token);
+    return async<protocol::execute_result>(std::move(p), std::move(o), token);
   }
   /// Scores a supplied transcript. Needs the `score` capability.
   ///
@@ -343,9 +411,9 @@ class host_handle {
   /// @code void(mira::error_code, bool) @endcode
   ///
   /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
+  /// protocol defines it for run, execute and score only), and a late answer is dropped.
+  /// `total`: only before the request is written (docs/cancellation.md has the table).
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -412,6 +480,36 @@ class host_handle {
     return async_cancel(request_id, request_options{}, std::forward<Token>(token));
   }
 
+  // --- Fail-fast layer: void(error_code, tl::expected<T, error>) -----------------------------
+  // The leading code lets parallel_group's wait_for_one_error stop at the first failure with no
+  // coroutine per operation; the expected holds the result or the error with its diagnostics.
+  // Cancellation, executor and lifetimes as for the overloads above.
+
+  template <class Token>
+  auto async_run(protocol::run_params p, as_expected_tag, Token&& token) {
+    return async_run(std::move(p), as_expected_t{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_run(protocol::run_params p, as_expected_t e, Token&& token) {
+    return async_expected<protocol::run_result>(std::move(p), std::move(e.options), token);
+  }
+  template <class Token>
+  auto async_execute(protocol::run_params p, as_expected_tag, Token&& token) {
+    return async_execute(std::move(p), as_expected_t{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_execute(protocol::run_params p, as_expected_t e, Token&& token) {
+    return async_expected<protocol::execute_result>(std::move(p), std::move(e.options), token);
+  }
+  template <class Token>
+  auto async_score(protocol::score_params p, as_expected_tag, Token&& token) {
+    return async_score(std::move(p), as_expected_t{}, std::forward<Token>(token));
+  }
+  template <class Token>
+  auto async_score(protocol::score_params p, as_expected_t e, Token&& token) {
+    return async_expected<protocol::run_result>(std::move(p), std::move(e.options), token);
+  }
+
   // --- Coroutine layer: never throws, errors as values ---------------------------------------
 
   boost::asio::awaitable<tl::expected<protocol::initialize_result, error>> initialize();
@@ -432,9 +530,35 @@ class host_handle {
     return boost::asio::async_initiate<Token, void(error_code, Result)>(
         detail::initiate<Result>{impl()}, token, std::move(call), std::move(o));
   }
+  template <class Result, class Call, class Token>
+  auto async_expected(Call call, request_options o, Token& token) {
+    using value = tl::expected<Result, error>;
+    return boost::asio::async_initiate<Token, void(error_code, value)>(
+        [impl = impl()](auto handler, Call c, request_options opts) {
+          // The slot and executor of the caller's handler stay associated with the operation.
+          auto slot = boost::asio::get_associated_cancellation_slot(handler);
+          auto ex = boost::asio::get_associated_executor(handler, impl_executor(impl));
+          auto diag = std::make_unique<diagnostics>();
+          opts.diag = diag.get();
+          detail::initiate<Result>{impl}(
+              boost::asio::bind_cancellation_slot(
+                  slot,
+                  boost::asio::bind_executor(
+                      ex, detail::expected_completion<Result, decltype(handler)>{std::move(handler),
+                                                                                 std::move(diag)})),
+              std::move(c), std::move(opts));
+        },
+        token, std::move(call), std::move(o));
+  }
   const detail::impl_ptr& impl() const;
+  static executor_type impl_executor(const detail::impl_ptr& impl);
 
   std::shared_ptr<detail::host_ref> ref_;
 };
+
+/// The name the Rust host and its users write. `host_handle` is primary: the library's names
+/// are snake_case throughout (STYLE.md), and this alias keeps code written against the Rust
+/// spelling compiling unchanged.
+using HostHandle = host_handle;
 
 }  // namespace mira

@@ -114,6 +114,11 @@ struct pool_tracked {
   }
 };
 
+/// Tells execute from run in the pool's forwarding (both take run_params).
+struct execute_call {
+  protocol::run_params params;
+};
+
 template <class H>
 void pool_forward(host_handle& h, protocol::run_params p, request_options o, H&& handler) {
   h.async_run(std::move(p), std::move(o), std::forward<H>(handler));

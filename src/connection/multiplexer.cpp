@@ -454,7 +454,7 @@ cancel_outcome multiplexer::cancel(std::int64_t id, asio::cancellation_type_t ty
   out.kind = cancel_kind::abandoned;
   out.op = std::move(e.op);
   set_state(e, request_state::abandoned);
-  if (supports_cancel_ && !closed_) {
+  if (supports_cancel_ && !closed_ && cancel_frame_id != 0) {
     urgent_.push(cancel_frame_id, "cancel", "{\"id\":" + std::to_string(id) + "}");
     entries_.emplace(cancel_frame_id, entry{request_state::queued, true, nullptr});
     out.cancel_frame_queued = true;

@@ -87,4 +87,18 @@ attempt_verdict classify(const attempt& a, bool timeout_is_infra,
   return v;
 }
 
+case_state final_state(const attempt& a, bool rate_limited, bool timeout_is_infra,
+                       bool execute_only) {
+  if (a.timed_out) return timeout_is_infra ? case_state::na : case_state::failed;
+  if (a.error)
+    return is_retryable(a.error->code) || rate_limited ? case_state::na : case_state::error;
+  if (!a.result) return case_state::error;
+  auto& r = *a.result;
+  if (r.skipped) return case_state::skipped;
+  if (r.is_na() || r.transcript.error_kind == protocol::error_kind::infra || rate_limited)
+    return case_state::na;
+  if (execute_only) return case_state::executed;
+  return r.passed ? case_state::passed : case_state::failed;
+}
+
 }  // namespace mira::schedule

@@ -4,6 +4,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -189,8 +190,11 @@ attempt_error describe(const attempt_outcome& o, const attempt_verdict& v,
   return e;
 }
 
-// How often a run whose slots are held by abandoned requests checks whether they were answered.
+// How often a run over a pool whose slots are held by abandoned requests checks whether they
+// were answered (a host_handle signals it: async_wait_abandoned).
 constexpr auto abandoned_poll = std::chrono::milliseconds(20);
+// How long abandoned requests may hold every slot with nothing running, without a case timeout.
+constexpr auto starved_grace = std::chrono::seconds(30);
 
 // Conn: host_handle (with policy.respawn for a dead study) or study_pool (which restarts its
 // processes itself). The same code for both; what differs is chosen at compile time.
@@ -233,7 +237,8 @@ class pipeline {
 
     for (;;) {
       // A study that ignores `cancel` still works on what we gave up on: that counts.
-      sched_->reserve(host_.abandoned());
+      auto abandoned = host_.abandoned();
+      sched_->reserve(abandoned);
       check_starved();
       if (!sched_->stopped() && !restarting_)
         while (auto id = sched_->next(clock::now())) start(*id);
@@ -242,8 +247,14 @@ class pipeline {
       if (done_.empty()) {
         auto until = deadline_;
         if (auto w = sched_->next_wakeup(clock::now()); w && *w < until) until = *w;
-        // The host does not signal a late answer to an abandoned request: look again soon.
-        if (sched_->reserved() > 0) until = std::min(until, clock::now() + abandoned_poll);
+        if (sched_->reserved() > 0) {
+          if constexpr (pooled)  // a pool does not signal late answers: look again soon
+            until = std::min(until, clock::now() + abandoned_poll);
+          else
+            watch_abandoned(abandoned);
+        }
+        if (starved_since_)
+          until = std::min(until, *starved_since_ + policy_.case_timeout.value_or(starved_grace));
         wake_.expires_at(until);
         co_await wake_.async_wait(asio::as_tuple(asio::use_awaitable));
       }
@@ -342,27 +353,18 @@ class pipeline {
       return;
     }
     bool gave_up = d == disposition::gave_up;
+    // The state comes from the last attempt alone, not from the retry predicate (classify.hpp).
+    rec.state =
+        final_state(a, v.rate_limited, policy_.timeout_is_infra, policy_.op == operation::execute);
     if (o.timed_out) {
-      rec.state = gave_up ? case_state::na : case_state::failed;
       rec.message = describe(o, v, policy_.case_timeout).message;
     } else if (!o.result) {
       auto& e = o.result.error();
       rec.message = e.message();
-      rec.state = gave_up && e.code != errc::study_exited ? case_state::na : case_state::error;
       if (is_fatal(e.code) && !recovered)
         stop(stop_reason::study_failed, e.message(), case_state::error);
     } else {
       auto& r = *o.result;
-      if (r.skipped)
-        rec.state = case_state::skipped;
-      else if (r.is_na() || (gave_up && r.transcript.error_kind == protocol::error_kind::infra))
-        rec.state = case_state::na;
-      else if (gave_up)  // retried on a rate limit until the attempts ran out
-        rec.state = case_state::na;
-      else if (policy_.op == operation::execute)
-        rec.state = case_state::executed;
-      else
-        rec.state = r.passed ? case_state::passed : case_state::failed;
       if (r.transcript.error) rec.message = *r.transcript.error;
       rec.result_json = std::move(r.raw_json);
     }
@@ -373,6 +375,20 @@ class pipeline {
         (rec.state == case_state::failed || rec.state == case_state::error))
       stop(stop_reason::fail_fast,
            "case " + plan_.cases[index].key + " " + std::string(to_string(rec.state)));
+  }
+
+  // Wakes the loop when the host's abandoned count moves from `seen` (a late answer frees a
+  // slot). One wait at a time; `alive_` guards a completion that comes after the run.
+  void watch_abandoned(std::size_t seen) {
+    if (watching_abandoned_) return;
+    watching_abandoned_ = true;
+    host_.async_wait_abandoned(
+        seen, asio::bind_executor(
+                  ex_, [this, alive = std::weak_ptr<int>(alive_)](error_code, std::size_t) {
+                    if (!alive.lock()) return;
+                    watching_abandoned_ = false;
+                    wake_.cancel();
+                  }));
   }
 
   // Every slot held by requests the study never answered after `cancel`, and nothing else
@@ -386,7 +402,7 @@ class pipeline {
     }
     auto now = clock::now();
     if (!starved_since_) starved_since_ = now;
-    auto grace = policy_.case_timeout.value_or(std::chrono::seconds(30));
+    auto grace = policy_.case_timeout.value_or(starved_grace);
     if (now - *starved_since_ < grace) return;
     starved_since_.reset();
     auto why = "the study never answered " + std::to_string(sched_->reserved()) +
@@ -479,6 +495,8 @@ class pipeline {
   std::uint64_t generation_ = 0;
   bool restarting_ = false;
   std::optional<time_point> starved_since_;
+  bool watching_abandoned_ = false;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::vector<std::pair<std::size_t, attempt_outcome>> done_;
   std::size_t running_ = 0;
   std::uint64_t attempt_seq_ = 0;

@@ -120,6 +120,21 @@ BOOST_AUTO_TEST_CASE(host_and_study_errors_exit_3) {
   BOOST_TEST(died.code == 3);
 }
 
+// A study of another protocol major: the mismatch is said once (it used to be logged by the
+// host and printed by the CLI).
+BOOST_AUTO_TEST_CASE(a_protocol_mismatch_is_printed_once) {
+  auto r = run_command(mira_bin +
+                       " list -- /bin/sh -c 'read l; printf \"%s\\n\" "
+                       "\"{\\\"id\\\":1,\\\"result\\\":{\\\"protocol_version\\\":\\\"2.0\\\","
+                       "\\\"study\\\":\\\"old\\\",\\\"evals\\\":0}}\"; cat >/dev/null' 2>&1");
+  BOOST_TEST(r.code == 3);
+  std::size_t n = 0;
+  for (auto pos = r.out.find("speaks protocol 2.0"); pos != std::string::npos;
+       pos = r.out.find("speaks protocol 2.0", pos + 1))
+    ++n;
+  BOOST_TEST(n == 1u, "the mismatch appears " << n << " times in:\n" << r.out);
+}
+
 BOOST_AUTO_TEST_CASE(plan_shows_counts_and_cases_without_running) {
   auto r = cli("plan -- " + example);
   BOOST_TEST(r.code == 0);

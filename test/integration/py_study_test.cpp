@@ -296,6 +296,12 @@ BOOST_AUTO_TEST_CASE(dropping_the_last_handle_kills_the_study) {
       auto host =
           host_handle::spawn(ctx.get_executor(), py_study({"--run-ms", "60000"}), test_options());
       BOOST_REQUIRE(host);
+      // Initialized first: a run before initialize would be refused, not left pending.
+      bool ready = false;
+      host->async_initialize([&](error_code ec, protocol::initialize_result) { ready = !ec; });
+      while (!ready && ctx.run_one_for(std::chrono::seconds(10)) > 0) {
+      }
+      BOOST_REQUIRE(ready);
       host->async_run(echo_case("a"), [&](error_code ec, protocol::run_result) { pending = ec; });
     }  // the last handle goes: the study is killed, the pending request aborted
     ctx.run_for(std::chrono::seconds(10));

@@ -12,15 +12,16 @@ BOOST_AUTO_TEST_SUITE(error_tests)
 
 BOOST_AUTO_TEST_CASE(every_code_has_its_own_message) {
   std::set<std::string> messages;
-  for (auto e : {errc::study_error, errc::study_error_retryable, errc::study_exited,
-                 errc::bad_response, errc::incompatible_protocol, errc::not_supported,
-                 errc::cursor_loop, errc::spawn_failed, errc::response_too_large}) {
+  for (auto e :
+       {errc::study_error, errc::study_error_retryable, errc::study_exited, errc::bad_response,
+        errc::incompatible_protocol, errc::not_supported, errc::cursor_loop, errc::spawn_failed,
+        errc::response_too_large, errc::not_initialized, errc::timed_out}) {
     auto ec = make_error_code(e);
     BOOST_TEST(ec.category().name() == std::string("mira"));
     BOOST_TEST(ec.message().find("unknown") == std::string::npos);
     messages.insert(ec.message());
   }
-  BOOST_TEST(messages.size() == 9u);
+  BOOST_TEST(messages.size() == 11u);
 }
 
 BOOST_AUTO_TEST_CASE(predicates_classify_without_text) {
@@ -44,6 +45,9 @@ BOOST_AUTO_TEST_CASE(messages_say_what_the_study_said_and_how_it_ended) {
              "signal 9 (SIGKILL)]");
   exit_status code3{3, 0};
   BOOST_TEST(code3.to_string() == "exit code 3");
+  exit_status none;
+  none.no_process = true;
+  BOOST_TEST(none.to_string() == "no process");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

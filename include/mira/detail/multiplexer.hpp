@@ -133,7 +133,8 @@ class multiplexer {
   /// response to a written request (`{"id": N, ...`), that request is handed back to be failed.
   std::unique_ptr<pending_op> take_oversized(std::string_view prefix, std::int64_t& id);
 
-  /// Applies the cancellation rules above; `cancel_frame_id` is used if a frame is sent.
+  /// Applies the cancellation rules above; `cancel_frame_id` is used if a frame is sent, and
+  /// 0 sends none (the protocol defines `cancel` only for run, execute and score).
   cancel_outcome cancel(std::int64_t id, boost::asio::cancellation_type_t type,
                         std::int64_t cancel_frame_id);
 

@@ -5,6 +5,7 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/socket_base.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -59,6 +60,34 @@ class stream_transport final : public transport {
 
   ReadStream in_;
   WriteStream out_;
+};
+
+/// Adapts one full-duplex Asio stream (a connected socket, or a wrapper over a pipe pair)
+/// that the study both reads from and writes to. Ending the input is a half-close: the
+/// stream's `shutdown(shutdown_send, ec)` when it has one (sockets), so the answers to
+/// requests in flight can still be read.
+template <class Stream>
+class duplex_transport final : public transport {
+ public:
+  explicit duplex_transport(Stream s) : s_(std::move(s)) {}
+
+  void async_read_some(boost::asio::mutable_buffer buf, io_handler h) override {
+    s_.async_read_some(buf, std::move(h));
+  }
+  void async_write(boost::asio::const_buffer buf, io_handler h) override {
+    boost::asio::async_write(s_, buf, std::move(h));
+  }
+  void close_output() override {
+    boost::system::error_code ignored;
+    s_.shutdown(boost::asio::socket_base::shutdown_send, ignored);
+  }
+  void close() override {
+    boost::system::error_code ignored;
+    s_.close(ignored);
+  }
+
+ private:
+  Stream s_;
 };
 
 }  // namespace mira::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <mira/error.hpp>
+#include <mira/schedule/results.hpp>
 #include <mira/schedule/scheduler.hpp>
 
 #include <functional>
@@ -40,5 +41,14 @@ bool is_transient(const attempt& a, bool timeout_is_infra);
 attempt_verdict classify(const attempt& a, bool timeout_is_infra,
                          const rate_limit_classifier& rate_limited = {},
                          const retry_predicate& transient = {});
+
+/// How a case ends, from its final attempt alone: a timeout is `na` when `timeout_is_infra`,
+/// else `failed`; an error flagged `retryable` or rate-limited is `na` (the study called it an
+/// infrastructure fault, which the protocol keeps out of pass rates), any other error `error`;
+/// a result is `skipped`, `na` (all N/A, infra, rate-limited), `executed` (`execute`) or its
+/// verdict. Decided once here, so neither a custom retry predicate nor whether the retries ran
+/// out changes it (the state table in docs/pipelines.md).
+case_state final_state(const attempt& a, bool rate_limited, bool timeout_is_infra,
+                       bool execute_only);
 
 }  // namespace mira::schedule

@@ -1,0 +1,124 @@
+// host_handle's own members: spawn and connect, the accessors, and the coroutine layer that
+// turns each operation's (error_code, T) into tl::expected.
+#include "host_impl.hpp"
+
+#include <csignal>
+
+namespace mira::detail {
+
+// Owned by every copy of a host_handle; its end is the end of the host.
+struct host_ref {
+  explicit host_ref(impl_ptr p) : impl(std::move(p)) {}
+  host_ref(const host_ref&) = delete;
+  host_ref& operator=(const host_ref&) = delete;
+  impl_ptr impl;
+  ~host_ref() {
+    auto strand = impl->strand_;
+    asio::post(strand, [impl = std::move(impl)] { impl->release(); });
+  }
+};
+
+void start_wait_abandoned(const impl_ptr& impl, std::size_t seen, handler_t<std::size_t> h) {
+  asio::dispatch(impl->strand_, [impl, seen, h = std::move(h)]() mutable {
+    impl->wait_abandoned(seen, std::move(h));
+  });
+}
+
+}  // namespace mira::detail
+
+namespace mira {
+
+namespace asio = boost::asio;
+
+asio::io_context* detail::io_context_of(const asio::any_io_executor& ex) noexcept {
+  auto* e = ex.target<asio::io_context::executor_type>();
+  return e ? &asio::query(*e, asio::execution::context) : nullptr;
+}
+
+host_handle::host_handle(executor_type ex, std::unique_ptr<detail::transport> io,
+                         host_options opts) {
+  auto impl =
+      std::make_shared<detail::host_impl>(std::move(ex), std::move(io), nullptr, std::move(opts));
+  impl->start();
+  ref_ = std::make_shared<detail::host_ref>(std::move(impl));
+}
+
+host_handle::host_handle(std::shared_ptr<detail::host_ref> ref) : ref_(std::move(ref)) {}
+
+tl::expected<host_handle, error> host_handle::spawn(executor_type ex, study_command cmd,
+                                                    host_options opts) {
+  // Writing to a study that died must be an error on that write, not the death of the host.
+  struct sigaction old {};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL)
+    std::signal(SIGPIPE, SIG_IGN);
+  auto s = detail::spawn_study(ex, cmd);
+  if (!s) return tl::make_unexpected(std::move(s.error()));
+  auto impl = std::make_shared<detail::host_impl>(std::move(ex), std::move(s->io),
+                                                  std::move(s->process), std::move(opts));
+  impl->start();
+  return host_handle(std::make_shared<detail::host_ref>(std::move(impl)));
+}
+
+host_handle::executor_type host_handle::impl_executor(const detail::impl_ptr& impl) {
+  return impl->strand_.get_inner_executor();
+}
+
+const detail::impl_ptr& host_handle::impl() const {
+  return ref_->impl;
+}
+
+host_handle::executor_type host_handle::get_executor() const {
+  return impl()->strand_.get_inner_executor();
+}
+
+std::optional<protocol::initialize_result> host_handle::study() const {
+  return impl()->initialized();
+}
+
+std::size_t host_handle::abandoned() const {
+  return impl()->abandoned_.load();
+}
+namespace {
+
+template <class T, class Call>
+asio::awaitable<tl::expected<T, error>> call_expected(detail::impl_ptr impl, Call call,
+                                                      notification_handler nh) {
+  diagnostics d;
+  request_options o;
+  o.diag = &d;
+  o.on_notification = std::move(nh);
+  auto [ec, v] = co_await detail::async_call<T>(std::move(impl), std::move(call), std::move(o));
+  if (ec) co_return tl::unexpected<error>(error{ec, std::move(d)});
+  co_return std::move(v);
+}
+
+}  // namespace
+
+asio::awaitable<tl::expected<protocol::initialize_result, error>> host_handle::initialize() {
+  return call_expected<protocol::initialize_result>(impl(), detail::no_params{}, {});
+}
+
+asio::awaitable<tl::expected<protocol::list_result, error>> host_handle::list_all() {
+  return call_expected<protocol::list_result>(impl(), detail::list_all_call{}, {});
+}
+
+asio::awaitable<tl::expected<protocol::run_result, error>> host_handle::run(
+    protocol::run_params p, notification_handler nh) {
+  return call_expected<protocol::run_result>(impl(), std::move(p), std::move(nh));
+}
+
+asio::awaitable<tl::expected<protocol::execute_result, error>> host_handle::execute(
+    protocol::run_params p, notification_handler nh) {
+  return call_expected<protocol::execute_result>(impl(), std::move(p), std::move(nh));
+}
+
+asio::awaitable<tl::expected<protocol::run_result, error>> host_handle::score(
+    protocol::score_params p) {
+  return call_expected<protocol::run_result>(impl(), std::move(p), {});
+}
+
+asio::awaitable<tl::expected<exit_status, error>> host_handle::shutdown() {
+  return call_expected<exit_status>(impl(), detail::shutdown_call{}, {});
+}
+
+}  // namespace mira
