@@ -664,6 +664,12 @@ std::optional<protocol::decode_error> by_ref(multiplexer& mux, inbound& in, T& o
   return assign(F(mux.result_value(in)), out);
 }
 
+// From the result's text, without a DOM (the multiplexer routes results as text).
+template <class T, protocol::decoded<T> (*F)(std::string_view)>
+std::optional<protocol::decode_error> by_text(multiplexer&, inbound& in, T& out) {
+  return assign(F(in.result_text), out);
+}
+
 std::optional<protocol::decode_error> decode_run(multiplexer&, inbound& in,
                                                  protocol::run_result& out) {
   // The hot path: straight from the text the multiplexer checked, no DOM.
@@ -785,14 +791,14 @@ void start(const impl_ptr& impl, list_call, request_options o, handler_t<protoco
            home_t home) {
   impl->request<protocol::list_result>(
       "list", {}, std::move(o), std::move(h), home,
-      &by_ref<protocol::list_result, protocol::decode_list_result>);
+      &by_text<protocol::list_result, protocol::decode_list_result_text>);
 }
 
 void start(const impl_ptr& impl, protocol::list_samples_params p, request_options o,
            handler_t<protocol::list_samples_result> h, home_t home) {
   impl->request<protocol::list_samples_result>(
       "list_samples", protocol::to_json_text(protocol::encode(p)), std::move(o), std::move(h), home,
-      &by_ref<protocol::list_samples_result, protocol::decode_list_samples_result>);
+      &by_text<protocol::list_samples_result, protocol::decode_list_samples_result_text>);
 }
 
 void start(const impl_ptr& impl, protocol::run_params p, request_options o,

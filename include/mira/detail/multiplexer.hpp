@@ -35,6 +35,8 @@
 
 namespace mira::detail {
 
+struct envelope;
+
 /// What the shell attaches to a request; the multiplexer only owns and hands it back.
 struct pending_op {
   virtual ~pending_op() = default;
@@ -184,7 +186,8 @@ class multiplexer {
   void set_state(entry& e, request_state s);
   void erase(std::unordered_map<std::int64_t, entry>::iterator it);
   inbound drop(drop_reason r, std::string detail, std::string_view method = {});
-  std::optional<inbound> route_result_text(std::string_view line);
+  inbound on_notification(const envelope& env);
+  boost::json::value parse_span(std::string_view text);
   void reset_arena();
 
   std::unordered_map<std::int64_t, entry> entries_;
@@ -201,6 +204,7 @@ class multiplexer {
   unsigned char arena_buffer_[16 << 10];  // typical lines parse inside it, without malloc
   std::optional<boost::json::monotonic_resource> arena_;
   boost::json::parser parser_;
+  std::string canonical_;  // a line Boost.JSON had to read, re-written for the classifier
   std::set<std::string, std::less<>> logged_;  // reasons/methods already reported once
 };
 
