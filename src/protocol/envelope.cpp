@@ -42,40 +42,57 @@ std::optional<std::int64_t> as_id(std::string_view v) {
 std::optional<envelope> classify_envelope(std::string_view line, bool canonical) {
   envelope env;
   std::size_t i = skip_json_ws(line, 0);
-  std::size_t root_end = scan_json_value(line, i);
-  if (root_end == json_scan_failed || skip_json_ws(line, root_end) != line.size())
-    return std::nullopt;
+  if (i >= line.size()) return std::nullopt;
   if (line[i] != '{') {
+    std::size_t end = scan_json_value(line, i);
+    if (end == json_scan_failed || skip_json_ws(line, end) != line.size()) return std::nullopt;
     env.kind = envelope_kind::not_object;
     return env;
   }
+  // The top-level object walked member by member, each key and value skimmed once: together
+  // the same check as one skim of the line.
   std::string_view values[m_other];
   std::string_view id_text;
   unsigned seen = 0;
   i = skip_json_ws(line, i + 1);
-  while (line[i] != '}') {
-    // The whole object was skimmed above: every step below finds what it expects.
-    std::size_t key_end = scan_json_value(line, i);
-    auto key = string_content(line, i, key_end);
-    if (!canonical && key.find('\\') != std::string_view::npos) return std::nullopt;
-    std::size_t value_start = skip_json_ws(line, skip_json_ws(line, key_end) + 1);
-    std::size_t value_end = scan_json_value(line, value_start);
-    auto m = member_of(key);
-    if (m != m_other) {
-      if (seen & (1u << m)) return std::nullopt;  // which one counts is Boost.JSON's to say
-      seen |= 1u << m;
-      auto value = line.substr(value_start, value_end - value_start);
-      if (m == m_id) id_text = value;
-      if (value != "null") values[m] = value;
-      if (m == m_method && line[value_start] == '"') {
-        env.method_is_string = true;
-        env.method = string_content(line, value_start, value_end);
-        if (!canonical && env.method.find('\\') != std::string_view::npos) return std::nullopt;
+  if (i < line.size() && line[i] == '}') {
+    i = skip_json_ws(line, i + 1);
+  } else {
+    for (;;) {
+      if (i >= line.size() || line[i] != '"') return std::nullopt;
+      std::size_t key_end = scan_json_value(line, i);
+      if (key_end == json_scan_failed) return std::nullopt;
+      auto key = string_content(line, i, key_end);
+      if (!canonical && key.find('\\') != std::string_view::npos) return std::nullopt;
+      i = skip_json_ws(line, key_end);
+      if (i >= line.size() || line[i] != ':') return std::nullopt;
+      std::size_t value_start = skip_json_ws(line, i + 1);
+      std::size_t value_end = scan_json_value(line, value_start);
+      if (value_end == json_scan_failed) return std::nullopt;
+      auto m = member_of(key);
+      if (m != m_other) {
+        if (seen & (1u << m)) return std::nullopt;  // which one counts is Boost.JSON's to say
+        seen |= 1u << m;
+        auto value = line.substr(value_start, value_end - value_start);
+        if (m == m_id) id_text = value;
+        if (value != "null") values[m] = value;
+        if (m == m_method && line[value_start] == '"') {
+          env.method_is_string = true;
+          env.method = string_content(line, value_start, value_end);
+          if (!canonical && env.method.find('\\') != std::string_view::npos) return std::nullopt;
+        }
       }
+      i = skip_json_ws(line, value_end);
+      if (i >= line.size()) return std::nullopt;
+      if (line[i] == '}') {
+        i = skip_json_ws(line, i + 1);
+        break;
+      }
+      if (line[i] != ',') return std::nullopt;
+      i = skip_json_ws(line, i + 1);
     }
-    i = skip_json_ws(line, value_end);
-    if (line[i] == ',') i = skip_json_ws(line, i + 1);
   }
+  if (i != line.size()) return std::nullopt;
   // "-0" is an integer or a double depending on the parser: its canonical text says which.
   if (id_text == "-0") return std::nullopt;
   env.has_id = !id_text.empty();

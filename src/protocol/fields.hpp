@@ -6,6 +6,7 @@
 
 #include <mira/protocol/types.hpp>
 
+#include <array>
 #include <cstddef>
 #include <string_view>
 #include <tuple>
@@ -56,6 +57,20 @@ constexpr void for_each_field(F&& fn) {
 
 template <class T>
 constexpr std::size_t field_count = std::tuple_size_v<decltype(description<T>::fields)>;
+
+/// The JSON names of T's fields, by index.
+template <class T>
+constexpr auto field_names = std::apply(
+    [](const auto&... fs) { return std::array<std::string_view, sizeof...(fs)>{fs.name...}; },
+    description<T>::fields);
+
+/// Calls fn(field, index) for field `index` of T only.
+template <class T, class F>
+constexpr void visit_field(std::size_t index, F&& fn) {
+  for_each_field<T>([&](const auto& fd, std::size_t i) {
+    if (i == index) fn(fd, i);
+  });
+}
 
 template <>
 struct description<case_identity> {

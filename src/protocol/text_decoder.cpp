@@ -172,6 +172,10 @@ class text_reader {
     return raw(ignored);
   }
 
+  // Where the reader is, to come back to it when a value is better read another way.
+  const char* mark() const { return p_; }
+  void back_to(const char* mark) { p_ = mark; }
+
  private:
   void ws() {
     const char* p = p_;  // a local: see string_run
@@ -297,8 +301,50 @@ bool read_value(text_reader& r, error_kind& out) {
   return true;
 }
 
+// An open-ended member built straight from the text, without a parser: strings, integers
+// that fit int64_t, booleans, null, and arrays and objects of them, which is what studies put
+// in input, expected, metadata and output. False for anything whose reading is Boost.JSON's
+// own to decide (a number with a fraction or an exponent, whose rounding differs from
+// std::from_chars in Boost 1.81; an integer beyond int64_t or "-0"; a repeated key): the
+// member is then parsed, and so holds exactly what the DOM decoder holds.
+bool build_value(text_reader& r, json::value& out, std::string& scratch) {
+  if (r.is('"')) {
+    if (!r.string(scratch)) return false;
+    out = json::string(scratch);
+    return true;
+  }
+  if (r.is('[')) {
+    auto& a = out.emplace_array();
+    return r.array([&] { return build_value(r, a.emplace_back(nullptr), scratch); });
+  }
+  if (r.is('{')) {
+    auto& o = out.emplace_object();
+    return r.object([&](std::string_view k) {
+      auto [it, fresh] = o.emplace(k, nullptr);
+      return fresh && build_value(r, it->value(), scratch);
+    });
+  }
+  if (r.null()) {
+    out = nullptr;
+    return true;
+  }
+  bool b;
+  if (r.boolean(b)) {
+    out = b;
+    return true;
+  }
+  std::int64_t i;
+  if (!r.integer(i)) return false;
+  out = i;
+  return true;
+}
+
 // An open-ended member, as a JSON value in the default memory resource.
 bool json_member(text_reader& r, json::value& out) {
+  const char* start = r.mark();
+  std::string scratch;
+  if (build_value(r, out, scratch)) return true;
+  r.back_to(start);
   std::string_view text;
   if (!r.raw(text)) return false;
   boost::system::error_code ec;
@@ -367,25 +413,29 @@ template <detail::described T>
 bool read_object(text_reader& r, T& out) {
   static_assert(detail::field_count<T> <= 64, "seen_fields holds 64 bits");
   seen_fields seen;
+  constexpr auto& names = detail::field_names<T>;
+  std::size_t next = 0;  // studies write the fields in one order: the next one is tried first
   bool ok = r.object([&](std::string_view k) {
-    int result = -1;  // -1: not a field of T
-    detail::for_each_field<T>([&](const auto& fd, std::size_t i) {
-      if (result != -1 || fd.name != k) return;
+    std::size_t found = names.size();
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      std::size_t i = next + n < names.size() ? next + n : next + n - names.size();
+      if (names[i].size() == k.size() && std::memcmp(names[i].data(), k.data(), k.size()) == 0) {
+        found = i;
+        break;
+      }
+    }
+    if (found == names.size()) return r.skip();
+    next = found + 1;
+    if (!seen.first(found)) return false;
+    bool good = false;
+    detail::visit_field<T>(found, [&](const auto& fd, std::size_t) {
       auto& m = out.*fd.member;
-      if (!seen.first(i)) {
-        result = 0;
-        return;
-      }
-      if ((fd.rules & detail::required) && r.null()) {
-        result = 0;  // the DOM decoder names it
-        return;
-      }
-      bool good = read_value(r, m);
+      if ((fd.rules & detail::required) && r.null()) return;  // the DOM decoder names it
+      good = read_value(r, m);
       if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>)
         good = good && !((fd.rules & detail::non_negative) && m < 0);
-      result = good ? 1 : 0;
     });
-    return result == -1 ? r.skip() : result == 1;
+    return good;
   });
   if (!ok) return false;
   bool complete = true;

@@ -171,7 +171,7 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
   // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
   // kept: a run can have a million cases.
   auto score_of = [&](const schedule::case_record& r,
-                      const std::optional<protocol::run_result>& result) -> std::string {
+                      const protocol::run_result* result) -> std::string {
     if (result && (r.state == case_state::passed || r.state == case_state::failed))
       return fixed(result->aggregate);
     return {};
@@ -179,12 +179,12 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
   std::size_t key_width = 0, score_width = 0;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     key_width = std::max(key_width, display_width(shown_key(p.cases[i].key)));
-    score_width = std::max(score_width, score_of(report.cases[i], report.cases[i].result()).size());
+    score_width = std::max(score_width, score_of(report.cases[i], s.results[i]).size());
   }
   std::string row;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& r = report.cases[i];
-    const auto result = r.result();
+    const auto* result = s.results[i];
     auto key = shown_key(p.cases[i].key);
     row.clear();
     if (colour) row += badge_colour(r.state);
@@ -337,7 +337,8 @@ std::string params_text(const protocol::axis_params& p) {
   return out;
 }
 
-void csv_report(const plan::plan& p, const schedule::run_report& report, const text_sink& sink) {
+void csv_report(const plan::plan& p, const schedule::run_report& report,
+                const aggregate::summary& s, const text_sink& sink) {
   sink(
       "key,eval,sample,target,params,trial,trials,seed,status,passed,aggregate,attempts,"
       "latency_ms,input_tokens,output_tokens,cache_read_tokens,reasoning_tokens,cost_usd,"
@@ -346,8 +347,7 @@ void csv_report(const plan::plan& p, const schedule::run_report& report, const t
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& c = p.cases[i];
     auto& r = report.cases[i];
-    const auto result = r.result();
-    const protocol::run_result* res = result ? &*result : nullptr;
+    const auto* res = s.results[i];
     std::vector<std::string> f = {c.key,
                                   c.params.eval,
                                   c.params.sample,
@@ -396,7 +396,7 @@ std::string junit_report(const plan::plan& p, const schedule::run_report& report
       time += r.latency_seconds;
       cases += "    <testcase classname=\"" + xml_text(eval) + "\" name=\"" +
                xml_text(p.cases[i].key) + "\" time=\"" + number(r.latency_seconds) + "\">";
-      const auto result = r.result();
+      const auto* result = s.results[i];
       std::string why = r.message;
       if (why.empty() && result)
         for (auto& sc : result->scores)
@@ -467,7 +467,7 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
     if (r.state != case_state::failed && r.state != case_state::error) continue;
     std::string why = r.message;
     if (why.empty())
-      if (auto result = r.result()) why = result->transcript.error.value_or("");
+      if (auto* result = s.results[i]) why = result->transcript.error.value_or("");
     problems += "| " + md_cell(p.cases[i].key) + " | " + std::string(to_string(r.state)) + " | " +
                 md_cell(why) + " |\n";
   }
@@ -480,7 +480,7 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
 
 void render(const std::string& format, const plan::plan& p, const schedule::run_report& report,
             const aggregate::summary& s, const text_sink& out) {
-  if (format == "csv") return csv_report(p, report, out);
+  if (format == "csv") return csv_report(p, report, s, out);
   if (format == "jsonl") {
     for (std::size_t i = 0; i < p.cases.size(); ++i)
       out(protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])) + "\n");
