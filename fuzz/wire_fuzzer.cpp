@@ -6,10 +6,10 @@
 // and on the whole input. Built and run by scripts/fuzz.sh.
 #include "common/run_result_diff.hpp"
 
-#include <mira/detail/line_framer.hpp>
-#include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/trajectory.hpp>
+#include "connection/multiplexer.hpp"
+#include "framing/line_framer.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/json/parse.hpp>

@@ -1,9 +1,9 @@
 // Sans-I/O connection core (see multiplexer.hpp for the cancellation table).
-#include <mira/detail/json_scan.hpp>
-#include <mira/detail/line_framer.hpp>
-#include <mira/detail/multiplexer.hpp>
+#include "connection/multiplexer.hpp"
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include "framing/line_framer.hpp"
+#include "protocol/json_scan.hpp"
 
 #include "protocol/envelope.hpp"
 

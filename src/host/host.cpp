@@ -1,10 +1,10 @@
 // The coroutine/callback shell around the sans-I/O multiplexer: moves bytes between the
 // transport and the core, completes handlers on their own executors, watches the study process
 // and turns its death into errors for every waiting request.
-#include <mira/detail/line_framer.hpp>
-#include <mira/detail/multiplexer.hpp>
 #include <mira/host.hpp>
 #include <mira/protocol/json_text.hpp>
+#include "connection/multiplexer.hpp"
+#include "framing/line_framer.hpp"
 
 #include "study_process.hpp"
 

@@ -2,7 +2,7 @@
 // with json_scan, each value skimmed once and kept as a span of the line.
 #include "protocol/envelope.hpp"
 
-#include <mira/detail/json_scan.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <charconv>
 

@@ -8,8 +8,8 @@
 // wrong type, a duplicate field, an integer written as 3.0, a negative trial, a missing required
 // field, ...) sends the text to the DOM decoder, which either accepts it with the same result or
 // names the offending field. The differential test and the fuzz target check that both agree.
-#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
+#include "protocol/json_scan.hpp"
 
 #include "protocol/fields.hpp"
 

@@ -3,8 +3,8 @@
 // not round every decimal correctly (the text decoder uses std::from_chars, which does).
 #pragma once
 
-#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

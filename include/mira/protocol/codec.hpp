@@ -65,7 +65,7 @@ void append_json_string(std::string& out, std::string_view s);
 
 namespace detail {
 /// decode_run_result_text into `out` (default-constructed), for text already checked by
-/// detail::scan_json_value: the host's hot path, which checks it while routing the line and
+/// the envelope classifier's skim: the host's hot path, which checks it while routing the line and
 /// decodes into the value it hands to the caller.
 std::optional<decode_error> decode_valid_run_result_text(std::string_view text, run_result& out);
 }  // namespace detail

@@ -1,6 +1,6 @@
 // The sans-I/O connection core: classification, routing by id, the write queue and the
 // cancellation rules, driven directly.
-#include <mira/detail/multiplexer.hpp>
+#include "connection/multiplexer.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/json/parse.hpp>

@@ -2,8 +2,8 @@
 // on hand-picked shapes and on seeded mutations of a typical result and a typical listing.
 #include "common/run_result_diff.hpp"
 
-#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <boost/test/unit_test.hpp>
 
