@@ -19,6 +19,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace mira::protocol {
 
 namespace {
@@ -184,7 +188,18 @@ class text_reader {
   }
   // To the closing quote or the next backslash (valid JSON: one of them follows). On a local
   // pointer: stepping the member would store it on every byte, as a char read may alias it.
-  static const char* string_run(const char* p) {
+  // Sixteen bytes at a time where SSE2 is there, within the text (the load never crosses its
+  // end); keys and short values end within the first block.
+  const char* string_run(const char* p) const {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    while (end_ - p >= 16) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+      if (int mask = _mm_movemask_epi8(stop)) return p + __builtin_ctz(static_cast<unsigned>(mask));
+      p += 16;
+    }
+#endif
     while (*p != '"' && *p != '\\') ++p;
     return p;
   }
