@@ -78,7 +78,7 @@ struct metadata_index {
 };
 
 std::optional<std::string> group_value(const plan::planned_case& c,
-                                       const protocol::run_result* result,
+                                       const std::optional<protocol::run_result>& result,
                                        const metadata_index& idx, const std::string& field) {
   if (auto it = c.params.params.find(field); it != c.params.params.end()) return it->second;
   if (auto* v = idx.find(idx.samples, c.params.eval, c.params.sample, field)) return display(*v);
@@ -96,24 +96,9 @@ void count(rate& r, case_state s) {
 
 }  // namespace
 
-case_results::case_results(const std::vector<schedule::case_record>& cases) {
-  index_.assign(cases.size(), 0);
-  results_.reserve(cases.size());
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    auto r = cases[i].result();
-    if (!r) continue;
-    std::string().swap(r->raw_json);  // their memory goes back: a run may have a million
-    boost::json::array().swap(r->input);
-    r->expected.reset();
-    results_.push_back(std::move(*r));
-    index_[i] = results_.size();
-  }
-}
-
 summary summarize(const plan::plan& p, const std::vector<schedule::case_record>& cases,
                   const protocol::list_result* listing, std::string group_by) {
   summary out;
-  out.results = case_results(cases);
   out.group_by = std::move(group_by);
   metadata_index idx(out.group_by.empty() ? nullptr : listing);
   std::map<std::string, rate> groups;
@@ -126,7 +111,7 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
   for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
     auto& c = p.cases[i];
     auto& r = cases[i];
-    const auto* result = out.results[i];
+    const auto result = r.result();  // decoded once per case, from its text
     auto& eval = c.params.eval;
     auto& target = c.params.target;
     ++out.counts[static_cast<std::size_t>(r.state)];

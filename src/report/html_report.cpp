@@ -207,7 +207,8 @@ std::string params_text(const protocol::axis_params& p) {
 }
 
 // Everything known about one case, shown when its row is opened.
-std::string case_details(const schedule::case_record& r, const protocol::run_result* result) {
+std::string case_details(const schedule::case_record& r,
+                         const std::optional<protocol::run_result>& result) {
   std::string d;
   if (!r.message.empty()) d += "<p><b>Host:</b> " + html_text(r.message) + "</p>";
   if (result) {
@@ -322,7 +323,7 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
     auto& r = report.cases[i];
     if (r.attempts > 0 && r.state != case_state::cancelled)
       latencies[target].values.push_back(r.latency_seconds);
-    if (const auto* result = s.results[i]) {
+    if (const auto result = r.result()) {
       auto& usage = result->transcript.usage;
       cost[target] += usage.cost_usd;
       tokens[target] += usage.input_tokens + usage.output_tokens;
@@ -380,7 +381,7 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
       out += std::string(num ? "<td class=\"n\"" : "<td") + " data-v=\"" + html_text(sort_value) +
              "\">" + shown + "</td>";
     };
-    const auto* result = s.results[i];
+    const auto result = r.result();
     out += "<tr data-status=\"" + status + "\">";
     cell(status, badge(r.state));
     cell(c.key, "<details><summary>" + html_text(c.key) + "</summary><div class=\"d\">" +

@@ -169,22 +169,22 @@ json::object summary_json(const aggregate::summary& s, const schedule::run_repor
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour) {
   // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
-  // kept: a run can have a million cases.
-  auto score_of = [&](const schedule::case_record& r,
-                      const protocol::run_result* result) -> std::string {
-    if (result && (r.state == case_state::passed || r.state == case_state::failed))
-      return fixed(result->aggregate);
-    return {};
-  };
+  // kept: a run can have a million cases. The first pass decodes each result and keeps its
+  // score (8 bytes; NaN for none); the second decodes again only a failed case's result, for
+  // its note.
+  std::vector<double> scores(p.cases.size(), std::nan(""));
+  auto score_text = [&](std::size_t i) { return std::isnan(scores[i]) ? "" : fixed(scores[i]); };
   std::size_t key_width = 0, score_width = 0;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     key_width = std::max(key_width, display_width(shown_key(p.cases[i].key)));
-    score_width = std::max(score_width, score_of(report.cases[i], s.results[i]).size());
+    auto& r = report.cases[i];
+    if (r.state == case_state::passed || r.state == case_state::failed)
+      if (auto result = r.result()) scores[i] = result->aggregate;
+    score_width = std::max(score_width, score_text(i).size());
   }
   std::string row;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& r = report.cases[i];
-    const auto* result = s.results[i];
     auto key = shown_key(p.cases[i].key);
     row.clear();
     if (colour) row += badge_colour(r.state);
@@ -194,18 +194,19 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
     row += key;
     row.append(key_width - display_width(key), ' ');
     if (score_width) {
-      auto score = score_of(r, result);
+      auto score = score_text(i);
       row += "  ";
       row.append(score_width - score.size(), ' ');
       row += score;
     }
     std::string note = r.message;
-    if (note.empty() && r.state == case_state::failed && result)
-      for (auto& sc : result->scores)
-        if (!sc.na && !sc.pass) {
-          note = sc.scorer + ": " + sc.reason;
-          break;
-        }
+    if (note.empty() && r.state == case_state::failed)
+      if (auto result = r.result())
+        for (auto& sc : result->scores)
+          if (!sc.na && !sc.pass) {
+            note = sc.scorer + ": " + sc.reason;
+            break;
+          }
     if (!note.empty()) row += "  (" + printable(note) + ")";
     if (!r.retried.empty()) row += "  [" + std::to_string(r.retried.size()) + " retries]";
     while (!row.empty() && row.back() == ' ') row.pop_back();
@@ -337,8 +338,7 @@ std::string params_text(const protocol::axis_params& p) {
   return out;
 }
 
-void csv_report(const plan::plan& p, const schedule::run_report& report,
-                const aggregate::summary& s, const text_sink& sink) {
+void csv_report(const plan::plan& p, const schedule::run_report& report, const text_sink& sink) {
   sink(
       "key,eval,sample,target,params,trial,trials,seed,status,passed,aggregate,attempts,"
       "latency_ms,input_tokens,output_tokens,cache_read_tokens,reasoning_tokens,cost_usd,"
@@ -347,7 +347,8 @@ void csv_report(const plan::plan& p, const schedule::run_report& report,
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& c = p.cases[i];
     auto& r = report.cases[i];
-    const auto* res = s.results[i];
+    const auto result = r.result();
+    const protocol::run_result* res = result ? &*result : nullptr;
     std::vector<std::string> f = {c.key,
                                   c.params.eval,
                                   c.params.sample,
@@ -396,7 +397,7 @@ std::string junit_report(const plan::plan& p, const schedule::run_report& report
       time += r.latency_seconds;
       cases += "    <testcase classname=\"" + xml_text(eval) + "\" name=\"" +
                xml_text(p.cases[i].key) + "\" time=\"" + number(r.latency_seconds) + "\">";
-      const auto* result = s.results[i];
+      const auto result = r.result();
       std::string why = r.message;
       if (why.empty() && result)
         for (auto& sc : result->scores)
@@ -467,7 +468,7 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
     if (r.state != case_state::failed && r.state != case_state::error) continue;
     std::string why = r.message;
     if (why.empty())
-      if (auto* result = s.results[i]) why = result->transcript.error.value_or("");
+      if (auto result = r.result()) why = result->transcript.error.value_or("");
     problems += "| " + md_cell(p.cases[i].key) + " | " + std::string(to_string(r.state)) + " | " +
                 md_cell(why) + " |\n";
   }
@@ -480,7 +481,7 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
 
 void render(const std::string& format, const plan::plan& p, const schedule::run_report& report,
             const aggregate::summary& s, const text_sink& out) {
-  if (format == "csv") return csv_report(p, report, s, out);
+  if (format == "csv") return csv_report(p, report, out);
   if (format == "jsonl") {
     for (std::size_t i = 0; i < p.cases.size(); ++i)
       out(protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])) + "\n");

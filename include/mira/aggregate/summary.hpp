@@ -66,29 +66,7 @@ struct totals {
   std::map<std::string, double> metric_means;  // custom transcript metrics
 };
 
-/// Every case's result decoded once for a report phase (from case_record::result_json), shared
-/// by the summary and every renderer, which used to decode each case again (the table twice).
-/// The decoded view drops what no report shows (raw_json, input, expected): the text stays in
-/// the record.
-class case_results {
- public:
-  case_results() = default;
-  explicit case_results(const std::vector<schedule::case_record>& cases);
-
-  /// Case i's result; nullptr when it has none (or i is past the cases decoded).
-  const protocol::run_result* operator[](std::size_t i) const {
-    return i < index_.size() && index_[i] ? &results_[index_[i] - 1] : nullptr;
-  }
-  std::size_t size() const { return index_.size(); }
-
- private:
-  std::vector<protocol::run_result> results_;
-  std::vector<std::size_t> index_;  // per case: 1 + its place in results_, 0 for none
-};
-
 struct summary {
-  /// The cases' results, decoded once by summarize() for the renderers that take the summary.
-  case_results results;
   std::array<std::size_t, 7> counts{};  // indexed by schedule::case_state
   std::size_t count(schedule::case_state s) const { return counts[static_cast<std::size_t>(s)]; }
   rate overall;
@@ -102,10 +80,9 @@ struct summary {
   std::map<std::string, latency> latency_by_target;
 };
 
-/// Aggregates a run, decoding each case's result once (kept in summary::results). With `group_by`,
-/// each case's value is looked up in its axis params, then its sample's metadata, then its target's
-/// metadata (both from `listing`, when given), then its transcript metadata; a case with none is in
-/// "(unset)".
+/// Aggregates a run. With `group_by`, each case's value is looked up in its axis params, then
+/// its sample's metadata, then its target's metadata (both from `listing`, when given), then
+/// its transcript metadata; a case with none is in "(unset)".
 summary summarize(const plan::plan& p, const std::vector<schedule::case_record>& cases,
                   const protocol::list_result* listing = nullptr, std::string group_by = {});
 
