@@ -11,9 +11,9 @@
 //   codec_throughput [-n ITERATIONS]
 #include "typical_result.hpp"
 
-#include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include "connection/multiplexer.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -2,14 +2,14 @@
 // (chunked at fuzzer-chosen points, with a small line limit so overlong lines happen), the
 // multiplexer's classification and routing against four written requests and two abandoned
 // ones, and the typed decoding of each result by the method it answers, plus the ATIF
-// projection; the text decoder of run results against the DOM decoder on every result and on
-// the whole input. Built and run by scripts/fuzz.sh.
+// projection; the text decoder of run results and listings against the DOM decoder on every result
+// and on the whole input. Built and run by scripts/fuzz.sh.
 #include "common/run_result_diff.hpp"
 
-#include <mira/detail/line_framer.hpp>
-#include <mira/detail/multiplexer.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/trajectory.hpp>
+#include "connection/multiplexer.hpp"
+#include "framing/line_framer.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/json/parse.hpp>
@@ -47,6 +47,7 @@ void decode_for(const std::string& method, const boost::json::value& v, std::str
 // The text decoder must agree with the DOM decoder on everything (see run_result_diff.hpp).
 void differential(std::string_view text) {
   auto diff = test::text_and_dom_disagree(text);
+  if (diff.empty()) diff = test::listing_text_and_dom_disagree(text);
   if (!diff.empty()) {
     std::fprintf(stderr, "text and DOM decoders disagree: %s\n", diff.c_str());
     std::abort();

@@ -14,10 +14,11 @@ mkdir -p "$out/corpus"
 # Boost.JSON is compiled into the target (src.hpp), so the fuzzer sees its parser too.
 echo '#include <boost/json/src.hpp>' > "$out/boost_json.cpp"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-  -DBOOST_JSON_NO_LIB -Iinclude -Itest \
+  -DBOOST_JSON_NO_LIB -Iinclude -Isrc -Itest \
   fuzz/wire_fuzzer.cpp src/framing/line_framer.cpp src/connection/multiplexer.cpp \
-  src/protocol/codec.cpp src/protocol/json_scan.cpp src/protocol/run_result_text.cpp \
-  src/protocol/trajectory.cpp src/protocol/json_text.cpp "$out/boost_json.cpp" \
+  src/protocol/codec.cpp src/protocol/json_scan.cpp src/protocol/envelope.cpp \
+  src/protocol/json_text.cpp src/protocol/text_decoder.cpp \
+  src/protocol/trajectory.cpp "$out/boost_json.cpp" \
   -o "$out/wire_fuzzer"
 
 "$out/wire_fuzzer" -max_total_time="$seconds" -jobs=2 -workers=2 -max_len=4096 \

@@ -1,13 +1,15 @@
 // Sans-I/O connection core (see multiplexer.hpp for the cancellation table).
-#include <mira/detail/json_scan.hpp>
-#include <mira/detail/line_framer.hpp>
-#include <mira/detail/multiplexer.hpp>
+#include "connection/multiplexer.hpp"
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
+#include "framing/line_framer.hpp"
+#include "protocol/json_scan.hpp"
+
+#include "protocol/envelope.hpp"
 
 #include <boost/json/monotonic_resource.hpp>
 
 #include <charconv>
-#include <cstring>
 
 namespace mira::detail {
 
@@ -63,92 +65,6 @@ std::optional<std::int64_t> as_id(const json::value& v) {
     if (*u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(*u);
   }
   return std::nullopt;
-}
-
-// The text of a top-level member's value in an object already known to be valid JSON, so
-// the result can be kept exactly as sent without serializing it again. Empty when the key is
-// written with escapes (the caller then serializes the parsed value instead).
-class member_scanner {
- public:
-  explicit member_scanner(std::string_view s) : p_(s.data()), end_(s.data() + s.size()) {}
-
-  std::string_view find(std::string_view key) {
-    ws();
-    if (!eat('{')) return {};
-    for (;;) {
-      ws();
-      if (p_ >= end_ || *p_ != '"') return {};
-      const char* key_start = p_ + 1;
-      skip_string();
-      std::string_view name(key_start, static_cast<std::size_t>(p_ - 1 - key_start));
-      ws();
-      if (!eat(':')) return {};
-      ws();
-      const char* value_start = p_;
-      skip_value();
-      if (name == key) return {value_start, static_cast<std::size_t>(p_ - value_start)};
-      ws();
-      if (!eat(',')) return {};
-    }
-  }
-
- private:
-  bool eat(char c) {
-    if (p_ < end_ && *p_ == c) {
-      ++p_;
-      return true;
-    }
-    return false;
-  }
-  void ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
-  }
-  // At an opening quote; leaves p_ past the closing one. memchr does the long runs.
-  void skip_string() {
-    ++p_;
-    for (;;) {
-      auto* q = static_cast<const char*>(std::memchr(p_, '"', static_cast<std::size_t>(end_ - p_)));
-      if (!q) {
-        p_ = end_;
-        return;
-      }
-      std::size_t backslashes = 0;
-      for (const char* b = q; b > p_ && b[-1] == '\\'; --b) ++backslashes;
-      p_ = q + 1;
-      if (backslashes % 2 == 0) return;
-    }
-  }
-  void skip_value() {
-    if (p_ >= end_) return;
-    if (*p_ == '"') return skip_string();
-    if (*p_ != '{' && *p_ != '[') {
-      while (p_ < end_ && *p_ != ',' && *p_ != '}' && *p_ != ' ' && *p_ != '\t' && *p_ != '\r' &&
-             *p_ != '\n')
-        ++p_;
-      return;
-    }
-    int depth = 0;
-    while (p_ < end_) {
-      char c = *p_;
-      if (c == '"') {
-        skip_string();
-        continue;
-      }
-      ++p_;
-      if (c == '{' || c == '[') {
-        ++depth;
-      } else if (c == '}' || c == ']') {
-        if (--depth == 0) return;
-      }
-    }
-  }
-
-  const char* p_;
-  const char* end_;
-};
-
-std::string_view member_text(std::string_view obj, std::string_view key) {
-  return member_scanner(obj).find(key);
 }
 
 }  // namespace
@@ -273,161 +189,119 @@ void multiplexer::reset_arena() {
   parser_.reset(json::storage_ptr(&*arena_));
 }
 
-// `{"id":N,"result":VALUE}` (any JSON whitespace between the tokens) answering a request in
-// flight: routed after a validating skim of VALUE, with no DOM. Every other shape, and every
-// line the skim does not accept, takes the full path below, which classifies and explains.
-std::optional<inbound> multiplexer::route_result_text(std::string_view line) {
-  auto expect = [&](std::size_t& i, std::string_view token) {
-    i = skip_json_ws(line, i);
-    if (line.substr(i, token.size()) != token) return false;
-    i += token.size();
-    return true;
-  };
-  std::size_t i = 0;
-  if (!expect(i, "{") || !expect(i, "\"id\"") || !expect(i, ":")) return std::nullopt;
-  i = skip_json_ws(line, i);
-  // JSON integers: no sign, no leading zero. 5.0 or 1e3 fail at the comma below.
-  if (i >= line.size() || line[i] < '0' || line[i] > '9' ||
-      (line[i] == '0' && i + 1 < line.size() && line[i + 1] >= '0' && line[i + 1] <= '9'))
-    return std::nullopt;
-  std::int64_t id = 0;
-  auto [num_end, num_ec] = std::from_chars(line.data() + i, line.data() + line.size(), id);
-  if (num_ec != std::errc{}) return std::nullopt;
-  i = static_cast<std::size_t>(num_end - line.data());
-  if (!expect(i, ",") || !expect(i, "\"result\"") || !expect(i, ":")) return std::nullopt;
-  std::size_t start = skip_json_ws(line, i);
-  std::size_t end = scan_json_value(line, start);
-  if (end == json_scan_failed) return std::nullopt;
-  auto text = line.substr(start, end - start);
-  if (text == "null") return std::nullopt;  // "neither result nor error": the full path says so
-  std::size_t j = end;
-  if (!expect(j, "}") || skip_json_ws(line, j) != line.size()) return std::nullopt;
-  auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.is_cancel || !it->second.op ||
-      (it->second.state != request_state::writing && it->second.state != request_state::written))
-    return std::nullopt;  // unknown, late or an ack: the full path logs it
-  inbound in;
-  in.kind = inbound_kind::response;
-  in.id = id;
-  in.op = std::move(it->second.op);
-  erase(it);
-  in.result_text = text;
-  return in;
-}
-
 const json::value& multiplexer::result_value(inbound& in) {
   if (!in.result_parsed) {
-    reset_arena();
-    boost::system::error_code ec;
-    parser_.write(in.result_text.data(), in.result_text.size(), ec);
-    // The text passed the skim, which accepts less than the parser: this cannot fail.
-    in.result = ec ? json::value() : parser_.release();
+    in.result = parse_span(in.result_text);
     in.result_parsed = true;
   }
   return in.result;
 }
 
-inbound multiplexer::on_line(std::string_view line) {
-  if (auto in = route_result_text(line)) return std::move(*in);
+json::value multiplexer::parse_span(std::string_view text) {
   reset_arena();
   boost::system::error_code ec;
-  parser_.write(line.data(), line.size(), ec);
-  if (ec) {
-    // Broken JSON that still starts like an answer to a written request ({"id":N,... with a
-    // NaN, a truncated string, bad UTF-8): fail that request instead of leaving it waiting.
-    std::int64_t id = 0;
-    if (auto op = take_oversized(line, id)) {
-      inbound in;
-      in.kind = inbound_kind::response;
-      in.id = id;
-      in.op = std::move(op);
-      in.violation = "the response is not valid JSON (" + ec.message() + ")";
-      return in;
-    }
-    return drop(drop_reason::invalid_json, ec.message() + ": " + excerpt(line));
-  }
-  json::value v = parser_.release();
-  auto* obj = v.if_object();
-  if (!obj) return drop(drop_reason::not_object, excerpt(line));
+  parser_.write(text.data(), text.size(), ec);
+  // Spans come from the classifier, whose skim accepts less than the parser: this cannot fail.
+  return ec ? json::value() : parser_.release();
+}
 
-  auto* method = obj->if_contains("method");
-  auto* idv = obj->if_contains("id");
-  if (method && !method->is_null()) {
-    std::string m = method->is_string() ? std::string(method->get_string()) : "?";
-    if (idv && !idv->is_null()) return drop(drop_reason::reverse_request, m, m);
-    if (m != "event" && m != "log") return drop(drop_reason::unknown_notification, m, m);
-    inbound in;
-    in.kind = inbound_kind::notification;
-    in.method = std::move(m);
-    if (auto* p = obj->if_contains("params")) in.params = std::move(*p);
-    if (auto* po = in.params.if_object()) {
-      if (auto* rid = po->if_contains("request_id")) in.request_id = as_id(*rid).value_or(0);
+inbound multiplexer::on_line(std::string_view line) {
+  auto env = classify_envelope(line);
+  if (!env) {
+    // Left to Boost.JSON: it says whether this is JSON, and its canonical text is classified.
+    reset_arena();
+    boost::system::error_code ec;
+    parser_.write(line.data(), line.size(), ec);
+    if (!ec) {
+      canonical_ = protocol::to_json_text(parser_.release());
+      env = classify_envelope(canonical_, true);
+      if (env) line = canonical_;
     }
-    if (in.request_id != 0) in.target = find(in.request_id);
-    return in;
+    if (!env) {
+      // Broken JSON that still starts like an answer to a written request ({"id":N,... with a
+      // NaN, a truncated string, bad UTF-8): fail that request instead of leaving it waiting.
+      auto why = ec ? ec.message() : std::string("nested deeper than the host reads");
+      std::int64_t id = 0;
+      if (auto op = take_oversized(line, id)) {
+        inbound in;
+        in.kind = inbound_kind::response;
+        in.id = id;
+        in.op = std::move(op);
+        in.violation = "the response is not valid JSON (" + why + ")";
+        return in;
+      }
+      return drop(drop_reason::invalid_json, why + ": " + excerpt(line));
+    }
   }
-  if (!idv) return drop(drop_reason::unclassifiable, excerpt(line));
-  auto id = as_id(*idv);
-  if (!id) return drop(drop_reason::bad_id, excerpt(line));
-  auto it = entries_.find(*id);
+  switch (env->kind) {
+    case envelope_kind::not_object:
+      return drop(drop_reason::not_object, excerpt(line));
+    case envelope_kind::unclassifiable:
+      return drop(drop_reason::unclassifiable, excerpt(line));
+    case envelope_kind::request:
+    case envelope_kind::notification:
+      return on_notification(*env);
+    case envelope_kind::response:
+      break;
+  }
+  if (!env->id) return drop(drop_reason::bad_id, excerpt(line));
+  auto id = *env->id;
+  auto it = entries_.find(id);
   // A request still queued was never sent: an answer to it is as unknown as any other.
   if (it == entries_.end() || (it->second.state == request_state::queued && !it->second.is_cancel))
-    return drop(drop_reason::unknown_id, "id " + std::to_string(*id) + ": " + excerpt(line));
+    return drop(drop_reason::unknown_id, "id " + std::to_string(id) + ": " + excerpt(line));
   if (it->second.is_cancel || it->second.state == request_state::abandoned) {
     auto r = it->second.is_cancel ? drop_reason::cancel_ack : drop_reason::late_response;
     erase(it);
-    return drop(r, "id " + std::to_string(*id));
+    return drop(r, "id " + std::to_string(id));
   }
 
   inbound in;
   in.kind = inbound_kind::response;
-  in.id = *id;
+  in.id = id;
   in.op = std::move(it->second.op);
   erase(it);
-
-  auto* result = obj->if_contains("result");
-  auto* error = obj->if_contains("error");
-  bool has_result = result && !result->is_null();
-  bool has_error = error && !error->is_null();
+  bool has_result = !env->result.empty();
+  bool has_error = !env->error.empty();
   if (has_result && has_error) {
     in.violation = "response has both result and error";
   } else if (!has_result && !has_error) {
     in.violation = "response has neither result nor error";
   } else if (has_error) {
-    auto e = protocol::decode_rpc_error(*error);
+    auto e = protocol::decode_rpc_error(parse_span(env->error));
     if (e)
       in.study_error = std::move(*e);
     else
       in.violation = "malformed error object: " + e.error().message();
   } else {
-    in.result = std::move(*result);
-    in.result_parsed = true;
-    in.result_text = member_text(line, "result");
+    in.result_text = env->result;
   }
   return in;
 }
 
+inbound multiplexer::on_notification(const envelope& env) {
+  std::string m = env.method_is_string ? std::string(env.method) : "?";
+  if (env.kind == envelope_kind::request) return drop(drop_reason::reverse_request, m, m);
+  if (m != "event" && m != "log") return drop(drop_reason::unknown_notification, m, m);
+  inbound in;
+  in.kind = inbound_kind::notification;
+  in.method = std::move(m);
+  if (!env.params.empty()) in.params = parse_span(env.params);
+  if (auto* po = in.params.if_object()) {
+    if (auto* rid = po->if_contains("request_id")) in.request_id = as_id(*rid).value_or(0);
+  }
+  if (in.request_id != 0) in.target = find(in.request_id);
+  return in;
+}
+
 std::unique_ptr<pending_op> multiplexer::take_oversized(std::string_view prefix, std::int64_t& id) {
-  // Only the envelope's own "id", written before any nested value: `{"id":12,"result":...`.
-  std::size_t i = prefix.find_first_not_of(" \t");
-  if (i == std::string_view::npos || prefix[i] != '{') return nullptr;
-  auto rest = prefix.substr(i + 1);
-  auto key = rest.find("\"id\"");
-  if (key == std::string_view::npos ||
-      rest.substr(0, key).find_first_of("{[") != std::string_view::npos)
-    return nullptr;
-  auto colon = rest.find_first_not_of(" \t", key + 4);
-  if (colon == std::string_view::npos || rest[colon] != ':') return nullptr;
-  auto digits = rest.find_first_not_of(" \t", colon + 1);
-  if (digits == std::string_view::npos) return nullptr;
-  std::int64_t value = 0;
-  auto [end, ec] = std::from_chars(rest.data() + digits, rest.data() + rest.size(), value);
-  if (ec != std::errc{} || value < 0) return nullptr;
-  auto it = entries_.find(value);
+  auto value = leading_response_id(prefix);
+  if (!value) return nullptr;
+  auto it = entries_.find(*value);
   if (it == entries_.end() || it->second.is_cancel || !it->second.op ||
       it->second.state == request_state::queued)
     return nullptr;
-  id = value;
+  id = *value;
   auto op = std::move(it->second.op);
   erase(it);
   return op;

@@ -1,5 +1,5 @@
 // Sans-I/O NDJSON framer (see line_framer.hpp).
-#include <mira/detail/line_framer.hpp>
+#include "framing/line_framer.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -3,9 +3,10 @@
 // lifecycle.cpp), plus the per-request op type and the method table's shape (methods.cpp).
 #pragma once
 
-#include <mira/detail/line_framer.hpp>
-#include <mira/detail/multiplexer.hpp>
 #include <mira/host.hpp>
+
+#include "connection/multiplexer.hpp"
+#include "framing/line_framer.hpp"
 
 #include "study_process.hpp"
 

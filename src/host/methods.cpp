@@ -21,6 +21,12 @@ std::optional<protocol::decode_error> by_ref(multiplexer& mux, inbound& in, T& o
   return assign(F(mux.result_value(in)), out);
 }
 
+// From the result's text, without a DOM (the multiplexer routes results as text).
+template <class T, protocol::decoded<T> (*F)(std::string_view)>
+std::optional<protocol::decode_error> by_text(multiplexer&, inbound& in, T& out) {
+  return assign(F(in.result_text), out);
+}
+
 std::optional<protocol::decode_error> decode_run(multiplexer&, inbound& in,
                                                  protocol::run_result& out) {
   // The hot path: straight from the text the multiplexer checked, no DOM.
@@ -91,13 +97,14 @@ constinit const row<no_params, protocol::initialize_result>
         &encode_none};
 template <>
 constinit const row<no_params, protocol::list_result> table<no_params, protocol::list_result>{
-    {{"list", {}, false, false}, &by_ref<protocol::list_result, protocol::decode_list_result>},
+    {{"list", {}, false, false},
+     &by_text<protocol::list_result, protocol::decode_list_result_text>},
     &encode_none};
 template <>
 constinit const row<protocol::list_samples_params, protocol::list_samples_result>
     table<protocol::list_samples_params, protocol::list_samples_result>{
         {{"list_samples", {}, false, false},
-         &by_ref<protocol::list_samples_result, protocol::decode_list_samples_result>},
+         &by_text<protocol::list_samples_result, protocol::decode_list_samples_result_text>},
         &encode_dom<protocol::list_samples_params>};
 template <>
 constinit const row<protocol::run_params, protocol::run_result>

@@ -3,6 +3,8 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/protocol/trajectory.hpp>
 
+#include "protocol/fields.hpp"
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value_from.hpp>
 
@@ -235,6 +237,100 @@ class reader {
   std::size_t cursor_ = 0;
 };
 
+// One member of an object into `out`, by the member's type (the field tables of fields.hpp
+// say which members a type has; the text decoder reads the same types the same way).
+void read_member(reader& r, std::string_view key, std::string& out) {
+  r.str(key, out);
+}
+void read_member(reader& r, std::string_view key, std::optional<std::string>& out) {
+  r.opt_str(key, out);
+}
+void read_member(reader& r, std::string_view key, std::int64_t& out) {
+  r.integer(key, out);
+}
+void read_member(reader& r, std::string_view key, std::optional<std::int64_t>& out) {
+  r.opt_integer(key, out);
+}
+void read_member(reader& r, std::string_view key, double& out) {
+  r.number(key, out);
+}
+void read_member(reader& r, std::string_view key, bool& out) {
+  r.boolean(key, out);
+}
+void read_member(reader& r, std::string_view key, error_kind& out) {
+  std::string kind;
+  r.str(key, kind);
+  // An unknown future kind is not an infra signal; only "infra" changes the default.
+  if (kind == "infra") out = error_kind::infra;
+}
+void read_member(reader& r, std::string_view key, json::object& out) {
+  r.object(key, out);
+}
+void read_member(reader& r, std::string_view key, json::array& out) {
+  r.array(key, out);
+}
+void read_member(reader& r, std::string_view key, std::optional<json::value>& out) {
+  if (auto* v = r.find(key)) out = owned(*v);
+}
+void read_member(reader& r, std::string_view key, std::vector<std::string>& out) {
+  r.strings(key, out);
+}
+void read_member(reader& r, std::string_view key, axis_params& out) {
+  r.axis(key, out);
+}
+void read_member(reader& r, std::string_view key, std::map<std::string, double>& out) {
+  r.nested(key, [&](const json::object& m, const std::string& p) {
+    std::optional<decode_error> e;
+    for (auto& kv : m) {
+      if (!kv.value().is_number()) {
+        e = wrong_type(child_path(p, kv.key()), "a number", kv.value());
+        break;
+      }
+      out.emplace(std::string(kv.key()), kv.value().to_number<double>());
+    }
+    return e;
+  });
+}
+
+template <detail::described T>
+std::optional<decode_error> read_fields(const json::object& o, const std::string& path, T& out);
+
+template <detail::described T>
+decoded<T> decode_object(const json::value& v, const std::string& path) {
+  auto* o = v.if_object();
+  if (!o) return tl::make_unexpected(wrong_type(path, "an object", v));
+  T out;
+  if (auto e = read_fields(*o, path, out)) return tl::make_unexpected(std::move(*e));
+  return out;
+}
+
+template <detail::described T>
+void read_member(reader& r, std::string_view key, T& out) {
+  r.nested(key,
+           [&](const json::object& o, const std::string& p) { return read_fields(o, p, out); });
+}
+template <detail::described T>
+void read_member(reader& r, std::string_view key, std::vector<T>& out) {
+  r.each_decoded(key, out, decode_object<T>);
+}
+
+// The fields of T from `o`, in the table's order: the first error is the one reported.
+template <detail::described T>
+std::optional<decode_error> read_fields(const json::object& o, const std::string& path, T& out) {
+  reader r(o, path);
+  detail::for_each_field<T>([&](const auto& fd, std::size_t) {
+    auto& m = out.*fd.member;
+    if (fd.rules & detail::required) r.find(fd.name, true);
+    read_member(r, fd.name, m);
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>) {
+      if ((fd.rules & detail::non_negative) && !r.error() && m < 0)
+        r.set_error({child_path(path, fd.name), "must not be negative"});
+      if ((fd.rules & detail::zero_means_one) && m == 0) m = 1;
+    }
+  });
+  return std::move(r.error());
+}
+
 template <class T>
 decoded<T> finish(reader& r, T&& value) {
   if (r.error()) return tl::make_unexpected(std::move(*r.error()));
@@ -246,143 +342,6 @@ const json::object* require_object(const json::value& v, const std::string& path
   auto* o = v.if_object();
   if (!o) err = wrong_type(path, "an object", v);
   return o;
-}
-
-decoded<sample_info> decode_sample(const json::value& v, const std::string& path) {
-  decode_error err;
-  auto* o = require_object(v, path, err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, path);
-  sample_info s;
-  r.str("id", s.id, true);
-  r.strings("tags", s.tags);
-  r.object("metadata", s.metadata);
-  return finish(r, std::move(s));
-}
-
-decoded<target_info> decode_target(const json::value& v, const std::string& path) {
-  decode_error err;
-  auto* o = require_object(v, path, err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, path);
-  target_info t;
-  r.str("label", t.label, true);
-  r.str("provider", t.provider);
-  r.boolean("available", t.available);
-  r.object("metadata", t.metadata);
-  return finish(r, std::move(t));
-}
-
-decoded<axis_info> decode_axis(const json::value& v, const std::string& path) {
-  decode_error err;
-  auto* o = require_object(v, path, err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, path);
-  axis_info a;
-  r.str("name", a.name, true);
-  r.strings("values", a.values);
-  return finish(r, std::move(a));
-}
-
-void read_trials(reader& r, std::int64_t& trials) {
-  r.integer("trials", trials);
-  if (!r.error() && trials < 0)
-    r.set_error({child_path(r.path(), "trials"), "must not be negative"});
-  if (trials == 0) trials = 1;
-}
-
-decoded<eval_info> decode_eval(const json::value& v, const std::string& path) {
-  decode_error err;
-  auto* o = require_object(v, path, err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, path);
-  eval_info e;
-  r.str("name", e.name, true);
-  r.str("description", e.description);
-  r.each_decoded("samples", e.samples, decode_sample);
-  r.opt_str("next_cursor", e.next_cursor);
-  r.strings("scorers", e.scorers);
-  r.each_decoded("targets", e.targets, decode_target);
-  r.each_decoded("axes", e.axes, decode_axis);
-  r.opt_integer("max_turns", e.max_turns);
-  read_trials(r, e.trials);
-  r.opt_integer("seed", e.seed);
-  r.object("metadata", e.metadata);
-  return finish(r, std::move(e));
-}
-
-void read_identity(reader& r, std::string& eval, std::string& sample, std::string& target,
-                   axis_params& params, std::int64_t& trial, std::int64_t& trials,
-                   std::optional<std::int64_t>& seed) {
-  r.str("eval", eval);
-  r.str("sample", sample);
-  r.str("target", target);
-  r.axis("params", params);
-  r.integer("trial", trial);
-  if (!r.error() && trial < 0) r.set_error({child_path(r.path(), "trial"), "must not be negative"});
-  read_trials(r, trials);
-  r.opt_integer("seed", seed);
-}
-
-std::optional<decode_error> decode_usage(const json::object& o, const std::string& path, usage& u) {
-  reader r(o, path);
-  r.integer("input_tokens", u.input_tokens);
-  r.integer("output_tokens", u.output_tokens);
-  r.integer("cache_read_tokens", u.cache_read_tokens);
-  r.integer("reasoning_tokens", u.reasoning_tokens);
-  r.number("cost_usd", u.cost_usd);
-  return std::move(r.error());
-}
-
-std::optional<decode_error> decode_summary(const json::object& o, const std::string& path,
-                                           transcript_summary& t) {
-  reader r(o, path);
-  r.str("final_response", t.final_response);
-  r.integer("iterations", t.iterations);
-  r.integer("tool_calls_count", t.tool_calls_count);
-  r.strings("tool_calls", t.tool_calls);
-  r.nested("usage", [&](const json::object& u, const std::string& p) {
-    return decode_usage(u, p, t.usage);
-  });
-  r.nested("timing", [&](const json::object& u, const std::string& p) {
-    reader tr(u, p);
-    tr.opt_integer("duration_ms", t.timing.duration_ms);
-    tr.opt_integer("time_to_first_token_ms", t.timing.time_to_first_token_ms);
-    return std::move(tr.error());
-  });
-  r.nested("metrics", [&](const json::object& m, const std::string& p) {
-    std::optional<decode_error> e;
-    for (auto& kv : m) {
-      if (!kv.value().is_number()) {
-        e = wrong_type(child_path(p, kv.key()), "a number", kv.value());
-        break;
-      }
-      t.metrics.emplace(std::string(kv.key()), kv.value().to_number<double>());
-    }
-    return e;
-  });
-  r.object("metadata", t.metadata);
-  r.opt_str("error", t.error);
-  std::string kind;
-  r.str("error_kind", kind);
-  // An unknown future kind is not an infra signal; only "infra" changes the default.
-  t.error_kind = kind == "infra" ? error_kind::infra : error_kind::subject;
-  r.array("output", t.output);
-  return std::move(r.error());
-}
-
-decoded<score> decode_score(const json::value& v, const std::string& path) {
-  decode_error err;
-  auto* o = require_object(v, path, err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, path);
-  score s;
-  r.str("scorer", s.scorer);
-  r.number("value", s.value);
-  r.boolean("pass", s.pass);
-  r.boolean("na", s.na);
-  r.str("reason", s.reason);
-  return finish(r, std::move(s));
 }
 
 }  // namespace
@@ -418,83 +377,30 @@ bool run_result::is_na() const {
 }
 
 decoded<rpc_error> decode_rpc_error(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "error", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "error");
-  rpc_error e;
-  r.integer("code", e.code);
-  r.str("message", e.message, true);
-  r.boolean("retryable", e.retryable);
-  if (auto* d = o->if_contains("data"); d && !d->is_null()) e.data = owned(*d);
-  return finish(r, std::move(e));
+  return decode_object<rpc_error>(v, "error");
 }
 
 decoded<initialize_result> decode_initialize_result(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "");
-  initialize_result res;
-  r.str("protocol_version", res.protocol_version, true);
-  r.str("study", res.study, true);
-  r.integer("evals", res.evals);
-  r.str("study_version", res.study_version);
-  r.strings("capabilities", res.capabilities);
-  r.object("capability_params", res.capability_params);
-  res.raw = *o;
-  return finish(r, std::move(res));
+  auto res = decode_object<initialize_result>(v, "");
+  if (res) res->raw = v.get_object();
+  return res;
 }
 
 decoded<list_result> decode_list_result(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "");
-  list_result res;
-  r.find("evals", true);
-  r.each_decoded("evals", res.evals, decode_eval);
-  return finish(r, std::move(res));
+  return decode_object<list_result>(v, "");
 }
 
 decoded<list_samples_result> decode_list_samples_result(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "");
-  list_samples_result res;
-  r.each_decoded("samples", res.samples, decode_sample);
-  r.opt_str("next_cursor", res.next_cursor);
-  return finish(r, std::move(res));
+  return decode_object<list_samples_result>(v, "");
 }
 
 decoded<run_params> decode_run_params(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "");
-  run_params p;
-  read_identity(r, p.eval, p.sample, p.target, p.params, p.trial, p.trials, p.seed);
-  return finish(r, std::move(p));
+  return decode_object<run_params>(v, "");
 }
 
 decoded<run_result> decode_run_result(const json::value& v, std::string raw_json) {
-  auto* o = v.if_object();
-  if (!o) return tl::make_unexpected(wrong_type("", "an object", v));
-  reader r(*o, "");
-  run_result res;
-  read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials, res.seed);
-  r.array("input", res.input);
-  if (auto* e = o->if_contains("expected"); e && !e->is_null()) res.expected = owned(*e);
-  r.boolean("passed", res.passed);
-  r.number("aggregate", res.aggregate);
-  r.each_decoded("scores", res.scores, decode_score);
-  r.nested("transcript", [&](const json::object& t, const std::string& p) {
-    return decode_summary(t, p, res.transcript);
-  });
-  r.boolean("skipped", res.skipped);
-  if (r.error()) return tl::make_unexpected(std::move(*r.error()));
-  res.raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
+  auto res = decode_object<run_result>(v, "");
+  if (res) res->raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
   return res;
 }
 
@@ -509,66 +415,29 @@ decoded<execute_result> decode_execute_result(const json::value& v, std::string 
     if (auto e = project_trajectory(projected->get_object()["transcript"].get_object()))
       return tl::make_unexpected(decode_error{"transcript.trajectory", e->message()});
   }
-  const json::object& o = projected ? projected->get_object() : v.get_object();
-  reader r(o, "");
-  execute_result res;
-  read_identity(r, res.eval, res.sample, res.target, res.params, res.trial, res.trials, res.seed);
-  r.nested("transcript", [&](const json::object& t, const std::string& p) {
-    if (auto e = decode_summary(t, p, res.transcript)) return e;
-    reader tr(t, p);
-    if (auto* traj = tr.find("trajectory")) res.transcript.trajectory = owned(*traj);
-    tr.array("events", res.transcript.events);
-    tr.object("files", res.transcript.files);
-    return std::move(tr.error());
-  });
-  r.boolean("skipped", res.skipped);
-  if (r.error()) return tl::make_unexpected(std::move(*r.error()));
+  auto res = decode_object<execute_result>(projected ? *projected : v, "");
+  if (!res) return res;
   if (projected)
-    res.raw_json = to_json_text(*projected);
+    res->raw_json = to_json_text(*projected);
   else
-    res.raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
+    res->raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);
   return res;
 }
 
 decoded<cancel_result> decode_cancel_result(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "");
-  cancel_result res;
-  r.boolean("cancelled", res.cancelled);
-  return finish(r, std::move(res));
+  return decode_object<cancel_result>(v, "");
 }
 
 decoded<event_params> decode_event_params(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "params", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "params");
-  event_params e;
-  r.integer("request_id", e.request_id);
-  r.str("eval", e.eval);
-  r.str("sample", e.sample);
-  r.str("target", e.target);
-  r.axis("params", e.params);
-  r.str("kind", e.kind);
-  r.opt_integer("turn", e.turn);
-  r.opt_str("tool", e.tool);
-  r.opt_str("text", e.text);
-  e.raw = *o;
-  return finish(r, std::move(e));
+  auto e = decode_object<event_params>(v, "params");
+  if (e) e->raw = v.get_object();
+  return e;
 }
 
 decoded<log_params> decode_log_params(const json::value& v) {
-  decode_error err;
-  auto* o = require_object(v, "params", err);
-  if (!o) return tl::make_unexpected(err);
-  reader r(*o, "params");
-  log_params l;
-  r.integer("request_id", l.request_id);
-  r.str("message", l.message);
-  l.raw = *o;
-  return finish(r, std::move(l));
+  auto l = decode_object<log_params>(v, "params");
+  if (l) l->raw = v.get_object();
+  return l;
 }
 
 decoded<part> decode_part(const json::value& v) {

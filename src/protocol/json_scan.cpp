@@ -1,5 +1,5 @@
 // Validating skim of one JSON value (see json_scan.hpp for what it accepts and why).
-#include <mira/detail/json_scan.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <array>
 #include <cstdint>

@@ -169,22 +169,22 @@ json::object summary_json(const aggregate::summary& s, const schedule::run_repor
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour) {
   // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
-  // kept: a run can have a million cases.
-  auto score_of = [&](const schedule::case_record& r,
-                      const std::optional<protocol::run_result>& result) -> std::string {
-    if (result && (r.state == case_state::passed || r.state == case_state::failed))
-      return fixed(result->aggregate);
-    return {};
-  };
+  // kept: a run can have a million cases. The first pass decodes each result and keeps its
+  // score (8 bytes; NaN for none); the second decodes again only a failed case's result, for
+  // its note.
+  std::vector<double> scores(p.cases.size(), std::nan(""));
+  auto score_text = [&](std::size_t i) { return std::isnan(scores[i]) ? "" : fixed(scores[i]); };
   std::size_t key_width = 0, score_width = 0;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     key_width = std::max(key_width, display_width(shown_key(p.cases[i].key)));
-    score_width = std::max(score_width, score_of(report.cases[i], report.cases[i].result()).size());
+    auto& r = report.cases[i];
+    if (r.state == case_state::passed || r.state == case_state::failed)
+      if (auto result = r.result()) scores[i] = result->aggregate;
+    score_width = std::max(score_width, score_text(i).size());
   }
   std::string row;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& r = report.cases[i];
-    const auto result = r.result();
     auto key = shown_key(p.cases[i].key);
     row.clear();
     if (colour) row += badge_colour(r.state);
@@ -194,18 +194,19 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
     row += key;
     row.append(key_width - display_width(key), ' ');
     if (score_width) {
-      auto score = score_of(r, result);
+      auto score = score_text(i);
       row += "  ";
       row.append(score_width - score.size(), ' ');
       row += score;
     }
     std::string note = r.message;
-    if (note.empty() && r.state == case_state::failed && result)
-      for (auto& sc : result->scores)
-        if (!sc.na && !sc.pass) {
-          note = sc.scorer + ": " + sc.reason;
-          break;
-        }
+    if (note.empty() && r.state == case_state::failed)
+      if (auto result = r.result())
+        for (auto& sc : result->scores)
+          if (!sc.na && !sc.pass) {
+            note = sc.scorer + ": " + sc.reason;
+            break;
+          }
     if (!note.empty()) row += "  (" + printable(note) + ")";
     if (!r.retried.empty()) row += "  [" + std::to_string(r.retried.size()) + " retries]";
     while (!row.empty() && row.back() == ' ') row.pop_back();

@@ -1,8 +1,8 @@
 // Run-store building blocks (see files.hpp).
-#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
 

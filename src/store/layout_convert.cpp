@@ -1,12 +1,12 @@
 // Converting a saved run between the per-case and the compact layout (see layout_convert.hpp).
 #include <mira/store/layout_convert.hpp>
 
-#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_folder.hpp>
 #include <mira/store/segment_log.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
 

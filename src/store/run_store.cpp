@@ -1,7 +1,6 @@
 // The run store (see run_store.hpp).
 #include <mira/store/run_store.hpp>
 
-#include <mira/detail/json_scan.hpp>
 #include <mira/plan/natural_order.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
@@ -11,6 +10,7 @@
 #include <mira/store/records.hpp>
 #include <mira/store/run_folder.hpp>
 #include <mira/store/segment_log.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
 

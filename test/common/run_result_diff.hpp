@@ -1,12 +1,13 @@
-// Compares two decoded run results field by field: the text decoder must give what the DOM
-// decoder gives. Doubles may differ in the last place: Boost.JSON 1.81 does not round every
-// decimal correctly (the text decoder uses std::from_chars, which does).
+// Compares what the text decoder and the DOM decoder make of one text, field by field: they
+// must agree (run results and listings). Doubles may differ in the last place: Boost.JSON 1.81 does
+// not round every decimal correctly (the text decoder uses std::from_chars, which does).
 #pragma once
 
-#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <cmath>
 #include <string>
@@ -97,6 +98,50 @@ inline std::string text_and_dom_disagree(std::string_view text) {
     return {};
   }
   return run_result_diff(*by_text, *by_dom);
+}
+
+namespace detail_diff {
+// A listing's every field, as JSON: encode() writes them all.
+inline boost::json::object as_json(const protocol::list_result& l) {
+  return protocol::encode(l);
+}
+inline boost::json::object as_json(const protocol::list_samples_result& l) {
+  protocol::eval_info holder;
+  holder.samples = l.samples;
+  holder.next_cursor = l.next_cursor;
+  return protocol::encode(holder);
+}
+template <class T, class ByText, class ByDom>
+std::string disagree(std::string_view text, ByText by_text_decode, ByDom by_dom_decode) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text, ec, {}, detail::host_parse_options());
+  auto by_text = by_text_decode(text);
+  if (ec) return by_text ? "the text decoder accepted text that is not JSON" : "";
+  auto by_dom = by_dom_decode(v);
+  if (by_text.has_value() != by_dom.has_value())
+    return by_text ? "only the text decoder accepted it: DOM says " + by_dom.error().message()
+                   : "only the DOM decoder accepted it: text says " + by_text.error().message();
+  if (!by_text) {
+    if (by_text.error().message() != by_dom.error().message())
+      return "errors differ: " + by_text.error().message() + " / " + by_dom.error().message();
+    return {};
+  }
+  if (as_json(*by_text) != as_json(*by_dom))
+    return "listings differ: " + boost::json::serialize(as_json(*by_text)) + " / " +
+           boost::json::serialize(as_json(*by_dom));
+  return {};
+}
+}  // namespace detail_diff
+
+/// The same for the listings (`list` and `list_samples` results).
+inline std::string listing_text_and_dom_disagree(std::string_view text) {
+  auto list = detail_diff::disagree<protocol::list_result>(text, protocol::decode_list_result_text,
+                                                           protocol::decode_list_result);
+  if (!list.empty()) return "list: " + list;
+  auto samples = detail_diff::disagree<protocol::list_samples_result>(
+      text, protocol::decode_list_samples_result_text, protocol::decode_list_samples_result);
+  if (!samples.empty()) return "list_samples: " + samples;
+  return {};
 }
 
 }  // namespace mira::test

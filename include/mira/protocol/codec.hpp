@@ -1,5 +1,6 @@
-// JSON mapping of the wire types. Decoding follows the spec's forward-compatibility rules:
-// unknown fields are ignored (and kept in `raw` where the type has one), missing fields take
+// JSON mapping of the wire types: one table of fields per type (src/protocol/fields.hpp) drives
+// both the DOM decoder and the text decoder. Decoding follows the spec's forward-compatibility
+// rules: unknown fields are ignored (and kept in `raw` where the type has one), missing fields take
 // their defaults, integers are accepted where a number is expected, and `trials` 0 or absent
 // means 1. A wrong type is an error naming the offending field path, e.g.
 // `evals[2].targets[0].label`. Encoding omits defaulted optional fields, as the spec's examples do.
@@ -27,6 +28,10 @@ decoded<rpc_error> decode_rpc_error(const json::value& v);
 decoded<initialize_result> decode_initialize_result(const json::value& v);
 decoded<list_result> decode_list_result(const json::value& v);
 decoded<list_samples_result> decode_list_samples_result(const json::value& v);
+/// The same from the result's JSON text, read like decode_run_result_text: a study's listing
+/// (its samples may be hundreds of thousands) without a DOM.
+decoded<list_result> decode_list_result_text(std::string_view text);
+decoded<list_samples_result> decode_list_samples_result_text(std::string_view text);
 /// `raw_json` is the result's text as received, when the caller has it; otherwise the value is
 /// serialized. Values are copied out of `v`: it may live in a parser's arena.
 decoded<run_result> decode_run_result(const json::value& v, std::string raw_json = {});
@@ -60,7 +65,7 @@ void append_json_string(std::string& out, std::string_view s);
 
 namespace detail {
 /// decode_run_result_text into `out` (default-constructed), for text already checked by
-/// detail::scan_json_value: the host's hot path, which checks it while routing the line and
+/// the envelope classifier's skim: the host's hot path, which checks it while routing the line and
 /// decodes into the value it hands to the caller.
 std::optional<decode_error> decode_valid_run_result_text(std::string_view text, run_result& out);
 }  // namespace detail

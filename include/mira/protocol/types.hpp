@@ -93,16 +93,21 @@ struct list_samples_result {
   std::optional<std::string> next_cursor;
 };
 
-/// Addresses one repetition of one matrix case; the params of run and execute.
-struct run_params {
+/// Which case a message is about: one repetition of one matrix case. Written once, shared by
+/// run params, run results and execute results (their members are reached as before:
+/// `result.eval`, `params.trial`).
+struct case_identity {
   std::string eval;
   std::string sample;
   std::string target;
   axis_params params;
   std::int64_t trial = 0;
-  std::int64_t trials = 1;
+  std::int64_t trials = 1;  // 0 or absent on the wire means 1
   std::optional<std::int64_t> seed;
 };
+
+/// Addresses one repetition of one matrix case; the params of run and execute.
+struct run_params : case_identity {};
 
 struct score {
   std::string scorer;
@@ -154,14 +159,7 @@ struct transcript : transcript_summary {
   json::object files;
 };
 
-struct run_result {
-  std::string eval;
-  std::string sample;
-  std::string target;
-  axis_params params;
-  std::int64_t trial = 0;
-  std::int64_t trials = 1;
-  std::optional<std::int64_t> seed;
+struct run_result : case_identity {
   json::array input;
   std::optional<json::value> expected;
   bool passed = false;
@@ -179,14 +177,7 @@ struct run_result {
   json::object raw() const;
 };
 
-struct execute_result {
-  std::string eval;
-  std::string sample;
-  std::string target;
-  axis_params params;
-  std::int64_t trial = 0;
-  std::int64_t trials = 1;
-  std::optional<std::int64_t> seed;
+struct execute_result : case_identity {
   protocol::transcript transcript;
   bool skipped = false;
   /// The result's JSON text as the study sent it; re-serialized with the projected flat

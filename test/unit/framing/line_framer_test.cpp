@@ -1,5 +1,5 @@
 // The NDJSON framer: split reads, CRLF, blank lines, runaway lines, the unterminated tail.
-#include <mira/detail/line_framer.hpp>
+#include "framing/line_framer.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,9 +1,9 @@
-// decode_run_result_text against the DOM decoder: the same result for every text, or the same
-// error, on hand-picked shapes and on seeded mutations of a typical result.
+// The text decoder against the DOM decoder: the same result for every text, or the same error,
+// on hand-picked shapes and on seeded mutations of a typical result and a typical listing.
 #include "common/run_result_diff.hpp"
 
-#include <mira/detail/json_scan.hpp>
 #include <mira/protocol/codec.hpp>
+#include "protocol/json_scan.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -26,6 +26,44 @@ const std::string typical =
     R"({"trace":"https://example.invalid/t/1","n":[1,2.5,null]},"error":"tool timed out",)"
     R"("error_kind":"infra","output":[{"type":"text","text":"42"}],"future":{"x":[]}},)"
     R"("skipped":false,"unknown":[true,{"deep":{"er":null}}]})";
+
+// One to three edits of `text`: a value after a colon replaced by a hostile token, a byte
+// dropped or doubled, a member repeated.
+std::string mutate(std::string text, std::mt19937& rng) {
+  const char* tokens[] = {"null",  "true",  "0",      "-0",        "1.5",
+                          "1e400", "\"s\"", "[]",     "{}",        "\"\\u00e9\"",
+                          "-1",    "3.0",   "[null]", "{\"a\":1}", "\"\\udc00\""};
+  int edits = 1 + static_cast<int>(rng() % 3);
+  for (int e = 0; e < edits; ++e) {
+    auto pos = rng() % text.size();
+    switch (rng() % 4) {
+      case 0: {  // a value after a colon replaced by a token
+        auto colon = text.find(':', pos);
+        if (colon == std::string::npos) break;
+        auto end = colon + 1;
+        auto value_end = detail::scan_json_value(text, end);
+        if (value_end == detail::json_scan_failed) break;
+        text.replace(end, value_end - end, tokens[rng() % std::size(tokens)]);
+        break;
+      }
+      case 1:
+        text.erase(pos, 1);
+        break;
+      case 2:
+        text.insert(pos, 1, text[pos]);
+        break;
+      default:  // a member repeated
+        auto comma = text.find(",\"", pos);
+        if (comma == std::string::npos) break;
+        auto colon = text.find(':', comma);
+        auto value_end = detail::scan_json_value(text, colon + 1);
+        if (colon == std::string::npos || value_end == detail::json_scan_failed) break;
+        text.insert(value_end, text.substr(comma, value_end - comma));
+        break;
+    }
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -100,44 +138,11 @@ BOOST_AUTO_TEST_CASE(odd_shapes_agree_with_the_dom_decoder) {
 }
 
 BOOST_AUTO_TEST_CASE(seeded_mutations_agree_with_the_dom_decoder) {
-  // Replace a value by one of another type, drop or double a byte, swap in a hostile token:
   // 20 000 variants of the typical result, each decoded both ways.
-  const char* tokens[] = {"null",  "true",  "0",      "-0",        "1.5",
-                          "1e400", "\"s\"", "[]",     "{}",        "\"\\u00e9\"",
-                          "-1",    "3.0",   "[null]", "{\"a\":1}", "\"\\udc00\""};
   std::mt19937 rng(20261130);
   int agreed_valid = 0;
   for (int i = 0; i < 20000; ++i) {
-    std::string text = typical;
-    int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits; ++e) {
-      auto pos = rng() % text.size();
-      switch (rng() % 4) {
-        case 0: {  // a value after a colon replaced by a token
-          auto colon = text.find(':', pos);
-          if (colon == std::string::npos) break;
-          auto end = colon + 1;
-          auto value_end = detail::scan_json_value(text, end);
-          if (value_end == detail::json_scan_failed) break;
-          text.replace(end, value_end - end, tokens[rng() % std::size(tokens)]);
-          break;
-        }
-        case 1:
-          text.erase(pos, 1);
-          break;
-        case 2:
-          text.insert(pos, 1, text[pos]);
-          break;
-        default:  // a member repeated
-          auto comma = text.find(",\"", pos);
-          if (comma == std::string::npos) break;
-          auto colon = text.find(':', comma);
-          auto value_end = detail::scan_json_value(text, colon + 1);
-          if (colon == std::string::npos || value_end == detail::json_scan_failed) break;
-          text.insert(value_end, text.substr(comma, value_end - comma));
-          break;
-      }
-    }
+    auto text = mutate(typical, rng);
     auto diff = test::text_and_dom_disagree(text);
     if (!diff.empty()) BOOST_FAIL(diff << " for " << text);
     if (protocol::decode_run_result_text(text)) ++agreed_valid;
@@ -145,6 +150,40 @@ BOOST_AUTO_TEST_CASE(seeded_mutations_agree_with_the_dom_decoder) {
   // The mutations must reach both outcomes, or the test proves little.
   BOOST_TEST(agreed_valid > 2000);
   BOOST_TEST(agreed_valid < 18000);
+}
+
+BOOST_AUTO_TEST_CASE(listings_agree_with_the_dom_decoder) {
+  // The listings take the same text decoder, driven by the same field tables.
+  const std::string listing =
+      R"({"evals":[{"name":"greet","description":"d","samples":[{"id":"s1","tags":["a"],)"
+      R"("metadata":{"k":[1,{"x":null}]}},{"id":"s\u00e9"}],"next_cursor":"c2","scorers":)"
+      R"(["exact"],"targets":[{"label":"t","provider":"p","available":false,"metadata":{}}],)"
+      R"("axes":[{"name":"lang","values":["fr","en"]}],"max_turns":4,"trials":0,"seed":9,)"
+      R"("metadata":{"owner":"x"},"future":1}],"samples":[{"id":"only"}],"next_cursor":null})";
+  auto l = protocol::decode_list_result_text(listing);
+  BOOST_REQUIRE(l);
+  BOOST_TEST(l->evals[0].samples[1].id == "s\u00e9");
+  BOOST_TEST(l->evals[0].trials == 1);
+  BOOST_TEST(!l->evals[0].targets[0].available);
+  BOOST_TEST(test::listing_text_and_dom_disagree(listing) == "");
+  for (const char* row : {R"({})", R"({"evals":null})", R"({"evals":[{"name":null}]})",
+                          R"({"evals":[{"name":"e","trials":-1}]})",
+                          R"({"evals":[{"name":"e","samples":[{"tags":[]}]}]})",
+                          R"({"samples":[{"id":"a","id":"b"}]})", R"({"samples":[7]})"}) {
+    BOOST_TEST_CONTEXT(row) {
+      BOOST_TEST(test::listing_text_and_dom_disagree(row) == "");
+    }
+  }
+  std::mt19937 rng(20261201);
+  int valid = 0;
+  for (int i = 0; i < 5000; ++i) {
+    auto text = mutate(listing, rng);
+    auto diff = test::listing_text_and_dom_disagree(text);
+    if (!diff.empty()) BOOST_FAIL(diff << " for " << text);
+    if (protocol::decode_list_result_text(text)) ++valid;
+  }
+  BOOST_TEST(valid > 500);
+  BOOST_TEST(valid < 4500);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

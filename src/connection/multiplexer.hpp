@@ -35,6 +35,8 @@
 
 namespace mira::detail {
 
+struct envelope;
+
 /// What the shell attaches to a request; the multiplexer only owns and hands it back.
 struct pending_op {
   virtual ~pending_op() = default;
@@ -62,11 +64,11 @@ struct inbound {
   inbound_kind kind = inbound_kind::dropped;
 
   // kind::response: the op is handed back; exactly one of result / study_error / violation.
-  // `result_text` is the result's exact JSON text (checked to be valid JSON; empty only when it
-  // could not be located, and then `result` is parsed). The common response
-  // `{"id":N,"result":...}` is routed without a DOM: `result` stays unparsed until
-  // multiplexer::result_value() asks for it. Both are only valid until the next on_line():
-  // they live in the parser's arena and the line.
+  // `result_text` is the result's JSON text (checked to be valid JSON), found by the envelope
+  // classifier: every response is routed without a DOM, and `result` stays unparsed until
+  // multiplexer::result_value() asks for it. The text is exactly as sent, except for a line the
+  // skim left to Boost.JSON, whose canonical text it then is. Both are only valid until the
+  // next on_line(): they live in the parser's arena and the line.
   std::int64_t id = 0;
   std::unique_ptr<pending_op> op;
   std::string_view result_text;
@@ -185,7 +187,8 @@ class multiplexer {
   void set_state(entry& e, request_state s);
   void erase(std::unordered_map<std::int64_t, entry>::iterator it);
   inbound drop(drop_reason r, std::string detail, std::string_view method = {});
-  std::optional<inbound> route_result_text(std::string_view line);
+  inbound on_notification(const envelope& env);
+  boost::json::value parse_span(std::string_view text);
   void reset_arena();
 
   std::unordered_map<std::int64_t, entry> entries_;
@@ -202,6 +205,7 @@ class multiplexer {
   unsigned char arena_buffer_[16 << 10];  // typical lines parse inside it, without malloc
   std::optional<boost::json::monotonic_resource> arena_;
   boost::json::parser parser_;
+  std::string canonical_;  // a line Boost.JSON had to read, re-written for the classifier
   std::set<std::string, std::less<>> logged_;  // reasons/methods already reported once
 };
 

@@ -1,20 +1,27 @@
-// decode_run_result_text: a RunResult read in one pass from its JSON text into the typed view.
+// The text decoder: wire types read in one pass from their JSON text into the typed view,
+// driven by the field tables of fields.hpp (the DOM decoder in codec.cpp walks the same ones).
 //
-// The DOM decoder (codec.cpp) parses every node into a tree, looks fields up, copies them out
-// and destroys the tree: most of the host's time per case. Here the fields the typed view holds
-// are read straight from the text; only the open-ended members (input, expected, metadata,
-// output) become JSON values, and unknown members are skipped. Whatever this reader does not
-// expect (a wrong type, a duplicate field, an integer written as 3.0, a negative trial, ...)
-// sends the text to the DOM decoder, which either accepts it with the same result or names
-// the offending field. The fuzz target checks that both agree.
-#include <mira/detail/json_scan.hpp>
+// The DOM decoder parses every node into a tree, looks fields up, copies them out and destroys
+// the tree: most of the host's time per case. Here the fields the typed view holds are read
+// straight from the text; only the open-ended members (input, expected, metadata, output)
+// become JSON values, and unknown members are skipped. Whatever this reader does not expect (a
+// wrong type, a duplicate field, an integer written as 3.0, a negative trial, a missing required
+// field, ...) sends the text to the DOM decoder, which either accepts it with the same result or
+// names the offending field. The differential test and the fuzz target check that both agree.
 #include <mira/protocol/codec.hpp>
+#include "protocol/json_scan.hpp"
+
+#include "protocol/fields.hpp"
 
 #include <boost/json/parse.hpp>
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace mira::protocol {
 
@@ -169,6 +176,10 @@ class text_reader {
     return raw(ignored);
   }
 
+  // Where the reader is, to come back to it when a value is better read another way.
+  const char* mark() const { return p_; }
+  void back_to(const char* mark) { p_ = mark; }
+
  private:
   void ws() {
     const char* p = p_;  // a local: see string_run
@@ -177,7 +188,18 @@ class text_reader {
   }
   // To the closing quote or the next backslash (valid JSON: one of them follows). On a local
   // pointer: stepping the member would store it on every byte, as a char read may alias it.
-  static const char* string_run(const char* p) {
+  // Sixteen bytes at a time where SSE2 is there, within the text (the load never crosses its
+  // end); keys and short values end within the first block.
+  const char* string_run(const char* p) const {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    while (end_ - p >= 16) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+      if (int mask = _mm_movemask_epi8(stop)) return p + __builtin_ctz(static_cast<unsigned>(mask));
+      p += 16;
+    }
+#endif
     while (*p != '"' && *p != '\\') ++p;
     return p;
   }
@@ -248,44 +270,106 @@ class text_reader {
 // Each known field may appear once; a repeat goes to the DOM decoder, which keeps the last.
 class seen_fields {
  public:
-  bool first(unsigned bit) {
-    if (mask_ & (1u << bit)) return false;
-    mask_ |= 1u << bit;
+  bool first(std::size_t bit) {
+    auto b = std::uint64_t{1} << bit;
+    if (mask_ & b) return false;
+    mask_ |= b;
     return true;
   }
+  bool has(std::size_t bit) const { return mask_ & (std::uint64_t{1} << bit); }
 
  private:
-  unsigned mask_ = 0;
+  std::uint64_t mask_ = 0;
 };
 
-// The readers below treat null as absent, like the DOM decoder.
-bool opt_string(text_reader& r, std::string& out) {
+// One member's value into `out`, by the member's type. Null is absent, as in the DOM decoder.
+bool read_value(text_reader& r, std::string& out) {
   return r.null() || r.string(out);
 }
-bool opt_integer(text_reader& r, std::int64_t& out) {
+bool read_value(text_reader& r, std::optional<std::string>& out) {
+  if (r.null()) return true;
+  out.emplace();
+  return r.string(*out);
+}
+bool read_value(text_reader& r, std::int64_t& out) {
   return r.null() || r.integer(out);
 }
-bool opt_integer(text_reader& r, std::optional<std::int64_t>& out) {
+bool read_value(text_reader& r, std::optional<std::int64_t>& out) {
   if (r.null()) return true;
   std::int64_t v;
   if (!r.integer(v)) return false;
   out = v;
   return true;
 }
-bool opt_number(text_reader& r, double& out) {
+bool read_value(text_reader& r, double& out) {
   return r.null() || r.number(out);
 }
-bool opt_boolean(text_reader& r, bool& out) {
+bool read_value(text_reader& r, bool& out) {
   return r.null() || r.boolean(out);
+}
+bool read_value(text_reader& r, error_kind& out) {
+  if (r.null()) return true;
+  std::string kind;
+  if (!r.string(kind)) return false;
+  // An unknown future kind is not an infra signal; only "infra" changes the default.
+  out = kind == "infra" ? error_kind::infra : error_kind::subject;
+  return true;
+}
+
+// An open-ended member built straight from the text, without a parser: strings, integers
+// that fit int64_t, booleans, null, and arrays and objects of them, which is what studies put
+// in input, expected, metadata and output. False for anything whose reading is Boost.JSON's
+// own to decide (a number with a fraction or an exponent, whose rounding differs from
+// std::from_chars in Boost 1.81; an integer beyond int64_t or "-0"; a repeated key): the
+// member is then parsed, and so holds exactly what the DOM decoder holds.
+bool build_value(text_reader& r, json::value& out, std::string& scratch) {
+  if (r.is('"')) {
+    if (!r.string(scratch)) return false;
+    out = json::string(scratch);
+    return true;
+  }
+  if (r.is('[')) {
+    auto& a = out.emplace_array();
+    return r.array([&] { return build_value(r, a.emplace_back(nullptr), scratch); });
+  }
+  if (r.is('{')) {
+    auto& o = out.emplace_object();
+    return r.object([&](std::string_view k) {
+      auto [it, fresh] = o.emplace(k, nullptr);
+      return fresh && build_value(r, it->value(), scratch);
+    });
+  }
+  if (r.null()) {
+    out = nullptr;
+    return true;
+  }
+  bool b;
+  if (r.boolean(b)) {
+    out = b;
+    return true;
+  }
+  std::int64_t i;
+  if (!r.integer(i)) return false;
+  out = i;
+  return true;
 }
 
 // An open-ended member, as a JSON value in the default memory resource.
 bool json_member(text_reader& r, json::value& out) {
+  const char* start = r.mark();
+  std::string scratch;
+  if (build_value(r, out, scratch)) return true;
+  r.back_to(start);
   std::string_view text;
   if (!r.raw(text)) return false;
   boost::system::error_code ec;
   out = json::parse(text, ec, json::storage_ptr(), mira::detail::host_parse_options());
   return !ec;
+}
+bool read_value(text_reader& r, std::optional<json::value>& out) {
+  if (r.null()) return true;
+  out.emplace();
+  return json_member(r, *out);
 }
 template <class T, T* (json::value::*As)() noexcept>
 bool json_member_of(text_reader& r, T& out) {
@@ -297,66 +381,28 @@ bool json_member_of(text_reader& r, T& out) {
   out = std::move(*typed);
   return true;
 }
-bool array_member(text_reader& r, json::array& out) {
+bool read_value(text_reader& r, json::array& out) {
   return json_member_of<json::array, &json::value::if_array>(r, out);
 }
-bool object_member(text_reader& r, json::object& out) {
+bool read_value(text_reader& r, json::object& out) {
   return json_member_of<json::object, &json::value::if_object>(r, out);
 }
 
-bool read_strings(text_reader& r, std::vector<std::string>& out) {
+bool read_value(text_reader& r, std::vector<std::string>& out) {
   if (r.null()) return true;
   return r.array([&] {
     out.emplace_back();
     return r.string(out.back());
   });
 }
-
-bool read_axis(text_reader& r, axis_params& out) {
+bool read_value(text_reader& r, axis_params& out) {
   if (r.null()) return true;
   std::string value;
   return r.object([&](std::string_view k) {
     return r.string(value) && out.emplace(std::string(k), std::move(value)).second;
   });
 }
-
-bool read_score(text_reader& r, score& s) {
-  seen_fields seen;
-  return r.object([&](std::string_view k) {
-    if (k == "scorer") return seen.first(0) && opt_string(r, s.scorer);
-    if (k == "value") return seen.first(1) && opt_number(r, s.value);
-    if (k == "pass") return seen.first(2) && opt_boolean(r, s.pass);
-    if (k == "na") return seen.first(3) && opt_boolean(r, s.na);
-    if (k == "reason") return seen.first(4) && opt_string(r, s.reason);
-    return r.skip();
-  });
-}
-
-bool read_usage(text_reader& r, usage& u) {
-  if (r.null()) return true;
-  seen_fields seen;
-  return r.object([&](std::string_view k) {
-    if (k == "input_tokens") return seen.first(0) && opt_integer(r, u.input_tokens);
-    if (k == "output_tokens") return seen.first(1) && opt_integer(r, u.output_tokens);
-    if (k == "cache_read_tokens") return seen.first(2) && opt_integer(r, u.cache_read_tokens);
-    if (k == "reasoning_tokens") return seen.first(3) && opt_integer(r, u.reasoning_tokens);
-    if (k == "cost_usd") return seen.first(4) && opt_number(r, u.cost_usd);
-    return r.skip();
-  });
-}
-
-bool read_timing(text_reader& r, timing& t) {
-  if (r.null()) return true;
-  seen_fields seen;
-  return r.object([&](std::string_view k) {
-    if (k == "duration_ms") return seen.first(0) && opt_integer(r, t.duration_ms);
-    if (k == "time_to_first_token_ms")
-      return seen.first(1) && opt_integer(r, t.time_to_first_token_ms);
-    return r.skip();
-  });
-}
-
-bool read_metrics(text_reader& r, std::map<std::string, double>& out) {
+bool read_value(text_reader& r, std::map<std::string, double>& out) {
   if (r.null()) return true;
   return r.object([&](std::string_view k) {
     double v;
@@ -364,71 +410,87 @@ bool read_metrics(text_reader& r, std::map<std::string, double>& out) {
   });
 }
 
-bool read_transcript(text_reader& r, transcript_summary& t) {
+template <detail::described T>
+bool read_object(text_reader& r, T& out);
+
+template <detail::described T>
+bool read_value(text_reader& r, T& out) {
+  return r.null() || read_object(r, out);
+}
+template <detail::described T>
+bool read_value(text_reader& r, std::vector<T>& out) {
   if (r.null()) return true;
-  seen_fields seen;
-  std::string kind;
-  bool ok = r.object([&](std::string_view k) {
-    if (k == "final_response") return seen.first(0) && opt_string(r, t.final_response);
-    if (k == "iterations") return seen.first(1) && opt_integer(r, t.iterations);
-    if (k == "tool_calls_count") return seen.first(2) && opt_integer(r, t.tool_calls_count);
-    if (k == "tool_calls") return seen.first(3) && read_strings(r, t.tool_calls);
-    if (k == "usage") return seen.first(4) && read_usage(r, t.usage);
-    if (k == "timing") return seen.first(5) && read_timing(r, t.timing);
-    if (k == "metrics") return seen.first(6) && read_metrics(r, t.metrics);
-    if (k == "metadata") return seen.first(7) && object_member(r, t.metadata);
-    if (k == "error") {
-      if (!seen.first(8)) return false;
-      if (r.null()) return true;
-      t.error.emplace();
-      return r.string(*t.error);
-    }
-    if (k == "error_kind") return seen.first(9) && opt_string(r, kind);
-    if (k == "output") return seen.first(10) && array_member(r, t.output);
-    return r.skip();
-  });
-  t.error_kind = kind == "infra" ? error_kind::infra : error_kind::subject;
-  return ok;
+  return r.array([&] { return read_object(r, out.emplace_back()); });
 }
 
-bool read_run_result(text_reader& r, run_result& res) {
+// An object of a described type: each member is matched against the type's field table.
+template <detail::described T>
+bool read_object(text_reader& r, T& out) {
+  static_assert(detail::field_count<T> <= 64, "seen_fields holds 64 bits");
   seen_fields seen;
+  constexpr auto& names = detail::field_names<T>;
+  std::size_t next = 0;  // studies write the fields in one order: the next one is tried first
   bool ok = r.object([&](std::string_view k) {
-    if (k == "eval") return seen.first(0) && opt_string(r, res.eval);
-    if (k == "sample") return seen.first(1) && opt_string(r, res.sample);
-    if (k == "target") return seen.first(2) && opt_string(r, res.target);
-    if (k == "params") return seen.first(3) && read_axis(r, res.params);
-    if (k == "trial") return seen.first(4) && opt_integer(r, res.trial) && res.trial >= 0;
-    if (k == "trials") return seen.first(5) && opt_integer(r, res.trials) && res.trials >= 0;
-    if (k == "seed") return seen.first(6) && opt_integer(r, res.seed);
-    if (k == "input") return seen.first(7) && array_member(r, res.input);
-    if (k == "expected") {
-      if (!seen.first(8)) return false;
-      if (r.null()) return true;
-      res.expected.emplace();
-      return json_member(r, *res.expected);
+    std::size_t found = names.size();
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      std::size_t i = next + n < names.size() ? next + n : next + n - names.size();
+      if (names[i].size() == k.size() && std::memcmp(names[i].data(), k.data(), k.size()) == 0) {
+        found = i;
+        break;
+      }
     }
-    if (k == "passed") return seen.first(9) && opt_boolean(r, res.passed);
-    if (k == "aggregate") return seen.first(10) && opt_number(r, res.aggregate);
-    if (k == "scores") {
-      if (!seen.first(11)) return false;
-      if (r.null()) return true;
-      return r.array([&] { return read_score(r, res.scores.emplace_back()); });
-    }
-    if (k == "transcript") return seen.first(12) && read_transcript(r, res.transcript);
-    if (k == "skipped") return seen.first(13) && opt_boolean(r, res.skipped);
-    return r.skip();
+    if (found == names.size()) return r.skip();
+    next = found + 1;
+    if (!seen.first(found)) return false;
+    bool good = false;
+    detail::visit_field<T>(found, [&](const auto& fd, std::size_t) {
+      auto& m = out.*fd.member;
+      if ((fd.rules & detail::required) && r.null()) return;  // the DOM decoder names it
+      good = read_value(r, m);
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>)
+        good = good && !((fd.rules & detail::non_negative) && m < 0);
+    });
+    return good;
   });
-  if (res.trials == 0) res.trials = 1;
-  return ok && r.at_end();
+  if (!ok) return false;
+  bool complete = true;
+  detail::for_each_field<T>([&](const auto& fd, std::size_t i) {
+    if ((fd.rules & detail::required) && !seen.has(i)) complete = false;
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(out.*fd.member)>, std::int64_t>)
+      if ((fd.rules & detail::zero_means_one) && out.*fd.member == 0) out.*fd.member = 1;
+  });
+  return complete;
+}
+
+// A whole text of a described type, or nothing when the text reader leaves it to the DOM.
+template <detail::described T>
+bool read_document(std::string_view text, T& out) {
+  text_reader r(text);
+  return read_object(r, out) && r.at_end();
 }
 
 // Whatever the text reader does not take: the DOM decoder's answer or error.
-decoded<run_result> through_dom(std::string_view text) {
+template <class T, class Decode>
+decoded<T> through_dom(std::string_view text, Decode&& decode) {
   boost::system::error_code ec;
   auto v = json::parse(text, ec, json::storage_ptr(), mira::detail::host_parse_options());
   if (ec) return tl::make_unexpected(decode_error{"", "not valid JSON (" + ec.message() + ")"});
-  return decode_run_result(v, std::string(text));
+  return decode(v);
+}
+
+decoded<run_result> run_result_through_dom(std::string_view text) {
+  return through_dom<run_result>(
+      text, [&](const json::value& v) { return decode_run_result(v, std::string(text)); });
+}
+
+template <class T, decoded<T> (*Decode)(const json::value&)>
+decoded<T> decode_text(std::string_view text) {
+  T out;
+  if (mira::detail::scan_json_value(text, mira::detail::skip_json_ws(text, 0)) !=
+          mira::detail::json_scan_failed &&
+      read_document(text, out))
+    return out;
+  return through_dom<T>(text, Decode);
 }
 
 }  // namespace
@@ -436,20 +498,28 @@ decoded<run_result> through_dom(std::string_view text) {
 decoded<run_result> decode_run_result_text(std::string_view text) {
   if (mira::detail::scan_json_value(text, mira::detail::skip_json_ws(text, 0)) ==
       mira::detail::json_scan_failed)
-    return through_dom(text);
+    return run_result_through_dom(text);
   run_result res;
   if (auto e = detail::decode_valid_run_result_text(text, res)) return tl::make_unexpected(*e);
   return res;
 }
 
+decoded<list_result> decode_list_result_text(std::string_view text) {
+  return decode_text<list_result, decode_list_result>(text);
+}
+
+decoded<list_samples_result> decode_list_samples_result_text(std::string_view text) {
+  return decode_text<list_samples_result, decode_list_samples_result>(text);
+}
+
 std::optional<decode_error> detail::decode_valid_run_result_text(std::string_view text,
                                                                  run_result& out) {
-  text_reader r(text);
-  if (read_run_result(r, out)) {
+  if (read_document(text, out)) {
     out.raw_json.assign(text.data(), text.size());
     return std::nullopt;
   }
-  auto res = through_dom(text);
+  out = run_result{};  // the text reader may have filled part of it
+  auto res = run_result_through_dom(text);
   if (!res) return std::move(res.error());
   out = std::move(*res);
   return std::nullopt;
