@@ -15,6 +15,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -218,7 +219,9 @@ class pipeline {
     report_.cases.resize(plan_.cases.size());
     std::vector<std::string> providers;
     providers.reserve(plan_.cases.size());
-    index_of_.reserve(plan_.cases.size());
+    // Scheduler ids are plan indices unless a case is skipped: then the map is kept.
+    bool all_available = std::all_of(plan_.cases.begin(), plan_.cases.end(),
+                                     [](const plan::planned_case& c) { return c.available; });
     for (std::size_t i = 0; i < plan_.cases.size(); ++i) {
       if (!plan_.cases[i].available) {
         auto& rec = report_.cases[i];
@@ -228,9 +231,9 @@ class pipeline {
         continue;
       }
       providers.push_back(plan_.cases[i].provider);
-      index_of_.push_back(i);
+      if (!all_available) index_of_.push_back(i);
     }
-    flight_of_.resize(index_of_.size());
+    flight_of_.resize(providers.size());
     sched_.emplace(std::move(providers), policy_.concurrency, policy_.retry,
                    policy_.jitter_seed.value_or(std::random_device{}()));
     deadline_ = policy_.deadline ? t0 + *policy_.deadline : time_point::max();
@@ -256,9 +259,11 @@ class pipeline {
       if (!sched_->stopped() && clock::now() >= deadline_)
         stop(stop_reason::deadline,
              "the run deadline (" + seconds_text(*policy_.deadline) + " s) passed");
-      auto batch = std::move(done_);
-      done_.clear();
-      for (auto& [id, outcome] : batch) finish(id, std::move(outcome));
+      // Swapped, not moved: both vectors keep their capacity, so outcomes are not moved again
+      // by a vector growing from nothing on every batch.
+      std::swap(batch_, done_);
+      for (auto& [id, outcome] : batch_) finish(id, outcome);
+      batch_.clear();
     }
     report_.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     if constexpr (pooled) report_.restarts = host_.restarts();
@@ -267,7 +272,7 @@ class pipeline {
 
  private:
   void start(std::size_t id) {
-    auto index = index_of_[id];
+    auto index = index_of(id);
     auto& f = take_flight(id);
     f.started = clock::now();
     f.generation = generation_;
@@ -336,8 +341,8 @@ class pipeline {
       hooks_.on_sequential_study();
   }
 
-  void finish(std::size_t id, attempt_outcome o) {
-    auto index = index_of_[id];
+  void finish(std::size_t id, attempt_outcome& o) {
+    auto index = index_of(id);
     auto& rec = report_.cases[index];
     auto& f = *flights_[flight_of_[id]];
     rec.attempts = sched_->attempts(id);
@@ -478,7 +483,7 @@ class pipeline {
     report_.stopped = why;
     report_.stop_message = std::move(message);
     for (auto id : sched_->stop()) {
-      auto index = index_of_[id];
+      auto index = index_of(id);
       auto& rec = report_.cases[index];
       rec.state = waiting_state;
       rec.attempts = sched_->attempts(id);
@@ -532,14 +537,15 @@ class pipeline {
   run_hooks hooks_;
   asio::steady_timer wake_;
   std::optional<scheduler> sched_;
-  std::vector<std::size_t> index_of_;             // scheduler id -> plan index
+  std::vector<std::size_t> index_of_;  // scheduler id -> plan index; empty: the same
+  std::size_t index_of(std::size_t id) const { return index_of_.empty() ? id : index_of_[id]; }
   std::vector<std::unique_ptr<flight>> flights_;  // unique_ptr: a signal cannot move
   std::vector<std::uint32_t> free_flights_;
   std::vector<std::uint32_t> flight_of_;  // scheduler id -> its attempt's flight, while in one
   std::uint64_t generation_ = 0;
   bool restarting_ = false;
   std::optional<time_point> starved_since_;
-  std::vector<std::pair<std::size_t, attempt_outcome>> done_;
+  std::vector<std::pair<std::size_t, attempt_outcome>> done_, batch_;
   std::size_t running_ = 0;
   std::uint64_t attempt_seq_ = 0;
   sequential_detector sequential_;
