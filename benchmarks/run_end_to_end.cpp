@@ -125,6 +125,10 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The host-alone child, started again by the parent (below) so that it runs under the same
+  // malloc settings as `mira run`: --host-alone-child J STUDY_ARGV...
+  if (argc > 3 && std::string(argv[1]) == "--host-alone-child")
+    return host_alone({argv + 3, argv + argc}, std::strtoull(argv[2], nullptr, 10));
   std::size_t n = 100000, j = 64, rounds = 1;
   bool dry_only = false;
   std::vector<std::string> pos;
@@ -168,8 +172,21 @@ int main(int argc, char** argv) {
     return a;
   };
   auto run = [&](std::size_t cases, mode m) {
-    if (m == mode::host_alone)
-      return measure([&] { return host_alone(study_argv(cases), j); }, cpu_file);
+    if (m == mode::host_alone) {
+      // mira run starts itself again with glibc.malloc.hugetlb=1 (tools/mira/main.cpp): the
+      // host alone gets the same, unless MIRA_NO_HUGE_PAGES asks mira not to either.
+      std::vector<std::string> a{"/proc/self/exe", "--host-alone-child", std::to_string(j)};
+      auto s = study_argv(cases);
+      a.insert(a.end(), s.begin(), s.end());
+      return measure(
+          [&] {
+            const char* no = std::getenv("MIRA_NO_HUGE_PAGES");
+            if (!(no && *no && std::string(no) != "0") && !std::getenv("GLIBC_TUNABLES"))
+              ::setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1);
+            return exec(a);
+          },
+          cpu_file);
+    }
     auto a = argv_for(cases, m);
     return measure([&] { return exec(a); }, cpu_file);
   };

@@ -40,8 +40,16 @@ void huge_pages(int argc, char** argv) {
   if (::setenv(saved_tunables, saved.c_str(), 1) != 0 ||
       ::setenv("GLIBC_TUNABLES", wanted.c_str(), 1) != 0)
     return;
-  ::execv("/proc/self/exe", argv);
-  // Not started again (no /proc): go on as we are, with the environment as it was.
+  // The executable's own path, not /proc/self/exe: the process keeps its name ("mira", not
+  // "exe") in ps, top and perf.
+  char self[4096];
+  auto len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len > 0) {
+    self[len] = '\0';
+    ::execv(self, argv);
+  }
+  // Not started again (no /proc, or the executable is gone): go on as we are, with the
+  // environment as it was.
   if (had)
     ::setenv("GLIBC_TUNABLES", original.c_str(), 1);
   else
