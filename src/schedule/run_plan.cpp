@@ -294,13 +294,13 @@ class pipeline {
             asio::bind_cancellation_slot(
                 slot,
                 asio::bind_executor(ex_, [this, id, seq](error_code ec, protocol::run_result r) {
-                  attempt_outcome out;
+                  auto& out = done_.emplace_back(id, attempt_outcome{}).second;  // moved once
                   if (ec)
                     out.result =
                         tl::unexpected(error{ec, std::move(flights_[flight_of_[id]]->diag)});
                   else
                     out.result = std::move(r);
-                  ended(id, seq, std::move(out));
+                  ended(seq, out);
                 })));
         return;
       }
@@ -314,7 +314,7 @@ class pipeline {
                        slot, [this, id, seq](std::exception_ptr ep, attempt_outcome o) {
                          if (ep)
                            o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
-                         ended(id, seq, std::move(o));
+                         ended(seq, done_.emplace_back(id, std::move(o)).second);
                        }));
   }
 
@@ -323,10 +323,10 @@ class pipeline {
     return [this, index](const notification& n) { hooks_.on_notification(index, n); };
   }
 
-  // An attempt's outcome, on the strand: finished in the run loop's next batch.
-  void ended(std::size_t id, std::uint64_t seq, attempt_outcome o) {
+  // An attempt's outcome, on the strand and already in done_: finished in the run loop's next
+  // batch.
+  void ended(std::uint64_t seq, const attempt_outcome& o) {
     if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
-    done_.emplace_back(id, std::move(o));
     --running_;
     wake_.cancel();
   }
