@@ -33,13 +33,21 @@ interval wilson(std::size_t passed, std::size_t n, double z) {
   return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
 }
 
-double percentile(std::vector<double> values, double p) {
+namespace {
+
+double percentile_of_sorted(const std::vector<double>& values, double p) {
   if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
   double rank = p / 100.0 * static_cast<double>(values.size() - 1);
   auto lo = static_cast<std::size_t>(std::floor(rank));
   auto hi = std::min(lo + 1, values.size() - 1);
   return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
+}
+
+}  // namespace
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  return percentile_of_sorted(values, p);
 }
 
 namespace {
@@ -107,6 +115,27 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
   std::map<std::string, std::vector<double>> latencies, ttfts;
   std::map<std::string, std::pair<double, std::size_t>> metrics;
   std::vector<std::vector<double>> trial_scores;
+  // Neighbouring cases mostly share their eval and target: the rates (and latencies) of the last
+  // pair are kept at hand instead of four map lookups per case. std::map nodes do not move.
+  const std::string* last_eval = nullptr;
+  const std::string* last_target = nullptr;
+  rate *eval_rate = nullptr, *target_rate = nullptr, *cell_rate = nullptr;
+  std::vector<double>* target_latencies = nullptr;
+  // Cases per target, so each target's latencies are allocated once: grown by doubling, the
+  // vector would hold up to twice what it needs.
+  std::map<std::string, std::size_t> cases_of_target;
+  {
+    const std::string* run_target = nullptr;
+    std::size_t* run_count = nullptr;
+    for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
+      auto& t = p.cases[i].params.target;
+      if (!run_target || *run_target != t) {
+        run_count = &cases_of_target[t];
+        run_target = &t;
+      }
+      ++*run_count;
+    }
+  }
 
   for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
     auto& c = p.cases[i];
@@ -114,13 +143,25 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
     const auto result = r.result();  // decoded once per case, from its text
     auto& eval = c.params.eval;
     auto& target = c.params.target;
+    const bool same_eval = last_eval && *last_eval == eval;
+    const bool same_target = last_target && *last_target == target;
+    if (!same_eval) {
+      if (!out.per_eval.count(eval)) out.eval_order.push_back(eval);
+      eval_rate = &out.per_eval[eval];
+      last_eval = &eval;
+    }
+    if (!same_target) {
+      if (!out.per_target.count(target)) out.target_order.push_back(target);
+      target_rate = &out.per_target[target];
+      target_latencies = nullptr;  // made when the target has a latency: no empty entries
+      last_target = &target;
+    }
+    if (!same_eval || !same_target) cell_rate = &out.matrix[{eval, target}];
     ++out.counts[static_cast<std::size_t>(r.state)];
-    if (!out.per_eval.count(eval)) out.eval_order.push_back(eval);
-    if (!out.per_target.count(target)) out.target_order.push_back(target);
     count(out.overall, r.state);
-    count(out.per_eval[eval], r.state);
-    count(out.per_target[target], r.state);
-    count(out.matrix[{eval, target}], r.state);
+    count(*eval_rate, r.state);
+    count(*target_rate, r.state);
+    count(*cell_rate, r.state);
     if (!out.group_by.empty()) {
       auto v = group_value(c, result, idx, out.group_by);
       count(v ? groups[*v] : unset, r.state);
@@ -143,8 +184,13 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
     }
     out.total.retries += r.retried.size();
     for (auto& e : r.retried) ++out.total.retry_causes[e.cause];
-    if (r.attempts > 0 && r.state != case_state::cancelled)
-      latencies[target].push_back(r.latency_seconds);
+    if (r.attempts > 0 && r.state != case_state::cancelled) {
+      if (!target_latencies) {
+        target_latencies = &latencies[target];
+        if (target_latencies->empty()) target_latencies->reserve(cases_of_target[target]);
+      }
+      target_latencies->push_back(r.latency_seconds);
+    }
     if (!result || r.state == case_state::skipped) continue;
     auto& t = result->transcript;
     out.total.input_tokens += t.usage.input_tokens;
@@ -182,18 +228,21 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
   std::sort(out.groups.begin(), out.groups.end(),
             [](auto& a, auto& b) { return plan::natural_less(a.first, b.first); });
   if (unset.scored > 0) out.groups.emplace_back("(unset)", unset);
+  // Sorted in place, once: a copy per percentile would be 8 bytes per case each.
   for (auto& [target, xs] : latencies) {
     auto& l = out.latency_by_target[target];
+    std::sort(xs.begin(), xs.end());
     l.n = xs.size();
-    l.p50 = percentile(xs, 50);
-    l.p95 = percentile(xs, 95);
-    l.p99 = percentile(xs, 99);
+    l.p50 = percentile_of_sorted(xs, 50);
+    l.p95 = percentile_of_sorted(xs, 95);
+    l.p99 = percentile_of_sorted(xs, 99);
   }
   for (auto& [target, xs] : ttfts) {
     auto& l = out.latency_by_target[target];
+    std::sort(xs.begin(), xs.end());
     l.ttft_n = xs.size();
-    l.ttft_p50_ms = percentile(xs, 50);
-    l.ttft_p95_ms = percentile(xs, 95);
+    l.ttft_p50_ms = percentile_of_sorted(xs, 50);
+    l.ttft_p95_ms = percentile_of_sorted(xs, 95);
   }
   for (auto& [k, sn] : metrics)
     out.total.metric_means[k] = sn.first / static_cast<double>(sn.second);

@@ -2,28 +2,40 @@
 #include <mira/plan/plan.hpp>
 
 #include <algorithm>
-#include <unordered_map>
+#include <functional>
+#include <string_view>
+#include <unordered_set>
 
 namespace mira::plan {
 
-std::string logical_key(const protocol::run_params& p) {
-  std::string k = p.eval;
+namespace {
+
+// `eval/sample@target[k=v,...]` appended to `k`: one spelling for logical_key and make_plan.
+void append_logical_key(std::string& k, std::string_view eval, std::string_view sample,
+                        std::string_view target, const protocol::axis_params& params) {
+  k += eval;
   k += '/';
-  k += p.sample;
+  k += sample;
   k += '@';
-  k += p.target;
-  if (!p.params.empty()) {
-    k += '[';
-    bool first = true;
-    for (auto& [name, value] : p.params) {  // std::map: sorted by name
-      if (!first) k += ',';
-      first = false;
-      k += name;
-      k += '=';
-      k += value;
-    }
-    k += ']';
+  k += target;
+  if (params.empty()) return;
+  k += '[';
+  bool first = true;
+  for (auto& [name, value] : params) {  // std::map: sorted by name
+    if (!first) k += ',';
+    first = false;
+    k += name;
+    k += '=';
+    k += value;
   }
+  k += ']';
+}
+
+}  // namespace
+
+std::string logical_key(const protocol::run_params& p) {
+  std::string k;
+  append_logical_key(k, p.eval, p.sample, p.target, p.params);
   return k;
 }
 
@@ -222,55 +234,85 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
                     "\" matches no value (values: " + joined(values) + ")");
   }
 
-  plan out;
-  std::unordered_map<std::string, std::size_t> by_key;
-  for (auto* e : evals) {
-    eval_counts counts;
-    counts.eval = e->name;
+  // What each selected eval contributes, first, so the plan is allocated once: a plan of a
+  // million cases grown by doubling would move every case several times and keep up to twice
+  // its size.
+  struct eval_grid {
+    const protocol::eval_info* eval;
     std::vector<const protocol::sample_info*> samples;
+    std::vector<const protocol::target_info*> targets;
+    std::vector<protocol::axis_params> combos;
+    std::int64_t trials;
+    std::optional<std::int64_t> seed;
+  };
+  std::vector<eval_grid> grids;
+  std::size_t most = 0;  // cases before the filter
+  for (auto* e : evals) {
+    eval_grid g{e, {}, {}, combinations(*e, sel), 1, sel.seed ? sel.seed : e->seed};
     for (auto& s : e->samples) {
       if (!sel.samples.empty() && !any_glob(sel.samples, s.id)) continue;
       if (!sel.tags.empty() && std::none_of(sel.tags.begin(), sel.tags.end(), [&](auto& t) {
             return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end();
           }))
         continue;
-      samples.push_back(&s);
+      g.samples.push_back(&s);
     }
-    std::vector<const protocol::target_info*> targets;
     for (auto& t : e->targets)
-      if (sel.targets.empty() || any_glob(sel.targets, t.label)) targets.push_back(&t);
-    auto combos = combinations(*e, sel);
-    std::int64_t trials = sel.trials ? std::max<std::int64_t>(1, *sel.trials) : e->trials;
-    if (trials < 1) trials = 1;
-    auto seed = sel.seed ? sel.seed : e->seed;
-    counts.samples = samples.size();
-    counts.targets = targets.size();
-    counts.axis_combinations = combos.size();
-    counts.trials = static_cast<std::size_t>(trials);
-    for (auto* s : samples)
-      for (auto* t : targets)
-        for (auto& combo : combos) {
-          planned_case c;
-          c.params.eval = e->name;
-          c.params.sample = s->id;
-          c.params.target = t->label;
-          c.params.params = combo;
-          c.params.trials = trials;
-          if (!sel.filter.empty() && logical_key(c.params).find(sel.filter) == std::string::npos)
-            continue;
-          c.provider = t->provider;
-          c.available = t->available;
-          for (std::int64_t trial = 0; trial < trials; ++trial) {
-            planned_case tc = c;
+      if (sel.targets.empty() || any_glob(sel.targets, t.label)) g.targets.push_back(&t);
+    g.trials = std::max<std::int64_t>(1, sel.trials ? *sel.trials : e->trials);
+    most +=
+        g.samples.size() * g.targets.size() * g.combos.size() * static_cast<std::size_t>(g.trials);
+    grids.push_back(std::move(g));
+  }
+
+  plan out;
+  // A filter may keep few of `most`: then the plan grows as it goes.
+  if (sel.filter.empty()) out.cases.reserve(most);
+  // Duplicate keys, found through the cases' own keys (indices into out.cases), not copies.
+  auto key_hash = [&out](std::size_t i) { return std::hash<std::string_view>{}(out.cases[i].key); };
+  auto key_equal = [&out](std::size_t a, std::size_t b) {
+    return out.cases[a].key == out.cases[b].key;
+  };
+  std::unordered_set<std::size_t, decltype(key_hash), decltype(key_equal)> keys(
+      sel.filter.empty() ? most : 0, key_hash, key_equal);
+  for (auto& g : grids) {
+    auto* e = g.eval;
+    eval_counts counts;
+    counts.eval = e->name;
+    counts.samples = g.samples.size();
+    counts.targets = g.targets.size();
+    counts.axis_combinations = g.combos.size();
+    counts.trials = static_cast<std::size_t>(g.trials);
+    for (auto* s : g.samples)
+      for (auto* t : g.targets)
+        for (auto& combo : g.combos) {
+          // The logical key is made once per (sample, target, combination), not per trial.
+          std::string logical;
+          append_logical_key(logical, e->name, s->id, t->label, combo);
+          if (!sel.filter.empty() && logical.find(sel.filter) == std::string::npos) continue;
+          for (std::int64_t trial = 0; trial < g.trials; ++trial) {
+            // Built in place: no per-trial copy of a whole case.
+            auto& tc = out.cases.emplace_back();
+            tc.params.eval = e->name;
+            tc.params.sample = s->id;
+            tc.params.target = t->label;
+            tc.params.params = combo;
             tc.params.trial = trial;
-            if (seed) tc.params.seed = *seed + trial;
-            tc.key = case_key(tc.params);
-            auto [it, fresh] = by_key.emplace(tc.key, out.cases.size());
-            if (!fresh)
-              return fail("two cases have the key \"" + tc.key +
-                          "\": " + describe(out.cases[it->second].params) + " and " +
-                          describe(tc.params) + " (names contain / @ [ ] , = or #)");
-            out.cases.push_back(std::move(tc));
+            tc.params.trials = g.trials;
+            if (g.seed) tc.params.seed = *g.seed + trial;
+            tc.provider = t->provider;
+            tc.available = t->available;
+            if (g.trials > 1)
+              tc.key = logical + '#' + std::to_string(trial);
+            else
+              tc.key = std::move(logical);
+            auto [it, fresh] = keys.insert(out.cases.size() - 1);
+            if (!fresh) {
+              auto message = "two cases have the key \"" + tc.key +
+                             "\": " + describe(out.cases[*it].params) + " and " +
+                             describe(tc.params) + " (names contain / @ [ ] , = or #)";
+              return fail(std::move(message));
+            }
             ++counts.cases;
           }
         }

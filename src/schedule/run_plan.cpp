@@ -10,15 +10,16 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <sstream>
 #include <type_traits>
-#include <unordered_map>
 
 namespace mira::schedule {
 
@@ -220,6 +221,10 @@ class pipeline {
     auto t0 = clock::now();
     report_.cases.resize(plan_.cases.size());
     std::vector<std::string> providers;
+    providers.reserve(plan_.cases.size());
+    // Scheduler ids are plan indices unless a case is skipped: then the map is kept.
+    bool all_available = std::all_of(plan_.cases.begin(), plan_.cases.end(),
+                                     [](const plan::planned_case& c) { return c.available; });
     for (std::size_t i = 0; i < plan_.cases.size(); ++i) {
       if (!plan_.cases[i].available) {
         auto& rec = report_.cases[i];
@@ -229,8 +234,9 @@ class pipeline {
         continue;
       }
       providers.push_back(plan_.cases[i].provider);
-      index_of_.push_back(i);
+      if (!all_available) index_of_.push_back(i);
     }
+    flight_of_.resize(providers.size());
     sched_.emplace(std::move(providers), policy_.concurrency, policy_.retry,
                    policy_.jitter_seed.value_or(std::random_device{}()));
     deadline_ = policy_.deadline ? t0 + *policy_.deadline : time_point::max();
@@ -263,9 +269,11 @@ class pipeline {
       if (!sched_->stopped() && clock::now() >= deadline_)
         stop(stop_reason::deadline,
              "the run deadline (" + seconds_text(*policy_.deadline) + " s) passed");
-      auto batch = std::move(done_);
-      done_.clear();
-      for (auto& [id, outcome] : batch) finish(id, std::move(outcome));
+      // Swapped, not moved: both vectors keep their capacity, so outcomes are not moved again
+      // by a vector growing from nothing on every batch.
+      std::swap(batch_, done_);
+      for (auto& [id, outcome] : batch_) finish(id, outcome);
+      batch_.clear();
     }
     report_.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     if constexpr (pooled) report_.restarts = host_.restarts();
@@ -274,35 +282,63 @@ class pipeline {
 
  private:
   void start(std::size_t id) {
-    auto index = index_of_[id];
-    auto sig = std::make_unique<asio::cancellation_signal>();
-    auto slot = sig->slot();
-    signals_[id] = std::move(sig);
-    started_[id] = clock::now();
-    generation_of_[id] = generation_;
+    auto index = index_of(id);
+    auto& f = take_flight(id);
+    f.started = clock::now();
+    f.generation = generation_;
+    auto slot = f.signal.slot();
     auto seq = ++attempt_seq_;
-    if (!pooled && hooks_.on_sequential_study) sequential_.sent(seq, started_[id]);
+    if (!pooled && hooks_.on_sequential_study) sequential_.sent(seq, f.started);
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
+    if constexpr (!pooled) {
+      if (policy_.op == operation::run && !policy_.case_timeout) {
+        // The common case as a plain completion handler on the strand: no coroutine frames
+        // per attempt.
+        request_options o;
+        f.diag = {};
+        o.diag = &f.diag;
+        o.on_notification = notifications(index);
+        host_.async_run(
+            plan_.cases[index].params, std::move(o),
+            asio::bind_cancellation_slot(
+                slot,
+                asio::bind_executor(ex_, [this, id, seq](error_code ec, protocol::run_result r) {
+                  auto& out = done_.emplace_back(id, attempt_outcome{}).second;  // moved once
+                  if (ec)
+                    out.result =
+                        tl::unexpected(error{ec, std::move(flights_[flight_of_[id]]->diag)});
+                  else
+                    out.result = std::move(r);
+                  ended(seq, out);
+                })));
+        return;
+      }
+    }
     std::optional<boost::json::object> transcript;
     if (policy_.op == operation::score) transcript = policy_.transcript_for(index);
     asio::co_spawn(ex_,
                    one_attempt(host_, plan_.cases[index].params, policy_.op, std::move(transcript),
-                               policy_.case_timeout,
-                               hooks_.on_notification
-                                   ? notification_handler([this, index](const notification& n) {
-                                       hooks_.on_notification(index, n);
-                                     })
-                                   : notification_handler{}),
+                               policy_.case_timeout, notifications(index)),
                    asio::bind_cancellation_slot(
                        slot, [this, id, seq](std::exception_ptr ep, attempt_outcome o) {
                          if (ep)
                            o.result = tl::unexpected(error{asio::error::operation_aborted, {}});
-                         if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
-                         done_.emplace_back(id, std::move(o));
-                         --running_;
-                         wake_.cancel();
+                         ended(seq, done_.emplace_back(id, std::move(o)).second);
                        }));
+  }
+
+  notification_handler notifications(std::size_t index) {
+    if (!hooks_.on_notification) return {};
+    return [this, index](const notification& n) { hooks_.on_notification(index, n); };
+  }
+
+  // An attempt's outcome, on the strand and already in done_: finished in the run loop's next
+  // batch.
+  void ended(std::uint64_t seq, const attempt_outcome& o) {
+    if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
+    --running_;
+    wake_.cancel();
   }
 
   // Answers of the one study, in the order they came: does it work on one request at a time?
@@ -315,16 +351,14 @@ class pipeline {
       hooks_.on_sequential_study();
   }
 
-  void finish(std::size_t id, attempt_outcome o) {
-    auto index = index_of_[id];
+  void finish(std::size_t id, attempt_outcome& o) {
+    auto index = index_of(id);
     auto& rec = report_.cases[index];
-    signals_.erase(id);
+    auto& f = *flights_[flight_of_[id]];
     rec.attempts = sched_->attempts(id);
-    rec.latency_seconds = std::chrono::duration<double>(clock::now() - started_[id]).count();
-    started_.erase(id);
-
-    auto generation = generation_of_[id];
-    generation_of_.erase(id);
+    rec.latency_seconds = std::chrono::duration<double>(clock::now() - f.started).count();
+    auto generation = f.generation;
+    release_flight(id);
     bool aborted =
         !o.timed_out && !o.result && o.result.error().code == asio::error::operation_aborted;
     if (aborted && sched_->stopped()) {
@@ -464,14 +498,44 @@ class pipeline {
     report_.stopped = why;
     report_.stop_message = std::move(message);
     for (auto id : sched_->stop()) {
-      auto index = index_of_[id];
+      auto index = index_of(id);
       auto& rec = report_.cases[index];
       rec.state = waiting_state;
       rec.attempts = sched_->attempts(id);
       rec.message = "not run: " + report_.stop_message;
       report(index);
     }
-    for (auto& [id, sig] : signals_) sig->emit(asio::cancellation_type::terminal);
+    for (auto& f : flights_)
+      if (f->busy) f->signal.emit(asio::cancellation_type::terminal);
+  }
+
+  // An attempt in flight: what its end needs. Kept in a pool as large as the most attempts
+  // ever in flight at once, and reused, so an attempt allocates none of it.
+  struct flight {
+    asio::cancellation_signal signal;
+    time_point started;
+    std::uint64_t generation = 0;  // the study it runs on
+    diagnostics diag;              // filled when the request fails
+    bool busy = false;
+  };
+
+  flight& take_flight(std::size_t id) {
+    if (free_flights_.empty()) {
+      free_flights_.push_back(static_cast<std::uint32_t>(flights_.size()));
+      flights_.push_back(std::make_unique<flight>());
+    }
+    auto slot = free_flights_.back();
+    free_flights_.pop_back();
+    flight_of_[id] = slot;
+    auto& f = *flights_[slot];
+    f.busy = true;
+    return f;
+  }
+
+  void release_flight(std::size_t id) {
+    auto slot = flight_of_[id];
+    flights_[slot]->busy = false;
+    free_flights_.push_back(slot);
   }
 
   void report(std::size_t index) {
@@ -488,16 +552,17 @@ class pipeline {
   run_hooks hooks_;
   asio::steady_timer wake_;
   std::optional<scheduler> sched_;
-  std::vector<std::size_t> index_of_;  // scheduler id -> plan index
-  std::unordered_map<std::size_t, std::unique_ptr<asio::cancellation_signal>> signals_;
-  std::unordered_map<std::size_t, time_point> started_;
-  std::unordered_map<std::size_t, std::uint64_t> generation_of_;  // the study an attempt ran on
+  std::vector<std::size_t> index_of_;  // scheduler id -> plan index; empty: the same
+  std::size_t index_of(std::size_t id) const { return index_of_.empty() ? id : index_of_[id]; }
+  std::vector<std::unique_ptr<flight>> flights_;  // unique_ptr: a signal cannot move
+  std::vector<std::uint32_t> free_flights_;
+  std::vector<std::uint32_t> flight_of_;  // scheduler id -> its attempt's flight, while in one
   std::uint64_t generation_ = 0;
   bool restarting_ = false;
   std::optional<time_point> starved_since_;
   bool watching_abandoned_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
-  std::vector<std::pair<std::size_t, attempt_outcome>> done_;
+  std::vector<std::pair<std::size_t, attempt_outcome>> done_, batch_;
   std::size_t running_ = 0;
   std::uint64_t attempt_seq_ = 0;
   sequential_detector sequential_;
@@ -514,12 +579,23 @@ asio::awaitable<run_report> run_on_strand(asio::any_io_executor strand, Conn hos
   co_return co_await pl.run();
 }
 
+// An io_context made with concurrency hint 1 promises that one thread runs it: its executor
+// already serialises the bookkeeping. There a strand would only cost (the executor wrapping it
+// is reference-counted on every copy, and completions could not be called directly).
+bool single_threaded(const asio::any_io_executor& ex) {
+  auto* e = ex.target<asio::io_context::executor_type>();
+  if (!e) return false;
+  auto& ctx = asio::query(*e, asio::execution::context);
+  return asio::use_service<asio::detail::scheduler>(ctx).concurrency_hint() == 1;
+}
+
 template <class Conn>
 asio::awaitable<run_report> run_plan_over(Conn host, const plan::plan& p, run_policy policy,
                                           run_hooks hooks) {
   // All bookkeeping on one strand: attempts complete into it, so a multi-threaded executor
   // needs no locks here.
-  auto strand = asio::make_strand(co_await asio::this_coro::executor);
+  auto ex = co_await asio::this_coro::executor;
+  auto strand = single_threaded(ex) ? ex : asio::any_io_executor(asio::make_strand(ex));
   co_return co_await asio::co_spawn(
       strand, run_on_strand(strand, std::move(host), p, std::move(policy), std::move(hooks)),
       asio::use_awaitable);

@@ -13,7 +13,7 @@ scheduler::scheduler(std::vector<std::string> providers, concurrency_policy conc
   cases_.resize(providers.size());
   for (std::size_t i = 0; i < providers.size(); ++i) {
     auto& b = bucket_of(providers[i]);
-    cases_[i].bucket = static_cast<std::size_t>(&b - buckets_.data());
+    cases_[i].bucket = static_cast<std::uint32_t>(&b - buckets_.data());
     b.ready.push_back(i);
   }
   waiting_ = providers.size();

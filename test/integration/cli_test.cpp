@@ -343,6 +343,19 @@ BOOST_AUTO_TEST_CASE(the_study_environment_can_be_chosen_and_only_names_are_save
   fs::remove_all(dir);
 }
 
+BOOST_AUTO_TEST_CASE(run_gives_the_study_the_environment_it_was_given) {
+  // `mira run` starts itself again with glibc.malloc.hugetlb=1 (tools/mira/main.cpp): the study
+  // must see neither that nor the variable that carries the original value across.
+  const std::string probe =
+      " run --dry-run -- sh -c 'echo \"t=${GLIBC_TUNABLES:-unset} "
+      "s=${MIRA_SAVED_GLIBC_TUNABLES:-unset}\" >&2' 2>&1";
+  auto unset = run_command("env -u GLIBC_TUNABLES " + mira_bin + probe);
+  BOOST_TEST(unset.out.find("[study] t=unset s=unset") != std::string::npos, unset.out);
+  auto own = run_command("env GLIBC_TUNABLES=glibc.malloc.arena_max=2 " + mira_bin + probe);
+  BOOST_TEST(own.out.find("[study] t=glibc.malloc.arena_max=2 s=unset") != std::string::npos,
+             own.out);
+}
+
 BOOST_AUTO_TEST_CASE(a_run_is_saved_and_resumes_without_rerunning_saved_cases) {
   namespace fs = std::filesystem;
   char tmpl[] = "/tmp/mira-cli-XXXXXX";

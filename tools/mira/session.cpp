@@ -297,7 +297,7 @@ asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc
 }
 
 int run_io(std::function<asio::awaitable<void>(int& rc)> body) {
-  asio::io_context ctx;
+  asio::io_context ctx{1};  // run by this thread alone (writer threads only post to it)
   int rc = exit_host_error;
   asio::co_spawn(ctx, body(rc), asio::detached);
   ctx.run();

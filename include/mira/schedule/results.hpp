@@ -33,11 +33,11 @@ struct attempt_error {
 
 struct case_record {
   case_state state = case_state::cancelled;
+  int attempts = 0;  // beside `state`, so the record has no padding: a run keeps one per case
   /// The final attempt's result exactly as the study sent it (its JSON text), if it gave one.
   /// Kept as text only, decoded by result() when asked: a decoded view beside it would cost
   /// about 700 bytes more per case, and a run keeps every case until its report.
   std::string result_json;
-  int attempts = 0;
   std::vector<attempt_error> retried;  // every earlier attempt's failure
   std::string message;                 // why this state, when the result does not say
   double latency_seconds = 0;          // host-measured, final attempt

@@ -70,6 +70,9 @@ struct run_hooks {
 /// Cancelling the operation (terminal, e.g. a signal bound with bind_cancellation_slot) stops
 /// the run like fail-fast does, with stop_reason::interrupted, and still completes with the
 /// report: in-flight cases are cancelled (the study gets `cancel`), finished ones are kept.
+/// The run's bookkeeping runs on a strand of the caller's executor, or on the executor itself
+/// when it is an io_context made with concurrency hint 1 (one thread runs it, as in `mira`):
+/// there attempts complete without a strand's hand-offs.
 boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p,
                                             run_policy policy, run_hooks hooks = {});
 

@@ -91,8 +91,8 @@ class scheduler {
     bool success_since_decrease = true;
     std::deque<std::size_t> ready;
   };
-  struct case_state {
-    std::size_t bucket = 0;
+  struct case_state {  // 16 bytes: one per case of the run
+    std::uint32_t bucket = 0;
     int attempts = 0;
     std::uint64_t started_seq = 0;  // start order of its current attempt
   };
