@@ -30,7 +30,9 @@ namespace store = mira::store;
 asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
                                     std::vector<std::string> argv) {
   auto ex = co_await asio::this_coro::executor;
-  auto host = mira::host_handle::spawn(ex, mira::study_command{argv});
+  mira::study_command study;
+  study.argv = std::move(argv);
+  auto host = mira::host_handle::spawn(ex, study);
   if (!host) co_return std::fprintf(stderr, "%s\n", host.error().message().c_str()), 3;
   auto init = co_await host->initialize();
   if (!init) co_return std::fprintf(stderr, "%s\n", init.error().message().c_str()), 3;

@@ -12,7 +12,8 @@ struct host_ref {
   host_ref(const host_ref&) = delete;
   host_ref& operator=(const host_ref&) = delete;
   impl_ptr impl;
-  ~host_ref() {
+  // Only bad_alloc can escape post(), and terminating is the one answer to it here.
+  ~host_ref() {  // NOLINT(bugprone-exception-escape)
     auto strand = impl->strand_;
     asio::post(strand, [impl = std::move(impl)] { impl->release(); });
   }

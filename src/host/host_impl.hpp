@@ -25,6 +25,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <type_traits>
 
 namespace mira::detail {
 
@@ -134,8 +135,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   enum class completion { post, dispatch };
 
   template <class T>
-  void deliver(handler_t<T> h, error_code ec, T&& value, completion how = completion::post,
-               home_t home = nullptr) {
+  void deliver(handler_t<T> h, error_code ec, std::type_identity_t<T>&& value,
+               completion how = completion::post, home_t home = nullptr) {
     // The handler's io_context runs in this thread: what dispatch would do, without asking the
     // erased handler for its executor or wrapping it and its value into a function object.
     if (how == completion::dispatch && home && home->get_executor().running_in_this_thread())

@@ -170,7 +170,7 @@ std::vector<protocol::axis_params> combinations(const protocol::eval_info& eval,
 std::string describe(const protocol::run_params& p) {
   std::string d =
       "eval \"" + p.eval + "\", sample \"" + p.sample + "\", target \"" + p.target + "\"";
-  for (auto& [k, v] : p.params) d += ", " + k + "=\"" + v + "\"";
+  for (auto& [k, v] : p.params) d.append(", ").append(k).append("=\"").append(v).append("\"");
   return d;
 }
 
@@ -230,8 +230,8 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
     }
     for (auto& g : globs)
       if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); }))
-        return fail("--axis " + name + ": \"" + g +
-                    "\" matches no value (values: " + joined(values) + ")");
+        return fail(std::string("--axis ").append(name).append(": \"").append(g).append(
+            "\" matches no value (values: " + joined(values) + ")"));
   }
 
   // What each selected eval contributes, first, so the plan is allocated once: a plan of a
@@ -304,8 +304,8 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
             tc.available = t->available;
             if (g.trials > 1)
               tc.key = logical + '#' + std::to_string(trial);
-            else
-              tc.key = std::move(logical);
+            else  // the only trial: its key is the logical key
+              tc.key.swap(logical);
             auto [it, fresh] = keys.insert(out.cases.size() - 1);
             if (!fresh) {
               auto message = "two cases have the key \"" + tc.key +

@@ -136,9 +136,11 @@ std::string bar_chart(std::string_view title, const std::vector<bar>& bars, doub
     if (b.ci) {
       auto lo = fmt("%.1f", x(b.ci->low)), hi = fmt("%.1f", x(b.ci->high));
       auto mid = std::to_string(y + 12);
-      out += "<path d=\"M" + lo + " " + mid + "H" + hi + "M" + lo + " " + std::to_string(y + 6) +
-             "V" + std::to_string(y + 18) + "M" + hi + " " + std::to_string(y + 6) + "V" +
-             std::to_string(y + 18) + "\" stroke=\"#1d2330\" fill=\"none\"/>";
+      const auto tick_top = std::to_string(y + 6), tick_bottom = std::to_string(y + 18);
+      out.append("<path d=\"M").append(lo).append(" ").append(mid).append("H").append(hi);
+      out.append("M").append(lo).append(" ").append(tick_top).append("V").append(tick_bottom);
+      out.append("M").append(hi).append(" ").append(tick_top).append("V").append(tick_bottom);
+      out.append("\" stroke=\"#1d2330\" fill=\"none\"/>");
     }
     out += "<text x=\"" + std::to_string(label_w + plot_w + 6) + "\" y=\"" +
            std::to_string(y + 16) + "\">" + html_text(b.text) + "</text></g>";
@@ -202,7 +204,7 @@ std::string badge(case_state s) {
 
 std::string params_text(const protocol::axis_params& p) {
   std::string out;
-  for (auto& [k, v] : p) out += (out.empty() ? "" : ", ") + k + "=" + v;
+  for (auto& [k, v] : p) out.append(out.empty() ? "" : ", ").append(k).append("=").append(v);
   return out;
 }
 

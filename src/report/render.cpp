@@ -334,7 +334,7 @@ std::string number(double v) {
 
 std::string params_text(const protocol::axis_params& p) {
   std::string out;
-  for (auto& [k, v] : p) out += (out.empty() ? "" : ";") + k + "=" + v;
+  for (auto& [k, v] : p) out.append(out.empty() ? "" : ";").append(k).append("=").append(v);
   return out;
 }
 
