@@ -140,6 +140,22 @@ class event {
 };
 
 /// A RunResult echoing the request's identity; passed unless told otherwise.
+// The study side of the fail-fast tests: reads three runs, fails the second, then acknowledges
+// the two cancels that follow (their ids into `cancelled`) and sets `done`.
+inline asio::awaitable<void> fail_second_of_three(fake_study& study,
+                                                  std::vector<std::int64_t>& cancelled,
+                                                  event& done) {
+  std::vector<json::object> runs;
+  for (int i = 0; i < 3; ++i) runs.push_back(co_await study.read());
+  co_await study.reply_error(runs[1], "subject crashed");
+  for (int i = 0; i < 2; ++i) {
+    auto c = co_await study.read();
+    cancelled.push_back(c.at("params").at("id").as_int64());
+    co_await study.reply(c, json::parse(R"({"cancelled":true})"));
+  }
+  done.set();
+}
+
 inline json::object run_result_for(const json::object& req, bool passed = true) {
   auto& p = req.at("params").as_object();
   return json::object{{"eval", p.at("eval")},

@@ -73,6 +73,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       if (!f->metavar.empty() && (i + 1 >= args.size() || args[i + 1] == "--"))
         throw usage_error{a + " needs a value"};
       f->apply(out, a, f->metavar.empty() ? none : args[++i]);
+    } else if (positional(a) && cmd == command::merge) {
+      out.runs.push_back(a);
     } else if (positional(a) && reports && out.run_id.empty()) {
       out.run_id = a;
     } else if (positional(a) && (selects || exports) && out.selection.filter.empty()) {
@@ -83,6 +85,10 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
   }
   if (!exports && !out.out.empty() && out.format == "table")
     throw usage_error{"--out needs a file --format (json, jsonl, csv, junit, md or html)"};
+  if (cmd == command::merge) {
+    if (out.runs.empty()) throw usage_error{"mira merge needs the shard runs to merge (RUN...)"};
+    return out;
+  }
   if (reports) {
     if (out.run_id.empty()) throw usage_error{"missing RUN_ID"};
     if (cmd == command::store_convert && !out.convert_to)

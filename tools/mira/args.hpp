@@ -51,11 +51,16 @@ struct run_args {
   bool execute_only = false;  // run: save ExecuteResults in `artifacts`, score nothing
   std::string artifacts;      // run --execute-only: where to; score: where from
   std::string run_id;         // report, export, store convert: the positional RUN_ID
+  // merge: the shard runs (paths or ids), the merged run's id, and whether missing shards may be
+  // reported as not run.
+  std::vector<std::string> runs;
+  std::string merged_run_id;
+  bool allow_partial = false;
   std::optional<store::layout> convert_to;                  // store convert --to
   schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
 };
 
-enum class command { list, plan, run, score, report, export_, store_convert };
+enum class command { list, plan, run, score, report, export_, store_convert, merge };
 
 /// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
 /// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd.

@@ -316,7 +316,8 @@ const flag_spec table[] = {
      [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
 
     // Saved runs.
-    {"--results-dir", "", "DIR", reporting | bit(command::export_) | bit(command::store_convert),
+    {"--results-dir", "", "DIR",
+     reporting | bit(command::export_) | bit(command::store_convert) | bit(command::merge),
      hs::saved, "where run folders are (default ./results)",
      [](run_args& o, const std::string&, const std::string& v) { o.results_dir = v; }},
     {"--dry-run", "", "", running, hs::saved, "save nothing",
@@ -352,6 +353,14 @@ const flag_spec table[] = {
        if (!o.convert_to)
          throw usage_error{f + ": '" + printable(v) + "' is not per-case or compact"};
      }},
+
+    {"--run-id", "", "ID", bit(command::merge), hs::saved,
+     "the merged run's id (default: a new one); it must not exist",
+     [](run_args& o, const std::string&, const std::string& v) { o.merged_run_id = v; }},
+    {"--allow-partial", "", "", bit(command::merge), hs::saved,
+     "merge even when shards are missing or unfinished: their cases\nare reported as not run, "
+     "exit 4; `mira run --resume ID` runs them",
+     [](run_args& o, const std::string&, const std::string&) { o.allow_partial = true; }},
 
     // Execute now, score later.
     {"--execute-only", "", "", bit(command::run), hs::execute,

@@ -80,6 +80,22 @@ help_text text_of(command cmd) {
           "be run again. Exit codes: 0; 2 no such run or a\nbad argument; 3 the run is in "
           "use or a record could not be converted.\n\n"
           "Example:\n  mira store convert 20261130T081502Z-3fa9 --to compact\n"};
+    case command::merge:
+      return {
+          "mira merge - merge the shard runs of one plan into one run\n\n"
+          "Usage: mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]\n\n"
+          "  RUN  a shard run (made by mira run --shard I/N): a path to its folder, or its run "
+          "id\n       in --results-dir\n",
+          "Every input must be a shard run of the same study (name and version), the same "
+          "plan\n(fingerprint) and the same shard count; each index once, no case twice, and "
+          "every index there\n(else the missing ones are listed). Otherwise nothing is "
+          "written. The merged run holds every\ncase record, each shard's events and study "
+          "stderr, meta.json with the shards and their timing,\nreport.json and report.html; "
+          "the inputs are not changed. mira report, mira export and mira run\n--resume work "
+          "on it. Exit codes: 0 merged; 2 bad input (nothing written); 3 the merged run "
+          "could\nnot be written (nothing left behind); 4 merged with --allow-partial, cases "
+          "not run.\n\n"
+          "Example:\n  mira merge results/shards/0/* results/shards/1/* --run-id nightly\n"};
   }
   return {"", ""};
 }

@@ -2,6 +2,7 @@
 // plan (`mira run --shard I/N` on several machines) become one run folder
 // (store::merge_runs); the command only resolves its arguments and says what happened.
 #include "commands.hpp"
+#include "help.hpp"
 #include "session.hpp"
 
 #include <mira/store/merge.hpp>
@@ -14,30 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* merge_help =
-    R"(mira merge - merge the shard runs of one plan into one run
-
-Usage: mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]
-
-  RUN                  a shard run (made by mira run --shard I/N): a path to its folder, or
-                       its run id in --results-dir
-  --results-dir DIR    where run ids are looked up and the merged run goes (default ./results)
-  --run-id ID          the merged run's id (default: a new one); it must not exist
-  --allow-partial      merge even when shards are missing or unfinished: their cases are
-                       reported as not run, exit 4; `mira run --resume ID` runs them
-
-Every input must be a shard run of the same study (name and version), the same plan
-(fingerprint) and the same shard count; each index once, no case twice, and every index there
-(else the missing ones are listed). Otherwise nothing is written. The merged run holds every
-case record, each shard's events and study stderr, meta.json with the shards and their timing,
-report.json and report.html; the inputs are not changed. mira report, mira export and mira run
---resume work on it. Exit codes: 0 merged; 2 bad input (nothing written); 3 the merged run could
-not be written (nothing left behind); 4 merged with --allow-partial, cases not run.
-
-Example:
-  mira merge results/shards/0/* results/shards/1/* --run-id nightly
-)";
-
 // A RUN argument: a path to a run folder, or a run id in the results directory.
 fs::path run_folder_of(const std::string& arg, const fs::path& results_dir) {
   std::error_code ec;
@@ -49,27 +26,13 @@ fs::path run_folder_of(const std::string& arg, const fs::path& results_dir) {
 }  // namespace
 
 int cmd_merge(const std::vector<std::string>& args) {
+  auto a = parse_args(command::merge, args);
+  if (a.help) return std::fputs(command_help(command::merge).c_str(), stdout), exit_ok;
   store::merge_options o;
-  std::vector<std::string> runs;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) throw usage_error{args[i] + " needs a value"};
-      return args[++i];
-    };
-    const auto& a = args[i];
-    if (a == "-h" || a == "--help") return std::fputs(merge_help, stdout), exit_ok;
-    if (a == "--results-dir")
-      o.results_dir = value();
-    else if (a == "--run-id")
-      o.run_id = value();
-    else if (a == "--allow-partial")
-      o.allow_partial = true;
-    else if (!a.empty() && a[0] != '-')
-      runs.push_back(a);
-    else
-      throw usage_error{"mira merge: unknown option '" + printable(a) + "'"};
-  }
-  if (runs.empty()) throw usage_error{"mira merge needs the shard runs to merge (RUN...)"};
+  o.results_dir = a.results_dir;
+  o.run_id = a.merged_run_id;
+  o.allow_partial = a.allow_partial;
+  const auto& runs = a.runs;
   std::vector<fs::path> folders;
   for (auto& r : runs) {
     auto f = run_folder_of(r, o.results_dir);

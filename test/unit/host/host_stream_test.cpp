@@ -242,20 +242,7 @@ BOOST_AUTO_TEST_CASE(fail_fast_group_cancels_the_siblings) {
     co_await initialized(fp);
     std::vector<std::int64_t> cancelled;
     event both_cancelled(ctx.get_executor());
-    asio::co_spawn(
-        ctx,
-        [&]() -> asio::awaitable<void> {
-          std::vector<json::object> runs;
-          for (int i = 0; i < 3; ++i) runs.push_back(co_await fp.study->read());
-          co_await fp.study->reply_error(runs[1], "subject crashed");
-          for (int i = 0; i < 2; ++i) {
-            auto c = co_await fp.study->read();
-            cancelled.push_back(c.at("params").at("id").as_int64());
-            co_await fp.study->reply(c, json::parse(R"({"cancelled":true})"));
-          }
-          both_cancelled.set();
-        },
-        asio::detached);
+    asio::co_spawn(ctx, fail_second_of_three(*fp.study, cancelled, both_cancelled), asio::detached);
     auto res = co_await asio::experimental::make_parallel_group(
                    fp.host->async_run(run_case("a"), asio::deferred),
                    fp.host->async_run(run_case("b"), asio::deferred),
