@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(g++ cmake ninja-build ccache python3 python3-jsonschema
           libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev
           libboost-filesystem1.81-dev libexpected-dev
+          libtomlplusplus-dev  # mira.toml (the Rust host's configuration file)
           doxygen   # the reference documentation (cmake --build build --target docs)
           clang-format  # .ci/run checks the formatting of every C++ file
           clang-tidy    # .ci/run runs scripts/tidy.sh over the library sources
