@@ -73,7 +73,7 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       if (!f->metavar.empty() && (i + 1 >= args.size() || args[i + 1] == "--"))
         throw usage_error{a + " needs a value"};
       f->apply(out, a, f->metavar.empty() ? none : args[++i]);
-    } else if (positional(a) && cmd == command::merge) {
+    } else if (positional(a) && (cmd == command::merge || cmd == command::compare)) {
       out.runs.push_back(a);
     } else if (positional(a) && reports && out.run_id.empty()) {
       out.run_id = a;
@@ -85,6 +85,12 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
   }
   if (!exports && !out.out.empty() && out.format == "table")
     throw usage_error{"--out needs a file --format (json, jsonl, csv, junit, md or html)"};
+  if (cmd == command::compare) {
+    if (out.runs.size() != 2)
+      throw usage_error{"mira compare needs two runs, BASE and CANDIDATE (got " +
+                        std::to_string(out.runs.size()) + ")"};
+    return out;
+  }
   if (cmd == command::merge) {
     if (out.runs.empty()) throw usage_error{"mira merge needs the shard runs to merge (RUN...)"};
     return out;

@@ -58,9 +58,12 @@ struct run_args {
   bool allow_partial = false;
   std::optional<store::layout> convert_to;                  // store convert --to
   schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
+  // compare: BASE and CANDIDATE are `runs`; the significance level and the gate.
+  double alpha = 0.05;
+  bool fail_on_regression = false;
 };
 
-enum class command { list, plan, run, score, report, export_, store_convert, merge };
+enum class command { list, plan, run, score, report, export_, store_convert, merge, compare };
 
 /// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
 /// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd.

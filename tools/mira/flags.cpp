@@ -362,6 +362,33 @@ const flag_spec table[] = {
      "exit 4; `mira run --resume ID` runs them",
      [](run_args& o, const std::string&, const std::string&) { o.allow_partial = true; }},
 
+    // compare.
+    {"--group-by", "", "KEY", bit(command::compare), hs::report,
+     "also break the comparison down by KEY: eval, target, sample\nor an axis name",
+     [](run_args& o, const std::string&, const std::string& v) { o.group_by = v; }},
+    {"--alpha", "", "A", bit(command::compare), hs::report,
+     "significance level of the McNemar test; intervals are at\n1 - A (default 0.05)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.alpha = number(f, v, false);
+       if (o.alpha >= 1) throw usage_error{f + " must be below 1, got '" + printable(v) + "'"};
+     }},
+    {"--fail-on-regression", "", "", bit(command::compare), hs::report,
+     "exit 1 when the overall pass rate dropped significantly",
+     [](run_args& o, const std::string&, const std::string&) { o.fail_on_regression = true; }},
+    {"--format", "", "F", bit(command::compare), hs::report,
+     "table (default), json, md, html (a page with a chart of\nper-eval deltas) or junit (each "
+     "regressed case a failure)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       one_of(f, v, {"table", "json", "md", "html", "junit"}, "table, json, md, html or junit");
+       o.format = v;
+     }},
+    {"--out", "", "PATH", bit(command::compare), hs::report,
+     "write the --format comparison to PATH (as mira report\n--out); the table to stdout",
+     [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
+    {"--results-dir", "", "DIR", bit(command::compare), hs::saved,
+     "where run folders are (default ./results)",
+     [](run_args& o, const std::string&, const std::string& v) { o.results_dir = v; }},
+
     // Execute now, score later.
     {"--execute-only", "", "", bit(command::run), hs::execute,
      "send `execute` instead of `run`: save each case's full\ntranscript, score nothing; needs "

@@ -96,6 +96,22 @@ help_text text_of(command cmd) {
           "could\nnot be written (nothing left behind); 4 merged with --allow-partial, cases "
           "not run.\n\n"
           "Example:\n  mira merge results/shards/0/* results/shards/1/* --run-id nightly\n"};
+    case command::compare:
+      return {
+          "mira compare - compare two saved runs of one study, case by case\n\n"
+          "Usage: mira compare BASE CANDIDATE [options]\n\n"
+          "  BASE, CANDIDATE  run ids in --results-dir, or paths to run folders\n\n"
+          "Cases are paired by logical key and trial. Pairs scored (passed or failed) in both "
+          "runs give\nthe pass rates, their difference with a Newcombe hybrid score interval "
+          "at 1 - alpha, and an\nexact McNemar test; the flips (passed -> failed, failed -> "
+          "passed) are listed. Cases only in\none run, or N/A, errored, skipped or cancelled in "
+          "either, are counted and listed as unpaired,\nnever silently dropped. "
+          "docs/compare.md describes the statistics.\n",
+          "Exit codes: 0; 1 with --fail-on-regression when the overall pass rate dropped "
+          "significantly\n(McNemar p < alpha); 2 bad input (no such run, runs of different "
+          "studies, a bad flag);\n3 --out cannot be written.\n\n"
+          "Example:\n  mira compare 20261130T081502Z-3fa9 20261201T091200Z-77c1 "
+          "--fail-on-regression --format html --out compare.html\n"};
   }
   return {"", ""};
 }
