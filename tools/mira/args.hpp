@@ -61,6 +61,9 @@ struct run_args {
   // compare: BASE and CANDIDATE are `runs`; the significance level and the gate.
   double alpha = 0.05;
   bool fail_on_regression = false;
+  // run --experiment: the plan, and how many treatments run at once.
+  std::string experiment;
+  std::size_t experiment_parallel = 1;
 };
 
 enum class command { list, plan, run, score, report, export_, store_convert, merge, compare };

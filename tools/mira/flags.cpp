@@ -389,6 +389,17 @@ const flag_spec table[] = {
      "where run folders are (default ./results)",
      [](run_args& o, const std::string&, const std::string& v) { o.results_dir = v; }},
 
+    // run --experiment.
+    {"--experiment", "", "PLAN.toml", bit(command::run), hs::saved,
+     "run each [[treatments]] of the plan as a saved run (the other\nflags apply to each), then "
+     "compare each with the baseline",
+     [](run_args& o, const std::string&, const std::string& v) { o.experiment = v; }},
+    {"--experiment-parallel", "", "N", bit(command::run), hs::saved,
+     "with --experiment: treatments run at once (default 1)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.experiment_parallel = static_cast<std::size_t>(whole_number(f, v, 1, 64));
+     }},
+
     // Execute now, score later.
     {"--execute-only", "", "", bit(command::run), hs::execute,
      "send `execute` instead of `run`: save each case's full\ntranscript, score nothing; needs "

@@ -2,6 +2,7 @@
 // run the plan through run_plan, save, report, exit code. Also executes without scoring into an
 // artifacts directory (--execute-only) and scores such artifacts (`mira score`).
 #include "commands.hpp"
+#include "experiment.hpp"
 #include "flags.hpp"
 #include "help.hpp"
 #include "session.hpp"
@@ -184,6 +185,11 @@ struct store_input {
 std::optional<store_input> open_store(const std::vector<std::string>& args, const run_args& a,
                                       mode m, const opened& study, const plan::plan& p,
                                       const std::optional<store::shard_info>& shard, int& rc) {
+  if (auto wrong = experiment_study_mismatch(study.init.study)) {
+    std::fprintf(stderr, "mira: %s\n", printable(*wrong).c_str());
+    rc = exit_usage;
+    return std::nullopt;
+  }
   store_input in;
   auto fresh = [&] {
     in.resumed.todo.resize(p.cases.size());
@@ -252,6 +258,11 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
   if (shard) store::set_shard(meta, *shard);
   if (m == mode::score)
     meta.extra["scored_artifacts"] = std::filesystem::absolute(a.artifacts).string();
+  if (auto labelled = experiment_annotate(meta, in.store->path()); !labelled) {
+    std::fprintf(stderr, "mira: %s\n", printable(labelled.error()).c_str());
+    rc = exit_host_error;
+    return std::nullopt;
+  }
   store::run_session session;  // begin_session adds the start time, host and pid
   session.argv = argv_without_secrets(args);
   session.config = config_json(args, a);
@@ -541,6 +552,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
 int cmd_run(const std::vector<std::string>& args) {
   auto a = parse_args(command::run, args);
   if (a.help) return std::fputs(command_help(command::run).c_str(), stdout), exit_ok;
+  if (!a.experiment.empty()) return run_experiment(args, a);
   auto m = a.execute_only ? mode::execute_only : mode::run;
   return run_cases(args, std::move(a), m);
 }
