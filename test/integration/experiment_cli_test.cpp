@@ -148,6 +148,32 @@ env.COMPARE_FAIL = "math/m0,math/m1,math/m2,math/m3"
   BOOST_TEST(saved.count("worse") == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(launcher_preset_and_results_dir_come_from_mira_toml) {
+  temp_dir tmp;
+  write(tmp.path / "mira.toml", "[results]\ndir = \"out\"\n[launchers.cs]\npython = \"" +
+                                    std::string(MIRA_COMPARE_STUDY) +
+                                    "\"\n[presets.mathonly]\nevals = [\"math\"]\n");
+  write(tmp.path / "plan.toml", R"(study = "compare-study"
+launcher = "cs"
+preset = "mathonly"
+[[treatments]]
+name = "control"
+[[treatments]]
+name = "worse"
+env.COMPARE_FAIL = "math/m0,math/m1,math/m2,math/m3"
+)");
+  // No study command: the plan's launcher gives it; run from the folder of mira.toml.
+  auto err = tmp.path / "stderr.txt";
+  auto r = run_command("cd " + tmp.path.string() + " && " + mira_bin +
+                       " run --color never --experiment plan.toml 2>" + err.string());
+  BOOST_TEST(r.code == 1, r.out << read_file(err.string()));
+  BOOST_TEST(r.out.find("8 regressed, 0 fixed") != std::string::npos, r.out);
+  auto saved = runs(tmp.path / "out");
+  BOOST_REQUIRE_EQUAL(saved.size(), 2u);
+  for (auto& [treatment, meta] : saved)  // the preset's evals only: math's 12 cases
+    BOOST_TEST(meta.at("summary").at("overall").at("scored").as_int64() == 12, treatment);
+}
+
 BOOST_AUTO_TEST_CASE(a_bad_plan_exits_2_before_anything_runs) {
   temp_dir tmp;
   auto plan = tmp.path / "plan.toml";

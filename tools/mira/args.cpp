@@ -101,7 +101,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       throw usage_error{"mira store convert needs --to per-case|compact"};
     return out;
   }
-  if (out.study.empty())
+  // An experiment may take its study from the plan's launcher (mira.toml).
+  if (out.study.empty() && out.experiment.empty())
     throw usage_error{"missing study command: put it after `--` or give --study-cmd"};
   if (out.dry_run && !out.resume.empty())
     throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};

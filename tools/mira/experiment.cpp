@@ -8,6 +8,8 @@
 #include "session.hpp"
 
 #include <mira/compare/compare.hpp>
+#include <mira/config/launch.hpp>
+#include <mira/config/mira_toml.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
 
@@ -30,6 +32,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 extern char** environ;
 
@@ -322,35 +325,102 @@ void relay(child& c, std::string_view bytes, bool flush_all) {
   }
 }
 
-// The arguments each child gets from the parent's: all but the experiment's own flags, with
-// the treatment's selection and environment before the study command.
-std::vector<std::string> child_args(const std::vector<std::string>& args, const experiment_plan& p,
-                                    const experiment_plan::treatment& t) {
-  std::vector<std::string> head, tail;
-  bool in_tail = false;
+// The parent's arguments: its flags without the experiment's own, and the study command after
+// `--` (with the `--`; empty when --study-cmd gave it or a launcher is to).
+struct split_args {
+  std::vector<std::string> flags, tail;
+};
+
+split_args split_parent(const std::vector<std::string>& args) {
+  split_args out;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (in_tail || args[i] == "--") {
-      in_tail = true;
-      tail.push_back(args[i]);
+    if (!out.tail.empty() || args[i] == "--") {
+      out.tail.push_back(args[i]);
       continue;
     }
     if (args[i] == "--experiment" || args[i] == "--experiment-parallel") {
       ++i;  // and its value
       continue;
     }
-    head.push_back(args[i]);
+    out.flags.push_back(args[i]);
   }
-  auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (auto& x : v) s += (s.empty() ? "" : ",") + x;
-    return s;
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+// What every treatment's `mira run` gets besides the parent's flags: the results directory when
+// mira.toml chose it, the plan's slice and preset as selection flags, the study command. Fails
+// naming what cannot be resolved (a preset or launcher mira.toml lacks, a preset glob holding a
+// comma, which a selection flag would split).
+tl::expected<std::pair<std::vector<std::string>, std::vector<std::string>>, std::string>
+shared_args(const experiment_plan& p, const run_args& a, const split_args& parent,
+            const config::config& cfg, fs::path& results_dir) {
+  std::vector<std::string> flags;
+  auto given = [&](std::string_view flag) {
+    return std::find(parent.flags.begin(), parent.flags.end(), flag) != parent.flags.end();
   };
-  if (!p.samples.empty()) head.insert(head.end(), {"--samples", join(p.samples)});
-  if (!p.targets.empty()) head.insert(head.end(), {"--targets", join(p.targets)});
-  if (p.trials) head.insert(head.end(), {"--trials", std::to_string(*p.trials)});
-  for (auto& [k, v] : t.env) head.insert(head.end(), {"--study-env", k + "=" + v});
-  head.insert(head.end(), tail.begin(), tail.end());
-  return head;
+  results_dir = a.results_dir;
+  if (!given("--results-dir") && !cfg.file.empty()) {
+    results_dir = cfg.results_dir;
+    flags.insert(flags.end(), {"--results-dir", results_dir.string()});
+  }
+  plan::selection sel = a.selection;
+  sel.samples.insert(sel.samples.end(), p.samples.begin(), p.samples.end());
+  sel.targets.insert(sel.targets.end(), p.targets.begin(), p.targets.end());
+  if (!p.samples.empty()) flags.insert(flags.end(), {"--samples", joined(p.samples)});
+  if (!p.targets.empty()) flags.insert(flags.end(), {"--targets", joined(p.targets)});
+  if (p.trials) flags.insert(flags.end(), {"--trials", std::to_string(*p.trials)});
+  if (!p.preset.empty()) {
+    auto preset = cfg.find_preset(p.preset);
+    if (!preset) return tl::unexpected("preset: " + preset.error());
+    // The preset fills what neither the command line nor the slice chose (as --preset does).
+    auto full = config::apply_preset(**preset, sel);
+    for (auto [flag, before, after] :
+         {std::tuple<const char*, const std::vector<std::string>*, const std::vector<std::string>*>{
+              "--evals", &sel.evals, &full.evals},
+          {"--samples", &sel.samples, &full.samples},
+          {"--targets", &sel.targets, &full.targets}}) {
+      if (!before->empty() || after->empty()) continue;
+      for (auto& g : *after)
+        if (g.find(',') != std::string::npos)
+          return tl::unexpected("preset " + p.preset + ": the glob '" + g +
+                                "' holds a comma, "
+                                "which " +
+                                flag + " would split");
+      flags.insert(flags.end(), {flag, joined(*after)});
+    }
+    if (sel.tags.empty())
+      for (auto& t : full.tags) flags.insert(flags.end(), {"--tag", t});
+    for (auto& [name, globs] : full.axes) {
+      bool chosen = std::any_of(sel.axes.begin(), sel.axes.end(),
+                                [&](const auto& ax) { return ax.first == name; });
+      if (!chosen) flags.insert(flags.end(), {"--axis", name + "=" + joined(globs)});
+    }
+    if ((*preset)->timeout_s && !given("--timeout")) {
+      std::ostringstream t;
+      t << *(*preset)->timeout_s;
+      flags.insert(flags.end(), {"--timeout", t.str()});
+    }
+  }
+  std::vector<std::string> tail = parent.tail;
+  if (!a.study.empty()) {
+    if (!p.launcher.empty())
+      return tl::unexpected("the plan names launcher '" + p.launcher +
+                            "' and the command line gives the study too: give one of them");
+  } else {
+    config::launch_request r;
+    r.launcher = p.launcher;  // empty: mira.toml's default_launcher
+    auto launch = config::resolve_launch(r, cfg, config::system_probe::real());
+    if (!launch) return tl::unexpected(launch.error());
+    tail = {"--"};
+    tail.insert(tail.end(), launch->argv.begin(), launch->argv.end());
+  }
+  return std::pair{std::move(flags), std::move(tail)};
 }
 
 // Starts `exe run ARGS` with stdout and stderr on a pipe. Fails with errno's message.
@@ -455,11 +525,18 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
                    flag);
       return exit_usage;
     }
-  if (!p.launcher.empty() || !p.preset.empty()) {
-    std::fprintf(stderr,
-                 "mira: --experiment: the plan names a %s; this build reads no mira.toml, so "
-                 "give the study command after `--` and leave launcher and preset out\n",
-                 p.launcher.empty() ? "preset" : "launcher");
+  auto cfg = config::discover_config(fs::current_path());
+  if (!cfg) {
+    std::fprintf(stderr, "mira: %s\n", printable(cfg.error().to_string()).c_str());
+    return exit_usage;
+  }
+  for (auto& w : cfg->warnings)
+    std::fprintf(stderr, "mira: warning: %s\n", printable(w.to_string()).c_str());
+  const auto parent = split_parent(args);
+  fs::path results_dir;
+  auto shared = shared_args(p, a, parent, *cfg, results_dir);
+  if (!shared) {
+    std::fprintf(stderr, "mira: --experiment: %s\n", printable(shared.error()).c_str());
     return exit_usage;
   }
   char self[4096];
@@ -488,7 +565,11 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
   while (next < p.treatments.size() || !running.empty()) {
     while (next < p.treatments.size() && running.size() < parallel) {
       auto& t = p.treatments[next++];
-      auto c = spawn(exe, child_args(args, p, t), child_env(p, id, plan_file, t.name), t.name);
+      auto child_argv = parent.flags;
+      child_argv.insert(child_argv.end(), shared->first.begin(), shared->first.end());
+      for (auto& [k, v] : t.env) child_argv.insert(child_argv.end(), {"--study-env", k + "=" + v});
+      child_argv.insert(child_argv.end(), shared->second.begin(), shared->second.end());
+      auto c = spawn(exe, child_argv, child_env(p, id, plan_file, t.name), t.name);
       if (!c) {
         std::fprintf(stderr, "mira: treatment %s could not start: %s\n", printable(t.name).c_str(),
                      c.error().c_str());
@@ -534,7 +615,7 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
 
   // A treatment ran when its child exited 0 (every case passed) or 1 (some failed): anything
   // else is a treatment that did not run to the end, reported and left out of the comparison.
-  auto runs = runs_of(a.results_dir, id);
+  auto runs = runs_of(results_dir, id);
   bool failed = false;
   for (auto& t : p.treatments) {
     int code = exit_codes.count(t.name) ? exit_codes[t.name] : exit_host_error;
@@ -552,7 +633,7 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
                  id.c_str(), printable(p.baseline).c_str());
     return exit_host_error;
   }
-  auto base = store::load_run(a.results_dir, runs[p.baseline]);
+  auto base = store::load_run(results_dir, runs[p.baseline]);
   if (!base) {
     std::fprintf(stderr, "mira: %s\n", printable(base.error()).c_str());
     return exit_host_error;
@@ -561,7 +642,7 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
   std::vector<std::string> regressed;
   for (auto& t : p.treatments) {
     if (t.name == p.baseline || !runs.count(t.name)) continue;
-    auto cand = store::load_run(a.results_dir, runs[t.name]);
+    auto cand = store::load_run(results_dir, runs[t.name]);
     if (!cand) {
       std::fprintf(stderr, "mira: %s\n", printable(cand.error()).c_str());
       failed = true;
