@@ -157,7 +157,8 @@ std::string unpaired_line(const comparison& c) {
   return std::to_string(c.only_in_base) + " only in the base, " +
          std::to_string(c.only_in_candidate) + " only in the candidate, " +
          std::to_string(c.not_scored) +
-         " not scored in one of them (n/a, error, skipped, cancelled): left out of the rates";
+         " not scored in one run or both (n/a, error, skipped, cancelled): left out of the "
+         "rates";
 }
 
 void table_groups(std::string& out, std::string_view title, const std::vector<group_delta>& gs,

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 using namespace mira::test;
@@ -133,6 +134,41 @@ BOOST_FIXTURE_TEST_CASE(every_format_and_group_by_an_axis, two_runs) {
   r = cli("compare " + ids + " --format md --out -");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.out);
   BOOST_TEST(r.out.find("| math |") != std::string::npos, r.out);
+}
+
+// A run folder the Rust mira CLI wrote (bare RunResults, its meta.json) against a compact-layout
+// run of this host: both read through the store, paired by key.
+BOOST_AUTO_TEST_CASE(a_rust_run_folder_against_a_compact_run) {
+  temp_dir tmp;
+  auto rust = tmp.path / "rust" / "20261130T081502Z-3fa9";
+  fs::create_directories(rust);
+  std::ofstream(rust / "meta.json")
+      << R"({"format":1,"run_id":"20261130T081502Z-3fa9","study":"compare-study",)"
+         R"("study_version":"1.0.0","started_unix":1764490502,"finished_unix":1764490510})";
+  for (auto sample : {"m0", "m1"}) {
+    auto dir = rust / "cases" / (std::string("math_2f") + sample + "_40sim_5beffort_3dlow_5d");
+    fs::create_directories(dir);
+    std::ofstream(dir / "result.json")
+        << R"({"eval":"math","sample":")" << sample
+        << R"(","target":"sim","params":{"effort":"low"},"passed":true,"aggregate":1.0,)"
+           R"("scores":[{"scorer":"check","value":1.0,"pass":true,"reason":"rust"}],)"
+           R"("transcript":{"final_response":"","iterations":1,"tool_calls_count":0,)"
+           R"("usage":{"input_tokens":1,"output_tokens":1,"cost_usd":0.0}},"skipped":false})";
+  }
+  auto compact = tmp.path / "compact";
+  auto r = cli("run --store compact --color never --results-dir " + compact.string() +
+               " --study-env COMPARE_FAIL=math/m0 -- " + study);
+  BOOST_REQUIRE_MESSAGE(r.code == 1, r.out);
+  auto out = tmp.path / "c.json";
+  r = cli("compare " + rust.string() + " " + only_run(compact).string() + " --format json --out " +
+          out.string());
+  BOOST_REQUIRE_MESSAGE(r.code == 0, r.out);
+  auto j = json::parse(read_file(out.string())).as_object();
+  BOOST_TEST(keys(j.at("regressions")) == (std::set<std::string>{"math/m0@sim[effort=low]"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(j.at("overall").at("paired").as_int64() == 2);
+  BOOST_TEST(j.at("only_in_candidate").as_int64() == 22);
+  BOOST_TEST(j.at("unpaired").as_array().size() == 22u);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_exits_2_naming_what_is_wrong) {
