@@ -396,10 +396,10 @@ shared_args(const experiment_plan& p, const run_args& a, const split_args& paren
     }
     if (sel.tags.empty())
       for (auto& t : full.tags) flags.insert(flags.end(), {"--tag", t});
-    for (auto& [name, globs] : full.axes) {
+    for (auto& axis : full.axes) {
       bool chosen = std::any_of(sel.axes.begin(), sel.axes.end(),
-                                [&](const auto& ax) { return ax.first == name; });
-      if (!chosen) flags.insert(flags.end(), {"--axis", name + "=" + joined(globs)});
+                                [&](const auto& ax) { return ax.first == axis.first; });
+      if (!chosen) flags.insert(flags.end(), {"--axis", axis.first + "=" + joined(axis.second)});
     }
     if ((*preset)->timeout_s && !given("--timeout")) {
       std::ostringstream t;
@@ -445,6 +445,7 @@ tl::expected<child, std::string> spawn(const std::string& exe, const std::vector
   for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   child c;
@@ -567,7 +568,11 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
       auto& t = p.treatments[next++];
       auto child_argv = parent.flags;
       child_argv.insert(child_argv.end(), shared->first.begin(), shared->first.end());
-      for (auto& [k, v] : t.env) child_argv.insert(child_argv.end(), {"--study-env", k + "=" + v});
+      for (auto& [k, v] : t.env) {
+        child_argv.emplace_back("--study-env");
+        child_argv.push_back(k);
+        child_argv.back().append("=").append(v);
+      }
       child_argv.insert(child_argv.end(), shared->second.begin(), shared->second.end());
       auto c = spawn(exe, child_argv, child_env(p, id, plan_file, t.name), t.name);
       if (!c) {
@@ -581,6 +586,7 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
     }
     if (running.empty()) break;
     std::vector<pollfd> fds;
+    fds.reserve(running.size());
     for (auto& c : running) fds.push_back({c.out, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
