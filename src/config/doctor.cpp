@@ -134,7 +134,7 @@ std::vector<finding> check_listing(const protocol::list_result& list, const conf
   }
   for (auto& [label, t] : c.targets)
     if (!declared_targets.count(label))
-      warn("[targets." + in_quotes(label) + "] (line " + std::to_string(t.where.line) +
+      warn("[targets] " + in_quotes(label) + " (line " + std::to_string(t.where.line) +
            "): no eval of the study declares this target");
   return out;
 }
