@@ -20,6 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Pieces joined into one string (one allocation, where `+` would make a temporary per piece).
+std::string concat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (auto p : parts) out += p;
+  return out;
+}
+
 void add(std::vector<finding>& out, severity s, std::string message) {
   out.push_back({s, std::move(message)});
 }
@@ -170,7 +177,7 @@ std::vector<finding> check_results_dir(const fs::path& dir) {
     }
     auto holder = lock_holder(run);
     if (!holder.empty()) {
-      add(out, severity::warning, in + "in use by " + holder + " (its checks are left out)");
+      add(out, severity::warning, concat({in, "in use by ", holder, " (its checks are left out)"}));
       continue;
     }
     auto loaded = store::load_run(dir, id);
@@ -179,19 +186,20 @@ std::vector<finding> check_results_dir(const fs::path& dir) {
       continue;
     }
     for (auto& u : loaded->unreadable)
-      add(out, severity::error, in + "cannot read " + u + " (that case counts as not run)");
+      add(out, severity::error, concat({in, "cannot read ", u, " (that case counts as not run)"}));
     auto& meta = loaded->meta;
     const bool killed = !meta.sessions.empty() && meta.sessions.back().finished.empty();
     if (meta.finished.empty() || killed)
       add(out, severity::warning,
-          in + "never finished (its host was stopped); resume it with `mira run --resume " + id +
-              "` and the same study and selection");
+          concat({in, "never finished (its host was stopped); resume it with `mira run --resume ",
+                  id, "` and the same study and selection"}));
     for (auto it = fs::recursive_directory_iterator(run, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
       if (it->is_regular_file(ec) && is_temporary(it->path().filename().string()))
         add(out, severity::warning,
-            in + "leftover temporary file " + it->path().string() +
-                " of an interrupted write (the saved file is whole; this one can be removed)");
+            concat(
+                {in, "leftover temporary file ", it->path().string(),
+                 " of an interrupted write (the saved file is whole; this one can be removed)"}));
   }
   return out;
 }
