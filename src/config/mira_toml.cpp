@@ -14,6 +14,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Pieces joined into one string (one allocation, where `+` would make a temporary per piece).
+std::string concat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (auto p : parts) out += p;
+  return out;
+}
+
 // A check that stops the file loading; caught at the top of parse_config.
 struct failure {
   diagnostic d;
@@ -159,7 +166,8 @@ launcher read_launcher(checker& ck, const std::string& name, const toml::node& n
     auto* v = t.get(key);
     if (!v) continue;
     if (mode_node)
-      ck.fail(*v, where + " sets both " + mode_key + " and " + key + "; a launcher has one mode");
+      ck.fail(*v,
+              concat({where, " sets both ", mode_key, " and ", key, "; a launcher has one mode"}));
     mode_node = v;
     mode_key = key;
   }
@@ -359,10 +367,10 @@ plan::selection apply_preset(const preset& p, plan::selection s) {
   if (s.samples.empty()) s.samples = p.samples;
   if (s.targets.empty()) s.targets = p.targets;
   if (s.tags.empty()) s.tags = p.tags;
-  for (auto& [name, globs] : p.axes) {
-    bool given =
-        std::any_of(s.axes.begin(), s.axes.end(), [&](auto& entry) { return entry.first == name; });
-    if (!given) s.axes.emplace_back(name, globs);
+  for (auto& axis : p.axes) {
+    bool given = std::any_of(s.axes.begin(), s.axes.end(),
+                             [&](auto& entry) { return entry.first == axis.first; });
+    if (!given) s.axes.push_back(axis);
   }
   return s;
 }

@@ -1,6 +1,7 @@
 // `mira compare BASE CANDIDATE`: loads both runs, compares them (compare::compare_runs) and
 // prints or writes the comparison; with --fail-on-regression its exit code is the gate.
 #include "commands.hpp"
+#include "config_step.hpp"
 #include "help.hpp"
 #include "session.hpp"
 
@@ -13,6 +14,7 @@ namespace mira::cli {
 int cmd_compare(const std::vector<std::string>& args) {
   auto a = parse_args(command::compare, args);
   if (a.help) return std::fputs(command_help(command::compare).c_str(), stdout), exit_ok;
+  prepare(command::compare, a);  // mira.toml's [results] dir unless --results-dir
   std::optional<store::loaded_run> runs[2];
   for (int i = 0; i < 2; ++i) {
     auto run = compare::load(a.results_dir, a.runs[static_cast<std::size_t>(i)]);

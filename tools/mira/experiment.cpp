@@ -4,12 +4,11 @@
 // their output with the treatment's name, and compares the runs they saved.
 #include "experiment.hpp"
 
+#include "config_step.hpp"
 #include "flags.hpp"
 #include "session.hpp"
 
 #include <mira/compare/compare.hpp>
-#include <mira/config/launch.hpp>
-#include <mira/config/mira_toml.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
 
@@ -32,7 +31,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 extern char** environ;
 
@@ -279,11 +277,14 @@ tl::expected<void, std::string> experiment_annotate(store::run_meta& meta,
       std::getenv(env_baseline) && std::string(std::getenv(env_baseline)) == "true";
   meta.extra["experiment"] =
       json::object{{"id", id}, {"treatment", treatment}, {"baseline", baseline}, {"plan", plan}};
-  auto& labels = meta.environment["labels"];
-  if (!labels.is_object()) labels = json::object{};
-  labels.as_object()["experiment_id"] = id;
-  labels.as_object()["treatment"] = treatment;
-  labels.as_object()["experiment_baseline"] = baseline ? "true" : "false";
+  // The environment block is left out when mira.toml turns it off; the labels go with it.
+  if (!meta.environment.empty()) {
+    auto& labels = meta.environment["labels"];
+    if (!labels.is_object()) labels = json::object{};
+    labels.as_object()["experiment_id"] = id;
+    labels.as_object()["treatment"] = treatment;
+    labels.as_object()["experiment_baseline"] = baseline ? "true" : "false";
+  }
   std::ifstream in(plan, std::ios::binary);
   std::stringstream source;
   source << in.rdbuf();
@@ -353,74 +354,19 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-// What every treatment's `mira run` gets besides the parent's flags: the results directory when
-// mira.toml chose it, the plan's slice and preset as selection flags, the study command. Fails
-// naming what cannot be resolved (a preset or launcher mira.toml lacks, a preset glob holding a
-// comma, which a selection flag would split).
-tl::expected<std::pair<std::vector<std::string>, std::vector<std::string>>, std::string>
-shared_args(const experiment_plan& p, const run_args& a, const split_args& parent,
-            const config::config& cfg, fs::path& results_dir) {
+// What every treatment's `mira run` gets besides the parent's flags: the results directory, the
+// plan's slice, launcher and preset as flags (so each child resolves them through mira.toml as
+// any `mira run` does; a slice's globs are command-line selection, under which the preset fills
+// the rest), and the study command after `--` when the command line gave one.
+std::vector<std::string> shared_flags(const experiment_plan& p, const run_args& a) {
   std::vector<std::string> flags;
-  auto given = [&](std::string_view flag) {
-    return std::find(parent.flags.begin(), parent.flags.end(), flag) != parent.flags.end();
-  };
-  results_dir = a.results_dir;
-  if (!given("--results-dir") && !cfg.file.empty()) {
-    results_dir = cfg.results_dir;
-    flags.insert(flags.end(), {"--results-dir", results_dir.string()});
-  }
-  plan::selection sel = a.selection;
-  sel.samples.insert(sel.samples.end(), p.samples.begin(), p.samples.end());
-  sel.targets.insert(sel.targets.end(), p.targets.begin(), p.targets.end());
+  if (!a.results_dir_given) flags.insert(flags.end(), {"--results-dir", a.results_dir});
   if (!p.samples.empty()) flags.insert(flags.end(), {"--samples", joined(p.samples)});
   if (!p.targets.empty()) flags.insert(flags.end(), {"--targets", joined(p.targets)});
   if (p.trials) flags.insert(flags.end(), {"--trials", std::to_string(*p.trials)});
-  if (!p.preset.empty()) {
-    auto preset = cfg.find_preset(p.preset);
-    if (!preset) return tl::unexpected("preset: " + preset.error());
-    // The preset fills what neither the command line nor the slice chose (as --preset does).
-    auto full = config::apply_preset(**preset, sel);
-    for (auto [flag, before, after] :
-         {std::tuple<const char*, const std::vector<std::string>*, const std::vector<std::string>*>{
-              "--evals", &sel.evals, &full.evals},
-          {"--samples", &sel.samples, &full.samples},
-          {"--targets", &sel.targets, &full.targets}}) {
-      if (!before->empty() || after->empty()) continue;
-      for (auto& g : *after)
-        if (g.find(',') != std::string::npos)
-          return tl::unexpected("preset " + p.preset + ": the glob '" + g +
-                                "' holds a comma, "
-                                "which " +
-                                flag + " would split");
-      flags.insert(flags.end(), {flag, joined(*after)});
-    }
-    if (sel.tags.empty())
-      for (auto& t : full.tags) flags.insert(flags.end(), {"--tag", t});
-    for (auto& axis : full.axes) {
-      bool chosen = std::any_of(sel.axes.begin(), sel.axes.end(),
-                                [&](const auto& ax) { return ax.first == axis.first; });
-      if (!chosen) flags.insert(flags.end(), {"--axis", axis.first + "=" + joined(axis.second)});
-    }
-    if ((*preset)->timeout_s && !given("--timeout")) {
-      std::ostringstream t;
-      t << *(*preset)->timeout_s;
-      flags.insert(flags.end(), {"--timeout", t.str()});
-    }
-  }
-  std::vector<std::string> tail = parent.tail;
-  if (!a.study.empty()) {
-    if (!p.launcher.empty())
-      return tl::unexpected("the plan names launcher '" + p.launcher +
-                            "' and the command line gives the study too: give one of them");
-  } else {
-    config::launch_request r;
-    r.launcher = p.launcher;  // empty: mira.toml's default_launcher
-    auto launch = config::resolve_launch(r, cfg, config::system_probe::real());
-    if (!launch) return tl::unexpected(launch.error());
-    tail = {"--"};
-    tail.insert(tail.end(), launch->argv.begin(), launch->argv.end());
-  }
-  return std::pair{std::move(flags), std::move(tail)};
+  if (!p.launcher.empty()) flags.insert(flags.end(), {"--launcher", p.launcher});
+  if (!p.preset.empty()) flags.insert(flags.end(), {"--preset", p.preset});
+  return flags;
 }
 
 // Starts `exe run ARGS` with stdout and stderr on a pipe. Fails with errno's message.
@@ -526,20 +472,23 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
                    flag);
       return exit_usage;
     }
-  auto cfg = config::discover_config(fs::current_path());
-  if (!cfg) {
-    std::fprintf(stderr, "mira: %s\n", printable(cfg.error().to_string()).c_str());
-    return exit_usage;
-  }
-  for (auto& w : cfg->warnings)
-    std::fprintf(stderr, "mira: warning: %s\n", printable(w.to_string()).c_str());
+  // The plan's launcher and preset resolved here as each treatment will resolve them, so a
+  // mistake (no such launcher or preset, the study given twice) stops the experiment before
+  // anything runs, and the results dir is the one the treatments save to.
+  if (!p.launcher.empty() &&
+      (a.launch.mode || !a.launch.argv.empty() || !a.launch.launcher.empty()))
+    throw usage_error{"--experiment: the plan names launcher '" + p.launcher +
+                      "' and the command line gives the study too: give one of them"};
+  if (!p.preset.empty() && !a.preset.empty() && a.preset != p.preset)
+    throw usage_error{"--experiment: the plan names preset '" + p.preset +
+                      "' and the command line --preset '" + a.preset + "': give one of them"};
+  run_args resolved = a;
+  if (!p.launcher.empty()) resolved.launch.launcher = p.launcher;
+  if (!p.preset.empty()) resolved.preset = p.preset;
+  prepare(command::run, resolved);
+  const fs::path results_dir = resolved.results_dir;
   const auto parent = split_parent(args);
-  fs::path results_dir;
-  auto shared = shared_args(p, a, parent, *cfg, results_dir);
-  if (!shared) {
-    std::fprintf(stderr, "mira: --experiment: %s\n", printable(shared.error()).c_str());
-    return exit_usage;
-  }
+  const auto shared = shared_flags(p, resolved);
   char self[4096];
   auto len = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) {
@@ -567,13 +516,13 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
     while (next < p.treatments.size() && running.size() < parallel) {
       auto& t = p.treatments[next++];
       auto child_argv = parent.flags;
-      child_argv.insert(child_argv.end(), shared->first.begin(), shared->first.end());
+      child_argv.insert(child_argv.end(), shared.begin(), shared.end());
       for (auto& [k, v] : t.env) {
         child_argv.emplace_back("--study-env");
         child_argv.push_back(k);
         child_argv.back().append("=").append(v);
       }
-      child_argv.insert(child_argv.end(), shared->second.begin(), shared->second.end());
+      child_argv.insert(child_argv.end(), parent.tail.begin(), parent.tail.end());
       auto c = spawn(exe, child_argv, child_env(p, id, plan_file, t.name), t.name);
       if (!c) {
         std::fprintf(stderr, "mira: treatment %s could not start: %s\n", printable(t.name).c_str(),

@@ -80,6 +80,19 @@ help_text text_of(command cmd) {
           "be run again. Exit codes: 0; 2 no such run or a\nbad argument; 3 the run is in "
           "use or a record could not be converted.\n\n"
           "Example:\n  mira store convert 20261130T081502Z-3fa9 --to compact\n"};
+    case command::doctor:
+      return {
+          "mira doctor - check mira.toml, the study's listing and the results dir\n\n"
+          "Usage: mira doctor [--fix] [--results-dir DIR] [STUDY]\n\n"
+          "Checks mira.toml (syntax, types, unknown keys), what each launcher needs on PATH,\n"
+          "the study's listing (duplicate names, keys that would collide, empty samples,\n"
+          "targets or scorers, unavailable targets, presets and [targets] that name nothing)\n"
+          "and the results dir (writable, runs in use or never finished, torn or unreadable\n"
+          "files). The study is the one `mira run` would start; with none, its checks are left\n"
+          "out.\n",
+          "Each finding is printed as `error:`, `warning:` or `ok:` per section, then a summary.\n"
+          "Exit codes: 0 no errors (warnings allowed), 1 some error, 2 usage error.\n\n"
+          "Example:\n  mira doctor --fix --study study.py\n"};
     case command::merge:
       return {
           "mira merge - merge the shard runs of one plan into one run\n\n"
@@ -121,6 +134,29 @@ help_text text_of(command cmd) {
 std::string command_help(command cmd) {
   auto [head, tail] = text_of(cmd);
   return std::string(head) + '\n' + options_help(cmd) + '\n' + tail;
+}
+
+std::optional<command> command_named(std::string_view name) {
+  static constexpr std::pair<std::string_view, command> names[] = {
+      {"list", command::list},           {"plan", command::plan},     {"run", command::run},
+      {"score", command::score},         {"report", command::report}, {"export", command::export_},
+      {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor}};
+  for (auto& [n, c] : names)
+    if (n == name) return c;
+  return std::nullopt;
+}
+
+std::string full_help() {
+  std::string out = main_help;
+  for (auto name :
+       {"list", "plan", "run", "score", "report", "export", "store", "merge", "doctor"}) {
+    out += "\n" + std::string(78, '-') + "\n";
+    out += command_help(*command_named(name));
+  }
+  out += "\n" + std::string(78, '-') +
+         "\nDocumentation: docs/cli.md (every command and flag, mira.toml, migrating from the "
+         "Rust\nCLI), docs/performance.md, README.md.\n";
+  return out;
 }
 
 }  // namespace mira::cli
