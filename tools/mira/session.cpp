@@ -299,7 +299,12 @@ asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc
   if (!study) co_return std::nullopt;
   auto p = plan::make_plan(study->list, a.selection);
   if (!p) {
-    std::fprintf(stderr, "mira: %s\n", printable(p.error().message).c_str());
+    // A glob may come from the preset rather than from the flag the message names.
+    auto from = a.preset.empty() ? std::string()
+                                 : " (--preset " + a.preset +
+                                       " gives the selection flags the command line leaves out)";
+    std::fprintf(stderr, "mira: %s%s\n", printable(p.error().message).c_str(),
+                 printable(from).c_str());
     co_await study->host.shutdown();
     rc = exit_usage;
     co_return std::nullopt;
