@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(a_failing_treatment_does_not_stop_the_others) {
   temp_dir tmp;
   auto plan = tmp.path / "plan.toml";
   // "broken" reports another study name: its run is refused (exit 2); the others run and are
-  // compared, and the experiment exits 3.
+  // compared (broken down by the effort axis), and the experiment exits 3.
   write(plan, R"(study = "compare-study"
 [[treatments]]
 name = "control"
@@ -134,6 +134,8 @@ env.COMPARE_STUDY = "other-study"
 [[treatments]]
 name = "worse"
 env.COMPARE_FAIL = "math/m0,math/m1,math/m2,math/m3"
+[compare]
+group_by = "effort"
 )");
   auto r = experiment(tmp.path, plan, "");
   BOOST_TEST(r.code == 3, r.out << r.err);
@@ -143,6 +145,7 @@ env.COMPARE_FAIL = "math/m0,math/m1,math/m2,math/m3"
              r.err);
   BOOST_TEST(r.out.find("== treatment worse ") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("significant drop") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("by effort:") != std::string::npos, r.out);  // [compare] group_by
   auto saved = runs(tmp.path / "results");
   BOOST_TEST(saved.size() == 2u);
   BOOST_TEST(saved.count("worse") == 1u);
