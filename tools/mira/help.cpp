@@ -140,7 +140,8 @@ std::optional<command> command_named(std::string_view name) {
   static constexpr std::pair<std::string_view, command> names[] = {
       {"list", command::list},           {"plan", command::plan},     {"run", command::run},
       {"score", command::score},         {"report", command::report}, {"export", command::export_},
-      {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor}};
+      {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor},
+      {"compare", command::compare}};
   for (auto& [n, c] : names)
     if (n == name) return c;
   return std::nullopt;
@@ -148,8 +149,8 @@ std::optional<command> command_named(std::string_view name) {
 
 std::string full_help() {
   std::string out = main_help;
-  for (auto name :
-       {"list", "plan", "run", "score", "report", "export", "store", "merge", "doctor"}) {
+  for (auto name : {"list", "plan", "run", "score", "report", "export", "store", "merge", "doctor",
+                    "compare"}) {
     out += "\n" + std::string(78, '-') + "\n";
     out += command_help(*command_named(name));
   }
