@@ -3,6 +3,8 @@
 
 #include "flags.hpp"
 
+#include <cctype>
+
 namespace mira::cli {
 
 namespace {
@@ -14,42 +16,20 @@ bool positional(const std::string& a) {
 }  // namespace
 
 std::vector<std::string> split_command_line(std::string_view line) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) words.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-      continue;
-    }
-    in_word = true;
-    if (c == '\\') {
-      if (++i >= line.size()) throw usage_error{"--study-cmd ends with a backslash"};
-      word += line[i];
-    } else if (c == '\'') {
-      auto end = line.find('\'', i + 1);
-      if (end == std::string_view::npos)
-        throw usage_error{"--study-cmd has an unterminated ' quote"};
-      word.append(line.substr(i + 1, end - i - 1));
-      i = end;
-    } else if (c == '"') {
-      for (++i;; ++i) {
-        if (i >= line.size()) throw usage_error{"--study-cmd has an unterminated \" quote"};
-        if (line[i] == '"') break;
-        if (line[i] == '\\' && i + 1 < line.size() &&
-            std::string_view("\\\"$`").find(line[i + 1]) != std::string_view::npos)
-          ++i;
-        word += line[i];
-      }
-    } else {
-      word += c;
-    }
-  }
-  if (in_word) words.push_back(std::move(word));
-  return words;
+  auto words = config::split_command_line(line);
+  if (!words) throw usage_error{"--study-cmd " + words.error()};
+  return std::move(*words);
+}
+
+std::string canonical_format(std::string_view name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "xml") return "junit";
+  if (lower == "ndjson") return "jsonl";
+  if (lower == "markdown") return "md";
+  for (auto* f : {"table", "json", "jsonl", "csv", "junit", "md", "html"})
+    if (lower == f) return lower;
+  return {};
 }
 
 run_args parse_args(command cmd, const std::vector<std::string>& args) {
@@ -57,11 +37,20 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
   const bool exports = cmd == command::export_;
   const bool reports = cmd == command::report || exports || cmd == command::store_convert;
   const bool selects = cmd == command::plan || cmd == command::run || cmd == command::score;
+  const bool launches = selects || cmd == command::list || cmd == command::doctor;
   if (exports) out.format = "atif";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "--") {
-      out.study.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      if (out.launch.mode)
+        throw usage_error{"the study is given twice: by --study" +
+                          (*out.launch.mode == config::launch_mode::study
+                               ? std::string()
+                               : "-" + std::string(config::to_string(*out.launch.mode))) +
+                          " and after `--`"};
+      out.launch.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      if (out.launch.argv.empty())
+        throw usage_error{"nothing after `--`: give the study's command"};
       break;
     }
     if (a == "-h" || a == "--help") {
@@ -73,11 +62,12 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       if (!f->metavar.empty() && (i + 1 >= args.size() || args[i + 1] == "--"))
         throw usage_error{a + " needs a value"};
       f->apply(out, a, f->metavar.empty() ? none : args[++i]);
-    } else if (positional(a) && cmd == command::merge) {
+    } else if (positional(a) && (cmd == command::merge || cmd == command::compare)) {
       out.runs.push_back(a);
     } else if (positional(a) && reports && out.run_id.empty()) {
       out.run_id = a;
-    } else if (positional(a) && (selects || exports) && out.selection.filter.empty()) {
+    } else if (positional(a) && (selects || exports || cmd == command::report) &&
+               out.selection.filter.empty()) {
       out.selection.filter = a;
     } else {
       throw usage_error{"unknown option '" + printable(a) + "'"};
@@ -85,6 +75,12 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
   }
   if (!exports && !out.out.empty() && out.format == "table")
     throw usage_error{"--out needs a file --format (json, jsonl, csv, junit, md or html)"};
+  if (cmd == command::compare) {
+    if (out.runs.size() != 2)
+      throw usage_error{"mira compare needs two runs, BASE and CANDIDATE (got " +
+                        std::to_string(out.runs.size()) + ")"};
+    return out;
+  }
   if (cmd == command::merge) {
     if (out.runs.empty()) throw usage_error{"mira merge needs the shard runs to merge (RUN...)"};
     return out;
@@ -95,8 +91,7 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       throw usage_error{"mira store convert needs --to per-case|compact"};
     return out;
   }
-  if (out.study.empty())
-    throw usage_error{"missing study command: put it after `--` or give --study-cmd"};
+  if (!launches) return out;
   if (out.dry_run && !out.resume.empty())
     throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};
   if (cmd == command::score && out.artifacts.empty())

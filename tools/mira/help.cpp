@@ -80,6 +80,19 @@ help_text text_of(command cmd) {
           "be run again. Exit codes: 0; 2 no such run or a\nbad argument; 3 the run is in "
           "use or a record could not be converted.\n\n"
           "Example:\n  mira store convert 20261130T081502Z-3fa9 --to compact\n"};
+    case command::doctor:
+      return {
+          "mira doctor - check mira.toml, the study's listing and the results dir\n\n"
+          "Usage: mira doctor [--fix] [--results-dir DIR] [STUDY]\n\n"
+          "Checks mira.toml (syntax, types, unknown keys), what each launcher needs on PATH,\n"
+          "the study's listing (duplicate names, keys that would collide, empty samples,\n"
+          "targets or scorers, unavailable targets, presets and [targets] that name nothing)\n"
+          "and the results dir (writable, runs in use or never finished, torn or unreadable\n"
+          "files). The study is the one `mira run` would start; with none, its checks are left\n"
+          "out.\n",
+          "Each finding is printed as `error:`, `warning:` or `ok:` per section, then a summary.\n"
+          "Exit codes: 0 no errors (warnings allowed), 1 some error, 2 usage error.\n\n"
+          "Example:\n  mira doctor --fix --study study.py\n"};
     case command::merge:
       return {
           "mira merge - merge the shard runs of one plan into one run\n\n"
@@ -96,6 +109,22 @@ help_text text_of(command cmd) {
           "could\nnot be written (nothing left behind); 4 merged with --allow-partial, cases "
           "not run.\n\n"
           "Example:\n  mira merge results/shards/0/* results/shards/1/* --run-id nightly\n"};
+    case command::compare:
+      return {
+          "mira compare - compare two saved runs of one study, case by case\n\n"
+          "Usage: mira compare BASE CANDIDATE [options]\n\n"
+          "  BASE, CANDIDATE  run ids in --results-dir, or paths to run folders\n\n"
+          "Cases are paired by logical key and trial. Pairs scored (passed or failed) in both "
+          "runs give\nthe pass rates, their difference with a Newcombe hybrid score interval "
+          "at 1 - alpha, and an\nexact McNemar test; the flips (passed -> failed, failed -> "
+          "passed) are listed. Cases only in\none run, or N/A, errored, skipped or cancelled in "
+          "either, are counted and listed as unpaired,\nnever silently dropped. "
+          "docs/compare.md describes the statistics.\n",
+          "Exit codes: 0; 1 with --fail-on-regression when the overall pass rate dropped "
+          "significantly\n(McNemar p < alpha); 2 bad input (no such run, runs of different "
+          "studies, a bad flag);\n3 --out cannot be written.\n\n"
+          "Example:\n  mira compare 20261130T081502Z-3fa9 20261201T091200Z-77c1 "
+          "--fail-on-regression --format html --out compare.html\n"};
   }
   return {"", ""};
 }
@@ -105,6 +134,30 @@ help_text text_of(command cmd) {
 std::string command_help(command cmd) {
   auto [head, tail] = text_of(cmd);
   return std::string(head) + '\n' + options_help(cmd) + '\n' + tail;
+}
+
+std::optional<command> command_named(std::string_view name) {
+  static constexpr std::pair<std::string_view, command> names[] = {
+      {"list", command::list},           {"plan", command::plan},     {"run", command::run},
+      {"score", command::score},         {"report", command::report}, {"export", command::export_},
+      {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor},
+      {"compare", command::compare}};
+  for (auto& [n, c] : names)
+    if (n == name) return c;
+  return std::nullopt;
+}
+
+std::string full_help() {
+  std::string out = main_help;
+  for (auto name : {"list", "plan", "run", "score", "report", "export", "store", "merge", "doctor",
+                    "compare"}) {
+    out += "\n" + std::string(78, '-') + "\n";
+    out += command_help(*command_named(name));
+  }
+  out += "\n" + std::string(78, '-') +
+         "\nDocumentation: docs/cli.md (every command and flag, mira.toml, migrating from the "
+         "Rust\nCLI), docs/performance.md, README.md.\n";
+  return out;
 }
 
 }  // namespace mira::cli

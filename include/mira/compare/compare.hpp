@@ -1,0 +1,145 @@
+// Comparing two saved runs of one study: cases paired by logical key and trial, the flips
+// between them, pass-rate deltas overall, per eval, per target and by a chosen key, each with a
+// confidence interval for the paired difference and an exact McNemar test. A library component:
+// the CLI's `mira compare` and an experiment's closing comparison are thin clients of it.
+#pragma once
+
+#include <mira/aggregate/summary.hpp>
+#include <mira/schedule/results.hpp>
+#include <mira/store/run_store.hpp>
+
+#include <boost/system/error_code.hpp>
+#include <tl/expected.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mira::compare {
+
+/// Two-sided exact McNemar test: the exact binomial test of `regressed` against `fixed` (the
+/// discordant pairs) with success probability 1/2, p = min(1, 2 P(X <= min(b, c))) for
+/// X ~ Bin(b + c, 1/2). 1 when there is no discordant pair.
+double mcnemar_exact_p(std::size_t regressed, std::size_t fixed);
+
+/// The 2 x 2 table of the pairs scored (passed or failed) in both runs.
+struct paired_table {
+  std::size_t both_pass = 0;  // a
+  std::size_t regressed = 0;  // b: passed in the base, failed in the candidate
+  std::size_t fixed = 0;      // c: failed in the base, passed in the candidate
+  std::size_t both_fail = 0;  // d
+  std::size_t n() const { return both_pass + regressed + fixed + both_fail; }
+  double base_rate() const;       // (a + b) / n; 0 when n == 0
+  double candidate_rate() const;  // (a + c) / n
+  double delta() const;           // candidate - base = (c - b) / n
+};
+
+/// Newcombe's hybrid score interval for the difference of paired proportions (Newcombe 1998,
+/// method 10), for candidate - base, at `confidence` (0.95 for 95 %). Nothing when n == 0.
+std::optional<aggregate::interval> paired_difference_interval(const paired_table& t,
+                                                              double confidence);
+
+/// z such that P(-z < Z < z) = confidence for a standard normal Z.
+double two_sided_z(double confidence);
+
+/// How a case stands in one run: a scored verdict, another final state, or not there.
+struct side {
+  std::optional<schedule::case_state> state;  // nothing: the run has no such case
+  bool scored() const {
+    return state == schedule::case_state::passed || state == schedule::case_state::failed;
+  }
+};
+
+enum class change {
+  regressed,  // passed -> failed
+  fixed,      // failed -> passed
+  same,       // passed both times, or failed both times
+  unpaired,   // missing from a run, or not scored (N/A, error, skipped, cancelled) in one
+};
+
+/// One case of either run, paired by logical key and trial.
+struct case_pair {
+  std::string key;  // the base's case key (the candidate's when only it has the case)
+  std::string eval, sample, target;
+  protocol::axis_params params;
+  std::int64_t trial = 0;
+  side base, candidate;
+  change what = change::unpaired;
+  /// For an unpaired case: "only in the base", "only in the candidate", or the states.
+  std::string why;
+};
+
+/// The comparison of one group of pairs (the whole run, an eval, a target, a group value).
+struct group_delta {
+  std::string name;
+  paired_table table;
+  std::size_t unpaired = 0;               // cases of the group left out of the table
+  std::optional<aggregate::interval> ci;  // of the delta, at 1 - alpha
+  double p_value = 1;                     // exact McNemar
+  bool significant_drop = false;          // delta < 0 and p_value < alpha
+  bool significant_gain = false;          // delta > 0 and p_value < alpha
+};
+
+struct options {
+  /// eval, target, sample or an axis name; empty: no extra breakdown.
+  std::string group_by;
+  double alpha = 0.05;  // significance level; intervals are at 1 - alpha
+};
+
+/// Two runs compared.
+struct comparison {
+  std::string base_run, candidate_run, study;
+  options opts;
+  group_delta overall;
+  std::vector<group_delta> per_eval, per_target, groups;  // natural order of names
+  /// Every case of either run in natural key order, paired.
+  std::vector<case_pair> cases;
+  std::size_t only_in_base = 0, only_in_candidate = 0, not_scored = 0;
+  /// Study version or eval fingerprints that differ, unreadable records: the comparison stands
+  /// but may not compare like with like.
+  std::vector<std::string> warnings;
+
+  /// The regression gate: the overall pass rate dropped significantly at alpha.
+  bool regression() const { return overall.significant_drop; }
+  std::size_t count(change c) const;
+};
+
+/// What kind of failure compare_runs() had.
+struct compare_error {
+  std::string message;
+};
+
+/// Compares `candidate` against `base`. Fails (bad input) when the runs are of different studies,
+/// alpha is not in (0, 1), or `group_by` names a key no case of either run has.
+tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& base,
+                                                     const store::loaded_run& candidate,
+                                                     const options& o = {});
+
+/// Loads a run named by id in `results_dir`, or by a path to its folder (an argument with a
+/// '/'); the message names the run when there is none.
+tl::expected<store::loaded_run, std::string> load(const std::filesystem::path& results_dir,
+                                                  const std::string& run);
+
+/// Where rendered text goes, piece by piece.
+using text_sink = std::function<void(std::string_view)>;
+
+/// The comparison in a format: table (terminal text; study names made printable), json, md,
+/// html (one self-contained page with a chart of per-eval deltas and their intervals), junit
+/// (one testcase per case scored in both runs, each regression a failure, plus the gate).
+/// Fails on an unknown format.
+bool render(const comparison& c, std::string_view format, const text_sink& out);
+std::string render(const comparison& c, std::string_view format);
+
+/// render() into a file the user named, through store::output_file (a regular file is replaced
+/// atomically; "-" is standard output).
+boost::system::error_code write(const comparison& c, std::string_view format,
+                                const std::filesystem::path& path);
+
+/// The formats render() takes.
+inline constexpr std::string_view formats[] = {"table", "json", "md", "html", "junit"};
+
+}  // namespace mira::compare

@@ -1,0 +1,59 @@
+// `mira compare BASE CANDIDATE`: loads both runs, compares them (compare::compare_runs) and
+// prints or writes the comparison; with --fail-on-regression its exit code is the gate.
+#include "commands.hpp"
+#include "config_step.hpp"
+#include "help.hpp"
+#include "session.hpp"
+
+#include <mira/compare/compare.hpp>
+
+#include <cstdio>
+
+namespace mira::cli {
+
+int cmd_compare(const std::vector<std::string>& args) {
+  auto a = parse_args(command::compare, args);
+  if (a.help) return std::fputs(command_help(command::compare).c_str(), stdout), exit_ok;
+  prepare(command::compare, a);  // mira.toml's [results] dir unless --results-dir
+  std::optional<store::loaded_run> runs[2];
+  for (int i = 0; i < 2; ++i) {
+    auto run = compare::load(a.results_dir, a.runs[static_cast<std::size_t>(i)]);
+    if (!run) {
+      std::fprintf(stderr, "mira: compare: %s\n", printable(run.error()).c_str());
+      return exit_usage;
+    }
+    for (auto& u : run->unreadable)
+      std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+    runs[i] = std::move(*run);
+  }
+  auto c = compare::compare_runs(*runs[0], *runs[1], {a.group_by, a.alpha});
+  if (!c) {
+    std::fprintf(stderr, "mira: compare: %s\n", printable(c.error().message).c_str());
+    return exit_usage;
+  }
+  const bool to_stdout = a.out == "-";
+  if (a.out.empty() || !to_stdout) {
+    // The table on stdout, unless --format asks for another format there.
+    const auto shown = a.out.empty() ? a.format : std::string("table");
+    compare::render(*c, shown, [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    });
+  }
+  if (!a.out.empty()) {
+    std::fflush(stdout);
+    if (auto ec = compare::write(*c, a.format, a.out)) {
+      std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
+                   ec.message().c_str());
+      return exit_host_error;
+    }
+    if (!to_stdout)
+      std::fprintf(stderr, "wrote %s (%s)\n", printable(a.out).c_str(), a.format.c_str());
+  }
+  if (c->regression())
+    std::fprintf(stderr, "mira: compare: the pass rate of %s dropped significantly against %s%s\n",
+                 printable(c->candidate_run).c_str(), printable(c->base_run).c_str(),
+                 a.fail_on_regression ? "" : " (exit 0 without --fail-on-regression)");
+  return a.fail_on_regression && c->regression() ? exit_failed : exit_ok;
+}
+
+}  // namespace mira::cli
