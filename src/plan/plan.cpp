@@ -46,11 +46,19 @@ std::ostream& operator<<(std::ostream& os, const shared_name& n) {
   return os << n.str();
 }
 
+shared_axes::shared_axes(protocol::axis_params params)
+    : r_(params.empty() ? nullptr : new rep{1, std::move(params)}) {}
+
+const protocol::axis_params& shared_axes::none() noexcept {
+  static const protocol::axis_params empty;
+  return empty;
+}
+
 case_params::case_params(const protocol::case_identity& p)
     : eval(p.eval),
       sample(p.sample),
       target(p.target),
-      params(p.params),
+      params(protocol::axis_params(p.params)),
       trial(p.trial),
       trials(p.trials),
       seed(p.seed) {}
@@ -60,7 +68,7 @@ case_params::operator protocol::run_params() const {
   p.eval = eval.str();
   p.sample = sample.str();
   p.target = target.str();
-  p.params = params;
+  p.params = params.get();
   p.trial = trial;
   p.trials = trials;
   p.seed = seed;
@@ -287,14 +295,15 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
     const protocol::eval_info* eval;
     std::vector<const protocol::sample_info*> samples;
     std::vector<const protocol::target_info*> targets;
-    std::vector<protocol::axis_params> combos;
+    std::vector<shared_axes> combos;
     std::int64_t trials;
     std::optional<std::int64_t> seed;
   };
   std::vector<eval_grid> grids;
   std::size_t most = 0;  // cases before the filter
   for (auto* e : evals) {
-    eval_grid g{e, {}, {}, combinations(*e, sel), 1, sel.seed ? sel.seed : e->seed};
+    eval_grid g{e, {}, {}, {}, 1, sel.seed ? sel.seed : e->seed};
+    for (auto& combo : combinations(*e, sel)) g.combos.emplace_back(std::move(combo));
     for (auto& s : e->samples) {
       if (!sel.samples.empty() && !any_glob(sel.samples, s.id)) continue;
       if (!sel.tags.empty() && std::none_of(sel.tags.begin(), sel.tags.end(), [&](auto& t) {

@@ -81,6 +81,19 @@ BOOST_AUTO_TEST_CASE(names_are_shared_by_the_cases_and_read_as_strings) {
   BOOST_TEST((back == a.params));
   BOOST_TEST(plan::case_key(back) == a.key);
   BOOST_TEST(plan::case_key(wire) == a.key);
+  // Axis params too: one per combination, read as a map.
+  auto& other = p->cases[8];  // another sample, a's combination
+  BOOST_TEST(other.key == "e/b@sim[a=x,z=1]#0");
+  BOOST_TEST(&a.params.params.get() == &other.params.params.get());
+  BOOST_TEST(a.params.params.at("z") == "1");
+  BOOST_TEST(a.params.params.find("a")->second == "x");
+  BOOST_TEST(a.params.params.count("nope") == 0u);
+  const protocol::axis_params& as_map = a.params.params;
+  BOOST_TEST(as_map.size() == 2u);
+  plan::case_params none;
+  BOOST_TEST(none.params.empty());
+  none.params = protocol::axis_params{{"k", "v"}};
+  BOOST_TEST(none.params.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(grid_is_samples_targets_axes_trials_in_listing_order) {
