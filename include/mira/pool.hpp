@@ -233,7 +233,9 @@ class study_pool {
   /// Waits until abandoned() differs from `seen` (a request was abandoned, or a late answer
   /// came, on any process), or the pool was shut down; completes at once if it differs
   /// already. As host_handle::async_wait_abandoned: a scheduler over a pool learns of a freed
-  /// slot when it happens instead of polling abandoned().
+  /// slot when it happens instead of polling abandoned(). When the last copy of the pool goes
+  /// away without shutdown(), a pending wait's handler is destroyed without running, as at a
+  /// host_handle's end.
   ///
   /// @par Handler signature
   /// @code void(mira::error_code, std::size_t abandoned_now) @endcode

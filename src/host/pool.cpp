@@ -395,6 +395,7 @@ struct pool_ref {
   ~pool_ref() {
     std::vector<std::optional<host_handle>> hosts;
     std::deque<std::pair<std::uint64_t, std::unique_ptr<pool_waiting>>> waiting;
+    std::list<pool_state::abandoned_waiter> waiters;
     {
       std::lock_guard lock(state->mutex);
       state->closed = true;
@@ -402,9 +403,10 @@ struct pool_ref {
       state->hosts.clear();
       waiting = std::move(state->waiting);
       state->waiting.clear();
+      // Dropped without running, as a host_handle's end drops its waiters.
+      waiters.swap(state->abandoned_waiters);
     }
     for (auto& [seq, w] : waiting) w->fail(asio::error::operation_aborted);
-    state->notify_abandoned();  // closed: every caller of async_wait_abandoned completes
   }
   pool_state_ptr state;
 };
