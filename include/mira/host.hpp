@@ -115,6 +115,8 @@ struct as_expected_t {
 };
 inline constexpr struct as_expected_tag {
   as_expected_t operator()(request_options o) const { return as_expected_t{std::move(o)}; }
+  // `as_expected` alone is `as_expected({})`: one overload per request takes both spellings.
+  operator as_expected_t() const { return {}; }  // NOLINT(google-explicit-constructor)
 } as_expected{};
 
 namespace detail {
@@ -483,27 +485,16 @@ class host_handle {
   // --- Fail-fast layer: void(error_code, tl::expected<T, error>) -----------------------------
   // The leading code lets parallel_group's wait_for_one_error stop at the first failure with no
   // coroutine per operation; the expected holds the result or the error with its diagnostics.
-  // Cancellation, executor and lifetimes as for the overloads above.
+  // Cancellation, executor and lifetimes as for the overloads above. `mira::as_expected` and
+  // `mira::as_expected(options)` both take these (the tag converts to as_expected_t).
 
-  template <class Token>
-  auto async_run(protocol::run_params p, as_expected_tag, Token&& token) {
-    return async_run(std::move(p), as_expected_t{}, std::forward<Token>(token));
-  }
   template <class Token>
   auto async_run(protocol::run_params p, as_expected_t e, Token&& token) {
     return async_expected<protocol::run_result>(std::move(p), std::move(e.options), token);
   }
   template <class Token>
-  auto async_execute(protocol::run_params p, as_expected_tag, Token&& token) {
-    return async_execute(std::move(p), as_expected_t{}, std::forward<Token>(token));
-  }
-  template <class Token>
   auto async_execute(protocol::run_params p, as_expected_t e, Token&& token) {
     return async_expected<protocol::execute_result>(std::move(p), std::move(e.options), token);
-  }
-  template <class Token>
-  auto async_score(protocol::score_params p, as_expected_tag, Token&& token) {
-    return async_score(std::move(p), as_expected_t{}, std::forward<Token>(token));
   }
   template <class Token>
   auto async_score(protocol::score_params p, as_expected_t e, Token&& token) {

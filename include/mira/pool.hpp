@@ -96,6 +96,7 @@ struct pool_waiting {
 };
 /// Queues `w` (or dispatches it at once when a process has room by now).
 void pool_enqueue(const pool_state_ptr& s, std::unique_ptr<pool_waiting> w);
+void start_pool_wait_abandoned(const pool_state_ptr& s, std::size_t seen, handler_t<std::size_t> h);
 boost::asio::any_io_executor pool_executor(const pool_state_ptr& s);
 
 // The user's handler, with the pool told when it completes. Its executor, cancellation slot
@@ -229,6 +230,30 @@ class study_pool {
   int restarts() const;
   /// Abandoned requests over every process (see host_handle::abandoned).
   std::size_t abandoned() const;
+  /// Waits until abandoned() differs from `seen` (a request was abandoned, or a late answer
+  /// came, on any process), or the pool was shut down; completes at once if it differs
+  /// already. As host_handle::async_wait_abandoned: a scheduler over a pool learns of a freed
+  /// slot when it happens instead of polling abandoned(). When the last copy of the pool goes
+  /// away without shutdown(), a pending wait's handler is destroyed without running, as at a
+  /// host_handle's end.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, std::size_t abandoned_now) @endcode
+  ///
+  /// @par Per-operation cancellation
+  /// Every type: completes with `operation_aborted`.
+  ///
+  /// @par Executor
+  /// The handler's associated executor (else the pool's); never inside this call.
+  template <class Token>
+  auto async_wait_abandoned(std::size_t seen, Token&& token) {
+    return boost::asio::async_initiate<Token, void(error_code, std::size_t)>(
+        [state = state()](auto handler, std::size_t s) {
+          detail::start_pool_wait_abandoned(state, s,
+                                            detail::handler_t<std::size_t>(std::move(handler)));
+        },
+        token, seen);
+  }
   /// Requests in flight per slot (0-based), abandoned ones counted.
   std::vector<std::size_t> loads() const;
   /// The host handle in `slot` (0-based) now, e.g. for list or list_samples.

@@ -128,7 +128,7 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
     const std::string* run_target = nullptr;
     std::size_t* run_count = nullptr;
     for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
-      auto& t = p.cases[i].params.target;
+      const std::string& t = p.cases[i].params.target;
       if (!run_target || *run_target != t) {
         run_count = &cases_of_target[t];
         run_target = &t;
@@ -137,12 +137,23 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
     }
   }
 
+  out.case_scores.assign(p.cases.size(), summary::no_score);
+  target_totals* target_sums = nullptr;
   for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
     auto& c = p.cases[i];
     auto& r = cases[i];
-    const auto result = r.result();  // decoded once per case, from its text
-    auto& eval = c.params.eval;
-    auto& target = c.params.target;
+    // Decoded once per case, from its text: the report phase's only decode of it.
+    const auto result = r.result();
+    if (result && (r.state == case_state::passed || r.state == case_state::failed))
+      out.case_scores[i] = result->aggregate;
+    if (result && r.state == case_state::failed && r.message.empty())
+      for (auto& sc : result->scores)
+        if (!sc.na && !sc.pass) {
+          out.failure_notes.emplace_back(i, sc.scorer + ": " + sc.reason);
+          break;
+        }
+    const std::string& eval = c.params.eval;
+    const std::string& target = c.params.target;
     const bool same_eval = last_eval && *last_eval == eval;
     const bool same_target = last_target && *last_target == target;
     if (!same_eval) {
@@ -154,6 +165,7 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
       if (!out.per_target.count(target)) out.target_order.push_back(target);
       target_rate = &out.per_target[target];
       target_latencies = nullptr;  // made when the target has a latency: no empty entries
+      target_sums = nullptr;
       last_target = &target;
     }
     if (!same_eval || !same_target) cell_rate = &out.matrix[{eval, target}];
@@ -191,7 +203,12 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
       }
       target_latencies->push_back(r.latency_seconds);
     }
-    if (!result || r.state == case_state::skipped) continue;
+    if (!result) continue;
+    if (!target_sums) target_sums = &out.totals_by_target[target];
+    target_sums->cost_usd += result->transcript.usage.cost_usd;
+    target_sums->tokens +=
+        result->transcript.usage.input_tokens + result->transcript.usage.output_tokens;
+    if (r.state == case_state::skipped) continue;
     auto& t = result->transcript;
     out.total.input_tokens += t.usage.input_tokens;
     out.total.output_tokens += t.usage.output_tokens;

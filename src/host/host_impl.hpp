@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <type_traits>
 
@@ -258,7 +259,9 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   mutable std::mutex init_mutex_;  // init_ is read from user threads
   std::optional<protocol::initialize_result> init_;
   std::string study_name_;
-  std::vector<std::pair<std::uint64_t, handler_t<std::size_t>>> abandoned_waiters_;
+  // A list: Boost 1.81's any_completion_handler recurses without end when move-assigned,
+  // which erasing from the middle of a vector does.
+  std::list<std::pair<std::uint64_t, handler_t<std::size_t>>> abandoned_waiters_;
   std::uint64_t abandoned_waiter_seq_ = 0;
   bool initialized_ = false;  // on the strand: initialize succeeded
 

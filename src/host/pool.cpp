@@ -6,12 +6,14 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cstdio>
 #include <deque>
+#include <list>
 #include <mutex>
 
 namespace mira::detail {
@@ -19,10 +21,6 @@ namespace mira::detail {
 namespace asio = boost::asio;
 
 namespace {
-
-// How often requests waiting in the pool look again while processes are held only by
-// abandoned requests (the host does not signal their late answers).
-constexpr auto abandoned_poll = std::chrono::milliseconds(20);
 
 host_options default_options(std::size_t slot) {
   host_options o;
@@ -46,7 +44,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         opts(std::move(o)),
         dispatch(opts.processes, opts.max_in_flight_per_process),
         restarts(opts.processes, 0),
-        poll(ex) {}
+        watching(opts.processes, false),
+        watch_epoch(opts.processes, 0) {}
 
   host_options options_for(std::size_t slot) const {
     return opts.host_options_for ? opts.host_options_for(slot + 1) : default_options(slot + 1);
@@ -82,28 +81,107 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
           go.emplace_back(std::move(waiting.front().second), std::move(*lease));
           waiting.pop_front();
         }
-        arm_poll_locked();
+        arm_watches_locked();
       }
     }
     for (auto& [w, lease] : go) w->dispatch(std::move(lease));
     for (auto& w : dead) w->fail(make_error_code(errc::study_exited));
   }
 
-  // Waiting requests, and a process held by abandoned requests only: look again soon.
-  void arm_poll_locked() {
-    if (poll_armed || waiting.empty()) return;
+  std::size_t abandoned_locked() const {
+    std::size_t n = 0;
+    for (auto& h : hosts)
+      if (h) n += h->abandoned();
+    return n;
+  }
+
+  // A process's abandoned count moves when a request is given up on or a late answer comes.
+  // Each process is watched (host_handle::async_wait_abandoned, one wait at a time) while
+  // someone needs to hear of it: requests waiting for room while a process is held by
+  // abandoned requests (a late answer frees the room), or a caller of async_wait_abandoned.
+  void arm_watches_locked() {
     bool held = false;
-    for (std::size_t i = 0; i < hosts.size(); ++i) held = held || hosts[i]->abandoned() > 0;
-    if (!held) return;
-    poll_armed = true;
-    poll.expires_after(abandoned_poll);
-    poll.async_wait([self = shared_from_this()](error_code) {
-      {
-        std::lock_guard lock(self->mutex);
-        self->poll_armed = false;
+    for (auto& h : hosts) held = held || (h && h->abandoned() > 0);
+    if (abandoned_waiters.empty() && (waiting.empty() || !held)) return;
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      if (!hosts[i] || watching[i]) continue;
+      watching[i] = true;
+      hosts[i]->async_wait_abandoned(
+          hosts[i]->abandoned(),
+          [weak = weak_from_this(), i, epoch = watch_epoch[i]](error_code, std::size_t) {
+            if (auto self = weak.lock()) self->on_watch(i, epoch);
+          });
+    }
+  }
+
+  void on_watch(std::size_t slot, std::uint64_t epoch) {
+    {
+      std::lock_guard lock(mutex);
+      if (watch_epoch[slot] == epoch) watching[slot] = false;
+    }
+    notify_abandoned();
+    drain();
+    std::lock_guard lock(mutex);
+    arm_watches_locked();
+  }
+
+  // Completes the callers of async_wait_abandoned whose count is no longer the pool's.
+  void notify_abandoned() {
+    std::list<abandoned_waiter> ready;
+    std::size_t now = 0;
+    {
+      std::lock_guard lock(mutex);
+      now = abandoned_locked();
+      for (auto it = abandoned_waiters.begin(); it != abandoned_waiters.end();) {
+        auto next = std::next(it);
+        if (it->seen != now || closed) ready.splice(ready.end(), abandoned_waiters, it);
+        it = next;
       }
-      self->drain();
-    });
+    }
+    for (auto& w : ready) complete_later(std::move(w.handler), error_code{}, now);
+  }
+
+  // Never inside the caller's call, as a host_handle does.
+  void complete_later(handler_t<std::size_t> h, error_code ec, std::size_t n) {
+    auto hex = asio::get_associated_executor(h, ex);
+    asio::post(
+        ex, asio::bind_executor(hex, [h = std::move(h), ec, n]() mutable { std::move(h)(ec, n); }));
+  }
+
+  void wait_abandoned(std::size_t seen, handler_t<std::size_t> h) {
+    {
+      std::lock_guard lock(mutex);
+      auto now = abandoned_locked();
+      if (now == seen && !closed) {
+        auto key = ++abandoned_waiter_seq;
+        auto slot = asio::get_associated_cancellation_slot(h);
+        if (slot.is_connected())
+          slot.assign([weak = weak_from_this(), key](asio::cancellation_type_t) {
+            if (auto self = weak.lock()) self->drop_abandoned_waiter(key);
+          });
+        abandoned_waiters.push_back({key, seen, std::move(h)});
+        arm_watches_locked();
+        return;
+      }
+      seen = now;
+    }
+    complete_later(std::move(h), error_code{}, seen);
+  }
+
+  void drop_abandoned_waiter(std::uint64_t key) {
+    std::list<abandoned_waiter> dropped;
+    std::size_t now = 0;
+    {
+      std::lock_guard lock(mutex);
+      now = abandoned_locked();
+      for (auto it = abandoned_waiters.begin(); it != abandoned_waiters.end(); ++it)
+        if (it->key == key) {
+          dropped.splice(dropped.end(), abandoned_waiters, it);
+          break;
+        }
+    }
+    for (auto& w : dropped)
+      complete_later(std::move(w.handler), asio::error::operation_aborted, now);
   }
 
   void enqueue(std::unique_ptr<pool_waiting> w) {
@@ -122,7 +200,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
               if (auto self = weak.lock()) self->cancel_waiting(seq);
             });
           waiting.emplace_back(seq, std::move(w));
-          arm_poll_locked();
+          arm_watches_locked();
           return;
         }
       }
@@ -190,6 +268,9 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         std::lock_guard lock(self->mutex);
         if (started && !self->closed) {
           self->hosts[slot] = std::move(*started);
+          // The old process's watch may never complete (a process that is gone drops it).
+          ++self->watch_epoch[slot];
+          self->watching[slot] = false;
           self->dispatch.set_live(slot);
           --self->restarting;
         } else {
@@ -201,6 +282,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         self->opts.on_restart(slot + 1, "could not be started again: " + started.error().message());
       if (!more) break;
     }
+    self->notify_abandoned();
     self->drain();
   }
 
@@ -291,8 +373,17 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
   bool closed = false;
   std::deque<std::pair<std::uint64_t, std::unique_ptr<pool_waiting>>> waiting;
   std::uint64_t next_seq = 0;
-  asio::steady_timer poll;
-  bool poll_armed = false;
+  std::vector<bool> watching;              // per slot: a watch of its abandoned count is armed
+  std::vector<std::uint64_t> watch_epoch;  // per slot: which process a watch belongs to
+  struct abandoned_waiter {
+    std::uint64_t key = 0;
+    std::size_t seen = 0;
+    handler_t<std::size_t> handler;
+  };
+  // Callers of async_wait_abandoned. A list: Boost 1.81's any_completion_handler recurses
+  // without end when move-assigned, which erasing from a vector does.
+  std::list<abandoned_waiter> abandoned_waiters;
+  std::uint64_t abandoned_waiter_seq = 0;
 };
 
 // Owned by every copy of a study_pool: its end kills the processes (the state itself may live
@@ -304,6 +395,7 @@ struct pool_ref {
   ~pool_ref() {
     std::vector<std::optional<host_handle>> hosts;
     std::deque<std::pair<std::uint64_t, std::unique_ptr<pool_waiting>>> waiting;
+    std::list<pool_state::abandoned_waiter> waiters;
     {
       std::lock_guard lock(state->mutex);
       state->closed = true;
@@ -311,6 +403,8 @@ struct pool_ref {
       state->hosts.clear();
       waiting = std::move(state->waiting);
       state->waiting.clear();
+      // Dropped without running, as a host_handle's end drops its waiters.
+      waiters.swap(state->abandoned_waiters);
     }
     for (auto& [seq, w] : waiting) w->fail(asio::error::operation_aborted);
   }
@@ -321,6 +415,11 @@ std::optional<pool_lease> pool_acquire(const pool_state_ptr& s) {
   std::lock_guard lock(s->mutex);
   if (!s->serviceable_locked() || !s->waiting.empty()) return std::nullopt;
   return s->acquire_locked();
+}
+
+void start_pool_wait_abandoned(const pool_state_ptr& s, std::size_t seen,
+                               handler_t<std::size_t> h) {
+  s->wait_abandoned(seen, std::move(h));
 }
 
 void pool_release(const pool_state_ptr& s, const pool_lease& lease, error_code ec,
@@ -488,6 +587,7 @@ asio::awaitable<void> study_pool::shutdown() {
     s->waiting.clear();
   }
   for (auto& [seq, w] : waiting) w->fail(make_error_code(errc::study_exited));
+  s->notify_abandoned();
   // All at once: each shutdown may wait its grace periods.
   struct gather {
     explicit gather(asio::any_io_executor e) : done(e) {}

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <ostream>
 #include <string_view>
 #include <unordered_set>
 
@@ -33,7 +34,54 @@ void append_logical_key(std::string& k, std::string_view eval, std::string_view 
 
 }  // namespace
 
+shared_name::shared_name(std::string_view text)
+    : r_(text.empty() ? nullptr : new rep{1, std::string(text)}) {}
+
+const std::string& shared_name::empty_text() noexcept {
+  static const std::string empty;
+  return empty;
+}
+
+std::ostream& operator<<(std::ostream& os, const shared_name& n) {
+  return os << n.str();
+}
+
+shared_axes::shared_axes(protocol::axis_params params)
+    : r_(params.empty() ? nullptr : new rep{1, std::move(params)}) {}
+
+const protocol::axis_params& shared_axes::none() noexcept {
+  static const protocol::axis_params empty;
+  return empty;
+}
+
+case_params::case_params(const protocol::case_identity& p)
+    : eval(p.eval),
+      sample(p.sample),
+      target(p.target),
+      params(protocol::axis_params(p.params)),
+      trial(p.trial),
+      trials(p.trials),
+      seed(p.seed) {}
+
+case_params::operator protocol::run_params() const {
+  protocol::run_params p;
+  p.eval = eval.str();
+  p.sample = sample.str();
+  p.target = target.str();
+  p.params = params.get();
+  p.trial = trial;
+  p.trials = trials;
+  p.seed = seed;
+  return p;
+}
+
 std::string logical_key(const protocol::run_params& p) {
+  std::string k;
+  append_logical_key(k, p.eval, p.sample, p.target, p.params);
+  return k;
+}
+
+std::string logical_key(const case_params& p) {
   std::string k;
   append_logical_key(k, p.eval, p.sample, p.target, p.params);
   return k;
@@ -49,6 +97,12 @@ std::string_view planned_case::logical_key() const {
 }
 
 std::string case_key(const protocol::run_params& p) {
+  auto k = logical_key(p);
+  if (p.trials > 1) k += '#' + std::to_string(p.trial);
+  return k;
+}
+
+std::string case_key(const case_params& p) {
   auto k = logical_key(p);
   if (p.trials > 1) k += '#' + std::to_string(p.trial);
   return k;
@@ -228,7 +282,7 @@ std::vector<protocol::axis_params> combinations(const protocol::eval_info& eval,
   return out;
 }
 
-std::string describe(const protocol::run_params& p) {
+std::string describe(const case_params& p) {
   std::string d =
       "eval \"" + p.eval + "\", sample \"" + p.sample + "\", target \"" + p.target + "\"";
   for (auto& [k, v] : p.params) d.append(", ").append(k).append("=\"").append(v).append("\"");
@@ -302,14 +356,15 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
     const protocol::eval_info* eval;
     std::vector<const protocol::sample_info*> samples;
     std::vector<const protocol::target_info*> targets;
-    std::vector<protocol::axis_params> combos;
+    std::vector<shared_axes> combos;
     std::int64_t trials;
     std::optional<std::int64_t> seed;
   };
   std::vector<eval_grid> grids;
   std::size_t most = 0;  // cases before the filter
   for (auto* e : evals) {
-    eval_grid g{e, {}, {}, combinations(*e, sel), 1, sel.seed ? sel.seed : e->seed};
+    eval_grid g{e, {}, {}, {}, 1, sel.seed ? sel.seed : e->seed};
+    for (auto& combo : combinations(*e, sel)) g.combos.emplace_back(std::move(combo));
     for (auto& s : e->samples) {
       if (!sel.samples.empty() && !any_glob(sel.samples, s.id)) continue;
       if (!sel.tags.empty() && std::none_of(sel.tags.begin(), sel.tags.end(), [&](auto& t) {
@@ -338,15 +393,28 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
       sel.filter.empty() ? most : 0, key_hash, key_equal);
   for (auto& g : grids) {
     auto* e = g.eval;
+    // One name per eval, sample, target and provider, shared by every case that carries it.
+    const shared_name eval_name(e->name);
+    std::vector<shared_name> sample_names, target_names, providers;
+    sample_names.reserve(g.samples.size());
+    for (auto* s : g.samples) sample_names.emplace_back(s->id);
+    target_names.reserve(g.targets.size());
+    providers.reserve(g.targets.size());
+    for (auto* t : g.targets) {
+      target_names.emplace_back(t->label);
+      providers.emplace_back(t->provider);
+    }
     eval_counts counts;
     counts.eval = e->name;
     counts.samples = g.samples.size();
     counts.targets = g.targets.size();
     counts.axis_combinations = g.combos.size();
     counts.trials = static_cast<std::size_t>(g.trials);
-    for (auto* s : g.samples)
-      for (auto* t : g.targets)
+    for (std::size_t si = 0; si < g.samples.size(); ++si)
+      for (std::size_t ti = 0; ti < g.targets.size(); ++ti)
         for (auto& combo : g.combos) {
+          auto* s = g.samples[si];
+          auto* t = g.targets[ti];
           // The logical key is made once per (sample, target, combination), not per trial.
           std::string logical;
           append_logical_key(logical, e->name, s->id, t->label, combo);
@@ -354,14 +422,14 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
           for (std::int64_t trial = 0; trial < g.trials; ++trial) {
             // Built in place: no per-trial copy of a whole case.
             auto& tc = out.cases.emplace_back();
-            tc.params.eval = e->name;
-            tc.params.sample = s->id;
-            tc.params.target = t->label;
+            tc.params.eval = eval_name;
+            tc.params.sample = sample_names[si];
+            tc.params.target = target_names[ti];
             tc.params.params = combo;
             tc.params.trial = trial;
             tc.params.trials = g.trials;
             if (g.seed) tc.params.seed = *g.seed + trial;
-            tc.provider = t->provider;
+            tc.provider = providers[ti];
             tc.available = t->available;
             if (g.trials > 1)
               tc.key = logical + '#' + std::to_string(trial);

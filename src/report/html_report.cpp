@@ -317,19 +317,18 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
   out += "</table>\n";
 
   // Charts, per target.
+  // Cost and tokens from the summary (its one decode of each result), latencies from records.
   std::map<std::string, spread> latencies;
   std::map<std::string, double> cost;
   std::map<std::string, std::int64_t> tokens;
+  for (auto& [target, sums] : s.totals_by_target) {
+    cost[target] = sums.cost_usd;
+    tokens[target] = sums.tokens;
+  }
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    auto& target = p.cases[i].params.target;
     auto& r = report.cases[i];
     if (r.attempts > 0 && r.state != case_state::cancelled)
-      latencies[target].values.push_back(r.latency_seconds);
-    if (const auto result = r.result()) {
-      auto& usage = result->transcript.usage;
-      cost[target] += usage.cost_usd;
-      tokens[target] += usage.input_tokens + usage.output_tokens;
-    }
+      latencies[p.cases[i].params.target].values.push_back(r.latency_seconds);
   }
   std::vector<bar> rates, costs, token_bars;
   std::vector<spread> spreads;

@@ -169,19 +169,27 @@ json::object summary_json(const aggregate::summary& s, const schedule::run_repor
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour) {
   // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
-  // kept: a run can have a million cases. The first pass decodes each result and keeps its
-  // score (8 bytes; NaN for none); the second decodes again only a failed case's result, for
-  // its note.
-  std::vector<double> scores(p.cases.size(), std::nan(""));
+  // kept: a run can have a million cases. Scores and notes come from the summary, which
+  // decoded each result once; a summary not made by summarize() for this run (no per-case
+  // scores) has the results decoded here instead.
+  const bool digested = s.case_scores.size() == p.cases.size();
+  std::vector<double> decoded;
+  if (!digested) {
+    decoded.assign(p.cases.size(), aggregate::summary::no_score);
+    for (std::size_t i = 0; i < p.cases.size(); ++i) {
+      auto& r = report.cases[i];
+      if (r.state == case_state::passed || r.state == case_state::failed)
+        if (auto result = r.result()) decoded[i] = result->aggregate;
+    }
+  }
+  const auto& scores = digested ? s.case_scores : decoded;
   auto score_text = [&](std::size_t i) { return std::isnan(scores[i]) ? "" : fixed(scores[i]); };
   std::size_t key_width = 0, score_width = 0;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     key_width = std::max(key_width, display_width(shown_key(p.cases[i].key)));
-    auto& r = report.cases[i];
-    if (r.state == case_state::passed || r.state == case_state::failed)
-      if (auto result = r.result()) scores[i] = result->aggregate;
     score_width = std::max(score_width, score_text(i).size());
   }
+  auto next_note = s.failure_notes.begin();
   std::string row;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
     auto& r = report.cases[i];
@@ -200,7 +208,10 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
       row += score;
     }
     std::string note = r.message;
-    if (note.empty() && r.state == case_state::failed)
+    while (digested && next_note != s.failure_notes.end() && next_note->first < i) ++next_note;
+    if (digested && next_note != s.failure_notes.end() && next_note->first == i)
+      note = next_note->second;
+    else if (!digested && note.empty() && r.state == case_state::failed)
       if (auto result = r.result())
         for (auto& sc : result->scores)
           if (!sc.na && !sc.pass) {

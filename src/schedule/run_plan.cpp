@@ -191,9 +191,6 @@ attempt_error describe(const attempt_outcome& o, const attempt_verdict& v,
   return e;
 }
 
-// How often a run over a pool whose slots are held by abandoned requests checks whether they
-// were answered (a host_handle signals it: async_wait_abandoned).
-constexpr auto abandoned_poll = std::chrono::milliseconds(20);
 // How long abandoned requests may hold every slot with nothing running, without a case timeout.
 constexpr auto starved_grace = std::chrono::seconds(30);
 
@@ -253,12 +250,7 @@ class pipeline {
       if (done_.empty()) {
         auto until = deadline_;
         if (auto w = sched_->next_wakeup(clock::now()); w && *w < until) until = *w;
-        if (sched_->reserved() > 0) {
-          if constexpr (pooled)  // a pool does not signal late answers: look again soon
-            until = std::min(until, clock::now() + abandoned_poll);
-          else
-            watch_abandoned(abandoned);
-        }
+        if (sched_->reserved() > 0) watch_abandoned(abandoned);
         if (starved_since_)
           until = std::min(until, *starved_since_ + policy_.case_timeout.value_or(starved_grace));
         wake_.expires_at(until);
@@ -411,8 +403,9 @@ class pipeline {
            "case " + plan_.cases[index].key + " " + std::string(to_string(rec.state)));
   }
 
-  // Wakes the loop when the host's abandoned count moves from `seen` (a late answer frees a
-  // slot). One wait at a time; `alive_` guards a completion that comes after the run.
+  // Wakes the loop when the host's (or the pool's) abandoned count moves from `seen` (a late
+  // answer frees a slot). One wait at a time; `alive_` guards a completion that comes after the
+  // run.
   void watch_abandoned(std::size_t seen) {
     if (watching_abandoned_) return;
     watching_abandoned_ = true;

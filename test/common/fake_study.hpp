@@ -5,6 +5,8 @@
 #include <mira/host.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/read_until.hpp>
@@ -193,5 +195,15 @@ struct fake_pair {
   std::unique_ptr<fake_study> study;
   std::unique_ptr<host_handle> host;
 };
+
+/// `fp`'s host initialized, its study answering with capabilities `caps` ("a,b"). A string,
+/// not a braced list: g++ 12 rejects braced lists inside a co_await expression, default
+/// arguments included.
+inline asio::awaitable<void> initialized(fake_pair& fp, std::string caps = "cancel") {
+  auto ex = co_await asio::this_coro::executor;
+  asio::co_spawn(ex, fp.study->accept_initialize(std::move(caps)), asio::detached);
+  auto init = co_await fp.host->initialize();
+  BOOST_REQUIRE(init);
+}
 
 }  // namespace mira::test

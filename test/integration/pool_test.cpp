@@ -160,6 +160,60 @@ BOOST_AUTO_TEST_CASE(a_cancelled_request_sends_cancel_to_the_process_that_holds_
   BOOST_TEST(cancels == 1);
 }
 
+// The pool's abandoned count is signalled, as a handle's: a waiter wakes when a request is
+// abandoned and again when the study's late answer comes (run_plan over a pool waits on it
+// instead of polling), and a cancelled wait completes with operation_aborted.
+BOOST_AUTO_TEST_CASE(the_pools_abandoned_count_is_signalled) {
+  temp_dir rec;
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "300", "--ignore-cancel", "--record",
+                                     rec / "{pid}"};
+    auto pool = co_await start_pool(args, quiet_pool(1));
+    std::optional<std::size_t> first;
+    pool.async_wait_abandoned(0, [&](error_code, std::size_t n) { first = n; });
+    asio::cancellation_signal sig;
+    std::optional<error_code> run_ec;
+    pool.async_run(echo_case("a"), asio::bind_cancellation_slot(
+                                       sig.slot(), [&](error_code ec, auto) { run_ec = ec; }));
+    // Cancelled once the process has read it: a request not yet written is withdrawn unsent.
+    asio::steady_timer t(ctx.get_executor());
+    for (int tries = 0; tries < 2000; ++tries) {
+      std::size_t runs = 0;
+      try {
+        for (auto& [pid, f] : sent_by_process(rec)) runs += f.runs.size();
+      } catch (const std::exception&) {  // a line still being written
+      }
+      if (runs == 1) break;
+      t.expires_after(milliseconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    BOOST_TEST(!first);
+    sig.emit(asio::cancellation_type::terminal);
+    auto [ec1, n1] = co_await pool.async_wait_abandoned(0, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec1);
+    BOOST_TEST(n1 == 1u);
+    BOOST_TEST(first.value_or(0) == 1u);
+    BOOST_TEST(*run_ec == asio::error::operation_aborted);
+    // The study ignores `cancel` and answers after 300 ms: that late answer is the signal.
+    auto [ec2, n2] = co_await pool.async_wait_abandoned(1, asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(!ec2);
+    BOOST_TEST(n2 == 0u);
+    BOOST_TEST(pool.abandoned() == 0u);
+    asio::cancellation_signal stop;
+    std::optional<error_code> stopped;
+    asio::steady_timer stopped_timer(ctx.get_executor(), asio::steady_timer::time_point::max());
+    pool.async_wait_abandoned(
+        0, asio::bind_cancellation_slot(stop.slot(), [&](error_code ec, std::size_t) {
+          stopped = ec;
+          stopped_timer.cancel();
+        }));
+    stop.emit(asio::cancellation_type::terminal);
+    if (!stopped) co_await stopped_timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(*stopped == asio::error::operation_aborted);
+    co_await pool.shutdown();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(timeouts_through_the_pool_cancel_each_request_on_its_own_process) {
   temp_dir rec;
   std::size_t attempts = 0;

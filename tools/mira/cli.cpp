@@ -87,7 +87,7 @@ void print_plan(const plan::plan& p, bool as_json, bool sharded) {
     for (auto& c : p.cases) {
       auto o = protocol::encode(c.params);
       o["key"] = c.key;
-      if (!c.provider.empty()) o["provider"] = c.provider;
+      if (!c.provider.empty()) o["provider"] = c.provider.str();
       if (!c.available) o["available"] = false;
       std::cout << protocol::to_json_text(o) << '\n';
     }

@@ -67,9 +67,9 @@ json::object export_document(const std::string& run_id, const plan::planned_case
                    {"score", result ? json::value(result->aggregate) : json::value(nullptr)},
                    {"status", to_string(r.state)},
                    {"scorers", std::move(scorers)}};
-  json::object mira{{"eval", c.params.eval},
-                    {"sample", c.params.sample},
-                    {"target", c.params.target},
+  json::object mira{{"eval", c.params.eval.str()},
+                    {"sample", c.params.sample.str()},
+                    {"target", c.params.target.str()},
                     {"run_id", run_id},
                     {"key", c.key}};
   if (!c.params.params.empty()) {

@@ -7,6 +7,8 @@
 #include <mira/schedule/results.hpp>
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,6 +68,12 @@ struct totals {
   std::map<std::string, double> metric_means;  // custom transcript metrics
 };
 
+/// Per target, what the charts of a report show beside its rates.
+struct target_totals {
+  double cost_usd = 0;
+  std::int64_t tokens = 0;  // input + output
+};
+
 struct summary {
   std::array<std::size_t, 7> counts{};  // indexed by schedule::case_state
   std::size_t count(schedule::case_state s) const { return counts[static_cast<std::size_t>(s)]; }
@@ -78,6 +86,17 @@ struct summary {
   std::vector<std::pair<std::string, rate>> groups;  // natural order of values, "(unset)" last
   totals total;
   std::map<std::string, latency> latency_by_target;
+  std::map<std::string, target_totals> totals_by_target;
+
+  /// What the renderers read of each case's result, taken from summarize()'s one decode of it:
+  /// a report phase decodes each result once and every renderer shares these (the decoded
+  /// results themselves, about 600 bytes a case, are not kept). case_scores[i] is plan case
+  /// i's aggregate score when it passed or failed, NaN otherwise (8 bytes a case).
+  std::vector<double> case_scores;
+  /// (plan index, "scorer: reason" of its first failing score) of each failed case whose record
+  /// has no message, in plan order: the table's note for it.
+  std::vector<std::pair<std::size_t, std::string>> failure_notes;
+  static constexpr double no_score = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Aggregates a run. With `group_by`, each case's value is looked up in its axis params, then

@@ -7,17 +7,168 @@
 
 #include <tl/expected.hpp>
 
+#include <atomic>
+#include <compare>
+#include <cstddef>
+#include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace mira::plan {
 
+/// An eval, sample, target or provider name of a planned case. make_plan() makes one per
+/// distinct name and every case carrying it shares it (reference-counted, immutable): 8 bytes
+/// a case instead of a 32-byte std::string and, for names over 15 bytes, a heap copy each.
+/// Reads as a `const std::string&` (and a std::string_view): compare it with strings, stream
+/// it, pass it where a string is read. Assigning a string makes a name of its own.
+class shared_name {
+ public:
+  shared_name() noexcept = default;
+  explicit shared_name(std::string_view text);
+  shared_name(const shared_name& o) noexcept : r_(o.r_) {
+    if (r_) r_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  shared_name(shared_name&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+  shared_name& operator=(const shared_name& o) noexcept {
+    shared_name(o).swap(*this);
+    return *this;
+  }
+  shared_name& operator=(shared_name&& o) noexcept {
+    shared_name(std::move(o)).swap(*this);
+    return *this;
+  }
+  shared_name& operator=(std::string_view text) { return *this = shared_name(text); }
+  ~shared_name() {
+    if (r_ && r_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete r_;
+  }
+  void swap(shared_name& o) noexcept { std::swap(r_, o.r_); }
+
+  const std::string& str() const noexcept { return r_ ? r_->text : empty_text(); }
+  operator const std::string&() const noexcept {
+    return str();
+  }  // NOLINT(google-explicit-constructor)
+  operator std::string_view() const noexcept {
+    return str();
+  }  // NOLINT(google-explicit-constructor)
+  const char* c_str() const noexcept { return str().c_str(); }
+  const char* data() const noexcept { return str().data(); }
+  std::size_t size() const noexcept { return str().size(); }
+  bool empty() const noexcept { return str().empty(); }
+  auto begin() const noexcept { return str().begin(); }
+  auto end() const noexcept { return str().end(); }
+
+  friend bool operator==(const shared_name& a, const shared_name& b) noexcept {
+    return a.r_ == b.r_ || a.str() == b.str();
+  }
+  friend bool operator==(const shared_name& a, std::string_view b) noexcept { return a.str() == b; }
+  friend std::strong_ordering operator<=>(const shared_name& a, const shared_name& b) noexcept {
+    return a.str() <=> b.str();
+  }
+  friend std::strong_ordering operator<=>(const shared_name& a, std::string_view b) noexcept {
+    return std::string_view(a.str()) <=> b;
+  }
+  friend std::string operator+(const shared_name& a, std::string_view b) {
+    return std::string(a.str()).append(b);
+  }
+  friend std::string operator+(std::string_view a, const shared_name& b) {
+    return std::string(a).append(b.str());
+  }
+  friend std::string operator+(const shared_name& a, char b) { return a.str() + b; }
+  friend std::string operator+(char a, const shared_name& b) { return a + b.str(); }
+  friend std::ostream& operator<<(std::ostream& os, const shared_name& n);
+
+ private:
+  struct rep {
+    std::atomic<std::size_t> refs{1};
+    std::string text;
+  };
+  static const std::string& empty_text() noexcept;
+  rep* r_ = nullptr;  // nullptr: ""
+};
+
+/// A planned case's axis params, shared like its names: make_plan() makes one per axis
+/// combination and a case without axes holds none — 8 bytes a case instead of a 48-byte
+/// std::map and its nodes. Reads as a `const protocol::axis_params&` (find, iteration, empty,
+/// comparison); assigning an axis_params makes one of its own.
+class shared_axes {
+ public:
+  shared_axes() noexcept = default;
+  explicit shared_axes(protocol::axis_params params);
+  shared_axes(const shared_axes& o) noexcept : r_(o.r_) {
+    if (r_) r_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  shared_axes(shared_axes&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+  shared_axes& operator=(const shared_axes& o) noexcept {
+    shared_axes(o).swap(*this);
+    return *this;
+  }
+  shared_axes& operator=(shared_axes&& o) noexcept {
+    shared_axes(std::move(o)).swap(*this);
+    return *this;
+  }
+  shared_axes& operator=(protocol::axis_params params) {
+    return *this = shared_axes(std::move(params));
+  }
+  ~shared_axes() {
+    if (r_ && r_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete r_;
+  }
+  void swap(shared_axes& o) noexcept { std::swap(r_, o.r_); }
+
+  const protocol::axis_params& get() const noexcept { return r_ ? r_->params : none(); }
+  operator const protocol::axis_params&() const noexcept {
+    return get();
+  }  // NOLINT(google-explicit-constructor)
+  auto begin() const noexcept { return get().begin(); }
+  auto end() const noexcept { return get().end(); }
+  bool empty() const noexcept { return get().empty(); }
+  std::size_t size() const noexcept { return get().size(); }
+  auto find(const std::string& name) const { return get().find(name); }
+  std::size_t count(const std::string& name) const { return get().count(name); }
+  const std::string& at(const std::string& name) const { return get().at(name); }
+
+  friend bool operator==(const shared_axes& a, const shared_axes& b) {
+    return a.r_ == b.r_ || a.get() == b.get();
+  }
+  friend bool operator==(const shared_axes& a, const protocol::axis_params& b) {
+    return a.get() == b;
+  }
+
+ private:
+  struct rep {
+    std::atomic<std::size_t> refs{1};
+    protocol::axis_params params;
+  };
+  static const protocol::axis_params& none() noexcept;
+  rep* r_ = nullptr;  // nullptr: no axis params
+};
+
+/// A planned case's identity: protocol::run_params's members, its names shared with the plan's
+/// other cases (see shared_name, shared_axes). It converts to a run_params (what is sent to the
+/// study), and a run_params or case_identity converts to it.
+struct case_params {
+  shared_name eval;
+  shared_name sample;
+  shared_name target;
+  shared_axes params;
+  std::int64_t trial = 0;
+  std::int64_t trials = 1;  // 0 or absent on the wire means 1
+  std::optional<std::int64_t> seed;
+
+  case_params() = default;
+  case_params(const protocol::case_identity& p);  // NOLINT(google-explicit-constructor)
+  operator protocol::run_params() const;          // NOLINT(google-explicit-constructor)
+  protocol::run_params run_params() const { return *this; }
+  friend bool operator==(const case_params&, const case_params&) = default;
+};
+
 struct planned_case {
-  protocol::run_params params;
+  case_params params;
   std::string key;        // eval/sample@target[k=v,...]#trial (#trial only when trials > 1)
-  std::string provider;   // the target's provider ("" buckets provider-less targets)
+  shared_name provider;   // the target's provider ("" buckets provider-less targets)
   bool available = true;  // false: the study cannot run it; reported as skipped, never sent
 
   /// The key without `#trial`: groups the trials of one case. A view of `key`, not a second
@@ -60,8 +211,10 @@ struct plan_error {
 
 /// `eval/sample@target` plus a sorted `[k=v,...]` suffix when the case has axis params.
 std::string logical_key(const protocol::run_params& p);
+std::string logical_key(const case_params& p);
 /// The logical key plus `#trial` when the case is one of several trials.
 std::string case_key(const protocol::run_params& p);
+std::string case_key(const case_params& p);
 
 /// Glob match of the whole of `text`.
 bool glob_match(std::string_view pattern, std::string_view text);
@@ -73,3 +226,10 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list,
                                          const selection& sel = {});
 
 }  // namespace mira::plan
+
+template <>
+struct std::hash<mira::plan::shared_name> {
+  std::size_t operator()(const mira::plan::shared_name& n) const noexcept {
+    return std::hash<std::string_view>{}(n);
+  }
+};

@@ -19,17 +19,6 @@ using std::chrono::milliseconds;
 
 static_assert(std::is_same_v<mira::HostHandle, mira::host_handle>);
 
-namespace {
-
-asio::awaitable<void> initialized(fake_pair& fp, std::string caps = "cancel") {
-  auto ex = co_await asio::this_coro::executor;
-  asio::co_spawn(ex, fp.study->accept_initialize(caps), asio::detached);
-  auto init = co_await fp.host->initialize();
-  BOOST_REQUIRE(init);
-}
-
-}  // namespace
-
 BOOST_AUTO_TEST_SUITE(host_api)
 
 BOOST_AUTO_TEST_CASE(a_request_before_initialize_fails_and_is_not_sent) {

@@ -24,19 +24,6 @@ using namespace mira::test;
 using namespace boost::asio::experimental::awaitable_operators;
 using std::chrono::milliseconds;
 
-namespace {
-
-// Capability lists are passed as strings ("a,b"): g++ 12 rejects braced lists inside a
-// co_await expression, default arguments included.
-asio::awaitable<void> initialized(fake_pair& fp, std::string caps = "cancel") {
-  auto ex = co_await asio::this_coro::executor;
-  asio::co_spawn(ex, fp.study->accept_initialize(caps), asio::detached);
-  auto init = co_await fp.host->initialize();
-  BOOST_REQUIRE(init);
-}
-
-}  // namespace
-
 BOOST_AUTO_TEST_SUITE(host_stream)
 
 BOOST_AUTO_TEST_CASE(initialize_sends_version_and_host_name) {

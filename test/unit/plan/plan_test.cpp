@@ -5,6 +5,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <sstream>
+#include <string>
+#include <string_view>
+
 using namespace mira;
 
 namespace {
@@ -36,6 +40,61 @@ std::string error_of(const plan::selection& sel) {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(plan_tests)
+
+// The names of a plan are shared: one per distinct eval, sample, target and provider, which
+// every case carrying it points at, and they read as strings.
+BOOST_AUTO_TEST_CASE(names_are_shared_by_the_cases_and_read_as_strings) {
+  auto p = plan::make_plan(listing());
+  BOOST_REQUIRE(p);
+  auto& a = p->cases[0];
+  auto& b = p->cases[1];  // the same eval, sample and target; another axis value or trial
+  BOOST_TEST(a.params.eval == "e");
+  BOOST_TEST(&a.params.eval.str() == &b.params.eval.str());
+  BOOST_TEST(&a.params.target.str() == &b.params.target.str());
+  BOOST_TEST(&a.provider.str() == &b.provider.str());
+  BOOST_TEST(a.provider == std::string("p"));
+  const std::string& as_string = a.params.sample;
+  std::string_view as_view = a.params.sample;
+  BOOST_TEST(as_string == "a");
+  BOOST_TEST(as_view == "a");
+  BOOST_TEST(a.params.eval + "/" + a.params.sample == "e/a");
+  BOOST_TEST(std::string("a") < a.params.eval);
+  BOOST_TEST(a.params.eval < std::string_view("f"));
+  std::ostringstream os;
+  os << a.params.target;
+  BOOST_TEST(os.str() == "sim");
+  // A name assigned a string is its own; an empty one reads as "".
+  plan::case_params c;
+  BOOST_TEST(c.eval.empty());
+  BOOST_TEST(c.eval == "");
+  c.eval = std::string("mine");
+  BOOST_TEST(c.eval != a.params.eval);
+  BOOST_TEST(c.eval.size() == 4u);
+  // To and from the wire type, member for member.
+  protocol::run_params wire = a.params;
+  BOOST_TEST(wire.eval == "e");
+  BOOST_TEST(wire.sample == "a");
+  BOOST_TEST(wire.trial == a.params.trial);
+  BOOST_TEST((wire.seed == a.params.seed));
+  BOOST_TEST((wire.params == a.params.params));
+  plan::case_params back = wire;
+  BOOST_TEST((back == a.params));
+  BOOST_TEST(plan::case_key(back) == a.key);
+  BOOST_TEST(plan::case_key(wire) == a.key);
+  // Axis params too: one per combination, read as a map.
+  auto& other = p->cases[8];  // another sample, a's combination
+  BOOST_TEST(other.key == "e/b@sim[a=x,z=1]#0");
+  BOOST_TEST(&a.params.params.get() == &other.params.params.get());
+  BOOST_TEST(a.params.params.at("z") == "1");
+  BOOST_TEST(a.params.params.find("a")->second == "x");
+  BOOST_TEST(a.params.params.count("nope") == 0u);
+  const protocol::axis_params& as_map = a.params.params;
+  BOOST_TEST(as_map.size() == 2u);
+  plan::case_params none;
+  BOOST_TEST(none.params.empty());
+  none.params = protocol::axis_params{{"k", "v"}};
+  BOOST_TEST(none.params.size() == 1u);
+}
 
 BOOST_AUTO_TEST_CASE(grid_is_samples_targets_axes_trials_in_listing_order) {
   auto p = plan::make_plan(listing());
