@@ -377,13 +377,17 @@ tl::expected<resolved_launch, std::string> resolve_launch(const launch_request& 
     l = *found;
     origin = "launcher \"" + l->name + "\" (default_launcher in " + c.file.string() + ")";
   }
-  auto package = !r.package.empty() ? r.package : l ? l->package : std::string();
-  auto manifest = !r.manifest_path.empty() ? r.manifest_path : l ? l->manifest_path : std::string();
+  // --package and --manifest-path replace the launcher's; the launcher's still apply to an
+  // explicit cargo mode (and are dropped for another explicit mode, which cannot use them).
+  auto package = r.package;
+  auto manifest = r.manifest_path;
+  if (l && (!r.mode || is_cargo(*r.mode))) {
+    if (package.empty()) package = l->package;
+    if (manifest.empty()) manifest = l->manifest_path;
+  }
   if (r.mode) {
-    // An explicit mode replaces the launcher's; the launcher's cargo options still apply.
     auto flag = "--study" + (*r.mode == launch_mode::study ? std::string()
                                                            : "-" + std::string(to_string(*r.mode)));
-    if (l && !is_cargo(*r.mode)) package.clear(), manifest.clear();
     return build(*r.mode, r.value, package, manifest, flag, probe);
   }
   if (l) return build(l->mode, l->value, package, manifest, origin, probe);

@@ -268,6 +268,10 @@ BOOST_AUTO_TEST_CASE(cargo_modes_run_a_local_crate) {
   BOOST_TEST(r.code == 0, r.out);
   BOOST_TEST(contains(r.out, "greet"), r.out);
   BOOST_TEST(fs::exists(t.path / "mira-script"));  // the crate made for it
+  fs::copy_file(t.path / "single.rs", t.path / "single.study");
+  r = mira_in(t.path, "list --init-timeout 600 --study-script single.study", env);
+  BOOST_TEST(r.code == 0, r.out);
+  BOOST_TEST(contains(r.out, "greet"), r.out);
   r = mira_in(t.path, "list --study-python x.py --package shim");
   BOOST_TEST(r.code == 2);
   BOOST_TEST(contains(r.out, "--package and --manifest-path go with --study-bin"), r.out);
@@ -316,6 +320,26 @@ BOOST_AUTO_TEST_CASE(report_takes_a_filter_and_rewrites_the_run_reports_only_unf
   BOOST_TEST(contains(r.out, "rewrote report.json and report.html in"), r.out);
   BOOST_TEST(fs::exists(run / "report.html"));
   BOOST_TEST(contains(read_file((run / "report.json").string()), "echo/fail@sim"));
+}
+
+BOOST_AUTO_TEST_CASE(report_leaves_a_rust_runs_report_files_alone) {
+  temp_dir t;
+  const std::string id = "20261130T081502Z-3fa9";
+  auto folder = t.path / "results" / id;
+  write(folder / "meta.json",
+        R"({"format":1,"run_id":")" + id +
+            R"(","study":"example-study","started_unix":1764490502,"finished_unix":1764490510})");
+  write(folder / "cases/arithmetic_2fcase_2d1_40sim/result.json",
+        R"({"eval":"arithmetic","sample":"case-1","target":"sim","passed":true,"aggregate":1.0,)"
+        R"("scores":[{"scorer":"exact","value":1.0,"pass":true,"reason":"r"}],"skipped":false})");
+  write(folder / "report.json", "{\"rust\": true}");
+  auto r = mira_in(t.path, "report " + id);
+  BOOST_TEST(r.code == 0, r.out);
+  BOOST_TEST(
+      contains(r.out, "was made by the Rust mira CLI: its report files are left as they are"),
+      r.out);
+  BOOST_TEST(read_file((folder / "report.json").string()) == "{\"rust\": true}");
+  BOOST_TEST(!fs::exists(folder / "report.html"));
 }
 
 BOOST_AUTO_TEST_CASE(help_full_and_help_command) {

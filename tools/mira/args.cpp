@@ -70,7 +70,12 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
                out.selection.filter.empty()) {
       out.selection.filter = a;
     } else {
-      throw usage_error{"unknown option '" + printable(a) + "'"};
+      std::vector<std::string> names;
+      for (auto& f : flags())
+        if (f.commands & bit(cmd)) names.emplace_back(f.name);
+      auto near = positional(a) ? std::string() : config::did_you_mean(a, names);
+      throw usage_error{"unknown option '" + printable(a) + "'" +
+                        (near.empty() ? std::string() : "; did you mean " + near + "?")};
     }
   }
   if (!exports && !out.out.empty() && out.format == "table")

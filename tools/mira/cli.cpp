@@ -159,6 +159,14 @@ void rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule:
                  printable(run.error()).c_str());
     return;
   }
+  if (run->meta().made_by_rust_host) {
+    // Its report.json has the Rust host's shape, which its own tools read.
+    std::fprintf(stderr,
+                 "mira: note: run %s was made by the Rust mira CLI: its report files are left as "
+                 "they are\n",
+                 printable(a.run_id).c_str());
+    return;
+  }
   if (run->meta().finished.empty()) {
     std::fprintf(stderr,
                  "mira: note: run %s never finished; its report files are written when "

@@ -518,7 +518,7 @@ std::string_view section_title(help_section s) {
     case hs::launch:
       return "Study launch";
     case hs::selection:
-      return "Selection (globs: * ? [...]; comma-separated lists; each must match something)";
+      return "Selection (globs: * ? [...] {a,b}; comma-separated lists; each must match something)";
     case hs::output:
       return "Output";
     case hs::scheduling:

@@ -96,4 +96,18 @@ BOOST_AUTO_TEST_CASE(report_takes_a_filter_and_preset_is_recorded) {
   BOOST_TEST(!parse_args(command::run, {}).results_dir_given);
 }
 
+BOOST_AUTO_TEST_CASE(unknown_flags_get_a_did_you_mean) {
+  BOOST_CHECK_EXCEPTION(parse_args(command::run, {"--studdy", "x"}), usage_error,
+                        [](const usage_error& e) {
+                          return e.message == "unknown option '--studdy'; did you mean --study?";
+                        });
+  BOOST_CHECK_EXCEPTION(parse_args(command::run, {"--presets", "x"}), usage_error,
+                        [](const usage_error& e) {
+                          return e.message == "unknown option '--presets'; did you mean --preset?";
+                        });
+  BOOST_CHECK_EXCEPTION(
+      parse_args(command::run, {"--zzzzzzzz"}), usage_error,
+      [](const usage_error& e) { return e.message == "unknown option '--zzzzzzzz'"; });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

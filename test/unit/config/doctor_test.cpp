@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <mira/config/doctor.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <unistd.h>
 
@@ -150,6 +151,20 @@ BOOST_AUTO_TEST_CASE(results_dir_states) {
   expect_one(cfg::check_results_dir(root / "file"), cfg::severity::error, "is not a directory");
   fs::create_directories(root / "stray");
   expect_one(cfg::check_results_dir(root), cfg::severity::warning, "run stray: no meta.json");
+  fs::remove_all(root / "stray");
+  {
+    // A run whose store is open holds its lock: in use, not checked further.
+    auto open = mira::store::run_store::create(root, "20261201T000000Z-0002",
+                                               mira::store::layout::per_case);
+    BOOST_REQUIRE_MESSAGE(open, (open ? "" : open.error()));
+    BOOST_REQUIRE(!open->begin_session({}));
+    expect_one(cfg::check_results_dir(root), cfg::severity::warning,
+               "run 20261201T000000Z-0002: in use by ");
+  }
+  // Closed without finishing (as when its host is killed): the lock went with it.
+  expect_one(cfg::check_results_dir(root), cfg::severity::warning,
+             "run 20261201T000000Z-0002: never finished (its host was stopped); resume it with "
+             "`mira run --resume 20261201T000000Z-0002`");
   fs::remove_all(root);
 }
 

@@ -163,6 +163,13 @@ package = "pk"
   example.launcher = "cargo";
   BOOST_TEST(argv_of(example, {}, c) ==
              (strings{"cargo", "run", "-q", "-p", "pk", "--example", "demo"}));
+  // Another explicit mode cannot use the launcher's cargo options: they are dropped, while the
+  // command line's own are refused.
+  auto python = mode(cfg::launch_mode::python, "s.py");
+  python.launcher = "cargo";
+  BOOST_TEST(argv_of(python, {}, c) == (strings{"python3", "s.py"}));
+  python.package = "mine";
+  BOOST_TEST(error_of(python, {}, c).find("--package and --manifest-path go with") == 0u);
   // ...and wins over default_launcher.
   BOOST_TEST(argv_of(mode(cfg::launch_mode::study, "tool"), {}, c) == (strings{"./tool"}));
   cfg::launch_request unknown;
