@@ -273,6 +273,10 @@ class pipeline {
   }
 
  private:
+  std::optional<duration> timeout_for(std::size_t index) const {
+    return policy_.case_timeout_for ? policy_.case_timeout_for(index) : policy_.case_timeout;
+  }
+
   void start(std::size_t id) {
     auto index = index_of(id);
     auto& f = take_flight(id);
@@ -284,7 +288,7 @@ class pipeline {
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
     if constexpr (!pooled) {
-      if (policy_.op == operation::run && !policy_.case_timeout) {
+      if (policy_.op == operation::run && !timeout_for(index)) {
         // The common case as a plain completion handler on the strand: no coroutine frames
         // per attempt.
         request_options o;
@@ -311,7 +315,7 @@ class pipeline {
     if (policy_.op == operation::score) transcript = policy_.transcript_for(index);
     asio::co_spawn(ex_,
                    one_attempt(host_, plan_.cases[index].params, policy_.op, std::move(transcript),
-                               policy_.case_timeout, notifications(index)),
+                               timeout_for(index), notifications(index)),
                    asio::bind_cancellation_slot(
                        slot, [this, id, seq](std::exception_ptr ep, attempt_outcome o) {
                          if (ep)
@@ -375,7 +379,7 @@ class pipeline {
     if (recovered) v.retry = true;
     auto d = sched_->finish(id, v, clock::now());
     if (d == disposition::retry) {
-      rec.retried.push_back(describe(o, v, policy_.case_timeout));
+      rec.retried.push_back(describe(o, v, timeout_for(index)));
       return;
     }
     bool gave_up = d == disposition::gave_up;
@@ -383,7 +387,7 @@ class pipeline {
     rec.state =
         final_state(a, v.rate_limited, policy_.timeout_is_infra, policy_.op == operation::execute);
     if (o.timed_out) {
-      rec.message = describe(o, v, policy_.case_timeout).message;
+      rec.message = describe(o, v, timeout_for(index)).message;
     } else if (!o.result) {
       auto& e = o.result.error();
       rec.message = e.message();

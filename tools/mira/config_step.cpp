@@ -51,10 +51,8 @@ void prepare(command cmd, run_args& a) {
   apply_config(cmd, a, load_project_config());
 }
 
-tl::expected<std::optional<double>, std::string> planned_timeout(const run_args& a,
-                                                                 const config::config& c,
-                                                                 const protocol::list_result& list,
-                                                                 const plan::plan& p) {
+planned_timeouts planned_timeout(const run_args& a, const config::config& c,
+                                 const protocol::list_result& list, const plan::plan& p) {
   std::set<std::string, std::less<>> declared;
   for (auto& e : list.evals)
     for (auto& t : e.targets) declared.insert(t.label);
@@ -65,30 +63,25 @@ tl::expected<std::optional<double>, std::string> planned_timeout(const run_args&
                    "study declares\n",
                    printable(c.file.string()).c_str(), settings.where.line,
                    printable(label).c_str());
-  if (a.policy.case_timeout) return std::chrono::duration<double>(*a.policy.case_timeout).count();
+  planned_timeouts out;
+  if (a.policy.case_timeout) {
+    out.common = std::chrono::duration<double>(*a.policy.case_timeout).count();
+    return out;
+  }
   const config::preset* preset = nullptr;
   if (!a.preset.empty())
     if (auto found = c.find_preset(a.preset)) preset = *found;
-  std::map<std::string, std::optional<double>, std::less<>> by_target;
   for (auto& pc : p.cases)
-    if (!by_target.count(pc.params.target))
-      by_target.emplace(pc.params.target,
-                        config::effective_timeout(c, preset, pc.params.target, std::nullopt));
-  std::optional<std::optional<double>> common;
-  for (auto& [label, t] : by_target) {
-    if (!common) {
-      common = t;
-    } else if (*common != t) {
-      std::string list_text;
-      for (auto& [l, v] : by_target)
-        list_text += (list_text.empty() ? "" : ", ") + printable(l) + ": " + seconds_text(v);
-      return tl::unexpected(
-          "the planned targets have different timeouts in mira.toml (" + list_text +
-          "); a run has one per-attempt timeout: select targets with the same one, or give "
-          "--timeout");
-    }
+    if (!out.by_target.count(pc.params.target))
+      out.by_target.emplace(pc.params.target,
+                            config::effective_timeout(c, preset, pc.params.target, std::nullopt));
+  bool uniform = true;
+  for (auto& [label, t] : out.by_target) uniform = uniform && t == out.by_target.begin()->second;
+  if (uniform) {
+    if (!out.by_target.empty()) out.common = out.by_target.begin()->second;
+    out.by_target.clear();
   }
-  return common ? *common : std::nullopt;
+  return out;
 }
 
 }  // namespace mira::cli

@@ -6,7 +6,9 @@
 
 #include <mira/config/mira_toml.hpp>
 
+#include <map>
 #include <optional>
+#include <string>
 
 namespace mira::cli {
 
@@ -23,13 +25,16 @@ void apply_config(command cmd, run_args& a, const config::config& c);
 /// load_project_config() then apply_config().
 void prepare(command cmd, run_args& a);
 
-/// The per-attempt timeout of a planned run: --timeout, else `[targets.LABEL] timeout` of the
-/// planned targets, else the preset's. One run has one per-attempt timeout, so targets whose
-/// timeouts differ are an error naming them (select them apart, or give --timeout). Warns about
-/// `[targets]` labels the study does not declare.
-tl::expected<std::optional<double>, std::string> planned_timeout(const run_args& a,
-                                                                 const config::config& c,
-                                                                 const protocol::list_result& list,
-                                                                 const plan::plan& p);
+/// The per-attempt timeouts of a planned run, in seconds: --timeout, else `[targets.LABEL]
+/// timeout` of each planned target, else the preset's.
+struct planned_timeouts {
+  std::optional<double> common;  // every case's (by_target empty)
+  /// Set when the planned targets' timeouts differ: each target's (nullopt: none).
+  std::map<std::string, std::optional<double>, std::less<>> by_target;
+};
+
+/// The timeouts of plan `p`. Warns about `[targets]` labels the study does not declare.
+planned_timeouts planned_timeout(const run_args& a, const config::config& c,
+                                 const protocol::list_result& list, const plan::plan& p);
 
 }  // namespace mira::cli

@@ -509,15 +509,22 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     std::optional<store::shard_info> shard;
     if (!select_shard(a, p, shard, rc)) co_return;
     if (p.cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
-    auto timeout = planned_timeout(a, a.project, study.list, p);
-    if (!timeout) {
-      std::fprintf(stderr, "mira: %s\n", printable(timeout.error()).c_str());
-      rc = exit_usage;
-      co_return;
+    auto timeouts = planned_timeout(a, a.project, study.list, p);
+    auto as_duration = [](std::optional<double> s) -> std::optional<schedule::duration> {
+      if (!s) return std::nullopt;
+      return std::chrono::duration_cast<schedule::duration>(std::chrono::duration<double>(*s));
+    };
+    if (timeouts.by_target.empty()) {
+      a.policy.case_timeout = as_duration(timeouts.common);
+    } else {
+      // Each target its own `[targets.LABEL] timeout`: one lookup per attempt, by case index.
+      std::vector<std::optional<schedule::duration>> per_case(p.cases.size());
+      for (std::size_t i = 0; i < p.cases.size(); ++i)
+        per_case[i] = as_duration(timeouts.by_target.find(p.cases[i].params.target.str())->second);
+      a.policy.case_timeout_for = [per_case = std::move(per_case)](std::size_t i) {
+        return per_case[i];
+      };
     }
-    if (*timeout)
-      a.policy.case_timeout =
-          std::chrono::duration_cast<schedule::duration>(std::chrono::duration<double>(**timeout));
     auto arts = open_artifacts(a, m, study, p, rc);
     if (!arts) co_return;
     auto st = open_store(args, a, m, study, p, shard, rc);

@@ -34,10 +34,13 @@ struct run_policy {
   concurrency_policy concurrency;
   retry_policy retry;
   std::optional<duration> case_timeout;  // per attempt
-  bool timeout_is_infra = false;         // a timeout is retried and ends N/A, not failed
-  std::optional<duration> deadline;      // the whole run
-  bool fail_fast = false;                // the first failed case stops the run
-  std::optional<double> max_cost_usd;    // from transcript usage, every attempt counted
+  /// When set, a case's per-attempt timeout (nullopt: none) in place of case_timeout, e.g. per
+  /// target as mira.toml's `[targets.LABEL] timeout` gives it.
+  std::function<std::optional<duration>(std::size_t case_index)> case_timeout_for;
+  bool timeout_is_infra = false;       // a timeout is retried and ends N/A, not failed
+  std::optional<duration> deadline;    // the whole run
+  bool fail_fast = false;              // the first failed case stops the run
+  std::optional<double> max_cost_usd;  // from transcript usage, every attempt counted
   std::optional<std::int64_t> max_tokens;
   rate_limit_classifier rate_limited;  // replaces is_rate_limited
   retry_predicate transient;           // replaces is_transient
