@@ -137,9 +137,16 @@ std::string as_json(const comparison& c) {
   return json::serialize(o) + "\n";
 }
 
+// Terminal columns a UTF-8 text takes, one per code point: "–" and non-ASCII names are one
+// column each, not their byte count.
+std::size_t columns(std::string_view s) {
+  return static_cast<std::size_t>(std::count_if(
+      s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+}
+
 // Fixed-width columns for the terminal table.
 std::string pad(std::string s, std::size_t w) {
-  if (s.size() < w) s.append(w - s.size(), ' ');
+  if (auto n = columns(s); n < w) s.append(w - n, ' ');
   return s;
 }
 
@@ -165,7 +172,7 @@ void table_groups(std::string& out, std::string_view title, const std::vector<gr
                   const comparison& c) {
   if (gs.empty()) return;
   std::size_t w = 6;
-  for (auto& g : gs) w = std::max(w, printable(g.name).size() + 2);
+  for (auto& g : gs) w = std::max(w, columns(printable(g.name)) + 2);
   out += "\n" + std::string(title) + ":\n  " + pad("", w) + pad("base", 8) + pad("cand", 8) +
          pad("delta", 8) + pad(confidence_label(c) + " CI (pp)", 18) + pad("p", 10) +
          pad("reg", 5) + pad("fix", 5) + pad("paired", 8) + "unpaired\n";

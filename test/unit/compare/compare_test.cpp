@@ -259,4 +259,38 @@ BOOST_AUTO_TEST_CASE(every_format_escapes_study_names) {
   BOOST_TEST(!compare::render(*c, "bogus", [](std::string_view) {}));
 }
 
+BOOST_AUTO_TEST_CASE(table_columns_line_up_when_a_cell_or_a_name_is_not_ascii) {
+  using st = case_state;
+  // "é" and the "–" of a group with nothing paired are two and three bytes but one column.
+  auto c = compare::compare_runs(
+      run("r1", {saved("caf\xc3\xa9", "a", st::passed), saved("plain", "a", st::na)}),
+      run("r2", {saved("caf\xc3\xa9", "a", st::passed), saved("plain", "a", st::na)}));
+  BOOST_REQUIRE(c);
+  auto text = compare::render(*c, "table");
+  auto block = text.substr(text.find("per eval:\n") + 10);
+  std::vector<std::size_t> p_column;  // the column where "p" / the p-value starts on each line
+  for (std::size_t at = 0; at < block.size() && block[at] != '\n';) {
+    auto end = block.find('\n', at);
+    auto line = block.substr(at, end - at);
+    std::size_t col = 0, bytes = 0, spaces = 0;
+    // The p column follows the CI column: the first cell after a run of 2+ spaces past 40.
+    for (; bytes < line.size(); ++bytes) {
+      bool lead = (static_cast<unsigned char>(line[bytes]) & 0xC0) != 0x80;
+      if (!lead) continue;
+      if (line[bytes] == ' ') {
+        ++spaces;
+      } else {
+        if (col > 40 && spaces >= 2) break;
+        spaces = 0;
+      }
+      ++col;
+    }
+    p_column.push_back(col);
+    at = end + 1;
+  }
+  BOOST_REQUIRE(p_column.size() == 3u);  // header, café, plain
+  BOOST_TEST(p_column[0] == p_column[1], text);
+  BOOST_TEST(p_column[0] == p_column[2], text);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
