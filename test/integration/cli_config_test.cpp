@@ -317,6 +317,11 @@ BOOST_AUTO_TEST_CASE(report_takes_a_filter_and_rewrites_the_run_reports_only_unf
   BOOST_TEST(contains(r.out, "\"key\":\"echo/b@sim\""), r.out);
   BOOST_TEST(!contains(r.out, "echo/a@sim"), r.out);
   BOOST_TEST(!fs::exists(run / "report.html"));  // filtered: the run's files are left alone
+  r = mira_in(t.path, "report " + id + " no-such-case");
+  BOOST_TEST(r.code == 0, r.out);
+  BOOST_TEST(
+      contains(r.out, "no saved case of run " + id + " has a key containing \"no-such-case\""),
+      r.out);
   r = mira_in(t.path, "report " + id);
   BOOST_TEST(r.code == 0, r.out);
   BOOST_TEST(contains(r.out, "rewrote report.json and report.html in"), r.out);

@@ -212,6 +212,9 @@ int cmd_report(const std::vector<std::string>& args) {
       }
     p = std::move(kept);
     report.cases = std::move(records);
+    if (p.cases.empty())
+      std::fprintf(stderr, "mira: no saved case of run %s has a key containing \"%s\"\n",
+                   printable(a.run_id).c_str(), printable(filter).c_str());
   }
   auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
   if (!emit_report(a, p, report, s, false)) return exit_host_error;
