@@ -95,6 +95,11 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       throw usage_error{"mira store convert needs --to per-case|compact"};
     return out;
   }
+  if (cmd == command::serve) {
+    if (out.serve_studies.empty())
+      throw usage_error{"mira serve needs at least one --study NAME=CMD"};
+    return out;
+  }
   if (out.study.empty())
     throw usage_error{"missing study command: put it after `--` or give --study-cmd"};
   if (out.dry_run && !out.resume.empty())

@@ -58,9 +58,15 @@ struct run_args {
   bool allow_partial = false;
   std::optional<store::layout> convert_to;                  // store convert --to
   schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
+  // serve: where to listen, the allow-listed studies (NAME=CMD), the bearer token's file, and
+  // how many runs may go at once.
+  std::string listen = "127.0.0.1:8750";
+  std::vector<std::string> serve_studies;
+  std::string token_file;
+  std::size_t max_runs = 4;
 };
 
-enum class command { list, plan, run, score, report, export_, store_convert, merge };
+enum class command { list, plan, run, score, report, export_, store_convert, merge, serve };
 
 /// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
 /// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd.

@@ -12,5 +12,6 @@ int cmd_report(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_store(const std::vector<std::string>& args);
 int cmd_merge(const std::vector<std::string>& args);
+int cmd_serve(const std::vector<std::string>& args);
 
 }  // namespace mira::cli

@@ -19,6 +19,7 @@ Usage:
   mira export RUN_ID --format atif [--results-dir DIR] [--artifacts DIR] [--out DIR|-]
   mira store convert RUN_ID --to per-case|compact [--results-dir DIR]
   mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]
+  mira serve --study NAME=CMD [...] [--listen ADDR:PORT] [--token-file F] [--results-dir DIR]
   mira --version
 
 Everything after `--` is the study's command line, passed as is (no shell);
