@@ -159,8 +159,24 @@ constexpr std::string_view script = R"JS("use strict";
       if (!ended) await new Promise((r) => setTimeout(r, 1000));
     }
   }
+  // The run's state first (one plain request), then its events as they come.
+  async function start() {
+    try {
+      const res = await fetch("/v1/runs/" + encodeURIComponent(runId), { headers, cache: "no-store" });
+      if (res.ok) {
+        const d = await res.json();
+        if (d.counts) counts = Object.assign({}, d.counts);
+        total = d.total || 0;
+        done = d.done || 0;
+        render(d.state);
+      }
+    } catch (e) {
+      put($("state"), "cannot reach the server");
+    }
+    stream();
+  }
   render(null);
-  stream();
+  start();
 })();
 )JS";
 

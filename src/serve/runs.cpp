@@ -410,10 +410,10 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_req
 
 asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::string id,
                                                                           resume_request rr) {
-  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
   if (auto ok = run_exists(config_.results_dir, id); !ok) co_return tl::unexpected(ok.error());
   if (auto l = live(id); l && !l->finished)
     co_return tl::unexpected(make_error(409, "run_active", "run '" + id + "' is still going"));
+  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
   auto meta = store::load_run_meta(config_.results_dir, id);
   if (!meta) co_return tl::unexpected(make_error(500, "store_error", meta.error()));
   // The study and the selection the run was started with; never a command from the request.

@@ -19,8 +19,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <vector>
 
 namespace mira::serve {
 
@@ -108,6 +110,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(tcp::socket socket);
+  asio::awaitable<void> linger(beast::tcp_stream& stream);
   asio::awaitable<bool> write(beast::tcp_stream& stream, response res, bool keep_alive);
   asio::awaitable<bool> handle(beast::tcp_stream& stream, request& req, std::uint64_t conn);
   asio::awaitable<tl::expected<response, api_error>> answer(const route_match& m,
@@ -147,6 +150,23 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
   stream.expires_after(config.idle_timeout);
   auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
   co_return !ec && res.keep_alive();
+}
+
+// After refusing a request whose body is still coming: half-close and read the rest away (up to
+// twice the body cap, within the idle timeout), so the client reads the answer instead of a
+// reset.
+asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream) {
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  std::vector<char> sink(64 * 1024);
+  std::size_t drained = 0;
+  stream.expires_after(config.idle_timeout);
+  while (!ec && drained < 2 * config.max_body_bytes) {
+    auto [e, n] =
+        co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(asio::use_awaitable));
+    ec = e;
+    drained += n;
+  }
 }
 
 asio::awaitable<void> server::impl::session(tcp::socket socket) {
@@ -194,15 +214,20 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
           false);
       co_return;
     }
-    if (ec) co_return;  // closed, timed out, or not HTTP
+    // Beast refuses a Content-Length over the body limit while reading the header.
+    const bool too_large =
+        ec == http::error::body_limit ||
+        (!ec && parser.content_length() && *parser.content_length() > config.max_body_bytes);
+    if (ec && !too_large) co_return;  // closed, timed out, or not HTTP
     first = false;
-    if (auto length = parser.content_length(); length && *length > config.max_body_bytes) {
+    if (too_large) {
       co_await write(
           stream,
           error_response(make_error(
               413, "body_too_large",
               "the body is larger than " + std::to_string(config.max_body_bytes) + " bytes")),
           false);
+      co_await linger(stream);
       co_return;
     }
     if (!parser.is_done()) {
@@ -216,6 +241,7 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
                 413, "body_too_large",
                 "the body is larger than " + std::to_string(config.max_body_bytes) + " bytes")),
             false);
+        co_await linger(stream);
         co_return;
       }
       if (ec2) co_return;
@@ -434,6 +460,9 @@ asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, request& r
     co_await send(std::move(head));
     co_return;
   }
+  // The header and what has happened so far in one write: a client sees the run's state at once.
+  for (auto& e : run->events.after(last)) head += sse_frame(e);
+  last = std::max(last, run->events.last_id());
   if (!co_await send(std::move(head))) co_return;
   asio::steady_timer keepalive(ex);
   for (;;) {
