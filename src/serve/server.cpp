@@ -158,7 +158,7 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
 asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream) {
   boost::system::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  std::vector<char> sink(64 * 1024);
+  std::vector<char> sink(std::size_t{64} << 10);
   std::size_t drained = 0;
   stream.expires_after(config.idle_timeout);
   while (!ec && drained < 2 * config.max_body_bytes) {
@@ -472,6 +472,11 @@ asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, request& r
       for (auto& e : pending) text += sse_frame(e);
       last = pending.back().id;
       if (!co_await send(std::move(text))) co_return;
+      if (run->finished || config.event_interval.count() == 0) continue;
+      // Events that come meanwhile go out together: with many clients, one wake-up and one
+      // write per client per interval instead of per event.
+      keepalive.expires_after(config.event_interval);
+      co_await keepalive.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
     if (run->finished) co_return;

@@ -37,6 +37,9 @@ struct server_config {
   std::chrono::milliseconds idle_timeout{60000};    // body, writes, and a kept-alive connection
   std::chrono::milliseconds init_timeout{60000};    // a study's initialize and listing
   std::chrono::milliseconds keepalive{15000};       // an event stream's comment when quiet
+  /// An event stream sends what came within this much of its last write together (0: each
+  /// event at once), so a busy run costs each client a write per interval, not per event.
+  std::chrono::milliseconds event_interval{20};
 };
 
 /// Why the server must not start with `c` (a non-loopback address without a token, no study,
