@@ -271,6 +271,14 @@ class ServeApi(unittest.TestCase):
                                  headers={"Last-Event-ID": "x"})
         self.assertEqual(status, 400)
 
+    def test_a_pool_of_study_processes(self):
+        s = self.server
+        run = s.start_run({"study": "demo", "selection": {"evals": ["arithmetic"]},
+                           "options": {"procs": 2, "concurrency": 4}})
+        ev = s.wait_end(run)
+        self.assertEqual(ev[-1]["data"]["state"], "done")
+        self.assertEqual(ev[-1]["data"]["counts"]["passed"], 25)
+
     def test_idempotency_key(self):
         s = self.server
         body = {"study": "demo", "selection": {"evals": ["greet"]}}
