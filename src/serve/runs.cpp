@@ -404,7 +404,8 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_req
   run->id = prep->store->id();
   run->study = study->name;
   runs_[run->id] = run;
-  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep))), asio::detached);
+  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
+                 asio::detached);
   co_return run->id;
 }
 
@@ -465,12 +466,14 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
   run->id = id;
   run->study = study->name;
   runs_[id] = run;
-  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep))), asio::detached);
+  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
+                 asio::detached);
   co_return id;
 }
 
 asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
-                                           std::shared_ptr<prepared> prep) {
+                                           std::shared_ptr<prepared> prep,
+                                           std::shared_ptr<void> owner) {
   auto& p = prep->p;
   auto& st = *prep->store;
   auto& resumed = prep->resumed;
@@ -590,7 +593,19 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
 
   end(*run, report, whole_report, summary, s.stopped, *failure);
   prep.reset();  // the store's lock is released before the run counts as ended
+  forget_old_runs();
   release();
+  owner.reset();  // last: the server may go with it
+}
+
+void run_manager::forget_old_runs() {
+  // Ended runs keep their events for clients that resume a stream; the oldest beyond the cap
+  // are answered from their folders instead, so a long-lived server does not grow.
+  std::vector<std::string> ended;
+  for (auto& [id, r] : runs_)
+    if (r->finished) ended.push_back(id);
+  std::sort(ended.begin(), ended.end());
+  for (std::size_t i = 0; i + kept_ended_runs < ended.size(); ++i) runs_.erase(ended[i]);
 }
 
 void run_manager::begin(live_run& run, prepared& prep) {

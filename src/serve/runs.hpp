@@ -69,6 +69,11 @@ class run_manager {
   tl::expected<std::pair<std::string, std::string>, api_error> report(
       const std::string& id, const std::string& format) const;
 
+  /// What a going run keeps alive (the server that owns this manager).
+  void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
+  /// Ended runs whose events are kept in memory.
+  static constexpr std::size_t kept_ended_runs = 64;
+
   /// Whether a saved or live run of this id exists.
   bool exists(const std::string& id) const;
   std::size_t active() const { return active_; }
@@ -80,7 +85,10 @@ class run_manager {
   struct prepared;
   boost::asio::awaitable<tl::expected<prepared, api_error>> prepare(const study_entry& study,
                                                                     const run_options& o);
-  boost::asio::awaitable<void> execute(std::shared_ptr<live_run> run, std::shared_ptr<prepared> p);
+  /// `owner` (the server) is kept alive until the run has ended and been saved.
+  boost::asio::awaitable<void> execute(std::shared_ptr<live_run> run, std::shared_ptr<prepared> p,
+                                       std::shared_ptr<void> owner);
+  void forget_old_runs();
   void begin(live_run& run, prepared& prep);
   void end(live_run& run, const schedule::run_report& session_report,
            const schedule::run_report& whole, const aggregate::summary& summary,
@@ -93,8 +101,9 @@ class run_manager {
   const server_config& config_;
   std::map<std::string, std::shared_ptr<live_run>> runs_;
   std::map<std::string, boost::json::object> catalogs_;  // by study name, listed once
-  std::size_t active_ = 0;                               // runs being planned or going
-  std::shared_ptr<boost::asio::steady_timer> changed_;   // cancelled when active_ drops
+  std::weak_ptr<void> owner_;
+  std::size_t active_ = 0;                              // runs being planned or going
+  std::shared_ptr<boost::asio::steady_timer> changed_;  // cancelled when active_ drops
   bool stopping_ = false;
 };
 

@@ -514,6 +514,7 @@ tl::expected<tcp::endpoint, std::string> server::start() {
     return tl::unexpected("cannot listen on " + impl_->config.address + ":" +
                           std::to_string(impl_->config.port) + ": " + ec.message());
   }
+  impl_->runs.set_owner(impl_);
   asio::co_spawn(impl_->ex, impl_->accept_loop(), asio::detached);
   return a.local_endpoint();
 }

@@ -47,6 +47,8 @@ struct server_config {
 std::optional<std::string> validate(const server_config& c);
 
 /// The server. Construct, start(), and co_await stop() before the executor's context goes away.
+/// A run still going when the server object is destroyed keeps what it needs alive until it
+/// has ended and been saved (stop() is what cancels it).
 /// @par Executor
 /// Everything runs on `ex`, which must not run handlers concurrently: an io_context run by one
 /// thread, or a strand. Study processes and the store's writer threads post back to it.
