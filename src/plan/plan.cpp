@@ -80,7 +80,70 @@ std::size_t match_class(std::string_view pat, std::size_t pi, char c, bool& matc
 
 }  // namespace
 
+namespace {
+
+// The end of the `[...]` class opening at `open` (the index past its `]`), or npos.
+std::size_t class_end(std::string_view pat, std::size_t open) {
+  std::size_t i = open + 1;
+  if (i < pat.size() && (pat[i] == '!' || pat[i] == '^')) ++i;
+  if (i < pat.size() && pat[i] == ']') ++i;  // a leading ] is a member
+  auto close = pat.find(']', i);
+  return close == std::string_view::npos ? close : close + 1;
+}
+
+// Every pattern `{a,b}` alternatives stand for, nested ones included: "x{a,b{c,d}}" gives xa,
+// xbc, xbd. A brace without its partner, and braces inside [...], are literal.
+void expand_braces(std::string_view pat, std::vector<std::string>& out) {
+  for (std::size_t i = 0; i < pat.size(); ++i) {
+    if (pat[i] == '[') {
+      auto end = class_end(pat, i);
+      if (end != std::string_view::npos) i = end - 1;
+      continue;
+    }
+    if (pat[i] != '{') continue;
+    // The matching '}' and the top-level commas between.
+    std::vector<std::size_t> cuts{i};
+    int depth = 0;
+    std::size_t j = i + 1;
+    for (; j < pat.size(); ++j) {
+      if (pat[j] == '[') {
+        auto end = class_end(pat, j);
+        if (end != std::string_view::npos) j = end - 1;
+      } else if (pat[j] == '{') {
+        ++depth;
+      } else if (pat[j] == '}') {
+        if (depth-- == 0) break;
+      } else if (pat[j] == ',' && depth == 0) {
+        cuts.push_back(j);
+      }
+    }
+    if (j >= pat.size()) continue;  // unbalanced: literal
+    cuts.push_back(j);
+    auto head = pat.substr(0, i), tail = pat.substr(j + 1);
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      auto alt = pat.substr(cuts[k] + 1, cuts[k + 1] - cuts[k] - 1);
+      expand_braces(std::string(head) + std::string(alt) + std::string(tail), out);
+    }
+    return;
+  }
+  out.emplace_back(pat);
+}
+
+bool match_one(std::string_view pat, std::string_view text);
+
+}  // namespace
+
 bool glob_match(std::string_view pat, std::string_view text) {
+  if (pat.find('{') == std::string_view::npos) return match_one(pat, text);
+  std::vector<std::string> alternatives;
+  expand_braces(pat, alternatives);
+  return std::any_of(alternatives.begin(), alternatives.end(),
+                     [&](const std::string& p) { return match_one(p, text); });
+}
+
+namespace {
+
+bool match_one(std::string_view pat, std::string_view text) {
   std::size_t p = 0, t = 0;
   std::size_t star = std::string_view::npos, star_t = 0;
   while (t < text.size()) {
@@ -122,8 +185,6 @@ bool glob_match(std::string_view pat, std::string_view text) {
   while (p < pat.size() && pat[p] == '*') ++p;
   return p == pat.size();
 }
-
-namespace {
 
 bool any_glob(const std::vector<std::string>& globs, std::string_view text) {
   return std::any_of(globs.begin(), globs.end(),

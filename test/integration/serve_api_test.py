@@ -34,8 +34,9 @@ class Server:
 
     def __init__(self, results, studies, token=None, max_runs=4, listen="127.0.0.1:0"):
         self.dir = tempfile.mkdtemp(prefix="mira-serve-")
-        args = [MIRA, "serve", "--listen", listen, "--results-dir", results,
-                "--max-runs", str(max_runs)]
+        args = [MIRA, "serve", "--listen", listen, "--max-runs", str(max_runs)]
+        if results:
+            args += ["--results-dir", results]
         for s in studies:
             args += ["--study", s]
         if token:
@@ -350,6 +351,27 @@ class ServeAuth(unittest.TestCase):
                            capture_output=True, text=True, timeout=GUARD)
         self.assertEqual(r.returncode, 2)
         self.assertIn("needs a token", r.stderr)
+
+
+class ServeMiraToml(unittest.TestCase):
+    def test_mira_toml_launchers_are_on_the_allow_list(self):
+        tmp = tempfile.mkdtemp(prefix="mira-serve-toml-")
+        with open(os.path.join(tmp, "mira.toml"), "w") as f:
+            f.write('[results]\ndir = "saved"\n[launchers.example]\ncmd = "%s"\n' % STUDY)
+        cwd = os.getcwd()
+        os.chdir(tmp)  # mira serve reads the nearest mira.toml from its working directory
+        try:
+            s = Server(None, [])
+        finally:
+            os.chdir(cwd)
+        try:
+            status, _, data = s.json("GET", "/v1/studies")
+            self.assertEqual([x["name"] for x in data["studies"]], ["example"])
+            run = s.start_run({"study": "example", "selection": {"evals": ["greet"]}})
+            self.assertEqual(s.wait_end(run)[-1]["data"]["state"], "done")
+            self.assertTrue(os.path.exists(os.path.join(tmp, "saved", run, "meta.json")))
+        finally:
+            s.close()
 
 
 class ServeLifecycle(unittest.TestCase):

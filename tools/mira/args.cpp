@@ -3,6 +3,8 @@
 
 #include "flags.hpp"
 
+#include <cctype>
+
 namespace mira::cli {
 
 namespace {
@@ -14,42 +16,20 @@ bool positional(const std::string& a) {
 }  // namespace
 
 std::vector<std::string> split_command_line(std::string_view line) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) words.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-      continue;
-    }
-    in_word = true;
-    if (c == '\\') {
-      if (++i >= line.size()) throw usage_error{"--study-cmd ends with a backslash"};
-      word += line[i];
-    } else if (c == '\'') {
-      auto end = line.find('\'', i + 1);
-      if (end == std::string_view::npos)
-        throw usage_error{"--study-cmd has an unterminated ' quote"};
-      word.append(line.substr(i + 1, end - i - 1));
-      i = end;
-    } else if (c == '"') {
-      for (++i;; ++i) {
-        if (i >= line.size()) throw usage_error{"--study-cmd has an unterminated \" quote"};
-        if (line[i] == '"') break;
-        if (line[i] == '\\' && i + 1 < line.size() &&
-            std::string_view("\\\"$`").find(line[i + 1]) != std::string_view::npos)
-          ++i;
-        word += line[i];
-      }
-    } else {
-      word += c;
-    }
-  }
-  if (in_word) words.push_back(std::move(word));
-  return words;
+  auto words = config::split_command_line(line);
+  if (!words) throw usage_error{"--study-cmd " + words.error()};
+  return std::move(*words);
+}
+
+std::string canonical_format(std::string_view name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "xml") return "junit";
+  if (lower == "ndjson") return "jsonl";
+  if (lower == "markdown") return "md";
+  for (auto* f : {"table", "json", "jsonl", "csv", "junit", "md", "html"})
+    if (lower == f) return lower;
+  return {};
 }
 
 run_args parse_args(command cmd, const std::vector<std::string>& args) {
@@ -57,11 +37,20 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
   const bool exports = cmd == command::export_;
   const bool reports = cmd == command::report || exports || cmd == command::store_convert;
   const bool selects = cmd == command::plan || cmd == command::run || cmd == command::score;
+  const bool launches = selects || cmd == command::list || cmd == command::doctor;
   if (exports) out.format = "atif";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "--") {
-      out.study.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      if (out.launch.mode)
+        throw usage_error{"the study is given twice: by --study" +
+                          (*out.launch.mode == config::launch_mode::study
+                               ? std::string()
+                               : "-" + std::string(config::to_string(*out.launch.mode))) +
+                          " and after `--`"};
+      out.launch.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      if (out.launch.argv.empty())
+        throw usage_error{"nothing after `--`: give the study's command"};
       break;
     }
     if (a == "-h" || a == "--help") {
@@ -77,10 +66,16 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.runs.push_back(a);
     } else if (positional(a) && reports && out.run_id.empty()) {
       out.run_id = a;
-    } else if (positional(a) && (selects || exports) && out.selection.filter.empty()) {
+    } else if (positional(a) && (selects || exports || cmd == command::report) &&
+               out.selection.filter.empty()) {
       out.selection.filter = a;
     } else {
-      throw usage_error{"unknown option '" + printable(a) + "'"};
+      std::vector<std::string> names;
+      for (auto& f : flags())
+        if (f.commands & bit(cmd)) names.emplace_back(f.name);
+      auto near = positional(a) ? std::string() : config::did_you_mean(a, names);
+      throw usage_error{"unknown option '" + printable(a) + "'" +
+                        (near.empty() ? std::string() : "; did you mean " + near + "?")};
     }
   }
   if (!exports && !out.out.empty() && out.format == "table")
@@ -95,13 +90,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       throw usage_error{"mira store convert needs --to per-case|compact"};
     return out;
   }
-  if (cmd == command::serve) {
-    if (out.serve_studies.empty())
-      throw usage_error{"mira serve needs at least one --study NAME=CMD"};
-    return out;
-  }
-  if (out.study.empty())
-    throw usage_error{"missing study command: put it after `--` or give --study-cmd"};
+  if (cmd == command::serve) return out;  // its studies are checked with mira.toml's
+  if (!launches) return out;
   if (out.dry_run && !out.resume.empty())
     throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};
   if (cmd == command::score && out.artifacts.empty())

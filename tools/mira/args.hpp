@@ -2,6 +2,7 @@
 // `-- STUDY_CMD ...` tail. Every bad value is a usage_error naming the flag and the value.
 #pragma once
 
+#include <mira/config/launch.hpp>
 #include <mira/report/escape.hpp>
 
 #include <mira/plan/plan.hpp>
@@ -22,8 +23,17 @@ struct usage_error {
 };
 
 struct run_args {
-  std::vector<std::string> study;  // after `--`
+  std::vector<std::string> study;  // the study's argv, once resolved (config_step.hpp)
   bool help = false;
+  bool full = false;  // help --full
+  bool fix = false;   // doctor --fix
+  // How to start the study: a --study* flag, --launcher, or the argv after `--`.
+  config::launch_request launch;
+  std::string preset;      // --preset NAME of mira.toml
+  config::config project;  // the mira.toml in effect (the defaults when there is none)
+  // From mira.toml: the environment block's switch and labels (run, score).
+  bool environment_enabled = true;
+  std::vector<std::pair<std::string, std::string>> environment_labels;
   // Study launch (every command).
   std::vector<std::string> study_env;  // KEY=VALUE, or KEY to pass the host's value
   bool study_env_clear = false;        // start from an empty environment
@@ -40,7 +50,8 @@ struct run_args {
   std::string group_by;
   bool json = false;  // list / plan --json
   // Saved runs (run).
-  std::string results_dir = "results";
+  std::string results_dir = "results";  // --results-dir, else mira.toml's [results] dir
+  bool results_dir_given = false;
   bool dry_run = false;
   store::layout store_layout = store::layout::per_case;  // --store per-case | compact
   std::string resume;                                    // run id
@@ -66,11 +77,16 @@ struct run_args {
   std::size_t max_runs = 4;
 };
 
-enum class command { list, plan, run, score, report, export_, store_convert, merge, serve };
+enum class command { list, plan, run, score, report, export_, store_convert, merge, doctor, serve };
 
 /// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
-/// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd.
+/// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd; a usage_error
+/// names the flag.
 std::vector<std::string> split_command_line(std::string_view line);
+
+/// The canonical name of a report format, whatever its case and alias (xml: junit, ndjson:
+/// jsonl, markdown: md), or "" when it is none.
+std::string canonical_format(std::string_view name);
 
 /// Parses the arguments after the command name.
 run_args parse_args(command cmd, const std::vector<std::string>& args);

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include "commands.hpp"
+#include "config_step.hpp"
 #include "help.hpp"
 #include "session.hpp"
 #include "shard_step.hpp"
@@ -20,6 +21,18 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 
 namespace {
+
+// Listing metadata as ` {k=v, ...}`: strings bare, other values as JSON; "" when empty.
+std::string metadata_text(const json::object& m) {
+  if (m.empty()) return {};
+  std::string out = " {";
+  for (auto& [k, v] : m) {
+    if (out.size() > 2) out += ", ";
+    out += printable(k) + "=" +
+           printable(v.is_string() ? std::string(v.get_string()) : protocol::to_json_text(v));
+  }
+  return out + "}";
+}
 
 void print_list(const protocol::list_result& list) {
   for (auto& e : list.evals) {
@@ -40,6 +53,7 @@ void print_list(const protocol::list_result& list) {
           samples += (t ? "," : "") + printable(e.samples[i].tags[t]);
         samples += "]";
       }
+      samples += metadata_text(e.samples[i].metadata);
     }
     if (e.samples.size() > 10) samples += ", … " + std::to_string(e.samples.size() - 10) + " more";
     std::printf("  samples: %s\n", samples.c_str());
@@ -50,6 +64,8 @@ void print_list(const protocol::list_result& list) {
     for (auto& t : e.targets) {
       targets += (targets.empty() ? "" : ", ") + printable(t.label);
       if (!t.available) targets += " (unavailable)";
+      if (!t.provider.empty()) targets += " provider=" + printable(t.provider);
+      targets += metadata_text(t.metadata);
     }
     std::printf("  targets: %s\n", targets.c_str());
     if (!e.axes.empty()) {
@@ -62,6 +78,7 @@ void print_list(const protocol::list_result& list) {
       }
       std::printf("  axes:    %s\n", axes.c_str());
     }
+    if (!e.metadata.empty()) std::printf("  meta:   %s\n", metadata_text(e.metadata).c_str());
   }
 }
 
@@ -99,6 +116,7 @@ void print_plan(const plan::plan& p, bool as_json, bool sharded) {
 int cmd_list(const std::vector<std::string>& args) {
   auto a = parse_args(command::list, args);
   if (a.help) return std::fputs(command_help(command::list).c_str(), stdout), exit_ok;
+  prepare(command::list, a);
   return run_io([&](int& rc) -> asio::awaitable<void> {
     auto study = co_await open_study(a);
     if (!study) co_return;
@@ -114,6 +132,7 @@ int cmd_list(const std::vector<std::string>& args) {
 int cmd_plan(const std::vector<std::string>& args) {
   auto a = parse_args(command::plan, args);
   if (a.help) return std::fputs(command_help(command::plan).c_str(), stdout), exit_ok;
+  prepare(command::plan, a);
   return run_io([&](int& rc) -> asio::awaitable<void> {
     auto pl = co_await open_and_plan(a, rc);
     if (!pl) co_return;
@@ -127,9 +146,50 @@ int cmd_plan(const std::vector<std::string>& args) {
 
 }  // namespace
 
+namespace {
+
+// An unfiltered `mira report` renders the run's report.json and report.html again (over every
+// saved case), as the Rust host does. Only under the run's lock: a run in progress writes its
+// own at its end. A failure is told and does not change the exit code: the report was shown.
+void rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule::run_report& report,
+                         const aggregate::summary& s) {
+  auto run = store::run_store::open(a.results_dir, a.run_id);
+  if (!run) {
+    std::fprintf(stderr, "mira: note: report.json and report.html left as they are: %s\n",
+                 printable(run.error()).c_str());
+    return;
+  }
+  if (run->meta().made_by_rust_host) {
+    // Its report.json has the Rust host's shape, which its own tools read.
+    std::fprintf(stderr,
+                 "mira: note: run %s was made by the Rust mira CLI: its report files are left as "
+                 "they are\n",
+                 printable(a.run_id).c_str());
+    return;
+  }
+  if (run->meta().finished.empty()) {
+    std::fprintf(stderr,
+                 "mira: note: run %s never finished; its report files are written when "
+                 "`mira run --resume %s` ends\n",
+                 printable(a.run_id).c_str(), printable(a.run_id).c_str());
+    return;
+  }
+  for (auto* format : {"json", "html"}) {
+    auto path = run->path() / (std::string("report.") + format);
+    if (auto ec = write_report(path, format, p, report, s))
+      std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(path.string()).c_str(),
+                   ec.message().c_str());
+  }
+  std::fprintf(stderr, "rewrote report.json and report.html in %s\n",
+               printable(run->path().string()).c_str());
+}
+
+}  // namespace
+
 int cmd_report(const std::vector<std::string>& args) {
   auto a = parse_args(command::report, args);
   if (a.help) return std::fputs(command_help(command::report).c_str(), stdout), exit_ok;
+  prepare(command::report, a);
   auto run = load_saved_run(a);
   if (!run) return exit_usage;
   // A script must never take a report that leaves cases out for the whole run.
@@ -141,8 +201,21 @@ int cmd_report(const std::vector<std::string>& args) {
     return exit_host_error;
   }
   auto [p, report] = run->as_report();
+  const auto& filter = a.selection.filter;
+  if (!filter.empty()) {
+    plan::plan kept;
+    std::vector<schedule::case_record> records;
+    for (std::size_t i = 0; i < p.cases.size(); ++i)
+      if (p.cases[i].logical_key().find(filter) != std::string_view::npos) {
+        kept.cases.push_back(std::move(p.cases[i]));
+        records.push_back(std::move(report.cases[i]));
+      }
+    p = std::move(kept);
+    report.cases = std::move(records);
+  }
   auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
   if (!emit_report(a, p, report, s, false)) return exit_host_error;
+  if (filter.empty() && unreadable == 0) rewrite_run_reports(a, p, report, s);
   if (unreadable > 0) {
     std::fprintf(stderr,
                  "mira: the report is incomplete: %zu of %zu saved result(s) of run %s cannot be "
@@ -155,6 +228,14 @@ int cmd_report(const std::vector<std::string>& args) {
 
 int main(const std::vector<std::string>& args) {
   try {
+    if (args.size() >= 2 && args[0] == "help") {
+      if (args[1] == "--full" && args.size() == 2)
+        return std::fputs(full_help().c_str(), stdout), exit_ok;
+      if (auto cmd = command_named(args[1]); cmd && args.size() == 2)
+        return std::fputs(command_help(*cmd).c_str(), stdout), exit_ok;
+      throw usage_error{"mira help takes --full or a command name, got '" + printable(args[1]) +
+                        "'"};
+    }
     if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
       std::fputs(main_help, args.empty() ? stderr : stdout);
       return args.empty() ? exit_usage : exit_ok;
@@ -174,8 +255,10 @@ int main(const std::vector<std::string>& args) {
     if (args[0] == "store") return cmd_store(rest);
     if (args[0] == "merge") return cmd_merge(rest);
     if (args[0] == "serve") return cmd_serve(rest);
+    if (args[0] == "doctor") return cmd_doctor(rest);
     throw usage_error{"unknown command '" + printable(args[0]) +
-                      "' (commands: list, plan, run, score, report, export, store, merge, serve)"};
+                      "' (commands: list, plan, run, score, report, export, store, merge, doctor, "
+                      "serve, help)"};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "mira: %s\nRun `mira --help` for usage.\n", e.message.c_str());
     return exit_usage;

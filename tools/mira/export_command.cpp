@@ -3,6 +3,7 @@
 // synthesised from the saved transcript summary; the verdict and the case identity go in
 // `extra`. No study is started.
 #include "commands.hpp"
+#include "config_step.hpp"
 #include "help.hpp"
 #include "session.hpp"
 
@@ -89,6 +90,7 @@ json::object export_document(const std::string& run_id, const plan::planned_case
 int cmd_export(const std::vector<std::string>& args) {
   auto a = parse_args(command::export_, args);
   if (a.help) return std::fputs(command_help(command::export_).c_str(), stdout), exit_ok;
+  prepare(command::export_, a);
   auto run = load_saved_run(a);
   if (!run) return exit_usage;
   // A run made by `mira score` knows where its artifacts are.

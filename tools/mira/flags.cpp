@@ -57,6 +57,37 @@ void one_of(const std::string& flag, const std::string& v,
     throw usage_error{flag + " must be " + std::string(said) + ", got '" + printable(v) + "'"};
 }
 
+// A comma-separated list of globs; commas inside {a,b} alternatives do not separate.
+std::vector<std::string> split_globs(const std::string& s) {
+  std::vector<std::string> out;
+  std::string part;
+  int depth = 0;
+  for (char c : s) {
+    if (c == ',' && depth == 0) {
+      if (!part.empty()) out.push_back(std::move(part));
+      part.clear();
+      continue;
+    }
+    depth += c == '{' ? 1 : c == '}' && depth > 0 ? -1 : 0;
+    part += c;
+  }
+  if (!part.empty()) out.push_back(std::move(part));
+  return out;
+}
+
+// Records one way to start the study; a second one is a usage error.
+void study_mode(run_args& o, const std::string& flag, config::launch_mode m, const std::string& v) {
+  if (o.launch.mode)
+    throw usage_error{"give one way to start the study: " + flag + " and " +
+                      (*o.launch.mode == config::launch_mode::study
+                           ? std::string("--study")
+                           : "--study-" + std::string(config::to_string(*o.launch.mode))) +
+                      " are both given"};
+  if (v.empty()) throw usage_error{flag + " is empty"};
+  o.launch.mode = m;
+  o.launch.value = v;
+}
+
 json::value strings_json(const std::vector<std::string>& v) {
   json::array out;
   for (auto& s : v) out.emplace_back(s);
@@ -74,7 +105,7 @@ json::value optional_json(const std::optional<T>& v) {
 }
 
 constexpr unsigned selecting = bit(command::plan) | bit(command::run) | bit(command::score);
-constexpr unsigned launching = selecting | bit(command::list);
+constexpr unsigned launching = selecting | bit(command::list) | bit(command::doctor);
 constexpr unsigned running = bit(command::run) | bit(command::score);
 constexpr unsigned reporting = running | bit(command::report);
 
@@ -86,9 +117,46 @@ const flag_spec table[] = {
     {"--study-cmd", "", "\"CMD ARGS\"", launching, hs::launch,
      "the study's command line as one string (shell-like quoting)",
      [](run_args& o, const std::string& f, const std::string& v) {
-       o.study = split_command_line(v);
-       if (o.study.empty()) throw usage_error{f + " is empty"};
+       if (split_command_line(v).empty()) throw usage_error{f + " is empty"};
+       study_mode(o, f, config::launch_mode::cmd, v);
      }},
+    {"--study", "", "PATH", launching, hs::launch,
+     "the study file: .py runs with python3 (uv run when uv is\ninstalled and the file has "
+     "inline script metadata), .mjs/.js\nwith node, .rs with cargo; an executable runs itself",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       study_mode(o, f, config::launch_mode::study, v);
+     }},
+    {"--study-python", "", "\"SCRIPT ARGS\"", launching, hs::launch, "python3 SCRIPT ARGS",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       study_mode(o, f, config::launch_mode::python, v);
+     }},
+    {"--study-uv", "", "\"SCRIPT ARGS\"", launching, hs::launch, "uv run SCRIPT ARGS",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       study_mode(o, f, config::launch_mode::uv, v);
+     }},
+    {"--study-bin", "", "NAME", launching, hs::launch, "cargo run -q --bin NAME",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       study_mode(o, f, config::launch_mode::bin, v);
+     }},
+    {"--study-example", "", "NAME", launching, hs::launch, "cargo run -q --example NAME",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       study_mode(o, f, config::launch_mode::example, v);
+     }},
+    {"--study-script", "", "PATH", launching, hs::launch,
+     "a single-file Rust study (cargo script format), whatever\nits extension; built by cargo",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       study_mode(o, f, config::launch_mode::script, v);
+     }},
+    {"--package", "", "PKG", launching, hs::launch,
+     "the cargo package of --study-bin/--study-example",
+     [](run_args& o, const std::string&, const std::string& v) { o.launch.package = v; }},
+    {"--manifest-path", "", "PATH", launching, hs::launch,
+     "the Cargo.toml of --study-bin/--study-example",
+     [](run_args& o, const std::string&, const std::string& v) { o.launch.manifest_path = v; }},
+    {"--launcher", "", "NAME", launching, hs::launch,
+     "[launchers.NAME] of mira.toml (default: its\ndefault_launcher); a --study* flag replaces "
+     "its mode",
+     [](run_args& o, const std::string&, const std::string& v) { o.launch.launcher = v; }},
     {"--study-env", "", "KEY[=VALUE]", launching, hs::launch,
      "set KEY for the study (KEY alone: the host's value); repeatable",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -112,21 +180,26 @@ const flag_spec table[] = {
      }},
 
     // Selection.
+    {"--preset", "", "NAME", selecting, hs::selection,
+     "[presets.NAME] of mira.toml: its evals, samples, targets,\ntag, axes and timeout, each "
+     "unless given here",
+     [](run_args& o, const std::string&, const std::string& v) { o.preset = v; }, "preset",
+     [](const run_args& a) -> json::value { return json::string(a.preset); }},
     {"--evals", "", "GLOBS", selecting, hs::selection, "evals to run",
      [](run_args& o, const std::string&, const std::string& v) {
-       auto globs = split(v, ',');
+       auto globs = split_globs(v);
        o.selection.evals.insert(o.selection.evals.end(), globs.begin(), globs.end());
      },
      "selection.evals", [](const run_args& a) { return strings_json(a.selection.evals); }},
     {"--samples", "", "GLOBS", selecting, hs::selection, "sample ids",
      [](run_args& o, const std::string&, const std::string& v) {
-       auto globs = split(v, ',');
+       auto globs = split_globs(v);
        o.selection.samples.insert(o.selection.samples.end(), globs.begin(), globs.end());
      },
      "selection.samples", [](const run_args& a) { return strings_json(a.selection.samples); }},
     {"--targets", "", "GLOBS", selecting, hs::selection, "target labels",
      [](run_args& o, const std::string&, const std::string& v) {
-       auto globs = split(v, ',');
+       auto globs = split_globs(v);
        o.selection.targets.insert(o.selection.targets.end(), globs.begin(), globs.end());
      },
      "selection.targets", [](const run_args& a) { return strings_json(a.selection.targets); }},
@@ -135,12 +208,17 @@ const flag_spec table[] = {
      [](run_args& o, const std::string&, const std::string& v) { o.selection.tags.push_back(v); },
      "selection.tags", [](const run_args& a) { return strings_json(a.selection.tags); }},
     {"--axis", "", "NAME=V1,V2", selecting, hs::selection,
-     "axis values (repeatable; the same NAME twice intersects)",
+     "axis values (repeatable; the same NAME twice intersects);\ntarget=GLOBS is --targets GLOBS",
      [](run_args& o, const std::string& f, const std::string& v) {
        auto eq = v.find('=');
        if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
          throw usage_error{f + " needs NAME=V1,V2, got '" + printable(v) + "'"};
-       o.selection.axes.emplace_back(v.substr(0, eq), split(v.substr(eq + 1), ','));
+       auto name = v.substr(0, eq);
+       auto globs = split_globs(v.substr(eq + 1));
+       if (name == "target")  // the primary axis: the same as --targets
+         o.selection.targets.insert(o.selection.targets.end(), globs.begin(), globs.end());
+       else
+         o.selection.axes.emplace_back(name, std::move(globs));
      },
      "selection.axes",
      [](const run_args& a) -> json::value {
@@ -284,11 +362,16 @@ const flag_spec table[] = {
      [](run_args& o, const std::string&, const std::string& v) { o.group_by = v; }},
     {"--format", "", "F", reporting, hs::report,
      "table (default); json, jsonl (one line per case as it ends,\nthen the summary), csv, junit, "
-     "md or html (one\nself-contained page with charts)",
+     "md or html (one\nself-contained page with charts); any case; xml is junit,\nndjson is "
+     "jsonl, markdown is md",
      [](run_args& o, const std::string& f, const std::string& v) {
-       one_of(f, v, {"table", "json", "jsonl", "csv", "junit", "md", "html"},
-              "table, json, jsonl, csv, junit, md or html");
-       o.format = v;
+       auto format = canonical_format(v);
+       if (format.empty())
+         throw usage_error{f +
+                           " must be table, json, jsonl (ndjson), csv, junit (xml), md "
+                           "(markdown) or html, got '" +
+                           printable(v) + "'"};
+       o.format = format;
      }},
     {"--out", "", "PATH", reporting, hs::report,
      "write the --format report to PATH (a file is replaced\nwhole; a device, FIFO or symlink "
@@ -318,9 +401,12 @@ const flag_spec table[] = {
     // Saved runs.
     {"--results-dir", "", "DIR",
      reporting | bit(command::export_) | bit(command::store_convert) | bit(command::merge) |
-         bit(command::serve),
-     hs::saved, "where run folders are (default ./results)",
-     [](run_args& o, const std::string&, const std::string& v) { o.results_dir = v; }},
+         bit(command::doctor) | bit(command::serve),
+     hs::saved, "where run folders are (default: mira.toml's [results] dir,\nelse ./results)",
+     [](run_args& o, const std::string&, const std::string& v) {
+       o.results_dir = v;
+       o.results_dir_given = true;
+     }},
     {"--dry-run", "", "", running, hs::saved, "save nothing",
      [](run_args& o, const std::string&, const std::string&) { o.dry_run = true; }},
     {"--store", "", "LAYOUT", running, hs::saved,
@@ -401,6 +487,9 @@ const flag_spec table[] = {
      [](run_args& o, const std::string& f, const std::string& v) {
        o.max_runs = static_cast<std::size_t>(whole_number(f, v, 1, 1000));
      }},
+    {"--fix", "", "", bit(command::doctor), hs::saved,
+     "create a missing results dir and a starter mira.toml\n(nothing that exists is changed)",
+     [](run_args& o, const std::string&, const std::string&) { o.fix = true; }},
 };
 
 std::string_view section_title(help_section s) {
@@ -408,7 +497,7 @@ std::string_view section_title(help_section s) {
     case hs::launch:
       return "Study launch";
     case hs::selection:
-      return "Selection (globs: * ? [...]; comma-separated lists; each must match something)";
+      return "Selection (globs: * ? [...] {a,b}; comma-separated lists; each must match something)";
     case hs::output:
       return "Output";
     case hs::scheduling:

@@ -18,19 +18,21 @@ help_text text_of(command cmd) {
     case command::list:
       return {
           "mira list - print the study's catalogue (every sample page)\n\n"
-          "Usage: mira list [--json] -- STUDY_CMD [ARGS...]\n",
+          "Usage: mira list [--json] STUDY\n",
           "Example:\n  mira list -- ./build/examples/example_study\n"};
     case command::plan:
       return {
           "mira plan - show what a selection would run, without running it\n\n"
-          "Usage: mira plan [FILTER] [selection] [--json] -- STUDY_CMD [ARGS...]\n",
+          "Usage: mira plan [FILTER] [selection] [--json] STUDY\n",
           "Example:\n  mira plan --evals 'reason*' --axis effort=high -- "
           "./build/examples/example_study\n"};
     case command::run:
       return {
           "mira run - run the selected cases and report\n\n"
-          "Usage: mira run [FILTER] [selection] [options] -- STUDY_CMD [ARGS...]\n"
-          "       mira run --execute-only --artifacts DIR [selection] [options] -- STUDY_CMD\n",
+          "Usage: mira run [FILTER] [selection] [options] STUDY\n"
+          "       mira run --execute-only --artifacts DIR [selection] [options] STUDY\n"
+          "STUDY: -- STUDY_CMD [ARGS...], a --study* flag, --launcher NAME, or none with\n"
+          "mira.toml's default_launcher (see Study launch).\n",
           "Exit codes: 0 every scored case passed, 1 some case failed, 2 usage error, 3 host "
           "or\nstudy error, 4 stopped by a budget or the deadline, 130 interrupted (Ctrl-C: "
           "the first\npress cancels what is in flight, saves and reports; the second quits "
@@ -43,8 +45,7 @@ help_text text_of(command cmd) {
       return {
           "mira score - score saved execute artifacts again, without re-running the "
           "subject\n\n"
-          "Usage: mira score --artifacts DIR [FILTER] [selection] [options] -- STUDY_CMD "
-          "[ARGS...]\n\n"
+          "Usage: mira score --artifacts DIR [FILTER] [selection] [options] STUDY\n\n"
           "Sends `score` with each artifact's transcript (the study must advertise `score`) "
           "and saves\na new run, as `mira run` would. Planned cases without an artifact are "
           "left out;\nartifacts of skipped cases are reported skipped.\n",
@@ -54,7 +55,9 @@ help_text text_of(command cmd) {
     case command::report:
       return {
           "mira report - show a saved run again, without the study\n\n"
-          "Usage: mira report RUN_ID [options]\n",
+          "Usage: mira report RUN_ID [FILTER] [options]\n\n"
+          "  FILTER  only cases whose eval/sample@target[k=v] contains FILTER; without it the\n"
+          "          run's report.json and report.html are rendered again\n",
           "Cases are shown in natural key order (case-2 before case-10). Run folders of "
           "either layout,\nand those of the Rust mira CLI, are read. Exit codes: 0; 2 when "
           "there is no such run; 3 when some\nsaved result cannot be read (each is named; "
@@ -92,6 +95,19 @@ help_text text_of(command cmd) {
           "interrupted)\nand exits 0; after a restart they are listed and resumable. Exit "
           "codes: 0 stopped; 2 a bad\nargument; 3 cannot listen.\n\n"
           "Example:\n  mira serve --study demo='python3 study.py' --results-dir results\n"};
+    case command::doctor:
+      return {
+          "mira doctor - check mira.toml, the study's listing and the results dir\n\n"
+          "Usage: mira doctor [--fix] [--results-dir DIR] [STUDY]\n\n"
+          "Checks mira.toml (syntax, types, unknown keys), what each launcher needs on PATH,\n"
+          "the study's listing (duplicate names, keys that would collide, empty samples,\n"
+          "targets or scorers, unavailable targets, presets and [targets] that name nothing)\n"
+          "and the results dir (writable, runs in use or never finished, torn or unreadable\n"
+          "files). The study is the one `mira run` would start; with none, its checks are left\n"
+          "out.\n",
+          "Each finding is printed as `error:`, `warning:` or `ok:` per section, then a summary.\n"
+          "Exit codes: 0 no errors (warnings allowed), 1 some error, 2 usage error.\n\n"
+          "Example:\n  mira doctor --fix --study study.py\n"};
     case command::merge:
       return {
           "mira merge - merge the shard runs of one plan into one run\n\n"
@@ -117,6 +133,30 @@ help_text text_of(command cmd) {
 std::string command_help(command cmd) {
   auto [head, tail] = text_of(cmd);
   return std::string(head) + '\n' + options_help(cmd) + '\n' + tail;
+}
+
+std::optional<command> command_named(std::string_view name) {
+  static constexpr std::pair<std::string_view, command> names[] = {
+      {"list", command::list},           {"plan", command::plan},     {"run", command::run},
+      {"score", command::score},         {"report", command::report}, {"export", command::export_},
+      {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor},
+      {"serve", command::serve}};
+  for (auto& [n, c] : names)
+    if (n == name) return c;
+  return std::nullopt;
+}
+
+std::string full_help() {
+  std::string out = main_help;
+  for (auto name :
+       {"list", "plan", "run", "score", "report", "export", "store", "merge", "doctor"}) {
+    out += "\n" + std::string(78, '-') + "\n";
+    out += command_help(*command_named(name));
+  }
+  out += "\n" + std::string(78, '-') +
+         "\nDocumentation: docs/cli.md (every command and flag, mira.toml, migrating from the "
+         "Rust\nCLI), docs/performance.md, README.md.\n";
+  return out;
 }
 
 }  // namespace mira::cli

@@ -2,6 +2,7 @@
 // plan (`mira run --shard I/N` on several machines) become one run folder
 // (store::merge_runs); the command only resolves its arguments and says what happened.
 #include "commands.hpp"
+#include "config_step.hpp"
 #include "help.hpp"
 #include "session.hpp"
 
@@ -28,6 +29,7 @@ fs::path run_folder_of(const std::string& arg, const fs::path& results_dir) {
 int cmd_merge(const std::vector<std::string>& args) {
   auto a = parse_args(command::merge, args);
   if (a.help) return std::fputs(command_help(command::merge).c_str(), stdout), exit_ok;
+  prepare(command::merge, a);
   store::merge_options o;
   o.results_dir = a.results_dir;
   o.run_id = a.merged_run_id;

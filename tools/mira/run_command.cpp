@@ -2,6 +2,7 @@
 // run the plan through run_plan, save, report, exit code. Also executes without scoring into an
 // artifacts directory (--execute-only) and scores such artifacts (`mira score`).
 #include "commands.hpp"
+#include "config_step.hpp"
 #include "flags.hpp"
 #include "help.hpp"
 #include "session.hpp"
@@ -242,7 +243,8 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
   if (!meta.made_by_rust_host) meta.initialize = study.init.raw;
   if (meta.study_command.empty()) meta.study_command = a.study;
   if (meta.host.empty()) meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
-  if (meta.environment.empty()) meta.environment = environment_json();
+  if (meta.environment.empty() && a.environment_enabled)
+    meta.environment = environment_json(a.environment_labels);
   meta.fingerprints = fingerprints(study.list);
   if (meta.study_env.empty()) {
     json::array env_names;  // names only: values (API keys) never reach a run folder
@@ -496,6 +498,15 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     std::optional<store::shard_info> shard;
     if (!select_shard(a, p, shard, rc)) co_return;
     if (p.cases.empty()) std::fprintf(stderr, "mira: no cases matched the selection\n");
+    auto timeout = planned_timeout(a, a.project, study.list, p);
+    if (!timeout) {
+      std::fprintf(stderr, "mira: %s\n", printable(timeout.error()).c_str());
+      rc = exit_usage;
+      co_return;
+    }
+    if (*timeout)
+      a.policy.case_timeout =
+          std::chrono::duration_cast<schedule::duration>(std::chrono::duration<double>(**timeout));
     auto arts = open_artifacts(a, m, study, p, rc);
     if (!arts) co_return;
     auto st = open_store(args, a, m, study, p, shard, rc);
@@ -541,6 +552,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
 int cmd_run(const std::vector<std::string>& args) {
   auto a = parse_args(command::run, args);
   if (a.help) return std::fputs(command_help(command::run).c_str(), stdout), exit_ok;
+  prepare(command::run, a);
   auto m = a.execute_only ? mode::execute_only : mode::run;
   return run_cases(args, std::move(a), m);
 }
@@ -548,6 +560,7 @@ int cmd_run(const std::vector<std::string>& args) {
 int cmd_score(const std::vector<std::string>& args) {
   auto a = parse_args(command::score, args);
   if (a.help) return std::fputs(command_help(command::score).c_str(), stdout), exit_ok;
+  prepare(command::score, a);
   return run_cases(args, std::move(a), mode::score);
 }
 

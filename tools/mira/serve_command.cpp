@@ -1,16 +1,19 @@
 // `mira serve`: the library's server (mira/serve/server.hpp) on this process's io_context, with
 // its configuration from the flags and SIGTERM/SIGINT stopping it gracefully.
 #include "commands.hpp"
+#include "config_step.hpp"
 #include "flags.hpp"
 #include "help.hpp"
 #include "session.hpp"
 
+#include <mira/config/launch.hpp>
 #include <mira/serve/server.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -22,7 +25,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-serve::server_config config_from(const run_args& a) {
+serve::server_config config_from(const run_args& a, const config::config& project) {
   serve::server_config c;
   auto colon = a.listen.rfind(':');
   c.address = a.listen.substr(0, colon);
@@ -34,6 +37,23 @@ serve::server_config config_from(const run_args& a) {
     if (!e) throw usage_error{"--study: " + printable(e.error())};
     c.studies.push_back(std::move(*e));
   }
+  // mira.toml's launchers are on the allow-list too, under their names (a --study of the same
+  // name wins), each resolved to its argv as `mira run --launcher NAME` resolves it.
+  auto probe = config::system_probe::real();
+  for (auto& [name, launcher] : project.launchers) {
+    if (std::any_of(c.studies.begin(), c.studies.end(),
+                    [&](const serve::study_entry& e) { return e.name == name; }))
+      continue;
+    config::launch_request r;
+    r.launcher = name;
+    auto resolved = config::resolve_launch(r, project, probe);
+    if (!resolved)
+      throw usage_error{"mira.toml launcher '" + printable(name) +
+                        "': " + printable(resolved.error())};
+    c.studies.push_back({name, std::move(resolved->argv)});
+  }
+  if (c.studies.empty())
+    throw usage_error{"mira serve needs a study: --study NAME=CMD, or a launcher in mira.toml"};
   if (!a.token_file.empty()) {
     std::ifstream in(a.token_file);
     if (!in) throw usage_error{"--token-file: cannot read " + printable(a.token_file)};
@@ -57,7 +77,9 @@ serve::server_config config_from(const run_args& a) {
 int cmd_serve(const std::vector<std::string>& args) {
   auto a = parse_args(command::serve, args);
   if (a.help) return std::fputs(command_help(command::serve).c_str(), stdout), exit_ok;
-  auto config = config_from(a);
+  auto project = load_project_config();
+  if (!a.results_dir_given) a.results_dir = project.results_dir.string();  // [results] dir
+  auto config = config_from(a, project);
   std::signal(SIGPIPE, SIG_IGN);  // a study that died must not take the server with it
   asio::io_context ctx{1};
   serve::server srv(ctx.get_executor(), config);

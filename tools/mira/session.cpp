@@ -104,13 +104,19 @@ std::string first_line_of(const std::string& command) {
 }
 
 // Where the run happened: enough to tell two runs' conditions apart, nothing secret.
-json::object environment_json() {
+json::object environment_json(const std::vector<std::pair<std::string, std::string>>& labels) {
   json::object env;
   utsname u{};
   if (::uname(&u) == 0) {
     env["os"] = std::string(u.sysname) + " " + u.release;
     env["arch"] = u.machine;
   }
+  // As the Rust host finds it: $HOSTNAME (set by the shell, and what a container may override),
+  // else the kernel's name.
+  if (const char* h = std::getenv("HOSTNAME"); h && *h)
+    env["hostname"] = h;
+  else if (u.nodename[0])
+    env["hostname"] = u.nodename;
   env["cpus"] = std::thread::hardware_concurrency();
   std::ifstream meminfo("/proc/meminfo");
   for (std::string line; std::getline(meminfo, line);)
@@ -129,6 +135,11 @@ json::object environment_json() {
                     "GITHUB_ACTOR", "CI_PIPELINE_ID", "CI_JOB_URL"})
     if (const char* v = std::getenv(var)) ci[var] = v;
   if (!ci.empty()) env["ci"] = std::move(ci);
+  if (!labels.empty()) {
+    json::object l;
+    for (auto& [k, v] : labels) l[k] = v;
+    env["labels"] = std::move(l);
+  }
   return env;
 }
 
@@ -288,7 +299,12 @@ asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc
   if (!study) co_return std::nullopt;
   auto p = plan::make_plan(study->list, a.selection);
   if (!p) {
-    std::fprintf(stderr, "mira: %s\n", printable(p.error().message).c_str());
+    // A glob may come from the preset rather than from the flag the message names.
+    auto from = a.preset.empty() ? std::string()
+                                 : " (--preset " + a.preset +
+                                       " gives the selection flags the command line leaves out)";
+    std::fprintf(stderr, "mira: %s%s\n", printable(p.error().message).c_str(),
+                 printable(from).c_str());
     co_await study->host.shutdown();
     rc = exit_usage;
     co_return std::nullopt;

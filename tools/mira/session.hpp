@@ -145,8 +145,10 @@ boost::asio::awaitable<schedule::run_report> run_study(study_processes& study, c
                                                        schedule::run_policy policy,
                                                        schedule::run_hooks hooks);
 
-/// Where the run happened: enough to tell two runs' conditions apart, nothing secret.
-boost::json::object environment_json();
+/// Where the run happened: enough to tell two runs' conditions apart, nothing secret. `labels`
+/// (mira.toml's [environment.labels]) are added as they are.
+boost::json::object environment_json(
+    const std::vector<std::pair<std::string, std::string>>& labels = {});
 
 /// SHA-256 of each eval's canonical listing entry: a resumed run can tell what changed.
 boost::json::object fingerprints(const protocol::list_result& list);

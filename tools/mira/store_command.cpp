@@ -2,6 +2,7 @@
 // other layout under the run's lock, then records the layout in meta.json. Nothing is lost on
 // the way: the new layout is durable before the old one's files go (store::convert_run_layout).
 #include "commands.hpp"
+#include "config_step.hpp"
 #include "help.hpp"
 #include "session.hpp"
 
@@ -20,6 +21,7 @@ int cmd_store(const std::vector<std::string>& args) {
     throw usage_error{"mira store: unknown action '" + printable(args[0]) + "' (convert)"};
   auto a = parse_args(command::store_convert, {args.begin() + 1, args.end()});
   if (a.help) return std::fputs(command_help(command::store_convert).c_str(), stdout), exit_ok;
+  prepare(command::store_convert, a);
   const auto& run_id = a.run_id;
   const auto to = a.convert_to;
   auto run = store::run_store::open(a.results_dir, run_id);

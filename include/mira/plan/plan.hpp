@@ -25,7 +25,8 @@ struct planned_case {
   std::string_view logical_key() const;
 };
 
-/// What to run. Globs understand `*`, `?` and `[...]` (with `!` or `^` to negate, `a-z`).
+/// What to run. Globs understand `*`, `?`, `[...]` (with `!` or `^` to negate, `a-z`) and
+/// `{a,b}` alternatives (nestable).
 struct selection {
   std::string filter;              // substring of the logical key
   std::vector<std::string> evals;  // any of these globs

@@ -16,7 +16,7 @@ namespace {
 
 constexpr command all_commands[] = {command::list,          command::plan,   command::run,
                                     command::score,         command::report, command::export_,
-                                    command::store_convert, command::merge};
+                                    command::store_convert, command::merge,  command::doctor};
 
 // `name` stands in `text` as a whole flag (not as the head of a longer one).
 bool mentions(const std::string& text, std::string_view name) {

@@ -1,0 +1,80 @@
+// From "how to start the study" (a --study* flag, a launcher of mira.toml, or an argv after
+// `--`) to the argv to spawn, the way the Rust `mira` CLI resolves it: `.py` through python3
+// (or `uv run` when uv is installed and the file carries inline script metadata), `.mjs`/`.js`
+// through node, an executable as itself, cargo for bins, examples and single-file Rust studies.
+// The file system and PATH are reached through a probe, so resolution is tested without them.
+#pragma once
+
+#include <mira/config/mira_toml.hpp>
+
+#include <tl/expected.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mira::config {
+
+/// What the command line asked for. At most one of `mode` and `argv` is set (the parser's job).
+struct launch_request {
+  std::optional<launch_mode> mode;  // --study, --study-script, --study-python, ...
+  std::string value;                // that flag's value
+  std::vector<std::string> argv;    // after `--`, or --study-cmd split
+  std::string launcher;             // --launcher NAME
+  std::string package;              // --package (cargo modes)
+  std::string manifest_path;        // --manifest-path (cargo modes)
+};
+
+/// What resolution may ask of the system.
+struct system_probe {
+  /// The program's full path when it is on PATH.
+  std::function<std::optional<std::filesystem::path>(const std::string& program)> find_program;
+  std::function<bool(const std::filesystem::path&)> is_file;
+  std::function<bool(const std::filesystem::path&)> is_executable;
+  /// The first bytes of a file ("" when unreadable): enough to see inline script metadata.
+  std::function<std::string(const std::filesystem::path&)> head;
+  /// Writes the cargo crate that runs a single-file Rust study; returns its Cargo.toml.
+  std::function<tl::expected<std::filesystem::path, std::string>(const std::filesystem::path&)>
+      cargo_script_crate;
+
+  /// PATH, the real file system, and cargo_script_crate writing under $TMPDIR/mira-script.
+  static system_probe real();
+};
+
+struct resolved_launch {
+  std::vector<std::string> argv;
+  std::string origin;                 // "--study", "launcher \"py\" (mira.toml)", "--", ...
+  std::vector<std::string> programs;  // what must be on PATH: "python3", "node", "cargo", ...
+};
+
+/// The argv for a request: an explicit mode or argv wins; else --launcher NAME; else
+/// `default_launcher`; a launcher's mode is replaced by an explicit one, and --package /
+/// --manifest-path overlay its own. Errors say what is missing: an unknown launcher (listing
+/// the known ones), a file that does not exist, a kind of file with no runner (listing the
+/// kinds), a program not on PATH (cargo, node, python3, uv), or nothing to launch at all.
+tl::expected<resolved_launch, std::string> resolve_launch(const launch_request& r, const config& c,
+                                                          const system_probe& probe);
+
+/// Splits a command line the way a POSIX shell splits words: single quotes, double quotes (with
+/// \\ \" \$ \` escapes), backslash escapes; no expansion. Errors name the unterminated quote.
+tl::expected<std::vector<std::string>, std::string> split_command_line(std::string_view line);
+
+/// Whether a Python file declares PEP 723 inline script metadata (`# /// script`).
+bool has_inline_script_metadata(std::string_view python_source);
+
+/// The crate for a single-file Rust study (cargo's script format: an optional `#!` line, an
+/// optional `---` TOML front matter with [dependencies] and [package]): its Cargo.toml text,
+/// and the body (front matter replaced by blank lines so compiler messages keep their line
+/// numbers). `name` is the crate's name; relative `path` dependencies are made relative to
+/// `script_dir`. Errors name the script's line.
+struct cargo_script {
+  std::string manifest;
+  std::string main_rs;
+};
+tl::expected<cargo_script, std::string> make_cargo_script(std::string_view source,
+                                                          const std::string& name,
+                                                          const std::filesystem::path& script_dir);
+
+}  // namespace mira::config

@@ -1,0 +1,94 @@
+// mira.toml applied to a command (see config_step.hpp).
+#include "config_step.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace mira::cli {
+
+namespace {
+
+std::string seconds_text(std::optional<double> s) {
+  if (!s) return "none";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", *s);
+  return buf;
+}
+
+}  // namespace
+
+config::config load_project_config() {
+  std::error_code ec;
+  auto cwd = std::filesystem::current_path(ec);
+  auto c = config::discover_config(ec ? std::filesystem::path(".") : cwd);
+  if (!c) throw usage_error{c.error().to_string()};
+  for (auto& w : c->warnings)
+    std::fprintf(stderr, "mira: warning: %s\n", printable(w.to_string()).c_str());
+  return std::move(*c);
+}
+
+void apply_config(command cmd, run_args& a, const config::config& c) {
+  a.project = c;
+  if (!a.results_dir_given) a.results_dir = c.results_dir.string();
+  a.environment_enabled = c.environment_enabled;
+  a.environment_labels = c.environment_labels;
+  if (!a.preset.empty()) {
+    auto p = c.find_preset(a.preset);
+    if (!p) throw usage_error{"--preset: " + p.error()};
+    a.selection = config::apply_preset(**p, std::move(a.selection));
+  }
+  const bool launches = cmd == command::list || cmd == command::plan || cmd == command::run ||
+                        cmd == command::score || cmd == command::doctor;
+  if (!launches) return;
+  auto launch = config::resolve_launch(a.launch, c, config::system_probe::real());
+  if (!launch) throw usage_error{launch.error()};
+  a.study = std::move(launch->argv);
+}
+
+void prepare(command cmd, run_args& a) {
+  apply_config(cmd, a, load_project_config());
+}
+
+tl::expected<std::optional<double>, std::string> planned_timeout(const run_args& a,
+                                                                 const config::config& c,
+                                                                 const protocol::list_result& list,
+                                                                 const plan::plan& p) {
+  std::set<std::string, std::less<>> declared;
+  for (auto& e : list.evals)
+    for (auto& t : e.targets) declared.insert(t.label);
+  for (auto& [label, settings] : c.targets)
+    if (!declared.count(label))
+      std::fprintf(stderr,
+                   "mira: warning: %s:%zu: [targets] names \"%s\", which no eval of the "
+                   "study declares\n",
+                   printable(c.file.string()).c_str(), settings.where.line,
+                   printable(label).c_str());
+  if (a.policy.case_timeout) return std::chrono::duration<double>(*a.policy.case_timeout).count();
+  const config::preset* preset = nullptr;
+  if (!a.preset.empty())
+    if (auto found = c.find_preset(a.preset)) preset = *found;
+  std::map<std::string, std::optional<double>, std::less<>> by_target;
+  for (auto& pc : p.cases)
+    if (!by_target.count(pc.params.target))
+      by_target.emplace(pc.params.target,
+                        config::effective_timeout(c, preset, pc.params.target, std::nullopt));
+  std::optional<std::optional<double>> common;
+  for (auto& [label, t] : by_target) {
+    if (!common) {
+      common = t;
+    } else if (*common != t) {
+      std::string list_text;
+      for (auto& [l, v] : by_target)
+        list_text += (list_text.empty() ? "" : ", ") + printable(l) + ": " + seconds_text(v);
+      return tl::unexpected(
+          "the planned targets have different timeouts in mira.toml (" + list_text +
+          "); a run has one per-attempt timeout: select targets with the same one, or give "
+          "--timeout");
+    }
+  }
+  return common ? *common : std::nullopt;
+}
+
+}  // namespace mira::cli
