@@ -71,8 +71,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       out.selection.filter = a;
     } else {
       std::vector<std::string> names;
-      for (auto& f : flags())
-        if (f.commands & bit(cmd)) names.emplace_back(f.name);
+      for (auto& known : flags())
+        if (known.commands & bit(cmd)) names.emplace_back(known.name);
       auto near = positional(a) ? std::string() : config::did_you_mean(a, names);
       throw usage_error{"unknown option '" + printable(a) + "'" +
                         (near.empty() ? std::string() : "; did you mean " + near + "?")};
@@ -96,6 +96,7 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       throw usage_error{"mira store convert needs --to per-case|compact"};
     return out;
   }
+  if (cmd == command::serve) return out;  // its studies are checked with mira.toml's
   if (!launches) return out;
   if (out.dry_run && !out.resume.empty())
     throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};

@@ -75,6 +75,12 @@ struct run_args {
   // run --experiment: the plan, and how many treatments run at once.
   std::string experiment;
   std::size_t experiment_parallel = 1;
+  // serve: where to listen, the allow-listed studies (NAME=CMD), the bearer token's file, and
+  // how many runs may go at once.
+  std::string listen = "127.0.0.1:8750";
+  std::vector<std::string> serve_studies;
+  std::string token_file;
+  std::size_t max_runs = 4;
 };
 
 enum class command {
@@ -87,7 +93,8 @@ enum class command {
   store_convert,
   merge,
   doctor,
-  compare
+  compare,
+  serve
 };
 
 /// Splits a command line the way a POSIX shell would split words: single quotes, double quotes

@@ -8,17 +8,6 @@
 
 namespace mira::cli {
 
-namespace {
-
-std::string seconds_text(std::optional<double> s) {
-  if (!s) return "none";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g s", *s);
-  return buf;
-}
-
-}  // namespace
-
 config::config load_project_config() {
   std::error_code ec;
   auto cwd = std::filesystem::current_path(ec);

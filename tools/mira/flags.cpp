@@ -401,7 +401,7 @@ const flag_spec table[] = {
     // Saved runs.
     {"--results-dir", "", "DIR",
      reporting | bit(command::export_) | bit(command::store_convert) | bit(command::merge) |
-         bit(command::doctor),
+         bit(command::doctor) | bit(command::serve),
      hs::saved, "where run folders are (default: mira.toml's [results] dir,\nelse ./results)",
      [](run_args& o, const std::string&, const std::string& v) {
        o.results_dir = v;
@@ -508,6 +508,29 @@ const flag_spec table[] = {
      "`mira score` run scored)",
      [](run_args& o, const std::string&, const std::string& v) { o.artifacts = v; }},
 
+    // mira serve.
+    {"--listen", "", "ADDR:PORT", bit(command::serve), hs::launch,
+     "where the HTTP API listens (default 127.0.0.1:8750; port 0: any\nfree port); an address "
+     "other than loopback needs --token-file",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       auto colon = v.rfind(':');
+       if (colon == std::string::npos || colon == 0 || colon + 1 == v.size())
+         throw usage_error{f + " needs ADDR:PORT, got '" + printable(v) + "'"};
+       whole_number(f, v.substr(colon + 1), 0, 65535);
+       o.listen = v;
+     }},
+    {"--study", "", "NAME=CMD", bit(command::serve), hs::launch,
+     "a study requests may name (repeatable): its name and the command\nline that starts it; "
+     "requests never give a command or a path",
+     [](run_args& o, const std::string&, const std::string& v) { o.serve_studies.push_back(v); }},
+    {"--token-file", "", "FILE", bit(command::serve), hs::launch,
+     "a file holding the bearer token every API request must send\n(Authorization: Bearer ...)",
+     [](run_args& o, const std::string&, const std::string& v) { o.token_file = v; }},
+    {"--max-runs", "", "N", bit(command::serve), hs::scheduling,
+     "runs going at once (default 4); one more is answered 429",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.max_runs = static_cast<std::size_t>(whole_number(f, v, 1, 1000));
+     }},
     {"--fix", "", "", bit(command::doctor), hs::saved,
      "create a missing results dir and a starter mira.toml\n(nothing that exists is changed)",
      [](run_args& o, const std::string&, const std::string&) { o.fix = true; }},

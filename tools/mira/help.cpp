@@ -83,6 +83,18 @@ help_text text_of(command cmd) {
           "be run again. Exit codes: 0; 2 no such run or a\nbad argument; 3 the run is in "
           "use or a record could not be converted.\n\n"
           "Example:\n  mira store convert 20261130T081502Z-3fa9 --to compact\n"};
+    case command::serve:
+      return {
+          "mira serve - eval runs as a service: an HTTP API and a live dashboard\n\n"
+          "Usage: mira serve --study NAME=CMD [--study ...] [--listen ADDR:PORT]\n"
+          "                  [--token-file FILE] [--results-dir DIR] [--max-runs N]\n\n"
+          "Runs are started, watched, cancelled and resumed through /v1 (see GET "
+          "/v1/openapi.json);\nthe dashboard is at /. Runs are saved as mira run saves them, "
+          "so mira report works on them.\n",
+          "SIGTERM or Ctrl-C stops accepting, cancels the runs in flight, saves them (marked "
+          "interrupted)\nand exits 0; after a restart they are listed and resumable. Exit "
+          "codes: 0 stopped; 2 a bad\nargument; 3 cannot listen.\n\n"
+          "Example:\n  mira serve --study demo='python3 study.py' --results-dir results\n"};
     case command::doctor:
       return {
           "mira doctor - check mira.toml, the study's listing and the results dir\n\n"
@@ -144,7 +156,7 @@ std::optional<command> command_named(std::string_view name) {
       {"list", command::list},           {"plan", command::plan},     {"run", command::run},
       {"score", command::score},         {"report", command::report}, {"export", command::export_},
       {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor},
-      {"compare", command::compare}};
+      {"compare", command::compare}, {"serve", command::serve}};
   for (auto& [n, c] : names)
     if (n == name) return c;
   return std::nullopt;

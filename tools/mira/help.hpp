@@ -22,6 +22,7 @@ Usage:
   mira store convert RUN_ID --to per-case|compact [--results-dir DIR]
   mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]
   mira compare BASE CANDIDATE [--group-by KEY] [--alpha A] [--fail-on-regression] [--format F]
+  mira serve --study NAME=CMD [...] [--listen ADDR:PORT] [--token-file F] [--results-dir DIR]
   mira doctor [--fix] [STUDY]
   mira help [--full | COMMAND]
   mira --version

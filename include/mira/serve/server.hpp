@@ -1,0 +1,79 @@
+// `mira serve` as a library component: an HTTP API and a live dashboard (Boost.Beast) that
+// starts, watches, cancels and resumes eval runs through the library, saving them exactly as
+// `mira run` does. It runs on the executor it is given, beside the program's other work.
+#pragma once
+
+#include <mira/serve/api.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <tl/expected.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mira::serve {
+
+struct server_config {
+  /// Where to listen. Loopback by default; any other address needs `token`.
+  std::string address = "127.0.0.1";
+  unsigned short port = 8750;  // 0: any free port (see server::local_endpoint)
+  /// The studies a request may name; a request never supplies a command or a path.
+  std::vector<study_entry> studies;
+  /// Required as `Authorization: Bearer <token>` on every API route when not empty.
+  std::string token;
+  std::filesystem::path results_dir = "results";
+  std::size_t max_runs = 4;                           // runs going at once; one more is 429
+  std::size_t max_connections = 256;                  // one more is answered 503 and closed
+  std::size_t max_body_bytes = std::size_t{1} << 20;  // 413 beyond
+  std::size_t max_header_bytes = std::size_t{16} << 10;
+  std::chrono::milliseconds header_timeout{10000};  // a request's header must arrive within
+  std::chrono::milliseconds idle_timeout{60000};    // body, writes, and a kept-alive connection
+  std::chrono::milliseconds init_timeout{60000};    // a study's initialize and listing
+  std::chrono::milliseconds keepalive{15000};       // an event stream's comment when quiet
+  /// An event stream sends what came within this much of its last write together (0: each
+  /// event at once), so a busy run costs each client a write per interval, not per event.
+  std::chrono::milliseconds event_interval{20};
+};
+
+/// Why the server must not start with `c` (a non-loopback address without a token, no study,
+/// a duplicated study name, zero limits), or nothing.
+std::optional<std::string> validate(const server_config& c);
+
+/// The server. Construct, start(), and co_await stop() before the executor's context goes away.
+/// A run still going when the server object is destroyed keeps what it needs alive until it
+/// has ended and been saved (stop() is what cancels it).
+/// @par Executor
+/// Everything runs on `ex`, which must not run handlers concurrently: an io_context run by one
+/// thread, or a strand. Study processes and the store's writer threads post back to it.
+class server {
+ public:
+  server(boost::asio::any_io_executor ex, server_config config);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Validates the configuration, binds and starts accepting. Runs saved in results_dir are
+  /// listed (and resumable) from then on.
+  tl::expected<boost::asio::ip::tcp::endpoint, std::string> start();
+  /// The bound endpoint (the chosen port when the configuration said 0).
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+  /// Stops accepting, refuses new runs (503), cancels the runs in flight and waits until each
+  /// is saved and marked interrupted, then closes every connection. Idempotent.
+  boost::asio::awaitable<void> stop();
+
+  const server_config& config() const;
+
+ private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace mira::serve

@@ -1,0 +1,223 @@
+// The dashboard's HTML shells and script (dashboard.hpp). Study-provided text only ever reaches
+// the page through textContent, and the policy allows no inline script, so a hostile case key
+// or message cannot run code or change the page's structure.
+#include "serve/dashboard.hpp"
+
+#include <mira/report/escape.hpp>
+
+namespace mira::serve::detail {
+
+namespace {
+
+constexpr std::string_view style =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
+    "table{border-collapse:collapse}td,th{padding:.25em .6em;border-bottom:1px solid #ddd;"
+    "text-align:left}.cards{display:flex;gap:1em;margin:1em 0}.card{border:1px solid #ccc;"
+    "border-radius:6px;padding:.5em 1em;min-width:5em}.card b{display:block;font-size:1.6em}"
+    "progress{width:24em}#failures li{font-family:monospace}.sub{color:#666}";
+
+constexpr std::string_view script = R"JS("use strict";
+(function () {
+  const body = document.body;
+  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  const $ = (id) => document.getElementById(id);
+  const put = (el, v) => { el.textContent = String(v); };
+  const shown = ["passed", "failed", "error", "na", "skipped", "cancelled"];
+
+  async function listRuns() {
+    try {
+      const res = await fetch("/v1/runs?limit=200", { headers, cache: "no-store" });
+      const data = await res.json();
+      if (!res.ok) { put($("status"), data.error ? data.error.message : res.status); return; }
+      const tbody = $("runs").tBodies[0];
+      tbody.replaceChildren();
+      for (const r of data.runs) {
+        const tr = document.createElement("tr");
+        const link = document.createElement("a");
+        link.href = "/runs/" + encodeURIComponent(r.run_id) + location.hash;
+        put(link, r.run_id);
+        const first = document.createElement("td");
+        first.append(link);
+        tr.append(first);
+        const c = r.counts || {};
+        for (const v of [r.study, r.state, (r.done || 0) + "/" + (r.total || 0), c.passed || 0,
+                         (c.failed || 0) + (c.error || 0)]) {
+          const td = document.createElement("td");
+          put(td, v);
+          tr.append(td);
+        }
+        tbody.append(tr);
+      }
+      put($("status"), data.runs.length + " run(s)");
+    } catch (e) {
+      put($("status"), "cannot reach the server");
+    }
+  }
+  if (body.dataset.page === "runs") {
+    listRuns();
+    setInterval(listRuns, 5000);
+    return;
+  }
+
+  const runId = body.dataset.runId;
+  put($("run-id"), runId);
+  let last = 0, total = 0, done = 0, ended = false, counts = {};
+  $("report").href = "/v1/runs/" + encodeURIComponent(runId) + "/report?format=html";
+
+  function render(state) {
+    for (const s of shown) put($("count-" + s), counts[s] || 0);
+    put($("progress-text"), done + " / " + total);
+    $("progress").value = total ? done / total : 0;
+    if (state) { put($("state"), state); body.dataset.state = state; }
+    const svg = $("chart");
+    svg.replaceChildren();
+    const max = Math.max(1, ...shown.map((s) => counts[s] || 0));
+    shown.forEach((s, i) => {
+      const h = Math.round(((counts[s] || 0) / max) * 90);
+      const bar = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+      bar.setAttribute("x", String(10 + i * 64));
+      bar.setAttribute("y", String(100 - h));
+      bar.setAttribute("width", "48");
+      bar.setAttribute("height", String(h));
+      bar.setAttribute("fill", s === "passed" ? "#2a7" : s === "failed" || s === "error" ? "#c33" : "#999");
+      const label = document.createElementNS("http://www.w3.org/2000/svg", "text");
+      label.setAttribute("x", String(10 + i * 64));
+      label.setAttribute("y", "116");
+      label.setAttribute("font-size", "11");
+      label.textContent = s;
+      svg.append(bar, label);
+    });
+  }
+
+  function on(type, d) {
+    if (d.counts) counts = Object.assign({}, d.counts);
+    if (typeof d.total === "number") total = d.total;
+    if (typeof d.done === "number") done = d.done;
+    if (type === "case") {
+      if (!d.counts) counts[d.state] = (counts[d.state] || 0) + 1;
+      if (d.state === "failed" || d.state === "error") {
+        const li = document.createElement("li");
+        put(li, d.key + " — " + d.state + (d.message ? ": " + d.message : ""));
+        $("failures").append(li);
+      }
+      render("running");
+    } else if (type === "end") {
+      ended = true;
+      render(d.state);
+    } else {
+      render(type === "start" ? "running" : null);
+    }
+  }
+
+  function frame(text) {
+    let id = 0, type = "message", data = "";
+    for (const line of text.split("\n")) {
+      if (line === "" || line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const key = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (key === "id") id = Number(value);
+      else if (key === "event") type = value;
+      else if (key === "data") data += value;
+    }
+    if (id) last = id;
+    if (data) on(type, JSON.parse(data));
+  }
+
+  // The event stream read with fetch (EventSource cannot send the bearer token); a dropped
+  // stream is resumed from the last id seen, so no event is missed or repeated.
+  async function stream() {
+    while (!ended) {
+      try {
+        const h = Object.assign({}, headers);
+        if (last) h["Last-Event-ID"] = String(last);
+        const res = await fetch("/v1/runs/" + encodeURIComponent(runId) + "/events",
+                                { headers: h, cache: "no-store" });
+        if (!res.ok) {
+          const err = await res.json().catch(() => null);
+          put($("state"), err && err.error ? err.error.message : "error " + res.status);
+          return;
+        }
+        const reader = res.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = "";
+        for (;;) {
+          const { value, done: eof } = await reader.read();
+          if (eof) break;
+          buffer += decoder.decode(value, { stream: true });
+          let i;
+          while ((i = buffer.indexOf("\n\n")) >= 0) {
+            frame(buffer.slice(0, i));
+            buffer = buffer.slice(i + 2);
+          }
+        }
+      } catch (e) {
+        put($("state"), "reconnecting");
+      }
+      if (!ended) await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  // The run's state first (one plain request), then its events as they come.
+  async function start() {
+    try {
+      const res = await fetch("/v1/runs/" + encodeURIComponent(runId), { headers, cache: "no-store" });
+      if (res.ok) {
+        const d = await res.json();
+        if (d.counts) counts = Object.assign({}, d.counts);
+        total = d.total || 0;
+        done = d.done || 0;
+        render(d.state);
+      }
+    } catch (e) {
+      put($("state"), "cannot reach the server");
+    }
+    stream();
+  }
+  render(null);
+  start();
+})();
+)JS";
+
+std::string head(std::string_view title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width\"><title>" +
+         report::html_text(title) + "</title><style>" + std::string(style) + "</style></head>";
+}
+
+}  // namespace
+
+std::string dashboard_page(std::string_view run_id) {
+  if (run_id.empty())
+    return head("mira serve: runs") +
+           "<body data-page=\"runs\"><h1>Runs</h1><table id=\"runs\"><thead><tr><th>Run</th>"
+           "<th>Study</th><th>State</th><th>Done</th><th>Passed</th><th>Failed</th></tr></thead>"
+           "<tbody></tbody></table><p id=\"status\" class=\"sub\"></p>"
+           "<script src=\"/dashboard.js\"></script></body></html>\n";
+  auto id = report::html_text(run_id);
+  std::string cards;
+  for (auto s : {"passed", "failed", "error", "na", "skipped", "cancelled"})
+    cards += "<div class=\"card\"><b id=\"count-" + std::string(s) + "\">0</b>" + s + "</div>";
+  return head("mira serve: run " + std::string(run_id)) + "<body data-page=\"run\" data-run-id=\"" +
+         id +
+         "\"><p><a href=\"/\">All runs</a></p><h1>Run <span id=\"run-id\"></span></h1>"
+         "<p>State: <b id=\"state\">connecting</b> · <progress id=\"progress\" max=\"1\" "
+         "value=\"0\"></progress> <span id=\"progress-text\"></span></p><div class=\"cards\">" +
+         cards +
+         "</div><svg id=\"chart\" width=\"400\" height=\"120\" viewBox=\"0 0 400 120\" "
+         "role=\"img\" aria-label=\"cases by state\"></svg><p><a id=\"report\">The report</a></p>"
+         "<h2>Failures</h2><ul id=\"failures\"></ul>"
+         "<script src=\"/dashboard.js\"></script></body></html>\n";
+}
+
+std::string_view dashboard_script() {
+  return script;
+}
+
+std::string_view dashboard_csp() {
+  return "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; "
+         "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+}
+
+}  // namespace mira::serve::detail

@@ -1,0 +1,803 @@
+// The run manager (runs.hpp): each run is named steps over the library, as `mira run` takes
+// them — start and list the study, plan, open the run store, run_plan with a writer saving each
+// finished case, end the session with the reports — with the run's state and events kept for
+// the API.
+#include "serve/runs.hpp"
+
+#include <mira/aggregate/summary.hpp>
+#include <mira/host.hpp>
+#include <mira/pool.hpp>
+#include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
+#include <mira/report/render.hpp>
+#include <mira/schedule/run_plan.hpp>
+#include <mira/store/files.hpp>
+#include <mira/store/records.hpp>
+#include <mira/store/run_store.hpp>
+#include <mira/version.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <variant>
+
+namespace mira::serve::detail {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using namespace asio::experimental::awaitable_operators;
+using schedule::case_state;
+
+namespace {
+
+constexpr case_state all_states[] = {case_state::passed,  case_state::failed,    case_state::na,
+                                     case_state::skipped, case_state::cancelled, case_state::error,
+                                     case_state::executed};
+
+json::object counts_json(const std::array<std::size_t, 7>& counts) {
+  json::object o;
+  for (auto s : all_states) o[to_string(s)] = counts[static_cast<std::size_t>(s)];
+  return o;
+}
+
+std::shared_ptr<asio::steady_timer> new_notify(const asio::any_io_executor& ex) {
+  return std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
+}
+
+std::string now_iso() {
+  auto t = std::chrono::system_clock::now().time_since_epoch();
+  return store::iso_utc(std::chrono::duration_cast<std::chrono::seconds>(t).count());
+}
+
+// SHA-256 of each eval's canonical listing entry, as `mira run` records them: a resumed run
+// can tell what changed.
+json::object fingerprints(const protocol::list_result& list) {
+  json::object out;
+  for (auto& e : list.evals)
+    out[e.name] = store::sha256_hex(store::canonical_json(json::value(protocol::encode(e))));
+  return out;
+}
+
+// What the study writes on stderr (its last MiB) and its notifications, for the run folder.
+struct study_output {
+  static constexpr std::size_t max_bytes = std::size_t{1} << 20;
+  std::deque<std::string> lines;
+  std::size_t bytes = 0;
+  store::run_store* store = nullptr;
+
+  void line(std::string_view l) {
+    lines.emplace_back(l);
+    bytes += l.size() + 1;
+    while (bytes > max_bytes && !lines.empty()) {
+      bytes -= lines.front().size() + 1;
+      lines.pop_front();
+    }
+  }
+  std::string text() const {
+    std::string out;
+    for (auto& l : lines) (out += l) += '\n';
+    return out;
+  }
+  void event(const std::string* key, const notification& n) {
+    if (!store) return;
+    json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
+                   {"method", n.method},
+                   {"params", n.params}};
+    store->append_event(protocol::to_json_text(o));
+  }
+};
+
+// Built outside the coroutines: g++ 12 rejects a braced list and co_await in one expression.
+api_error selection_error(std::string message) {
+  return make_error(422, "invalid_selection", std::move(message),
+                    json::object{{"member", "selection"}});
+}
+
+api_error unknown_study(const std::string& name) {
+  return make_error(422, "unknown_study", "study: '" + name + "' is not on the allow-list",
+                    json::object{{"member", "study"}});
+}
+
+error other_study(const std::string& now, const std::string& before) {
+  error e;
+  e.code = make_error_code(errc::incompatible_protocol);
+  e.diag.message = "the restarted study is '" + now + "', not '" + before + "'";
+  return e;
+}
+
+// Who made a new run and how, as `mira run` records it, plus what a resume needs: the study's
+// allow-list name and the request.
+void describe_run(store::run_meta& meta, const protocol::initialize_result& init,
+                  const protocol::list_result& list, const study_entry& study,
+                  const json::object& request) {
+  meta.study = init.study;
+  meta.study_version = init.study_version;
+  meta.initialize = init.raw;
+  meta.study_command = study.argv;
+  meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
+  meta.fingerprints = fingerprints(list);
+  meta.extra["serve"] = json::object{{"study", study.name}, {"request", request}};
+}
+
+json::object minimal_request(const std::string& study) {
+  return json::object{{"study", study}};
+}
+
+json::object catalog_json(const std::string& name, const protocol::initialize_result& init,
+                          const protocol::list_result& list) {
+  return json::object{
+      {"study", name}, {"initialize", init.raw}, {"listing", protocol::encode(list)}};
+}
+
+api_error study_error(const std::string& study, const std::string& what, const error& e) {
+  json::array tail;
+  for (auto& l : e.diag.stderr_tail) tail.emplace_back(l);
+  auto err =
+      make_error(503, "study_unavailable", "study '" + study + "' " + what + ": " + e.message(),
+                 json::object{{"study", study}, {"stderr_tail", std::move(tail)}});
+  err.retry_after = 5;
+  return err;
+}
+
+std::string state_of_saved(const store::run_meta& m) {
+  if (m.sessions.empty()) return "interrupted";
+  auto& last = m.sessions.back();
+  if (last.finished.empty()) return "interrupted";  // the process ended without saving
+  if (last.stopped.empty()) return "done";
+  if (last.stopped == "cancelled" || last.stopped == "interrupted") return last.stopped;
+  return "stopped";
+}
+
+json::object saved_status(const store::run_meta& m) {
+  json::object o{{"run_id", m.run_id},         {"live", false},        {"study", m.study},
+                 {"state", state_of_saved(m)}, {"started", m.started}, {"finished", m.finished},
+                 {"seconds", m.seconds()}};
+  if (auto* s = m.extra.if_contains("serve"); s && s->is_object())
+    if (auto* name = s->get_object().if_contains("study"); name && name->is_string())
+      o["study"] = *name;
+  std::size_t total = 0, done = 0;
+  if (m.summary) {
+    o["summary"] = *m.summary;
+    if (auto* c = m.summary->if_contains("counts"); c && c->is_object()) {
+      o["counts"] = *c;
+      for (auto& [k, v] : c->get_object()) {
+        auto n = v.is_int64()    ? static_cast<std::size_t>(v.get_int64())
+                 : v.is_uint64() ? static_cast<std::size_t>(v.get_uint64())
+                                 : 0;
+        total += n;
+        if (k != "cancelled") done += n;
+      }
+    }
+  } else if (!m.sessions.empty()) {
+    total = m.sessions.back().planned;
+  }
+  o["total"] = total;
+  o["done"] = done;
+  o["resumable"] = o["state"].as_string() != "done" || done < total;
+  return o;
+}
+
+tl::expected<void, api_error> run_exists(const fs::path& results, const std::string& id) {
+  boost::system::error_code ec;
+  if (!fs::exists(results / id / "meta.json", ec))
+    return tl::unexpected(make_error(404, "run_not_found", "no run '" + id + "'"));
+  return {};
+}
+
+// The study of a run: one process or a pool, as `mira run --procs` makes them.
+using connection = std::variant<host_handle, study_pool>;
+
+asio::awaitable<void> shutdown(connection& c) {
+  if (auto* pool = std::get_if<study_pool>(&c))
+    co_await pool->shutdown();
+  else
+    co_await std::get<host_handle>(c).shutdown();
+}
+
+}  // namespace
+
+live_run::live_run(asio::any_io_executor e) : notify(new_notify(e)), ex(std::move(e)) {}
+
+void live_run::publish(std::string type, json::object data) {
+  events.append(std::move(type), protocol::to_json_text(data));
+  notify->cancel();
+  notify = new_notify(ex);
+}
+
+json::object live_run::status() const {
+  json::object o{
+      {"run_id", id},
+      {"live", true},
+      {"study", study},
+      {"state", state},
+      {"started", started},
+      {"total", total},
+      {"done", done},
+      {"reused", reused},
+      {"in_progress", in_progress},
+      {"progress", total ? static_cast<double>(done) / static_cast<double>(total) : 1.0},
+      {"counts", counts_json(counts)},
+      {"seconds",
+       finished ? seconds
+                : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+      {"last_event_id", events.last_id()}};
+  if (!stop_reason.empty()) o["stop_reason"] = stop_reason;
+  if (!stop_message.empty()) o["stop_message"] = stop_message;
+  if (finished) {
+    o["summary"] = summary;
+    o["resumable"] = state != "done" || counts[static_cast<std::size_t>(case_state::cancelled)] > 0;
+  }
+  return o;
+}
+
+struct run_manager::prepared {
+  std::optional<connection> conn;  // set once the study answered
+  protocol::initialize_result init;
+  protocol::list_result list;
+  plan::plan p;
+  plan::plan todo;  // the cases to run when a resume runs fewer than p's
+  std::optional<store::run_store> store;
+  store::resume_plan resumed;
+  run_options options;
+  study_entry study;
+  std::shared_ptr<study_output> output;
+};
+
+run_manager::run_manager(asio::any_io_executor ex, const server_config& config)
+    : ex_(std::move(ex)), config_(config), changed_(new_notify(ex_)) {}
+
+const study_entry* run_manager::find_study(const std::string& name) const {
+  for (auto& s : config_.studies)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+tl::expected<void, api_error> run_manager::admit() const {
+  if (stopping_) {
+    auto e = make_error(503, "shutting_down", "the server is stopping; it takes no new runs");
+    e.retry_after = 10;
+    return tl::unexpected(e);
+  }
+  if (active_ >= config_.max_runs) {
+    auto e =
+        make_error(429, "too_many_runs",
+                   "the server runs at most " + std::to_string(config_.max_runs) + " runs at once",
+                   json::object{{"max_runs", config_.max_runs}});
+    e.retry_after = 5;
+    return tl::unexpected(e);
+  }
+  return {};
+}
+
+void run_manager::release() {
+  --active_;
+  changed_->cancel();
+  changed_ = new_notify(ex_);
+}
+
+asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::prepare(
+    const study_entry& study, const run_options& o) {
+  prepared p;
+  p.study = study;
+  p.options = o;
+  p.output = std::make_shared<study_output>();
+  auto out = p.output;
+  auto options = [out] {
+    host_options h;
+    h.host_name = "mira-cpp";
+    h.on_stderr_line = [out](std::string_view line) { out->line(line); };
+    h.on_notification = [out](const notification& n) { out->event(nullptr, n); };
+    return h;
+  };
+  study_command cmd;
+  cmd.argv = study.argv;
+  asio::steady_timer timer(ex_, config_.init_timeout);
+  auto timed_out = [&](const char* what) {
+    auto e = make_error(503, "study_unavailable",
+                        "study '" + study.name + "' did not " + what + " in time",
+                        json::object{{"study", study.name}});
+    e.retry_after = 5;
+    return tl::unexpected(e);
+  };
+  if (o.procs && *o.procs > 1) {
+    pool_options po;
+    po.processes = *o.procs;
+    auto j = o.concurrency.value_or(schedule::concurrency_policy{}.max_concurrent);
+    po.max_in_flight_per_process = (j + *o.procs - 1) / *o.procs;
+    po.host_options_for = [options](std::size_t) { return options(); };
+    po.init_timeout = config_.init_timeout;
+    auto pool = co_await study_pool::start(ex_, cmd, std::move(po));
+    if (!pool) co_return tl::unexpected(study_error(study.name, "did not start", pool.error()));
+    p.init = pool->study();
+    auto listed =
+        co_await (pool->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (listed.index() == 1) {
+      co_await pool->shutdown();
+      co_return timed_out("list its evals");
+    }
+    auto& list = std::get<0>(listed);
+    if (!list) {
+      co_await pool->shutdown();
+      co_return tl::unexpected(study_error(study.name, "failed to list", list.error()));
+    }
+    p.list = std::move(*list);
+    p.conn = std::move(*pool);
+    co_return p;
+  }
+  auto host = host_handle::spawn(ex_, cmd, options());
+  if (!host) co_return tl::unexpected(study_error(study.name, "did not start", host.error()));
+  auto inited =
+      co_await (host->initialize() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (inited.index() == 1) {
+    co_await host->shutdown();
+    co_return timed_out("answer initialize");
+  }
+  auto& init = std::get<0>(inited);
+  if (!init) {
+    co_await host->shutdown();
+    co_return tl::unexpected(study_error(study.name, "failed to initialize", init.error()));
+  }
+  p.init = std::move(*init);
+  timer.expires_after(config_.init_timeout);
+  auto listed =
+      co_await (host->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (listed.index() == 1) {
+    co_await host->shutdown();
+    co_return timed_out("list its evals");
+  }
+  auto& list = std::get<0>(listed);
+  if (!list) {
+    co_await host->shutdown();
+    co_return tl::unexpected(study_error(study.name, "failed to list", list.error()));
+  }
+  p.list = std::move(*list);
+  p.conn = std::move(*host);
+  co_return p;
+}
+
+asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_request r) {
+  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
+  auto* study = find_study(r.study);
+  if (!study) co_return tl::unexpected(unknown_study(r.study));
+  ++active_;
+  auto prep = co_await prepare(*study, r.options);
+  auto fail = [&](api_error e) -> asio::awaitable<tl::expected<std::string, api_error>> {
+    if (prep) co_await shutdown(*prep->conn);
+    release();
+    co_return tl::unexpected(std::move(e));
+  };
+  if (!prep) co_return co_await fail(prep.error());
+  if (stopping_) co_return co_await fail(admit().error());
+  auto planned = plan::make_plan(prep->list, r.selection);
+  if (!planned) co_return co_await fail(selection_error(planned.error().message));
+  if (planned->cases.empty())
+    co_return co_await fail(selection_error("no cases match the selection"));
+  prep->p = std::move(*planned);
+
+  std::random_device rd;
+  tl::expected<store::run_store, std::string> created = tl::unexpected(std::string());
+  for (int attempt = 0; attempt < 8 && !created; ++attempt)
+    created = store::run_store::create(config_.results_dir,
+                                       store::new_run_id(std::chrono::system_clock::now(),
+                                                         static_cast<std::uint16_t>(rd() & 0xffff)),
+                                       store::layout::per_case);
+  if (!created)
+    co_return co_await fail(
+        make_error(500, "store_error", "cannot create the run: " + created.error()));
+  prep->store.emplace(std::move(*created));
+  describe_run(prep->store->meta(), prep->init, prep->list, *study, r.body);
+  prep->resumed.todo.resize(prep->p.cases.size());
+  for (std::size_t i = 0; i < prep->p.cases.size(); ++i) prep->resumed.todo[i] = i;
+
+  auto run = std::make_shared<live_run>(ex_);
+  run->id = prep->store->id();
+  run->study = study->name;
+  runs_[run->id] = run;
+  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
+                 asio::detached);
+  co_return run->id;
+}
+
+asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::string id,
+                                                                          resume_request rr) {
+  if (auto ok = run_exists(config_.results_dir, id); !ok) co_return tl::unexpected(ok.error());
+  if (auto l = live(id); l && !l->finished)
+    co_return tl::unexpected(make_error(409, "run_active", "run '" + id + "' is still going"));
+  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
+  auto meta = store::load_run_meta(config_.results_dir, id);
+  if (!meta) co_return tl::unexpected(make_error(500, "store_error", meta.error()));
+  // The study and the selection the run was started with; never a command from the request.
+  const study_entry* study = nullptr;
+  json::object request;
+  if (auto* s = meta->extra.if_contains("serve"); s && s->is_object()) {
+    if (auto* n = s->get_object().if_contains("study"); n && n->is_string())
+      study = find_study(std::string(n->get_string()));
+    if (auto* q = s->get_object().if_contains("request"); q && q->is_object())
+      request = q->get_object();
+  }
+  if (!study)
+    for (auto& s : config_.studies)
+      if (s.argv == meta->study_command) study = &s;
+  if (!study)
+    co_return tl::unexpected(make_error(
+        422, "unknown_study", "run '" + id + "' was not made by a study on the allow-list"));
+  if (request.empty()) request = minimal_request(study->name);
+  auto decoded = decode_run_request("application/json", json::serialize(request));
+  if (!decoded) co_return tl::unexpected(decoded.error());
+
+  auto opened = store::run_store::open(config_.results_dir, id);
+  if (!opened) {
+    if (opened.error().find(" is in use by ") != std::string::npos)
+      co_return tl::unexpected(make_error(409, "run_locked", opened.error()));
+    co_return tl::unexpected(make_error(500, "store_error", opened.error()));
+  }
+  ++active_;
+  auto prep = co_await prepare(*study, decoded->options);
+  auto fail = [&](api_error e) -> asio::awaitable<tl::expected<std::string, api_error>> {
+    if (prep) co_await shutdown(*prep->conn);
+    release();
+    co_return tl::unexpected(std::move(e));
+  };
+  if (!prep) co_return co_await fail(prep.error());
+  if (stopping_) co_return co_await fail(admit().error());
+  auto planned = plan::make_plan(prep->list, decoded->selection);
+  if (!planned) co_return co_await fail(selection_error(planned.error().message));
+  prep->p = std::move(*planned);
+  prep->store.emplace(std::move(*opened));
+  store::resume_options o{rr.retry_errors, rr.retry_failed, false};
+  auto decided = store::plan_resume(prep->store->load(), prep->p, prep->init,
+                                    fingerprints(prep->list), decoded->selection.seed, o);
+  if (!decided) co_return co_await fail(make_error(422, "cannot_resume", decided.error()));
+  prep->resumed = std::move(*decided);
+  prep->store->meta().fingerprints = fingerprints(prep->list);
+
+  auto run = std::make_shared<live_run>(ex_);
+  run->id = id;
+  run->study = study->name;
+  runs_[id] = run;
+  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
+                 asio::detached);
+  co_return id;
+}
+
+asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
+                                           std::shared_ptr<prepared> prep,
+                                           std::shared_ptr<void> owner) {
+  auto& p = prep->p;
+  auto& st = *prep->store;
+  auto& resumed = prep->resumed;
+  begin(*run, *prep);
+
+  const bool partial = resumed.todo.size() < p.cases.size();
+  if (partial)
+    for (auto i : resumed.todo) prep->todo.cases.push_back(p.cases[i]);
+  const plan::plan& to_run = partial ? prep->todo : p;
+
+  auto failure = std::make_shared<std::optional<std::string>>();
+  auto ex = ex_;
+  auto writer = st.writer();
+  if (!writer) *failure = writer.error();
+  const std::size_t progress_every = std::max<std::size_t>(1, to_run.cases.size() / 100);
+  std::size_t starts = 0, finished_attempts = 0;
+
+  schedule::run_hooks hooks;
+  hooks.on_start = [&](std::size_t) {
+    ++starts;
+    run->in_progress = starts - finished_attempts;
+  };
+  hooks.on_notification = [&](std::size_t j, const notification& n) {
+    prep->output->event(&to_run.cases[j].key, n);
+  };
+  hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
+    finished_attempts += static_cast<std::size_t>(r.attempts);
+    run->in_progress = starts - finished_attempts;
+    ++run->counts[static_cast<std::size_t>(r.state)];
+    auto& c = to_run.cases[j];
+    if (r.state != case_state::cancelled) {
+      ++run->done;
+      if (writer && *writer)
+        (*writer)->submit(c.key, protocol::to_json_text(store::encode_case(c, r)),
+                          [ex, failure, key = c.key](boost::system::error_code ec) {
+                            if (!ec) return;
+                            asio::post(ex, [failure, key, ec] {
+                              if (!*failure)
+                                *failure = "cannot save the result of " + key + ": " + ec.message();
+                            });
+                          });
+    }
+    json::object e{
+        {"key", c.key},           {"state", to_string(r.state)},
+        {"attempts", r.attempts}, {"latency_ms", std::round(r.latency_seconds * 1e6) / 1e3},
+        {"done", run->done},      {"total", run->total}};
+    if (!r.message.empty()) e["message"] = r.message;
+    run->publish("case", std::move(e));
+    if (run->done % progress_every == 0 || run->done == run->total)
+      run->publish("progress", json::object{{"done", run->done},
+                                            {"total", run->total},
+                                            {"in_progress", run->in_progress},
+                                            {"counts", counts_json(run->counts)}});
+  };
+  hooks.stop_after = [failure](std::size_t, const schedule::case_record&) { return *failure; };
+
+  auto policy = to_policy(prep->options);
+  if (auto* host = std::get_if<host_handle>(&*prep->conn)) {
+    // A study that dies is started again, as `mira run` does, if it is the same study.
+    policy.respawn = [this, prep]() -> asio::awaitable<tl::expected<host_handle, error>> {
+      study_command cmd;
+      cmd.argv = prep->study.argv;
+      host_options h;
+      auto out = prep->output;
+      h.on_stderr_line = [out](std::string_view line) { out->line(line); };
+      auto next = host_handle::spawn(ex_, cmd, h);
+      if (!next) co_return tl::unexpected(next.error());
+      auto init = co_await next->initialize();
+      if (!init) co_return tl::unexpected(init.error());
+      if (init->study != prep->init.study)
+        co_return tl::unexpected(other_study(init->study, prep->init.study));
+      prep->conn = *next;
+      co_return std::move(*next);
+    };
+    (void)host;
+  }
+  auto body = [&]() -> asio::awaitable<schedule::run_report> {
+    if (auto* pool = std::get_if<study_pool>(&*prep->conn))
+      co_return co_await schedule::run_plan(*pool, to_run, policy, hooks);
+    co_return co_await schedule::run_plan(std::get<host_handle>(*prep->conn), to_run, policy,
+                                          hooks);
+  };
+  auto part = co_await asio::co_spawn(
+      ex, body(), asio::bind_cancellation_slot(run->cancel.slot(), asio::use_awaitable));
+  if (writer && *writer) (*writer)->drain();
+  co_await asio::post(ex, asio::use_awaitable);  // the save failures reported, if any
+  co_await shutdown(*prep->conn);
+
+  // The session's report over the plan: reused cases and the ones run now, in plan order.
+  schedule::run_report report;
+  report.stopped = part.stopped;
+  report.stop_message = part.stop_message;
+  report.seconds = part.seconds;
+  report.restarts = part.restarts;
+  if (partial) {
+    for (std::size_t j = 0; j < part.cases.size(); ++j)
+      resumed.records[resumed.todo[j]] = std::move(part.cases[j]);
+    report.cases = std::move(resumed.records);
+  } else {
+    report.cases = std::move(part.cases);
+  }
+  auto& s = st.session();
+  s.seconds = report.seconds;
+  s.ran = 0;
+  for (auto i : resumed.todo) s.ran += report.cases[i].state != case_state::cancelled;
+  if (report.stopped == schedule::stop_reason::interrupted)
+    s.stopped = run->interrupted ? "interrupted" : "cancelled";
+  else if (report.stopped != schedule::stop_reason::none)
+    s.stopped = std::string(to_string(report.stopped));
+  st.append_stderr(prep->output->text());
+  auto whole = store::whole_run(p, report, resumed);
+  auto& whole_plan = whole ? whole->first : p;
+  auto& whole_report = whole ? whole->second : report;
+  auto summary = aggregate::summarize(whole_plan, whole_report.cases, &prep->list);
+  st.finish(whole_plan, whole_report, summary);
+  prep->output->store = nullptr;
+
+  end(*run, report, whole_report, summary, s.stopped, *failure);
+  prep.reset();  // the store's lock is released before the run counts as ended
+  forget_old_runs();
+  release();
+  owner.reset();  // last: the server may go with it
+}
+
+void run_manager::forget_old_runs() {
+  // Ended runs keep their events for clients that resume a stream; the oldest beyond the cap
+  // are answered from their folders instead, so a long-lived server does not grow.
+  std::vector<std::string> ended;
+  for (auto& [id, r] : runs_)
+    if (r->finished) ended.push_back(id);
+  std::sort(ended.begin(), ended.end());
+  for (std::size_t i = 0; i + kept_ended_runs < ended.size(); ++i) runs_.erase(ended[i]);
+}
+
+void run_manager::begin(live_run& run, prepared& prep) {
+  auto& st = *prep.store;
+  prep.output->store = &st;
+  store::run_session session;
+  session.argv = {"mira", "serve"};
+  session.config = json::object{{"serve", st.meta().extra["serve"]}};
+  session.planned = prep.p.cases.size();
+  session.reused = prep.resumed.reused;
+  st.begin_session(std::move(session));
+  // The reused cases count from the start.
+  run.total = prep.p.cases.size();
+  run.reused = prep.resumed.reused;
+  run.started = now_iso();
+  run.t0 = std::chrono::steady_clock::now();
+  for (auto& r : prep.resumed.records)
+    if (r.attempts > 0 || r.state != case_state::cancelled) {
+      ++run.counts[static_cast<std::size_t>(r.state)];
+      ++run.done;
+    }
+  run.publish("start", json::object{{"run_id", run.id},
+                                    {"study", run.study},
+                                    {"total", run.total},
+                                    {"reused", run.reused},
+                                    {"counts", counts_json(run.counts)}});
+}
+
+void run_manager::end(live_run& run, const schedule::run_report& session_report,
+                      const schedule::run_report& whole, const aggregate::summary& summary,
+                      const std::string& stopped, const std::optional<std::string>& failure) {
+  run.summary = report::summary_json(summary, whole);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.t0).count();
+  run.state = stopped.empty()                                        ? "done"
+              : (stopped == "cancelled" || stopped == "interrupted") ? stopped
+                                                                     : "stopped";
+  if (session_report.stopped != schedule::stop_reason::none)
+    run.stop_reason = std::string(to_string(session_report.stopped));
+  run.stop_message = failure ? *failure : session_report.stop_message;
+  for (auto& c : run.counts) c = 0;
+  for (auto& r : whole.cases) ++run.counts[static_cast<std::size_t>(r.state)];
+  run.in_progress = 0;
+  run.finished = true;
+  json::object e{{"state", run.state},
+                 {"counts", counts_json(run.counts)},
+                 {"done", run.done},
+                 {"total", run.total},
+                 {"seconds", run.seconds}};
+  if (!run.stop_reason.empty()) e["stop_reason"] = run.stop_reason;
+  run.publish("end", std::move(e));
+}
+
+tl::expected<json::object, api_error> run_manager::cancel(const std::string& id) {
+  auto run = live(id);
+  if (!run) {
+    if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
+    return tl::unexpected(make_error(409, "run_not_active", "run '" + id + "' is not going"));
+  }
+  if (run->finished)
+    return tl::unexpected(make_error(409, "run_not_active", "run '" + id + "' has ended"));
+  if (run->state != "cancelling") {
+    run->state = "cancelling";
+    run->cancel.emit(asio::cancellation_type::terminal);
+  }
+  return run->status();
+}
+
+std::shared_ptr<live_run> run_manager::live(const std::string& id) const {
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nullptr : it->second;
+}
+
+bool run_manager::exists(const std::string& id) const {
+  return live(id) || run_exists(config_.results_dir, id);
+}
+
+tl::expected<json::object, api_error> run_manager::status(const std::string& id) const {
+  if (auto run = live(id)) return run->status();
+  if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
+  auto meta = store::load_run_meta(config_.results_dir, id);
+  if (!meta) return tl::unexpected(make_error(500, "store_error", meta.error()));
+  return saved_status(*meta);
+}
+
+tl::expected<json::object, api_error> run_manager::list(std::size_t limit,
+                                                        const std::string& cursor) const {
+  std::vector<std::string> ids;
+  boost::system::error_code ec;
+  for (fs::directory_iterator it(config_.results_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    auto name = it->path().filename().string();
+    if (check_run_id(name) || !fs::exists(it->path() / "meta.json")) continue;
+    ids.push_back(std::move(name));
+  }
+  std::sort(ids.begin(), ids.end(), std::greater<>());  // ids sort by start time: newest first
+  json::array items;
+  std::string next;
+  for (auto& id : ids) {
+    if (!cursor.empty() && id >= cursor) continue;
+    if (items.size() == limit) {
+      next = items.back().as_object().at("run_id").as_string().c_str();
+      break;
+    }
+    if (auto s = status(id)) items.push_back(std::move(*s));
+  }
+  json::object o{{"runs", std::move(items)}};
+  o["next_cursor"] = next.empty() ? json::value(nullptr) : json::value(next);
+  return o;
+}
+
+asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std::string name) {
+  auto* study = find_study(name);
+  if (!study)
+    co_return tl::unexpected(
+        make_error(404, "study_not_found", "no study '" + name + "' on the allow-list"));
+  if (auto it = catalogs_.find(name); it != catalogs_.end()) co_return it->second;
+  auto prep = co_await prepare(*study, {});
+  if (!prep) co_return tl::unexpected(prep.error());
+  co_await shutdown(*prep->conn);
+  auto o = catalog_json(name, prep->init, prep->list);
+  catalogs_[name] = o;
+  co_return o;
+}
+
+tl::expected<std::string, api_error> run_manager::cases(
+    const std::string& id, const std::optional<std::string>& states) const {
+  std::vector<std::string> wanted;
+  if (states) {
+    std::string_view v = *states;
+    while (!v.empty()) {
+      auto comma = v.find(',');
+      auto name = v.substr(0, comma);
+      if (std::none_of(std::begin(all_states), std::end(all_states),
+                       [&](case_state s) { return to_string(s) == name; }))
+        return tl::unexpected(make_error(
+            400, "invalid_parameter",
+            "state: '" + std::string(name) +
+                "' is not one of passed, failed, na, skipped, cancelled, error, executed",
+            json::object{{"parameter", "state"}}));
+      wanted.emplace_back(name);
+      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+    }
+  }
+  if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
+  auto run = store::load_run(config_.results_dir, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error()));
+  std::string out;
+  for (auto& c : run->cases) {
+    auto* status = c.record.if_contains("status");
+    if (!wanted.empty() && (!status || !status->is_string() ||
+                            std::find(wanted.begin(), wanted.end(),
+                                      std::string_view(status->get_string())) == wanted.end()))
+      continue;
+    protocol::append_json_text(out, c.record);
+    out += '\n';
+  }
+  return out;
+}
+
+tl::expected<std::pair<std::string, std::string>, api_error> run_manager::report(
+    const std::string& id, const std::string& format) const {
+  static const std::map<std::string, std::string> types{
+      {"json", "application/json"},           {"jsonl", "application/x-ndjson"},
+      {"csv", "text/csv; charset=utf-8"},     {"junit", "application/xml"},
+      {"md", "text/markdown; charset=utf-8"}, {"html", "text/html; charset=utf-8"}};
+  auto type = types.find(format);
+  if (type == types.end())
+    return tl::unexpected(
+        make_error(400, "invalid_parameter",
+                   "format: '" + format + "' is not one of json, jsonl, csv, junit, md, html",
+                   json::object{{"parameter", "format"}}));
+  if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
+  auto run = store::load_run(config_.results_dir, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error()));
+  auto [p, rep] = run->as_report();
+  rep.seconds = run->meta.seconds();
+  auto s = aggregate::summarize(p, rep.cases, nullptr);
+  return std::pair{type->second, report::render(format, p, rep, s)};
+}
+
+asio::awaitable<void> run_manager::stop() {
+  stopping_ = true;
+  for (auto& [id, run] : runs_)
+    if (!run->finished) {
+      run->interrupted = true;
+      run->state = "cancelling";
+      run->cancel.emit(asio::cancellation_type::terminal);
+    }
+  while (active_ > 0) {
+    auto t = changed_;
+    co_await t->async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+}  // namespace mira::serve::detail

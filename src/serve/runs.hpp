@@ -1,0 +1,110 @@
+// The server's run manager: starts runs of allow-listed studies through the library (spawn,
+// initialize, list, plan, run_plan, the run store), keeps each live run's state and event log,
+// cancels, resumes, and answers for saved runs from the results directory. Runs on the
+// server's executor; nothing here knows HTTP.
+#pragma once
+
+#include <mira/aggregate/summary.hpp>
+#include <mira/protocol/types.hpp>
+#include <mira/serve/server.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json/object.hpp>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace mira::serve::detail {
+
+/// A run this server started or resumed, while it goes and after it ended.
+struct live_run {
+  explicit live_run(boost::asio::any_io_executor ex);
+  std::string id;
+  std::string study;              // the allow-list name
+  std::string state = "running";  // running, cancelling; then done, stopped, cancelled, interrupted
+  bool finished = false;
+  bool interrupted = false;  // cancelled by the server's stop, not by a request
+  std::size_t total = 0, reused = 0, done = 0, in_progress = 0;
+  std::array<std::size_t, 7> counts{};  // by case_state, this session's and the reused
+  std::string started;                  // UTC, ISO 8601
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  double seconds = 0;
+  boost::json::object summary;  // when finished
+  std::string stop_reason, stop_message;
+  event_log events;
+  /// Waiters on new events wait on this timer; publish() cancels it and makes a new one.
+  std::shared_ptr<boost::asio::steady_timer> notify;
+  boost::asio::cancellation_signal cancel;
+  boost::asio::any_io_executor ex;
+
+  void publish(std::string type, boost::json::object data);
+  boost::json::object status() const;
+};
+
+class run_manager {
+ public:
+  run_manager(boost::asio::any_io_executor ex, const server_config& config);
+
+  /// Plans the request (the study started, initialized and listed) and starts the run: its id.
+  boost::asio::awaitable<tl::expected<std::string, api_error>> start(run_request r);
+  /// Runs what the saved run lacks, with the selection it was started with.
+  boost::asio::awaitable<tl::expected<std::string, api_error>> resume(std::string id,
+                                                                      resume_request r);
+  tl::expected<boost::json::object, api_error> cancel(const std::string& id);
+
+  std::shared_ptr<live_run> live(const std::string& id) const;
+  tl::expected<boost::json::object, api_error> status(const std::string& id) const;
+  tl::expected<boost::json::object, api_error> list(std::size_t limit,
+                                                    const std::string& cursor) const;
+  boost::asio::awaitable<tl::expected<boost::json::object, api_error>> catalog(std::string name);
+  tl::expected<std::string, api_error> cases(const std::string& id,
+                                             const std::optional<std::string>& states) const;
+  /// The report's content type and text.
+  tl::expected<std::pair<std::string, std::string>, api_error> report(
+      const std::string& id, const std::string& format) const;
+
+  /// What a going run keeps alive (the server that owns this manager).
+  void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
+  /// Ended runs whose events are kept in memory.
+  static constexpr std::size_t kept_ended_runs = 64;
+
+  /// Whether a saved or live run of this id exists.
+  bool exists(const std::string& id) const;
+  std::size_t active() const { return active_; }
+  bool stopping() const { return stopping_; }
+  /// Refuses new runs, cancels the live ones and waits until each is saved.
+  boost::asio::awaitable<void> stop();
+
+ private:
+  struct prepared;
+  boost::asio::awaitable<tl::expected<prepared, api_error>> prepare(const study_entry& study,
+                                                                    const run_options& o);
+  /// `owner` (the server) is kept alive until the run has ended and been saved.
+  boost::asio::awaitable<void> execute(std::shared_ptr<live_run> run, std::shared_ptr<prepared> p,
+                                       std::shared_ptr<void> owner);
+  void forget_old_runs();
+  void begin(live_run& run, prepared& prep);
+  void end(live_run& run, const schedule::run_report& session_report,
+           const schedule::run_report& whole, const aggregate::summary& summary,
+           const std::string& stopped, const std::optional<std::string>& failure);
+  const study_entry* find_study(const std::string& name) const;
+  tl::expected<void, api_error> admit() const;
+  void release();  // a run being planned or going has ended
+
+  boost::asio::any_io_executor ex_;
+  const server_config& config_;
+  std::map<std::string, std::shared_ptr<live_run>> runs_;
+  std::map<std::string, boost::json::object> catalogs_;  // by study name, listed once
+  std::weak_ptr<void> owner_;
+  std::size_t active_ = 0;                              // runs being planned or going
+  std::shared_ptr<boost::asio::steady_timer> changed_;  // cancelled when active_ drops
+  bool stopping_ = false;
+};
+
+}  // namespace mira::serve::detail

@@ -1,0 +1,597 @@
+#!/usr/bin/env python3
+"""`mira serve` through a real HTTP client (http.client) against running servers: every route,
+every error status, auth, limits, idempotency, SSE resume with Last-Event-ID, cancel, resume,
+SIGTERM and a restart that resumes the interrupted run, and the dashboard in headless Chromium.
+Nothing waits on the clock: each step waits for stream content or a process exit, with
+generous timeouts as a deadlock guard only.
+
+Usage: serve_api_test.py MIRA EXAMPLE_STUDY CHROMIUM
+"""
+import base64
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+import urllib.parse
+import urllib.request
+
+MIRA, STUDY, CHROMIUM = sys.argv[1:4]
+del sys.argv[1:4]
+GUARD = 120  # seconds: a deadlock guard, never a synchronisation
+EXAMPLE_CASES = 41  # the example study's plan without a selection
+TOKEN = "t0ken-for-the-serve-test-0123456789"
+
+
+class Server:
+    """A `mira serve` process on a free loopback port."""
+
+    def __init__(self, results, studies, token=None, max_runs=4, listen="127.0.0.1:0"):
+        self.dir = tempfile.mkdtemp(prefix="mira-serve-")
+        args = [MIRA, "serve", "--listen", listen, "--max-runs", str(max_runs)]
+        if results:
+            args += ["--results-dir", results]
+        for s in studies:
+            args += ["--study", s]
+        if token:
+            path = os.path.join(self.dir, "token")
+            with open(path, "w") as f:
+                f.write(token + "\n")
+            args += ["--token-file", path]
+        self.token = token
+        self.stderr = open(os.path.join(self.dir, "stderr"), "w+")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        line = self.proc.stdout.readline()
+        m = re.match(r"listening on http://127\.0\.0\.1:(\d+)/", line)
+        if not m:
+            self.proc.wait(GUARD)
+            self.stderr.seek(0)
+            raise AssertionError("mira serve did not start: " + line + self.stderr.read())
+        self.port = int(m.group(1))
+
+    def request(self, method, path, body=None, headers=None, auth=True):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=GUARD)
+        h = dict(headers or {})
+        if auth and self.token:
+            h.setdefault("Authorization", "Bearer " + self.token)
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+            h.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=body, headers=h)
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+
+    def json(self, method, path, body=None, headers=None, auth=True):
+        status, h, data = self.request(method, path, body, headers, auth)
+        return status, h, json.loads(data) if data else None
+
+    def events(self, run_id, last=None, stop=None):
+        """The run's events (dicts: id, event, data) until the stream ends or stop(event)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=GUARD)
+        h = {"Authorization": "Bearer " + self.token} if self.token else {}
+        if last is not None:
+            h["Last-Event-ID"] = str(last)
+        conn.request("GET", "/v1/runs/%s/events" % run_id, headers=h)
+        r = conn.getresponse()
+        assert r.status == 200, (r.status, r.read())
+        assert r.getheader("Content-Type") == "text/event-stream"
+        out, cur = [], {}
+        while True:
+            line = r.fp.readline()
+            if not line:
+                break
+            line = line.decode().rstrip("\n")
+            if line.startswith(":"):
+                continue
+            if line == "":
+                if cur:
+                    cur["id"] = int(cur["id"])
+                    cur["data"] = json.loads(cur["data"])
+                    out.append(cur)
+                    cur = {}
+                    if stop and stop(out[-1]):
+                        break
+                continue
+            key, _, value = line.partition(": ")
+            cur[key] = value
+        conn.close()
+        return out
+
+    def start_run(self, body, headers=None):
+        status, h, data = self.json("POST", "/v1/runs", body, headers)
+        assert status == 201, (status, data)
+        return data["run_id"]
+
+    def wait_end(self, run_id):
+        ev = self.events(run_id)
+        assert ev and ev[-1]["event"] == "end", ev[-3:]
+        return ev
+
+    def stop(self):
+        """SIGTERM; the exit code."""
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(GUARD)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(GUARD)
+        self.stderr.close()
+
+
+def error_of(case, status, data, code=None):
+    case.assertIn("error", data)
+    e = data["error"]
+    case.assertEqual(set(e), {"code", "message", "details"})
+    case.assertTrue(e["message"])
+    if code:
+        case.assertEqual(e["code"], code)
+
+
+class ServeApi(unittest.TestCase):
+    """One server with the example study and a study that cannot start."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mira-serve-results-")
+        cls.results = os.path.join(cls.tmp, "results")
+        cls.server = Server(cls.results, ["demo=" + STUDY, "broken=/bin/false"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def test_health_version_openapi_studies(self):
+        s = self.server
+        status, _, data = s.json("GET", "/healthz")
+        self.assertEqual((status, data["status"]), (200, "ok"))
+        status, _, data = s.json("GET", "/v1/version")
+        self.assertEqual(status, 200)
+        self.assertEqual(set(data), {"host", "version", "protocol_version", "api_version"})
+        status, _, doc = s.json("GET", "/v1/openapi.json")
+        self.assertEqual(status, 200)
+        for path in ["/healthz", "/v1/version", "/v1/openapi.json", "/v1/studies",
+                     "/v1/studies/{name}/catalog", "/v1/runs", "/v1/runs/{id}",
+                     "/v1/runs/{id}/cases", "/v1/runs/{id}/report", "/v1/runs/{id}/cancel",
+                     "/v1/runs/{id}/resume", "/v1/runs/{id}/events", "/"]:
+            self.assertIn(path, doc["paths"])
+        status, _, data = s.json("GET", "/v1/studies")
+        self.assertEqual([x["name"] for x in data["studies"]], ["demo", "broken"])
+        self.assertNotIn(STUDY, json.dumps(data))  # commands stay on the server
+
+    def test_catalog(self):
+        status, _, data = self.server.json("GET", "/v1/studies/demo/catalog")
+        self.assertEqual(status, 200)
+        self.assertIn("arithmetic", [e["name"] for e in data["listing"]["evals"]])
+        status, _, data = self.server.json("GET", "/v1/studies/nope/catalog")
+        self.assertEqual(status, 404)
+        error_of(self, status, data, "study_not_found")
+        status, h, data = self.server.json("GET", "/v1/studies/broken/catalog")
+        self.assertEqual(status, 503)
+        error_of(self, status, data, "study_unavailable")
+        self.assertIn("retry-after", h)
+
+    def test_bad_requests_have_their_statuses_and_one_error_shape(self):
+        s = self.server
+        cases = [
+            ("POST", "/v1/runs", '{"study":"demo"}', {"Content-Type": "text/plain"}, 415),
+            ("POST", "/v1/runs", '{"study":', {"Content-Type": "application/json"}, 400),
+            ("POST", "/v1/runs", {"study": "demo", "command": "sh"}, None, 422),
+            ("POST", "/v1/runs", {"study": "not-listed"}, None, 422),
+            ("POST", "/v1/runs", {"study": "demo", "selection": {"evals": ["nomatch*"]}}, None,
+             422),
+            ("POST", "/v1/runs", {"study": "broken"}, None, 503),
+            ("DELETE", "/v1/runs", None, None, 405),
+            ("GET", "/v1/nothing", None, None, 404),
+            ("GET", "/v1/runs/20990101T000000Z-0000", None, None, 404),
+            ("GET", "/v1/runs/x..y", None, None, 400),
+            ("GET", "/v1/runs/%2e%2e", None, None, 400),
+            ("GET", "/v1/runs?limit=0", None, None, 400),
+            ("GET", "/v1/runs?cursor=../x", None, None, 400),
+            ("POST", "/v1/runs/20990101T000000Z-0000/cancel", None, None, 404),
+            ("POST", "/v1/runs/20990101T000000Z-0000/resume", None, None, 404),
+        ]
+        for method, path, body, headers, want in cases:
+            status, h, data = s.json(method, path, body, headers)
+            self.assertEqual(status, want, (method, path, data))
+            error_of(self, status, data)
+            if want == 503:
+                self.assertIn("retry-after", h)
+        # 413: one byte over 1 MiB, refused from its Content-Length before it is read.
+        big = '{"study":"demo","selection":{"filter":"' + "x" * (1 << 20) + '"}}'
+        status, h, data = s.json("POST", "/v1/runs", big, {"Content-Type": "application/json"})
+        self.assertEqual(status, 413)
+        error_of(self, status, data, "body_too_large")
+
+    def test_a_run_end_to_end(self):
+        s = self.server
+        run = s.start_run({"study": "demo", "selection": {"evals": ["arithmetic", "outage"]},
+                           "options": {"concurrency": 4}})
+        ev = s.wait_end(run)
+        self.assertEqual([e["id"] for e in ev], list(range(1, len(ev) + 1)))
+        self.assertEqual(ev[0]["event"], "start")
+        cases = [e for e in ev if e["event"] == "case"]
+        self.assertEqual(len(cases), 26)
+        self.assertEqual(ev[-1]["data"]["state"], "done")
+
+        status, _, data = s.json("GET", "/v1/runs/" + run)
+        self.assertEqual(status, 200)
+        self.assertEqual((data["state"], data["total"], data["done"]), ("done", 26, 26))
+        self.assertEqual(data["counts"]["passed"], 25)
+        self.assertEqual(data["counts"]["na"], 1)
+        self.assertIn("summary", data)
+
+        status, h, body = s.request("GET", "/v1/runs/%s/cases" % run)
+        self.assertEqual((status, h["content-type"]), (200, "application/x-ndjson"))
+        lines = [json.loads(l) for l in body.decode().splitlines()]
+        self.assertEqual(len(lines), 26)
+        status, _, body = s.request("GET", "/v1/runs/%s/cases?state=na,failed" % run)
+        self.assertEqual([json.loads(l)["status"] for l in body.decode().splitlines()], ["na"])
+        status, _, data = s.json("GET", "/v1/runs/%s/cases?state=bogus" % run)
+        self.assertEqual(status, 400)
+        error_of(self, status, data, "invalid_parameter")
+
+        types = {"json": "application/json", "jsonl": "application/x-ndjson",
+                 "csv": "text/csv", "junit": "application/xml", "md": "text/markdown",
+                 "html": "text/html"}
+        for fmt, ctype in types.items():
+            status, h, body = s.request("GET", "/v1/runs/%s/report?format=%s" % (run, fmt))
+            self.assertEqual(status, 200, fmt)
+            self.assertTrue(h["content-type"].startswith(ctype), h["content-type"])
+            self.assertTrue(body)
+        self.assertEqual(json.loads(s.request("GET", "/v1/runs/%s/report" % run)[2])
+                         ["summary"]["counts"]["passed"], 25)
+        status, _, data = s.json("GET", "/v1/runs/%s/report?format=pdf" % run)
+        self.assertEqual(status, 400)
+
+        # Saved exactly as `mira run` saves: `mira report` reads it.
+        rep = subprocess.run([MIRA, "report", run, "--results-dir", self.results,
+                              "--format", "json"], capture_output=True, text=True, timeout=GUARD)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertEqual(json.loads(rep.stdout)["summary"]["counts"]["passed"], 25)
+
+        # A finished run cannot be cancelled.
+        status, _, data = s.json("POST", "/v1/runs/%s/cancel" % run)
+        self.assertEqual(status, 409)
+        error_of(self, status, data, "run_not_active")
+
+        # Last-Event-ID: the stream goes on after the id given, with nothing missed.
+        first = ev[:5]
+        rest = s.events(run, last=first[-1]["id"])
+        self.assertEqual([e["id"] for e in first + rest], [e["id"] for e in ev])
+        self.assertEqual(s.events(run, last=len(ev)), [])
+        status, _, data = s.json("GET", "/v1/runs/%s/events" % run,
+                                 headers={"Last-Event-ID": "x"})
+        self.assertEqual(status, 400)
+
+    def test_a_pool_of_study_processes(self):
+        s = self.server
+        run = s.start_run({"study": "demo", "selection": {"evals": ["arithmetic"]},
+                           "options": {"procs": 2, "concurrency": 4}})
+        ev = s.wait_end(run)
+        self.assertEqual(ev[-1]["data"]["state"], "done")
+        self.assertEqual(ev[-1]["data"]["counts"]["passed"], 25)
+
+    def test_idempotency_key(self):
+        s = self.server
+        body = {"study": "demo", "selection": {"evals": ["greet"]}}
+        key = {"Idempotency-Key": "client-7:req-1"}
+        first = s.start_run(body, key)
+        status, h, data = s.json("POST", "/v1/runs", body, key)
+        self.assertEqual((status, data["run_id"]), (201, first))
+        self.assertEqual(h.get("idempotent-replayed"), "true")
+        other = {"study": "demo", "selection": {"evals": ["coin"]}}
+        status, _, data = s.json("POST", "/v1/runs", other, key)
+        self.assertEqual(status, 409)
+        error_of(self, status, data, "idempotency_conflict")
+        status, _, data = s.json("POST", "/v1/runs", body, {"Idempotency-Key": "bad key"})
+        self.assertEqual(status, 400)
+        s.wait_end(first)
+
+    def test_runs_are_listed_newest_first_in_pages(self):
+        s = self.server
+        for evals in (["greet"], ["coin"]):
+            s.wait_end(s.start_run({"study": "demo", "selection": {"evals": evals}}))
+        status, _, everything = s.json("GET", "/v1/runs?limit=200")
+        ids = [r["run_id"] for r in everything["runs"]]
+        self.assertGreaterEqual(len(ids), 2)
+        self.assertEqual(ids, sorted(ids, reverse=True))
+        seen, cursor = [], None
+        while True:
+            path = "/v1/runs?limit=1" + ("&cursor=" + cursor if cursor else "")
+            status, _, page = s.json("GET", path)
+            self.assertEqual(status, 200)
+            seen += [r["run_id"] for r in page["runs"]]
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        self.assertEqual(seen, ids)
+
+    def test_dashboard_pages_carry_the_policy(self):
+        s = self.server
+        status, h, body = s.request("GET", "/")
+        self.assertEqual(status, 200)
+        self.assertIn("script-src 'self'", h["content-security-policy"])
+        self.assertNotIn(b"<script>", body)
+        status, h, body = s.request("GET", "/runs/x..y")
+        self.assertEqual(status, 400)
+        status, h, body = s.request("GET", "/dashboard.js")
+        self.assertEqual((status, h["content-type"]), (200, "text/javascript; charset=utf-8"))
+
+
+class ServeAuth(unittest.TestCase):
+    def test_a_token_guards_the_api(self):
+        tmp = tempfile.mkdtemp(prefix="mira-serve-auth-")
+        s = Server(os.path.join(tmp, "results"), ["demo=" + STUDY], token=TOKEN)
+        try:
+            self.assertEqual(s.request("GET", "/healthz", auth=False)[0], 200)
+            status, h, data = s.json("GET", "/v1/version", auth=False)
+            self.assertEqual(status, 401)
+            self.assertEqual(h["www-authenticate"], "Bearer")
+            error_of(self, status, data, "unauthorized")
+            status, _, _ = s.json("GET", "/v1/runs", headers={"Authorization": "Bearer nope"})
+            self.assertEqual(status, 401)
+            status, _, _ = s.json("GET", "/v1/runs",
+                                  headers={"Authorization": "Bearer " + TOKEN + "x"})
+            self.assertEqual(status, 401)
+            self.assertEqual(s.json("GET", "/v1/runs")[0], 200)
+        finally:
+            s.close()
+
+    def test_a_non_loopback_address_needs_a_token(self):
+        r = subprocess.run([MIRA, "serve", "--listen", "0.0.0.0:0", "--study", "demo=" + STUDY],
+                           capture_output=True, text=True, timeout=GUARD)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("needs a token", r.stderr)
+
+
+class ServeMiraToml(unittest.TestCase):
+    def test_mira_toml_launchers_are_on_the_allow_list(self):
+        tmp = tempfile.mkdtemp(prefix="mira-serve-toml-")
+        with open(os.path.join(tmp, "mira.toml"), "w") as f:
+            f.write('[results]\ndir = "saved"\n[launchers.example]\ncmd = "%s"\n' % STUDY)
+        cwd = os.getcwd()
+        os.chdir(tmp)  # mira serve reads the nearest mira.toml from its working directory
+        try:
+            s = Server(None, [])
+        finally:
+            os.chdir(cwd)
+        try:
+            status, _, data = s.json("GET", "/v1/studies")
+            self.assertEqual([x["name"] for x in data["studies"]], ["example"])
+            run = s.start_run({"study": "example", "selection": {"evals": ["greet"]}})
+            self.assertEqual(s.wait_end(run)[-1]["data"]["state"], "done")
+            self.assertTrue(os.path.exists(os.path.join(tmp, "saved", run, "meta.json")))
+        finally:
+            s.close()
+
+
+class ServeLifecycle(unittest.TestCase):
+    """Runs that are cancelled, refused for lack of room, interrupted by SIGTERM and resumed
+    after a restart. The first server's `slow` case sleeps until cancelled; the restarted one
+    (the same study name) is quick, so the resumed runs end."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mira-serve-life-")
+        self.results = os.path.join(self.tmp, "results")
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            s.close()
+
+    def serve(self, slow_ms, **kw):
+        s = Server(self.results, ["demo=%s --slow-ms %d" % (STUDY, slow_ms)], **kw)
+        self.servers.append(s)
+        return s
+
+    def going(self, s):
+        """A run whose slow case is in flight, and its events up to the last other case."""
+        run = s.start_run({"study": "demo"})
+        ev = s.events(run, stop=lambda e: e["event"] == "case" and e["data"]["done"] == 40)
+        return run, ev
+
+    def test_cancel_then_resume_after_a_restart(self):
+        s = self.serve(600000, max_runs=1)
+        run, ev = self.going(s)
+        # The run limit: one more is 429 with Retry-After; resuming a live run is 409.
+        status, h, data = s.json("POST", "/v1/runs", {"study": "demo"})
+        self.assertEqual(status, 429)
+        error_of(self, status, data, "too_many_runs")
+        self.assertIn("retry-after", h)
+        status, _, data = s.json("POST", "/v1/runs/%s/resume" % run)
+        self.assertEqual(status, 409)
+        error_of(self, status, data, "run_active")
+        status, _, data = s.json("POST", "/v1/runs/%s/cancel" % run)
+        self.assertEqual((status, data["state"]), (202, "cancelling"))
+        rest = s.events(run, last=ev[-1]["id"])  # resumed mid-run: nothing missed
+        self.assertEqual([e["id"] for e in ev + rest], list(range(1, len(ev) + len(rest) + 1)))
+        self.assertEqual(rest[-1]["data"]["state"], "cancelled")
+        status, _, data = s.json("GET", "/v1/runs/" + run)
+        self.assertEqual((data["state"], data["resumable"]), ("cancelled", True))
+        self.assertEqual(data["counts"]["cancelled"], 1)
+        self.assertEqual(s.stop(), 0)
+
+        s2 = self.serve(10)
+        status, _, data = s2.json("GET", "/v1/runs/" + run)
+        self.assertEqual((data["live"], data["state"], data["resumable"]),
+                         (False, "cancelled", True))
+        status, _, data = s2.json("POST", "/v1/runs/%s/resume" % run, "",
+                                  {"Content-Type": "application/json"})
+        self.assertEqual((status, data["run_id"]), (202, run))
+        ev2 = s2.wait_end(run)
+        self.assertEqual(ev2[0]["data"]["reused"], 40)
+        self.assertEqual(ev2[-1]["data"]["state"], "done")
+        self.assertEqual(ev2[-1]["data"]["counts"]["cancelled"], 0)
+        rep = subprocess.run([MIRA, "report", run, "--results-dir", self.results, "--format",
+                              "json"], capture_output=True, text=True, timeout=GUARD)
+        self.assertEqual(json.loads(rep.stdout)["summary"]["counts"]["passed"], 37)
+
+    def test_sigterm_saves_and_marks_runs_interrupted_and_a_restart_resumes_them(self):
+        s = self.serve(600000)
+        run, _ = self.going(s)
+        self.assertEqual(s.stop(), 0)
+        with open(os.path.join(self.results, run, "meta.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(meta["sessions"][-1]["stopped"], "interrupted")
+        self.assertTrue(meta["sessions"][-1]["finished"])
+
+        s2 = self.serve(10)
+        status, _, page = s2.json("GET", "/v1/runs")
+        listed = {r["run_id"]: r for r in page["runs"]}
+        self.assertEqual((listed[run]["state"], listed[run]["resumable"]), ("interrupted", True))
+        status, _, data = s2.json("POST", "/v1/runs/%s/resume" % run)
+        self.assertEqual(status, 202)
+        ev = s2.wait_end(run)
+        self.assertEqual(ev[0]["data"]["reused"], 40)
+        self.assertEqual(ev[-1]["data"]["state"], "done")
+        status, _, data = s2.json("GET", "/v1/runs/" + run)
+        self.assertEqual(data["counts"]["passed"], 37)
+
+
+class Cdp:
+    """The Chrome DevTools Protocol over a minimal WebSocket client (the standard library has
+    none): enough to evaluate an expression in the page, awaiting a promise."""
+
+    def __init__(self, ws_url):
+        u = urllib.parse.urlparse(ws_url)
+        self.sock = socket.create_connection((u.hostname, u.port), timeout=GUARD)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
+                           "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                           "Sec-WebSocket-Version: 13\r\n\r\n"
+                           % (u.path, u.hostname, u.port, key)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(4096)
+            assert chunk, "the DevTools socket closed during the handshake"
+            head += chunk
+        assert b" 101 " in head.split(b"\r\n")[0], head
+        self.buf = head.split(b"\r\n\r\n", 1)[1]
+        self.last_id = 0
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            assert chunk, "the DevTools socket closed"
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _send(self, text):
+        data, mask = text.encode(), os.urandom(4)
+        n = len(data)
+        head = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else
+                                bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 else
+                                bytes([0x80 | 127]) + struct.pack(">Q", n))
+        self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def _message(self):
+        text = b""
+        while True:
+            b0, b1 = self._exact(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._exact(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._exact(8))[0]
+            payload = self._exact(n)
+            if b0 & 0x0F in (0, 1, 2):
+                text += payload
+                if b0 & 0x80:
+                    return json.loads(text.decode())
+
+    def evaluate(self, expression):
+        # The page may still be replacing about:blank when we attach: that context's end
+        # fails the call, and it is asked again in the page that replaced it.
+        for _ in range(100):
+            self.last_id += 1
+            self._send(json.dumps({"id": self.last_id, "method": "Runtime.evaluate",
+                                   "params": {"expression": expression, "awaitPromise": True,
+                                              "returnByValue": True}}))
+            while True:
+                m = self._message()
+                if m.get("id") == self.last_id:
+                    break
+            if "result" in m and "exceptionDetails" not in m["result"]:
+                return m["result"]["result"].get("value")
+            assert "context" in json.dumps(m), m
+        raise AssertionError("the page never settled")
+
+
+# Resolves with the page's DOM once `cond` holds: the page is watched, not the clock.
+WAIT_FOR = """new Promise((resolve) => {
+  const ready = () => document.body && document.getElementById("count-passed");
+  const check = () => ready() && (%s) ? resolve(document.documentElement.outerHTML) : setTimeout(check, 20);
+  check();
+})"""
+
+
+class ServeDashboard(unittest.TestCase):
+    """Headless Chromium opens a run's page while the run goes; the same page, fed by the event
+    stream, shows the final counts when the run has ended; --dump-dom of the page after the
+    end shows them too."""
+
+    def test_the_live_page_shows_the_final_counts(self):
+        tmp = tempfile.mkdtemp(prefix="mira-serve-dash-")
+        s = Server(os.path.join(tmp, "results"), ["demo=%s --slow-ms 600000" % STUDY])
+        browser = None
+        try:
+            run = s.start_run({"study": "demo"})
+            s.events(run, stop=lambda e: e["event"] == "case" and e["data"]["done"] == 40)
+            url = "http://127.0.0.1:%d/runs/%s" % (s.port, run)
+            browser = subprocess.Popen(
+                [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                 "--remote-debugging-port=0", "--user-data-dir=" + os.path.join(tmp, "profile"),
+                 url], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            port = None
+            for line in browser.stderr:
+                m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+                if m:
+                    port = int(m.group(1))
+                    break
+            self.assertTrue(port, "chromium printed no DevTools address")
+            with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port,
+                                        timeout=GUARD) as r:
+                pages = [t for t in json.load(r) if t["type"] == "page" and t["url"] == url]
+            page = Cdp(pages[0]["webSocketDebuggerUrl"])
+
+            live = page.evaluate(WAIT_FOR % "document.body.dataset.state === 'running' && "
+                                 "document.getElementById('count-passed').textContent === '36'")
+            self.assertIn('id="count-na">1<', live)
+            self.assertIn('id="count-cancelled">0<', live)
+            s.json("POST", "/v1/runs/%s/cancel" % run)
+            final = page.evaluate(WAIT_FOR % "document.body.dataset.state && "
+                                  "document.body.dataset.state !== 'running'")
+            for html in (final, self.dump_dom(url)):
+                self.assertIn('data-state="cancelled"', html)
+                self.assertIn('id="count-passed">36<', html)
+                self.assertIn('id="count-na">1<', html)
+                self.assertIn('id="count-skipped">3<', html)
+                self.assertIn('id="count-cancelled">1<', html)
+                self.assertEqual(html.count("<script"), 1)  # its own, from /dashboard.js
+            runs_dom = self.dump_dom("http://127.0.0.1:%d/" % s.port)
+            self.assertIn(">%s</a>" % run, runs_dom)
+        finally:
+            if browser:
+                browser.kill()
+                browser.wait(GUARD)
+                browser.stderr.close()
+            s.close()
+
+    def dump_dom(self, url):
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                               "--virtual-time-budget=10000", "--dump-dom", url],
+                              capture_output=True, text=True, timeout=GUARD).stdout
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
