@@ -156,7 +156,7 @@ std::optional<command> command_named(std::string_view name) {
       {"list", command::list},           {"plan", command::plan},     {"run", command::run},
       {"score", command::score},         {"report", command::report}, {"export", command::export_},
       {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor},
-      {"compare", command::compare}, {"serve", command::serve}};
+      {"compare", command::compare},     {"serve", command::serve}};
   for (auto& [n, c] : names)
     if (n == name) return c;
   return std::nullopt;

@@ -20,8 +20,8 @@ BOOST_AUTO_TEST_CASE(targets_are_split_and_percent_decoded) {
   BOOST_TEST(*t->param("x") == "a b");
   BOOST_TEST(*t->param("empty") == "");
   BOOST_TEST(!t->param("missing"));
-  for (auto bad : {"", "v1/runs", "/a/%zz", "/a/%2", "/a/%00b", "/a/../b", "/a/%2e%2e/b",
-                   "/a?x=%", "/a/./b"}) {
+  for (auto bad : {"", "v1/runs", "/a/%zz", "/a/%2", "/a/%00b", "/a/../b", "/a/%2e%2e/b", "/a?x=%",
+                   "/a/./b"}) {
     auto r = parse_target(bad);
     BOOST_TEST(!r.has_value(), bad);
     if (!r) BOOST_TEST(r.error().status == 400u);
@@ -74,7 +74,8 @@ BOOST_AUTO_TEST_CASE(errors_have_one_shape) {
   BOOST_TEST(v.at("error").at("code").as_string() == "invalid_request");
   BOOST_TEST(v.at("error").at("message").as_string() == "selection.trials: must be an integer");
   BOOST_TEST(v.at("error").at("details").at("member").as_string() == "selection.trials");
-  BOOST_TEST(json::parse(error_body(make_error(404, "x", "y"))).at("error").at("details").is_null());
+  BOOST_TEST(
+      json::parse(error_body(make_error(404, "x", "y"))).at("error").at("details").is_null());
 }
 
 BOOST_AUTO_TEST_CASE(run_requests_are_decoded_or_refused_naming_the_member) {
