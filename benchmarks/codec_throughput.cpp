@@ -45,8 +45,9 @@ void measure(const char* name, std::size_t n, std::size_t bytes, F&& f) {
   double t0 = cpu_seconds();
   for (std::size_t i = 0; i < n; ++i) f(i);
   double s = cpu_seconds() - t0;
-  std::printf("%-16s lines_per_sec %10.0f  MB_per_sec %7.1f  ns_per_line %6.0f\n", name, n / s,
-              static_cast<double>(n * bytes) / s / 1e6, s / static_cast<double>(n) * 1e9);
+  std::printf("%-16s lines_per_sec %10.0f  MB_per_sec %7.1f  ns_per_line %6.0f\n", name,
+              static_cast<double>(n) / s, static_cast<double>(n * bytes) / s / 1e6,
+              s / static_cast<double>(n) * 1e9);
 }
 
 }  // namespace
