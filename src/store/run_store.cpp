@@ -205,7 +205,7 @@ class per_case_writer final : public run_store::case_writer {
 // A saved case as a planned one: its identity and key (for reports and the whole run).
 plan::planned_case planned_case_of(const saved_case& c) {
   plan::planned_case pc;
-  if (auto params = protocol::decode_run_params(c.record)) pc.params = std::move(*params);
+  if (auto params = protocol::decode_run_params(c.record)) pc.params = *params;
   pc.key = c.key;
   return pc;
 }
