@@ -1,5 +1,6 @@
 // The checks of `mira doctor` (doctor.hpp).
 #include <mira/config/doctor.hpp>
+#include "config/concat.hpp"
 
 #include <mira/plan/plan.hpp>
 #include <mira/store/run_store.hpp>
@@ -20,12 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Pieces joined into one string (one allocation, where `+` would make a temporary per piece).
-std::string concat(std::initializer_list<std::string_view> parts) {
-  std::string out;
-  for (auto p : parts) out += p;
-  return out;
-}
+using detail::concat;
 
 void add(std::vector<finding>& out, severity s, std::string message) {
   out.push_back({s, std::move(message)});

@@ -1,5 +1,6 @@
 // mira.toml: discovery, parsing with toml++ and checking into the plain model (mira_toml.hpp).
 #include <mira/config/mira_toml.hpp>
+#include "config/concat.hpp"
 
 #include <toml++/toml.h>
 
@@ -14,12 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Pieces joined into one string (one allocation, where `+` would make a temporary per piece).
-std::string concat(std::initializer_list<std::string_view> parts) {
-  std::string out;
-  for (auto p : parts) out += p;
-  return out;
-}
+using detail::concat;
 
 // A check that stops the file loading; caught at the top of parse_config.
 struct failure {

@@ -286,6 +286,30 @@ void run_manager::release() {
   changed_ = new_notify(ex_);
 }
 
+namespace {
+
+api_error not_in_time(const std::string& study, const char* what) {
+  auto e =
+      make_error(503, "study_unavailable", "study '" + study + "' did not " + what + " in time",
+                 json::object{{"study", study}});
+  e.retry_after = 5;
+  return e;
+}
+
+// The listing of a started study (one process or a pool) before `timer` fires; on any failure
+// the study is shut down.
+template <class Connection>
+asio::awaitable<tl::expected<protocol::list_result, api_error>> list_in_time(
+    Connection& conn, asio::steady_timer& timer, const std::string& study) {
+  auto listed = co_await (conn.list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (listed.index() == 0 && std::get<0>(listed)) co_return std::move(*std::get<0>(listed));
+  co_await conn.shutdown();
+  if (listed.index() == 1) co_return tl::unexpected(not_in_time(study, "list its evals"));
+  co_return tl::unexpected(study_error(study, "failed to list", std::get<0>(listed).error()));
+}
+
+}  // namespace
+
 asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::prepare(
     const study_entry& study, const run_options& o) {
   prepared p;
@@ -303,13 +327,6 @@ asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::pre
   study_command cmd;
   cmd.argv = study.argv;
   asio::steady_timer timer(ex_, config_.init_timeout);
-  auto timed_out = [&](const char* what) {
-    auto e = make_error(503, "study_unavailable",
-                        "study '" + study.name + "' did not " + what + " in time",
-                        json::object{{"study", study.name}});
-    e.retry_after = 5;
-    return tl::unexpected(e);
-  };
   if (o.procs && *o.procs > 1) {
     pool_options po;
     po.processes = *o.procs;
@@ -320,17 +337,8 @@ asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::pre
     auto pool = co_await study_pool::start(ex_, cmd, std::move(po));
     if (!pool) co_return tl::unexpected(study_error(study.name, "did not start", pool.error()));
     p.init = pool->study();
-    auto listed =
-        co_await (pool->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-    if (listed.index() == 1) {
-      co_await pool->shutdown();
-      co_return timed_out("list its evals");
-    }
-    auto& list = std::get<0>(listed);
-    if (!list) {
-      co_await pool->shutdown();
-      co_return tl::unexpected(study_error(study.name, "failed to list", list.error()));
-    }
+    auto list = co_await list_in_time(*pool, timer, study.name);
+    if (!list) co_return tl::unexpected(list.error());
     p.list = std::move(*list);
     p.conn = std::move(*pool);
     co_return p;
@@ -341,7 +349,7 @@ asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::pre
       co_await (host->initialize() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (inited.index() == 1) {
     co_await host->shutdown();
-    co_return timed_out("answer initialize");
+    co_return tl::unexpected(not_in_time(study.name, "answer initialize"));
   }
   auto& init = std::get<0>(inited);
   if (!init) {
@@ -350,17 +358,8 @@ asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::pre
   }
   p.init = std::move(*init);
   timer.expires_after(config_.init_timeout);
-  auto listed =
-      co_await (host->list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (listed.index() == 1) {
-    co_await host->shutdown();
-    co_return timed_out("list its evals");
-  }
-  auto& list = std::get<0>(listed);
-  if (!list) {
-    co_await host->shutdown();
-    co_return tl::unexpected(study_error(study.name, "failed to list", list.error()));
-  }
+  auto list = co_await list_in_time(*host, timer, study.name);
+  if (!list) co_return tl::unexpected(list.error());
   p.list = std::move(*list);
   p.conn = std::move(*host);
   co_return p;
@@ -563,18 +562,7 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   co_await shutdown(*prep->conn);
 
   // The session's report over the plan: reused cases and the ones run now, in plan order.
-  schedule::run_report report;
-  report.stopped = part.stopped;
-  report.stop_message = part.stop_message;
-  report.seconds = part.seconds;
-  report.restarts = part.restarts;
-  if (partial) {
-    for (std::size_t j = 0; j < part.cases.size(); ++j)
-      resumed.records[resumed.todo[j]] = std::move(part.cases[j]);
-    report.cases = std::move(resumed.records);
-  } else {
-    report.cases = std::move(part.cases);
-  }
+  auto report = store::session_report(p, resumed, std::move(part));
   auto& s = st.session();
   s.seconds = report.seconds;
   s.ran = 0;

@@ -450,19 +450,7 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   progress.clear();
   ticker.cancel();
 
-  schedule::run_report report;
-  report.stopped = part.stopped;
-  report.stop_message = part.stop_message;
-  report.seconds = part.seconds;
-  report.restarts = part.restarts;
-  if (partial) {
-    for (std::size_t j = 0; j < part.cases.size(); ++j)
-      resumed.records[resumed.todo[j]] = std::move(part.cases[j]);
-    report.cases = std::move(resumed.records);
-  } else {
-    report.cases = std::move(part.cases);
-  }
-  co_return report;
+  co_return store::session_report(p, resumed, std::move(part));
 }
 
 // Step: the end of a saved session — the study's stderr, report.json and report.html over every
