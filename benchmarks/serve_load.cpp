@@ -7,7 +7,8 @@
 // p50/p99 latency, how many landed while the run went, whether every stream saw every event,
 // and the run's throughput with and without the server, as a ratio.
 //
-//   serve_load [-n CASES] [-j CONCURRENCY] [--sse S] [--status R] [--workers W] ECHO_STUDY
+//   serve_load [-n CASES] [-j CONCURRENCY] [--sse S] [--status R] [--workers W] [-r ROUNDS]
+//              ECHO_STUDY
 //
 // Not a test: nothing here passes or fails on time.
 #include <mira/aggregate/summary.hpp>
@@ -35,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,14 +50,24 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 struct options {
-  std::size_t cases = 10000, concurrency = 8, sse = 100, status = 2000, workers = 8;
+  std::size_t cases = 10000, concurrency = 8, sse = 100, status = 2000, workers = 8, rounds = 5;
   std::string study;
 };
 
-std::string temp_dir() {
-  char tmpl[] = "/tmp/mira-serve-load-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
+// A results folder for one run, removed with everything saved in it when the run is measured.
+struct scratch {
+  std::string path;
+  scratch() {
+    char tmpl[] = "/tmp/mira-serve-load-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  scratch(const scratch&) = delete;
+  scratch& operator=(const scratch&) = delete;
+  ~scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
 
 // The run through the library alone, as `mira run` saves it: seconds from the session's start
 // to the finished run folder (the span the server reports as a run's seconds).
@@ -243,48 +255,66 @@ int main(int argc, char** argv) {
       o.status = next();
     else if (a == "--workers" && i + 1 < argc)
       o.workers = std::max<std::size_t>(1, next());
+    else if (a == "-r" && i + 1 < argc)
+      o.rounds = std::max<std::size_t>(1, next());
     else
       o.study = a;
   }
   if (o.study.empty()) {
-    std::fprintf(
-        stderr,
-        "usage: serve_load [-n N] [-j J] [--sse S] [--status R] [--workers W] ECHO_STUDY\n");
+    std::fprintf(stderr,
+                 "usage: serve_load [-n N] [-j J] [--sse S] [--status R] [--workers W] [-r ROUNDS] "
+                 "ECHO_STUDY\n");
     return 2;
   }
-  double library = 0;
-  {
-    asio::io_context ctx{1};
-    asio::co_spawn(ctx, library_run(o, temp_dir()), [&](std::exception_ptr e, double s) {
-      if (e) std::rethrow_exception(e);
-      library = s;
-    });
-    ctx.run();
-  }
+  // Rounds of the three runs, their order rotated each round; each ratio is taken within its
+  // round (the machine's load moves between rounds), and the medians are reported.
+  std::vector<double> loaded_ratio, quiet_ratio;
+  load_result r;
   auto quiet_options = o;  // the server with one event stream and no status requests
   quiet_options.sse = 1;
   quiet_options.status = 0;
-  auto quiet = served_run(quiet_options, temp_dir());
-  auto r = served_run(o, temp_dir());
-  auto lib_rate = static_cast<double>(o.cases) / library;
-  auto srv_rate = static_cast<double>(r.run_cases) / r.run_seconds;
-  std::printf("run of %zu cases, -j %zu\n", o.cases, o.concurrency);
-  std::printf("  library alone:          %.3f s  %8.0f cases/s\n", library, lib_rate);
+  std::printf("run of %zu cases, -j %zu, %zu round(s)\n", o.cases, o.concurrency, o.rounds);
+  for (std::size_t round = 0; round < o.rounds; ++round) {
+    double lib_rate = 0, srv_rate = 0, quiet_rate = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      scratch dir;
+      switch ((round + k) % 3) {
+        case 0: {
+          asio::io_context ctx{1};
+          asio::co_spawn(ctx, library_run(o, dir.path), [&](std::exception_ptr e, double secs) {
+            if (e) std::rethrow_exception(e);
+            lib_rate = static_cast<double>(o.cases) / secs;
+          });
+          ctx.run();
+          break;
+        }
+        case 1: {
+          auto q = served_run(quiet_options, dir.path);
+          quiet_rate = static_cast<double>(q.run_cases) / q.run_seconds;
+          break;
+        }
+        default:
+          r = served_run(o, dir.path);
+          srv_rate = static_cast<double>(r.run_cases) / r.run_seconds;
+      }
+    }
+    std::printf(
+        "  round %zu: library %6.0f cases/s; server %6.0f under load (%zu SSE clients, %zu status "
+        "requests), %6.0f quiet (one stream); ratios %.3f, %.3f\n",
+        round + 1, lib_rate, srv_rate, o.sse, o.status, quiet_rate, srv_rate / lib_rate,
+        quiet_rate / lib_rate);
+    loaded_ratio.push_back(srv_rate / lib_rate);
+    quiet_ratio.push_back(quiet_rate / lib_rate);
+  }
+  std::printf("server/library throughput, median of %zu rounds: %.3f under load, %.3f quiet\n",
+              o.rounds, percentile(loaded_ratio, 0.5), percentile(quiet_ratio, 0.5));
   std::printf(
-      "  through the server:     %.3f s  %8.0f cases/s  (%zu SSE clients, %zu status requests)\n",
-      r.run_seconds, srv_rate, o.sse, o.status);
-  auto quiet_rate = static_cast<double>(quiet.run_cases) / quiet.run_seconds;
-  std::printf("  through the server, one stream and no status requests: %.3f s  %8.0f cases/s\n",
-              quiet.run_seconds, quiet_rate);
-  std::printf("  server/library throughput: %.3f under load, %.3f quiet\n", srv_rate / lib_rate,
-              quiet_rate / lib_rate);
-  std::printf(
-      "status requests: %zu in %.3f s = %.0f requests/s; p50 %.2f ms, p99 %.2f ms; %zu "
-      "answered while the run went\n",
+      "status requests (last round): %zu in %.3f s = %.0f requests/s; p50 %.2f ms, p99 %.2f ms; "
+      "%zu answered while the run went\n",
       r.latencies_ms.size(), r.status_seconds,
       static_cast<double>(r.latencies_ms.size()) / r.status_seconds,
       percentile(r.latencies_ms, 0.5), percentile(r.latencies_ms, 0.99), r.during_run);
-  std::printf("event streams that saw every event to the end: %zu of %zu\n", r.streams_complete,
-              o.sse);
+  std::printf("event streams that saw every event to the end (last round): %zu of %zu\n",
+              r.streams_complete, o.sse);
   return 0;
 }
