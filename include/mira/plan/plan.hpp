@@ -227,9 +227,12 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list,
 
 }  // namespace mira::plan
 
+namespace std {
+/// Hashes a shared name as its text, so it keys unordered containers like a std::string.
 template <>
-struct std::hash<mira::plan::shared_name> {
+struct hash<mira::plan::shared_name> {
   std::size_t operator()(const mira::plan::shared_name& n) const noexcept {
     return std::hash<std::string_view>{}(n);
   }
 };
+}  // namespace std
