@@ -4,6 +4,7 @@
 
 #include <toml++/toml.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -195,6 +196,14 @@ tl::expected<fs::path, std::string> write_cargo_script_crate(const fs::path& scr
   auto dir = root / (name + "-" + hash);
   fs::create_directories(dir, ec);
   if (ec) return tl::unexpected("cannot create " + dir.string() + ": " + ec.message());
+  // In a shared TMPDIR another user could have made the folders first and put links in them:
+  // the crate is written only into folders this user owns, which are then made its alone.
+  for (const auto& d : {root, dir}) {
+    struct ::stat st {};
+    if (::lstat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+        ::chmod(d.c_str(), S_IRWXU) != 0)
+      return tl::unexpected(d.string() + " is not a folder of this user's; set TMPDIR to one");
+  }
   if (!write_if_changed(dir / "Cargo.toml", crate->manifest) ||
       !write_if_changed(dir / "main.rs", crate->main_rs))
     return tl::unexpected("cannot write the crate for " + script.string() + " in " + dir.string());

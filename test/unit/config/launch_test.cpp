@@ -3,7 +3,14 @@
 // test/integration/cli_launch_test.cpp.
 #include <boost/test/unit_test.hpp>
 
+#include "common/temp_dir.hpp"
+
 #include <mira/config/launch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include <set>
 
@@ -213,6 +220,31 @@ fn main() {}
   auto bad = cfg::make_cargo_script("---\n[dependencies\n---\n", "s", "/");
   BOOST_REQUIRE(!bad);
   BOOST_TEST(bad.error().find("2:") == 0u, bad.error());
+}
+
+BOOST_AUTO_TEST_CASE(a_script_crate_is_not_written_into_another_users_folder) {
+  mira::test::temp_dir t;
+  std::ofstream(t.path / "s.rs") << "fn main() {}\n";
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", t.path.c_str(), 1);
+  auto own = cfg::system_probe::real().cargo_script_crate(t.path / "s.rs");
+  BOOST_TEST(own.has_value(), (own ? "" : own.error()));
+  BOOST_TEST(((fs::status(t.path / "mira-script").permissions() & fs::perms::all) ==
+              fs::perms::owner_all));
+  // The same folder made by someone else first (nobody's uid; needs root to set up).
+  fs::remove_all(t.path / "mira-script");
+  fs::create_directory(t.path / "mira-script");
+  if (::chown((t.path / "mira-script").c_str(), 65534, 65534) == 0) {
+    auto theirs = cfg::system_probe::real().cargo_script_crate(t.path / "s.rs");
+    BOOST_REQUIRE(!theirs.has_value());
+    BOOST_TEST(theirs.error().find("is not a folder of this user's") != std::string::npos,
+               theirs.error());
+  }
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
