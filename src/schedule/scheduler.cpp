@@ -145,8 +145,16 @@ std::optional<time_point> scheduler::next_wakeup(time_point now) {
     if (p > now && (!t || p < *t)) t = p;
   };
   if (!delayed_.empty()) earliest(delayed_.top().at);
-  for (auto& b : buckets_)
-    if (!b.ready.empty()) earliest(b.backoff_until);
+  bool room = in_flight_ + reserved_ < conc_.max_concurrent;
+  for (auto& b : buckets_) {
+    if (b.ready.empty()) continue;
+    // Startable now (a retry whose delay ended since the caller's last next()): the caller
+    // must not sleep on it, since no attempt's end may come to wake it.
+    if (room && now >= b.backoff_until &&
+        b.in_flight < static_cast<std::size_t>(std::floor(b.limit)))
+      return now;
+    earliest(b.backoff_until);
+  }
   return t;
 }
 

@@ -66,7 +66,8 @@ class scheduler {
   std::vector<std::size_t> stop();
 
   /// When something blocked now may become startable (a backoff or a retry delay ends);
-  /// nothing when only an attempt's end can unblock it.
+  /// `now` when something is startable already (next(now) would return it); nothing when
+  /// only an attempt's end can unblock it.
   std::optional<time_point> next_wakeup(time_point now);
   bool idle() const { return in_flight_ == 0 && waiting_ == 0; }
   bool stopped() const { return stopped_; }

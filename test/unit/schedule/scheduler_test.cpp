@@ -111,6 +111,25 @@ BOOST_AUTO_TEST_CASE(a_provider_that_serves_nothing_is_paused) {
   BOOST_TEST(s.next(*until).has_value());
 }
 
+// The run loop asks next() and then next_wakeup() with a later clock reading: a retry whose
+// delay ends between the two is startable, and must not be reported as "wait for an attempt's
+// end" (there may be none: the run then slept until its deadline).
+BOOST_AUTO_TEST_CASE(a_retry_due_between_next_and_next_wakeup_is_not_lost) {
+  retry_policy r;
+  r.base_backoff = milliseconds(1);
+  scheduler s(std::vector<std::string>(1, "p"), {}, r, 3);
+  auto id = s.next(t0);
+  BOOST_REQUIRE(id);
+  attempt_verdict again{true, false, milliseconds(5)};  // a retry no sooner than t0 + 5 ms
+  BOOST_TEST((s.finish(*id, again, t0) == disposition::retry));
+  BOOST_TEST(!s.next(t0).has_value());
+  auto later = t0 + seconds(1);
+  auto wake = s.next_wakeup(later);
+  BOOST_REQUIRE(wake);
+  BOOST_TEST((*wake <= later));
+  BOOST_TEST(s.next(*wake).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(the_limit_recovers_fast_to_the_last_good_level_then_probes_slowly) {
   concurrency_policy c;
   c.max_concurrent = 8;
