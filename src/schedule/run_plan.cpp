@@ -105,14 +105,25 @@ asio::awaitable<tl::expected<protocol::run_result, error>> send_pooled(
 }
 
 // Waits until the request was handed to a process (the timer is re-armed then), then the
-// timeout; returns when either the timeout passed or the race was decided by the request.
-asio::awaitable<void> timeout_after_dispatch(std::shared_ptr<asio::steady_timer> timer) {
+// timeout. True when the timeout passed; false when the wait was cancelled (the request
+// decided the race, or the attempt itself was cancelled).
+asio::awaitable<bool> timeout_after_dispatch(std::shared_ptr<asio::steady_timer> timer) {
   for (;;) {
     auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
-    if (!ec) co_return;
+    if (!ec) co_return true;
     auto cs = co_await asio::this_coro::cancellation_state;
-    if (cs.cancelled() != asio::cancellation_type::none) co_return;
+    if (cs.cancelled() != asio::cancellation_type::none) co_return false;
   }
+}
+
+// The timer's side of the race won. When the timer did not fire, the attempt itself was
+// cancelled (the run is stopping) and the timer's wait ended first: that is a cancellation,
+// recorded as such, not a timeout that would fail the case and keep it from a resume.
+void timer_won(attempt_outcome& out, bool fired) {
+  if (fired)
+    out.timed_out = true;
+  else
+    out.result = tl::unexpected(error{asio::error::operation_aborted, {}});
 }
 
 asio::awaitable<attempt_outcome> one_attempt(study_pool pool, protocol::run_params params,
@@ -139,7 +150,7 @@ asio::awaitable<attempt_outcome> one_attempt(study_pool pool, protocol::run_para
   if (raced.index() == 0)
     out.result = std::move(std::get<0>(raced));
   else
-    out.timed_out = true;
+    timer_won(out, std::get<1>(raced));
   co_return out;
 }
 
@@ -161,7 +172,7 @@ asio::awaitable<attempt_outcome> one_attempt(host_handle host, protocol::run_par
   if (raced.index() == 0)
     out.result = std::move(std::get<0>(raced));
   else
-    out.timed_out = true;
+    timer_won(out, !std::get<0>(std::get<1>(raced)));
   co_return out;
 }
 

@@ -12,6 +12,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <map>
@@ -244,6 +245,33 @@ BOOST_AUTO_TEST_CASE(timeouts_through_the_pool_cancel_each_request_on_its_own_pr
     cancels += f.cancels.size();
   }
   BOOST_TEST(cancels == attempts);
+}
+
+// A run stopped while its attempts race their timeouts: the cases in flight are cancelled (a
+// resume runs them again), not failed by a timeout that never passed.
+BOOST_AUTO_TEST_CASE(stopping_a_pooled_run_with_a_case_timeout_cancels_what_is_in_flight) {
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "5000", "--samples", "4"};
+    auto pool = co_await start_pool(args, quiet_pool(2));
+    auto list = co_await pool.list_all();
+    BOOST_REQUIRE(list);
+    auto p = plan_of(*list);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 2;
+    policy.case_timeout = std::chrono::seconds(30);
+    asio::cancellation_signal sig;
+    std::size_t starts = 0;
+    schedule::run_hooks hooks;
+    hooks.on_start = [&](std::size_t) {
+      if (++starts == 2) asio::post(ctx, [&] { sig.emit(asio::cancellation_type::terminal); });
+    };
+    auto report =
+        co_await asio::co_spawn(ctx, schedule::run_plan(pool, p, policy, hooks),
+                                asio::bind_cancellation_slot(sig.slot(), asio::use_awaitable));
+    co_await pool.shutdown();
+    BOOST_TEST(report.stopped == schedule::stop_reason::interrupted);
+    for (auto& c : report.cases) BOOST_TEST(c.state == case_state::cancelled);
+  });
 }
 
 BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {
