@@ -254,13 +254,17 @@ class pipeline {
       auto abandoned = host_.abandoned();
       sched_->reserve(abandoned);
       check_starved();
+      // One clock reading for next() and next_wakeup(), so both see the same due retries.
+      auto now = clock::now();
       if (!sched_->stopped() && !restarting_)
-        while (auto id = sched_->next(clock::now())) start(*id);
+        while (auto id = sched_->next(now)) start(*id);
       if (done_.empty() && running_ == 0 && !restarting_ && (sched_->idle() || sched_->stopped()))
         break;
       if (done_.empty()) {
         auto until = deadline_;
-        if (auto w = sched_->next_wakeup(clock::now()); w && *w < until) until = *w;
+        // While the study restarts, what is startable waits for restart() to wake the loop.
+        if (!restarting_)
+          if (auto w = sched_->next_wakeup(now); w && *w < until) until = *w;
         if (sched_->reserved() > 0) watch_abandoned(abandoned);
         if (starved_since_)
           until = std::min(until, *starved_since_ + policy_.case_timeout.value_or(starved_grace));
@@ -467,14 +471,28 @@ class pipeline {
     restarting_ = true;
     auto delay = policy_.restart_backoff * (1 << std::min(report_.restarts, 10));
     ++report_.restarts;
-    asio::co_spawn(ex_, restart(delay, why), asio::detached);
+    // stop() cancels it: a stopped run does not wait out the backoff or the new study's start.
+    asio::co_spawn(ex_, restart(delay, why),
+                   asio::bind_cancellation_slot(
+                       restart_signal_.slot(),
+                       [this, alive = std::weak_ptr<int>(alive_), why](std::exception_ptr ep) {
+                         if (!alive.lock()) return;
+                         restarting_ = false;
+                         // Not cancelled by stop(): respawn itself threw.
+                         if (ep && !sched_->stopped())
+                           stop(stop_reason::study_failed, why + "; restarting it failed",
+                                case_state::error);
+                         wake_.cancel();
+                       }));
     return true;
   }
 
+  // Ends by throwing operation_aborted when cancelled while it waits.
   asio::awaitable<void> restart(duration delay, std::string why) {
     asio::steady_timer t(ex_, delay);
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     auto h = co_await policy_.respawn();
+    if (sched_->stopped()) co_return;  // stopped meanwhile: the new study is not used
     if (h) {
       if constexpr (!pooled) host_ = std::move(*h);
       ++generation_;
@@ -482,8 +500,6 @@ class pipeline {
       stop(stop_reason::study_failed, why + "; restarting it failed: " + h.error().message(),
            case_state::error);
     }
-    restarting_ = false;
-    wake_.cancel();
   }
 
   void spend(const protocol::usage& u) {
@@ -515,6 +531,7 @@ class pipeline {
     }
     for (auto& f : flights_)
       if (f->busy) f->signal.emit(asio::cancellation_type::terminal);
+    if (restarting_) restart_signal_.emit(asio::cancellation_type::terminal);
   }
 
   // An attempt in flight: what its end needs. Kept in a pool as large as the most attempts
@@ -567,6 +584,7 @@ class pipeline {
   std::vector<std::uint32_t> flight_of_;  // scheduler id -> its attempt's flight, while in one
   std::uint64_t generation_ = 0;
   bool restarting_ = false;
+  asio::cancellation_signal restart_signal_;
   std::optional<time_point> starved_since_;
   bool watching_abandoned_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);

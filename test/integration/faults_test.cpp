@@ -110,6 +110,17 @@ BOOST_AUTO_TEST_CASE(a_restarted_study_must_be_the_same_study) {
              std::string::npos);
 }
 
+// The restarted study gets --init-timeout to answer initialize, as the first one does.
+BOOST_AUTO_TEST_CASE(a_restarted_study_that_never_answers_initialize_stops_the_run) {
+  temp_file mark;
+  fs::remove(mark.path);
+  auto r = run_command("timeout 60 " + mira_bin + " run --dry-run -j 1 --init-timeout 0.5 -- " +
+                       py + " --die-after 2 --die-once " + mark.path + " --mute-on-restart 2>&1");
+  BOOST_TEST(r.code == 3);
+  BOOST_TEST(r.out.find("the restarted study did not answer initialize within 0.5 s "
+                        "(--init-timeout)") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(an_idle_study_is_killed_and_restarted_like_a_crashed_one) {
   temp_file mark;
   fs::remove(mark.path);

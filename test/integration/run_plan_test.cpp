@@ -2,9 +2,11 @@
 // per-case timeouts that cancel exactly the right requests, a cost budget.
 #include "common/fake_study.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include "common/run_co.hpp"
@@ -306,6 +308,70 @@ BOOST_AUTO_TEST_CASE(restarts_are_bounded) {
         for (auto& c : report.cases) BOOST_TEST(c.state == case_state::error);
       },
       std::chrono::seconds(60));
+}
+
+// While a dead study restarts, the cases waiting for it wait for restart() to wake the loop:
+// the loop does not spin on them (it did, at full CPU, for the whole backoff and start).
+BOOST_AUTO_TEST_CASE(a_restarting_study_does_not_spin_the_run_loop) {
+  asio::io_context ctx;
+  bool done = false;
+  std::exception_ptr failure;
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        std::vector<std::string> dies = {"--run-ms", "10", "--die-after", "1"};
+        std::vector<std::string> lives = {"--run-ms", "10"};
+        auto s = co_await open(dies);
+        auto p = make(s.list, {"a", "b"}, 1);
+        schedule::run_policy policy;
+        policy.concurrency.max_concurrent = 1;
+        policy.restart_backoff = milliseconds(1);
+        policy.retry.base_backoff = milliseconds(1);
+        policy.max_restarts = 1;
+        policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
+          asio::steady_timer slow_start(ctx, milliseconds(1000));
+          co_await slow_start.async_wait(asio::as_tuple(asio::use_awaitable));
+          auto again = co_await open(lives);
+          co_return again.host;
+        };
+        auto report = co_await schedule::run_plan(s.host, p, policy);
+        BOOST_TEST(report.restarts == 1);
+        for (auto& c : report.cases) BOOST_TEST(c.state == case_state::passed);
+      },
+      [&](std::exception_ptr e) {
+        done = true;
+        failure = e;
+      });
+  std::size_t handlers = 0;
+  auto watchdog = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && ctx.run_one_until(watchdog) > 0) ++handlers;
+  BOOST_REQUIRE(done);
+  if (failure) std::rethrow_exception(failure);
+  BOOST_TEST_MESSAGE("handlers run: " << handlers);
+  BOOST_TEST(handlers < 2000u);  // 30 here; a spinning loop ran ~55 000 in that second
+}
+
+// stop() ends a restart in progress: the run deadline passes while the new study starts (it
+// never would) and the run ends with its report instead of waiting for it.
+BOOST_AUTO_TEST_CASE(the_run_deadline_ends_a_restart_in_progress) {
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    std::vector<std::string> dies = {"--run-ms", "10", "--die-after", "1"};
+    auto s = co_await open(dies);
+    auto p = make(s.list, {"a", "b"}, 1);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 1;
+    policy.restart_backoff = milliseconds(1);
+    policy.deadline = milliseconds(300);
+    policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
+      asio::steady_timer never(ctx, asio::steady_timer::time_point::max());
+      co_await never.async_wait(asio::use_awaitable);  // ends only by cancellation
+      co_return tl::unexpected(error{asio::error::operation_aborted, {}});
+    };
+    auto report = co_await schedule::run_plan(s.host, p, policy);
+    BOOST_TEST(report.stopped == schedule::stop_reason::deadline);
+    BOOST_TEST(report.restarts == 1);
+    for (auto& c : report.cases) BOOST_TEST(c.state != case_state::passed);
+  });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -37,6 +37,8 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
   --chaos-dir DIR      where --chaos keeps that count
   --rename-on-restart  with --die-once: once PATH exists (a restarted study), call itself
                        "other-study" in initialize
+  --mute-on-restart    with --die-once: once PATH exists (a restarted study), never answer
+                       initialize
   --ignore-cancel      answer `cancel` with cancelled: false and finish the run anyway (its
                        answer then arrives late); every result's transcript metadata carries
                        max_active, the most runs this study ever served at once
@@ -71,6 +73,7 @@ args.add_argument("--cost", type=float, default=0.0)
 args.add_argument("--hostile", action="store_true")
 args.add_argument("--ignore-cancel", action="store_true")
 args.add_argument("--rename-on-restart", action="store_true")
+args.add_argument("--mute-on-restart", action="store_true")
 args.add_argument("--chaos", type=int, default=0)
 args.add_argument("--chaos-dir")
 args.add_argument("--hang-after", type=int, default=0)
@@ -234,6 +237,8 @@ def main():
         msg = json.loads(raw)
         rid, method, params = msg.get("id"), msg.get("method"), msg.get("params") or {}
         if method == "initialize":
+            if opts.mute_on_restart and opts.die_once and os.path.exists(opts.die_once):
+                continue  # a restarted study that never answers initialize
             caps = [c for c in opts.caps.split(",") if c]
             renamed = opts.rename_on_restart and opts.die_once and os.path.exists(opts.die_once)
             send({"id": rid, "result": {"protocol_version": "1.1",

@@ -18,6 +18,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 namespace mira::cli {
@@ -158,8 +159,21 @@ asio::awaitable<tl::expected<host_handle, error>> restart_study(
   auto host =
       host_handle::spawn(co_await asio::this_coro::executor, command_for(a), cli_host_options(a));
   if (!host) co_return tl::unexpected(host.error());
-  auto init = co_await host->initialize();
-  if (!init) co_return tl::unexpected(init.error());
+  // --init-timeout, as for the first start: a restarted study that never answers must not
+  // hold the run.
+  diagnostics d;
+  request_options o;
+  o.diag = &d;
+  o.deadline = std::chrono::steady_clock::now() + a.init_timeout;
+  auto [ec, r] = co_await host->async_initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
+  if (ec == errc::timed_out) {
+    std::ostringstream m;
+    m << "the restarted study did not answer initialize within "
+      << std::chrono::duration<double>(a.init_timeout).count() << " s (--init-timeout)";
+    d.message = m.str();
+  }
+  if (ec) co_return tl::unexpected(error{ec, std::move(d)});
+  auto init = &r;
   if (init->study != original.study || protocol::version_major(init->protocol_version) !=
                                            protocol::version_major(original.protocol_version)) {
     error e{make_error_code(errc::incompatible_protocol), {}};
