@@ -5,6 +5,7 @@
 
 #include <mira/report/escape.hpp>
 #include <mira/store/files.hpp>
+#include "report/html_page.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -21,18 +22,13 @@ using report::html_text;
 using report::md_cell;
 using report::printable;
 using report::xml_text;
+using report::detail::fmt;
+using report::detail::pct;
+using report::detail::svg_chart_start;
+using report::detail::svg_row_label;
+using report::detail::svg_whisker;
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pct(double v) {
-  return fmt("%.1f%%", v * 100);
-}
 
 // A difference of rates in percentage points, signed.
 std::string pp(double v) {
@@ -257,28 +253,12 @@ std::string as_md(const comparison& c) {
   return out;
 }
 
-const char* const style = R"(
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
-.sub{color:#5b6475;margin-bottom:16px}
-.cards{display:flex;flex-wrap:wrap;gap:10px}
-.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:10px 14px;min-width:110px}
-.card b{display:block;font-size:20px}.card span{color:#5b6475;font-size:12px}
-table{border-collapse:collapse;background:#fff}
-th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f0f2f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
-td{overflow-wrap:anywhere;max-width:40em}
+// The comparison's own rules, after the shared ones (report/html_page.hpp).
+const char* const style = R"(td{overflow-wrap:anywhere;max-width:40em}
 .drop{background:#ffebe9}.gain{background:#dafbe1}
-.chart{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px;display:inline-block}
+.chart{display:inline-block}
 .warn{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;border-radius:6px}
 )";
-
-// At most `n` bytes of `s`, cut before a UTF-8 continuation byte, with an ellipsis when cut.
-std::string excerpt(std::string_view s, std::size_t n) {
-  if (s.size() <= n) return std::string(s);
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
-  return std::string(s.substr(0, n)) + "…";
-}
 
 // Per-eval deltas as bars from a zero line, each with its interval as a whisker; red for a
 // significant drop, green for a significant gain, grey otherwise.
@@ -295,11 +275,9 @@ std::string delta_chart(const comparison& c) {
   };
   auto x = [&](double v) { return fmt("%.1f", xv(v)); };
   const int h = top + row_h * static_cast<int>(c.per_eval.size()) + 8;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(label_w + plot_w + text_w) + "\" height=\"" + std::to_string(h) +
-                    "\" role=\"img\"><text x=\"4\" y=\"18\" font-weight=\"600\">Pass-rate delta "
-                    "per eval (candidate − base, pp) with its " +
-                    confidence_label(c) + " interval</text>";
+  std::string out = svg_chart_start(label_w + plot_w + text_w, h,
+                                    "Pass-rate delta per eval (candidate − base, pp) with its " +
+                                        confidence_label(c) + " interval");
   out += "<text x=\"" + x(-span) + "\" y=\"34\" font-size=\"11\">" + pp(-span) +
          "</text><text x=\"" + x(0) +
          "\" y=\"34\" font-size=\"11\" text-anchor=\"middle\">0</text>" + "<text x=\"" + x(span) +
@@ -309,8 +287,7 @@ std::string delta_chart(const comparison& c) {
   for (std::size_t i = 0; i < c.per_eval.size(); ++i) {
     auto& g = c.per_eval[i];
     const int y = top + row_h * static_cast<int>(i);
-    out += "<g><title>" + html_text(g.name) + "</title><text x=\"4\" y=\"" +
-           std::to_string(y + 16) + "\">" + html_text(excerpt(g.name, 24)) + "</text>";
+    out += svg_row_label(g.name, y + 16);
     if (g.table.n()) {
       const double d = g.table.delta();
       const auto colour = g.significant_drop   ? "#cf222e"
@@ -319,14 +296,7 @@ std::string delta_chart(const comparison& c) {
       const double x0 = xv(std::min(0.0, d)), x1 = xv(std::max(0.0, d));
       out += "<rect x=\"" + fmt("%.1f", x0) + "\" y=\"" + std::to_string(y + 4) + "\" width=\"" +
              fmt("%.1f", std::max(1.0, x1 - x0)) + "\" height=\"16\" fill=\"" + colour + "\"/>";
-      if (g.ci) {
-        const auto lo = x(g.ci->low), hi = x(g.ci->high), mid = std::to_string(y + 12);
-        const auto tick_top = std::to_string(y + 6), tick_bottom = std::to_string(y + 18);
-        out.append("<path d=\"M").append(lo).append(" ").append(mid).append("H").append(hi);
-        out.append("M").append(lo).append(" ").append(tick_top).append("V").append(tick_bottom);
-        out.append("M").append(hi).append(" ").append(tick_top).append("V").append(tick_bottom);
-        out.append("\" stroke=\"#1d2330\" fill=\"none\"/>");
-      }
+      if (g.ci) out += svg_whisker(xv(g.ci->low), xv(g.ci->high), y);
     }
     out += "<text x=\"" + std::to_string(label_w + plot_w + 6) + "\" y=\"" +
            std::to_string(y + 16) + "\">" +
@@ -364,14 +334,10 @@ void html_groups(std::string& out, std::string_view title, const std::vector<gro
 
 void as_html(const comparison& c, const text_sink& sink) {
   const auto title = "Comparison of " + c.study + ": " + c.candidate_run + " against " + c.base_run;
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-      "style-src 'unsafe-inline'; img-src data:\"><meta name=\"viewport\" "
-      "content=\"width=device-width\"><title>" +
-      html_text(title) + "</title><style>" + style + "</style></head><body>\n<h1>" +
-      html_text(title) + "</h1><div class=\"sub\">alpha " + fmt("%g", c.opts.alpha) +
-      " · intervals: Newcombe hybrid score for paired proportions · test: exact McNemar</div>\n";
+  std::string out = report::detail::html_page_start(title, style) + "<h1>" + html_text(title) +
+                    "</h1><div class=\"sub\">alpha " + fmt("%g", c.opts.alpha) +
+                    " · intervals: Newcombe hybrid score for paired proportions · test: exact "
+                    "McNemar</div>\n";
   auto& g = c.overall;
   auto& t = g.table;
   auto card = [](const std::string& value, std::string_view label) {

@@ -246,6 +246,7 @@ BOOST_AUTO_TEST_CASE(every_format_escapes_study_names) {
   BOOST_TEST(html.find("<script") == std::string::npos);
   BOOST_TEST(html.find("Content-Security-Policy") != std::string::npos);
   BOOST_TEST(html.find("default-src 'none'") != std::string::npos);
+  BOOST_TEST(html.find("script-src") == std::string::npos);  // the page has no script
   BOOST_TEST(html.find("<svg") != std::string::npos);
   auto junit = compare::render(*c, "junit");
   BOOST_TEST(junit.find("<script") == std::string::npos);
