@@ -12,6 +12,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -146,6 +147,21 @@ std::string pad(std::string s, std::size_t w) {
   return s;
 }
 
+// A group's row as every format shows it: base and candidate pass rates, delta (pp), interval,
+// McNemar p, regressed, fixed, paired, unpaired.
+std::array<std::string, 9> group_cells(const group_delta& g) {
+  auto& t = g.table;
+  return {t.n() ? pct(t.base_rate()) : "–",
+          t.n() ? pct(t.candidate_rate()) : "–",
+          t.n() ? pp(t.delta()) : "–",
+          ci_text(g),
+          p_text(g.p_value),
+          std::to_string(t.regressed),
+          std::to_string(t.fixed),
+          std::to_string(t.n()),
+          std::to_string(g.unpaired)};
+}
+
 std::string overall_line(const comparison& c) {
   auto& g = c.overall;
   auto& t = g.table;
@@ -172,14 +188,13 @@ void table_groups(std::string& out, std::string_view title, const std::vector<gr
   out += "\n" + std::string(title) + ":\n  " + pad("", w) + pad("base", 8) + pad("cand", 8) +
          pad("delta", 8) + pad(confidence_label(c) + " CI (pp)", 18) + pad("p", 10) +
          pad("reg", 5) + pad("fix", 5) + pad("paired", 8) + "unpaired\n";
+  constexpr std::size_t widths[] = {8, 8, 8, 18, 10, 5, 5, 8, 0};
   for (auto& g : gs) {
-    auto& t = g.table;
-    out += "  " + pad(printable(g.name), w) + pad(t.n() ? pct(t.base_rate()) : "–", 8) +
-           pad(t.n() ? pct(t.candidate_rate()) : "–", 8) + pad(t.n() ? pp(t.delta()) : "–", 8) +
-           pad(ci_text(g), 18) + pad(p_text(g.p_value), 10) + pad(std::to_string(t.regressed), 5) +
-           pad(std::to_string(t.fixed), 5) + pad(std::to_string(t.n()), 8) +
-           std::to_string(g.unpaired) + (g.significant_drop ? "  DROP" : "") +
-           (g.significant_gain ? "  gain" : "") + "\n";
+    out += "  " + pad(printable(g.name), w);
+    auto cells = group_cells(g);
+    for (std::size_t i = 0; i < cells.size(); ++i) out += pad(std::move(cells[i]), widths[i]);
+    out += std::string(g.significant_drop ? "  DROP" : "") + (g.significant_gain ? "  gain" : "") +
+           "\n";
   }
 }
 
@@ -214,12 +229,9 @@ void md_groups(std::string& out, std::string_view title, const std::vector<group
          " CI (pp) | McNemar p | regressed | fixed | paired | unpaired | |\n"
          "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
   for (auto& g : gs) {
-    auto& t = g.table;
-    out += "| " + md_cell(g.name) + " | " + (t.n() ? pct(t.base_rate()) : "–") + " | " +
-           (t.n() ? pct(t.candidate_rate()) : "–") + " | " + (t.n() ? pp(t.delta()) : "–") + " | " +
-           ci_text(g) + " | " + p_text(g.p_value) + " | " + std::to_string(t.regressed) + " | " +
-           std::to_string(t.fixed) + " | " + std::to_string(t.n()) + " | " +
-           std::to_string(g.unpaired) + " | " +
+    out += "| " + md_cell(g.name);
+    for (auto& cell : group_cells(g)) out += " | " + cell;
+    out += std::string(" | ") +
            (g.significant_drop   ? "**drop**"
             : g.significant_gain ? "gain"
                                  : "") +
@@ -315,19 +327,13 @@ void html_groups(std::string& out, std::string_view title, const std::vector<gro
          " CI (pp)</th><th>McNemar p</th><th>regressed</th><th>fixed</th><th>paired</th>"
          "<th>unpaired</th></tr>";
   for (auto& g : gs) {
-    auto& t = g.table;
     out += std::string("<tr") +
            (g.significant_drop   ? " class=\"drop\""
             : g.significant_gain ? " class=\"gain\""
                                  : "") +
-           "><th>" + html_text(g.name) + "</th><td class=\"n\">" +
-           (t.n() ? pct(t.base_rate()) : "–") + "</td><td class=\"n\">" +
-           (t.n() ? pct(t.candidate_rate()) : "–") + "</td><td class=\"n\">" +
-           (t.n() ? pp(t.delta()) : "–") + "</td><td class=\"n\">" + ci_text(g) +
-           "</td><td class=\"n\">" + p_text(g.p_value) + "</td><td class=\"n\">" +
-           std::to_string(t.regressed) + "</td><td class=\"n\">" + std::to_string(t.fixed) +
-           "</td><td class=\"n\">" + std::to_string(t.n()) + "</td><td class=\"n\">" +
-           std::to_string(g.unpaired) + "</td></tr>";
+           "><th>" + html_text(g.name) + "</th>";
+    for (auto& cell : group_cells(g)) out += "<td class=\"n\">" + cell + "</td>";
+    out += "</tr>";
   }
   out += "</table>\n";
 }
