@@ -5,12 +5,14 @@
 
 #include <mira/report/escape.hpp>
 #include <mira/store/files.hpp>
+#include "report/html_page.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -21,18 +23,13 @@ using report::html_text;
 using report::md_cell;
 using report::printable;
 using report::xml_text;
+using report::detail::fmt;
+using report::detail::pct;
+using report::detail::svg_chart_start;
+using report::detail::svg_row_label;
+using report::detail::svg_whisker;
 
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pct(double v) {
-  return fmt("%.1f%%", v * 100);
-}
 
 // A difference of rates in percentage points, signed.
 std::string pp(double v) {
@@ -150,6 +147,21 @@ std::string pad(std::string s, std::size_t w) {
   return s;
 }
 
+// A group's row as every format shows it: base and candidate pass rates, delta (pp), interval,
+// McNemar p, regressed, fixed, paired, unpaired.
+std::array<std::string, 9> group_cells(const group_delta& g) {
+  auto& t = g.table;
+  return {t.n() ? pct(t.base_rate()) : "–",
+          t.n() ? pct(t.candidate_rate()) : "–",
+          t.n() ? pp(t.delta()) : "–",
+          ci_text(g),
+          p_text(g.p_value),
+          std::to_string(t.regressed),
+          std::to_string(t.fixed),
+          std::to_string(t.n()),
+          std::to_string(g.unpaired)};
+}
+
 std::string overall_line(const comparison& c) {
   auto& g = c.overall;
   auto& t = g.table;
@@ -176,14 +188,13 @@ void table_groups(std::string& out, std::string_view title, const std::vector<gr
   out += "\n" + std::string(title) + ":\n  " + pad("", w) + pad("base", 8) + pad("cand", 8) +
          pad("delta", 8) + pad(confidence_label(c) + " CI (pp)", 18) + pad("p", 10) +
          pad("reg", 5) + pad("fix", 5) + pad("paired", 8) + "unpaired\n";
+  constexpr std::size_t widths[] = {8, 8, 8, 18, 10, 5, 5, 8, 0};
   for (auto& g : gs) {
-    auto& t = g.table;
-    out += "  " + pad(printable(g.name), w) + pad(t.n() ? pct(t.base_rate()) : "–", 8) +
-           pad(t.n() ? pct(t.candidate_rate()) : "–", 8) + pad(t.n() ? pp(t.delta()) : "–", 8) +
-           pad(ci_text(g), 18) + pad(p_text(g.p_value), 10) + pad(std::to_string(t.regressed), 5) +
-           pad(std::to_string(t.fixed), 5) + pad(std::to_string(t.n()), 8) +
-           std::to_string(g.unpaired) + (g.significant_drop ? "  DROP" : "") +
-           (g.significant_gain ? "  gain" : "") + "\n";
+    out += "  " + pad(printable(g.name), w);
+    auto cells = group_cells(g);
+    for (std::size_t i = 0; i < cells.size(); ++i) out += pad(std::move(cells[i]), widths[i]);
+    out += std::string(g.significant_drop ? "  DROP" : "") + (g.significant_gain ? "  gain" : "") +
+           "\n";
   }
 }
 
@@ -218,12 +229,9 @@ void md_groups(std::string& out, std::string_view title, const std::vector<group
          " CI (pp) | McNemar p | regressed | fixed | paired | unpaired | |\n"
          "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
   for (auto& g : gs) {
-    auto& t = g.table;
-    out += "| " + md_cell(g.name) + " | " + (t.n() ? pct(t.base_rate()) : "–") + " | " +
-           (t.n() ? pct(t.candidate_rate()) : "–") + " | " + (t.n() ? pp(t.delta()) : "–") + " | " +
-           ci_text(g) + " | " + p_text(g.p_value) + " | " + std::to_string(t.regressed) + " | " +
-           std::to_string(t.fixed) + " | " + std::to_string(t.n()) + " | " +
-           std::to_string(g.unpaired) + " | " +
+    out += "| " + md_cell(g.name);
+    for (auto& cell : group_cells(g)) out += " | " + cell;
+    out += std::string(" | ") +
            (g.significant_drop   ? "**drop**"
             : g.significant_gain ? "gain"
                                  : "") +
@@ -257,28 +265,12 @@ std::string as_md(const comparison& c) {
   return out;
 }
 
-const char* const style = R"(
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
-.sub{color:#5b6475;margin-bottom:16px}
-.cards{display:flex;flex-wrap:wrap;gap:10px}
-.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:10px 14px;min-width:110px}
-.card b{display:block;font-size:20px}.card span{color:#5b6475;font-size:12px}
-table{border-collapse:collapse;background:#fff}
-th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f0f2f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
-td{overflow-wrap:anywhere;max-width:40em}
+// The comparison's own rules, after the shared ones (report/html_page.hpp).
+const char* const style = R"(td{overflow-wrap:anywhere;max-width:40em}
 .drop{background:#ffebe9}.gain{background:#dafbe1}
-.chart{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px;display:inline-block}
+.chart{display:inline-block}
 .warn{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;border-radius:6px}
 )";
-
-// At most `n` bytes of `s`, cut before a UTF-8 continuation byte, with an ellipsis when cut.
-std::string excerpt(std::string_view s, std::size_t n) {
-  if (s.size() <= n) return std::string(s);
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
-  return std::string(s.substr(0, n)) + "…";
-}
 
 // Per-eval deltas as bars from a zero line, each with its interval as a whisker; red for a
 // significant drop, green for a significant gain, grey otherwise.
@@ -295,11 +287,9 @@ std::string delta_chart(const comparison& c) {
   };
   auto x = [&](double v) { return fmt("%.1f", xv(v)); };
   const int h = top + row_h * static_cast<int>(c.per_eval.size()) + 8;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(label_w + plot_w + text_w) + "\" height=\"" + std::to_string(h) +
-                    "\" role=\"img\"><text x=\"4\" y=\"18\" font-weight=\"600\">Pass-rate delta "
-                    "per eval (candidate − base, pp) with its " +
-                    confidence_label(c) + " interval</text>";
+  std::string out = svg_chart_start(label_w + plot_w + text_w, h,
+                                    "Pass-rate delta per eval (candidate − base, pp) with its " +
+                                        confidence_label(c) + " interval");
   out += "<text x=\"" + x(-span) + "\" y=\"34\" font-size=\"11\">" + pp(-span) +
          "</text><text x=\"" + x(0) +
          "\" y=\"34\" font-size=\"11\" text-anchor=\"middle\">0</text>" + "<text x=\"" + x(span) +
@@ -309,8 +299,7 @@ std::string delta_chart(const comparison& c) {
   for (std::size_t i = 0; i < c.per_eval.size(); ++i) {
     auto& g = c.per_eval[i];
     const int y = top + row_h * static_cast<int>(i);
-    out += "<g><title>" + html_text(g.name) + "</title><text x=\"4\" y=\"" +
-           std::to_string(y + 16) + "\">" + html_text(excerpt(g.name, 24)) + "</text>";
+    out += svg_row_label(g.name, y + 16);
     if (g.table.n()) {
       const double d = g.table.delta();
       const auto colour = g.significant_drop   ? "#cf222e"
@@ -319,14 +308,7 @@ std::string delta_chart(const comparison& c) {
       const double x0 = xv(std::min(0.0, d)), x1 = xv(std::max(0.0, d));
       out += "<rect x=\"" + fmt("%.1f", x0) + "\" y=\"" + std::to_string(y + 4) + "\" width=\"" +
              fmt("%.1f", std::max(1.0, x1 - x0)) + "\" height=\"16\" fill=\"" + colour + "\"/>";
-      if (g.ci) {
-        const auto lo = x(g.ci->low), hi = x(g.ci->high), mid = std::to_string(y + 12);
-        const auto tick_top = std::to_string(y + 6), tick_bottom = std::to_string(y + 18);
-        out.append("<path d=\"M").append(lo).append(" ").append(mid).append("H").append(hi);
-        out.append("M").append(lo).append(" ").append(tick_top).append("V").append(tick_bottom);
-        out.append("M").append(hi).append(" ").append(tick_top).append("V").append(tick_bottom);
-        out.append("\" stroke=\"#1d2330\" fill=\"none\"/>");
-      }
+      if (g.ci) out += svg_whisker(xv(g.ci->low), xv(g.ci->high), y);
     }
     out += "<text x=\"" + std::to_string(label_w + plot_w + 6) + "\" y=\"" +
            std::to_string(y + 16) + "\">" +
@@ -345,33 +327,23 @@ void html_groups(std::string& out, std::string_view title, const std::vector<gro
          " CI (pp)</th><th>McNemar p</th><th>regressed</th><th>fixed</th><th>paired</th>"
          "<th>unpaired</th></tr>";
   for (auto& g : gs) {
-    auto& t = g.table;
     out += std::string("<tr") +
            (g.significant_drop   ? " class=\"drop\""
             : g.significant_gain ? " class=\"gain\""
                                  : "") +
-           "><th>" + html_text(g.name) + "</th><td class=\"n\">" +
-           (t.n() ? pct(t.base_rate()) : "–") + "</td><td class=\"n\">" +
-           (t.n() ? pct(t.candidate_rate()) : "–") + "</td><td class=\"n\">" +
-           (t.n() ? pp(t.delta()) : "–") + "</td><td class=\"n\">" + ci_text(g) +
-           "</td><td class=\"n\">" + p_text(g.p_value) + "</td><td class=\"n\">" +
-           std::to_string(t.regressed) + "</td><td class=\"n\">" + std::to_string(t.fixed) +
-           "</td><td class=\"n\">" + std::to_string(t.n()) + "</td><td class=\"n\">" +
-           std::to_string(g.unpaired) + "</td></tr>";
+           "><th>" + html_text(g.name) + "</th>";
+    for (auto& cell : group_cells(g)) out += "<td class=\"n\">" + cell + "</td>";
+    out += "</tr>";
   }
   out += "</table>\n";
 }
 
 void as_html(const comparison& c, const text_sink& sink) {
   const auto title = "Comparison of " + c.study + ": " + c.candidate_run + " against " + c.base_run;
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-      "style-src 'unsafe-inline'; img-src data:\"><meta name=\"viewport\" "
-      "content=\"width=device-width\"><title>" +
-      html_text(title) + "</title><style>" + style + "</style></head><body>\n<h1>" +
-      html_text(title) + "</h1><div class=\"sub\">alpha " + fmt("%g", c.opts.alpha) +
-      " · intervals: Newcombe hybrid score for paired proportions · test: exact McNemar</div>\n";
+  std::string out = report::detail::html_page_start(title, style) + "<h1>" + html_text(title) +
+                    "</h1><div class=\"sub\">alpha " + fmt("%g", c.opts.alpha) +
+                    " · intervals: Newcombe hybrid score for paired proportions · test: exact "
+                    "McNemar</div>\n";
   auto& g = c.overall;
   auto& t = g.table;
   auto card = [](const std::string& value, std::string_view label) {

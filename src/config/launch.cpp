@@ -105,21 +105,15 @@ tl::expected<resolved_launch, std::string> build(launch_mode mode, const std::st
               (manifest->parent_path().parent_path() / "target").string()};
       break;
     }
-    case launch_mode::python: {
-      auto w = words();
-      if (!w) return tl::unexpected(w.error());
-      auto py = b.need("python3", value);
-      if (!py) return tl::unexpected(py.error());
-      argv = {*py};
-      argv.insert(argv.end(), w->begin(), w->end());
-      break;
-    }
+    case launch_mode::python:
     case launch_mode::uv: {
+      // python3 WORDS, or uv run WORDS.
       auto w = words();
       if (!w) return tl::unexpected(w.error());
-      auto uv = b.need("uv", value);
-      if (!uv) return tl::unexpected(uv.error());
-      argv = {*uv, "run"};
+      auto program = b.need(mode == launch_mode::python ? "python3" : "uv", value);
+      if (!program) return tl::unexpected(program.error());
+      argv = {*program};
+      if (mode == launch_mode::uv) argv.emplace_back("run");
       argv.insert(argv.end(), w->begin(), w->end());
       break;
     }

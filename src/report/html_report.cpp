@@ -7,6 +7,7 @@
 #include <mira/report/render.hpp>
 
 #include <mira/store/files.hpp>
+#include "report/html_page.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,24 +19,13 @@ namespace mira::report {
 
 namespace {
 
+using detail::excerpt;
+using detail::fmt;
+using detail::pct;
+using detail::svg_chart_start;
+using detail::svg_row_label;
+using detail::svg_whisker;
 using schedule::case_state;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pct(double v) {
-  return fmt("%.1f%%", v * 100);
-}
-
-// At most `n` bytes of `s`, cut before a UTF-8 continuation byte, with an ellipsis when cut.
-std::string excerpt(std::string_view s, std::size_t n) {
-  if (s.size() <= n) return std::string(s);
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) --n;
-  return std::string(s.substr(0, n)) + "…";
-}
 
 std::string base64(const std::string& bytes) {
   static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -67,25 +57,16 @@ std::string script_hash(const std::string& script) {
   return "'sha256-" + base64(raw) + "'";
 }
 
-const char* const style = R"(
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
-.sub{color:#5b6475;margin-bottom:16px}
-.cards{display:flex;flex-wrap:wrap;gap:10px}
-.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:10px 14px;min-width:110px}
-.card b{display:block;font-size:20px}.card span{color:#5b6475;font-size:12px}
-table{border-collapse:collapse;background:#fff}
-th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f0f2f5}#cases th{cursor:pointer;user-select:none}
+// The report's own rules, after the shared ones (html_page.hpp).
+const char* const style = R"(#cases th{cursor:pointer;user-select:none}
 #cases td{overflow-wrap:anywhere;max-width:36em}#cases td.n{white-space:nowrap}
 #cases th[data-dir=asc]::after{content:" \25B2"}#cases th[data-dir=desc]::after{content:" \25BC"}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
 .b{display:inline-block;border-radius:4px;padding:0 6px;font-size:12px;font-weight:600;color:#fff}
 .passed{background:#1a7f37}.failed{background:#cf222e}.error{background:#8250df}
 .na,.executed{background:#6e7781}.skipped{background:#9a6700}.cancelled{background:#57606a}
 details summary{cursor:pointer}details .d{margin:6px 0 4px;max-width:900px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:6px;margin:4px 0}
-.charts{display:flex;flex-wrap:wrap;gap:16px}.chart{background:#fff;border:1px solid #dde1e8;border-radius:8px;padding:8px}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
 .controls{margin:8px 0}.controls input{width:320px}
 .stop{background:#fff4e5;border:1px solid #f0c36d;padding:8px 12px;border-radius:6px}
 )";
@@ -119,29 +100,17 @@ std::string bar_chart(std::string_view title, const std::vector<bar>& bars, doub
                       std::string_view colour) {
   const int label_w = 170, plot_w = 300, row_h = 24, top = 28, text_w = 130;
   int h = top + row_h * static_cast<int>(bars.size()) + 8;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(label_w + plot_w + text_w) + "\" height=\"" + std::to_string(h) +
-                    "\" role=\"img\"><text x=\"4\" y=\"18\" font-weight=\"600\">" +
-                    html_text(title) + "</text>";
+  std::string out = svg_chart_start(label_w + plot_w + text_w, h, title);
   if (max <= 0) max = 1;
   for (std::size_t i = 0; i < bars.size(); ++i) {
     auto& b = bars[i];
     int y = top + row_h * static_cast<int>(i);
     auto x = [&](double v) { return label_w + std::clamp(v / max, 0.0, 1.0) * plot_w; };
-    out += "<g><title>" + html_text(b.label) + "</title><text x=\"4\" y=\"" +
-           std::to_string(y + 16) + "\">" + html_text(excerpt(b.label, 24)) + "</text>";
+    out += svg_row_label(b.label, y + 16);
     out += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 4) +
            "\" width=\"" + fmt("%.1f", x(b.value) - label_w) + "\" height=\"16\" fill=\"" +
            std::string(colour) + "\"/>";
-    if (b.ci) {
-      auto lo = fmt("%.1f", x(b.ci->low)), hi = fmt("%.1f", x(b.ci->high));
-      auto mid = std::to_string(y + 12);
-      const auto tick_top = std::to_string(y + 6), tick_bottom = std::to_string(y + 18);
-      out.append("<path d=\"M").append(lo).append(" ").append(mid).append("H").append(hi);
-      out.append("M").append(lo).append(" ").append(tick_top).append("V").append(tick_bottom);
-      out.append("M").append(hi).append(" ").append(tick_top).append("V").append(tick_bottom);
-      out.append("\" stroke=\"#1d2330\" fill=\"none\"/>");
-    }
+    if (b.ci) out += svg_whisker(x(b.ci->low), x(b.ci->high), y);
     out += "<text x=\"" + std::to_string(label_w + plot_w + 6) + "\" y=\"" +
            std::to_string(y + 16) + "\">" + html_text(b.text) + "</text></g>";
   }
@@ -162,16 +131,13 @@ std::string latency_chart(const std::vector<spread>& rows) {
     if (!r.values.empty()) max = std::max(max, r.values.back());
   if (max <= 0) max = 1;
   int h = top + row_h * static_cast<int>(rows.size()) + 8;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(label_w + plot_w + text_w) + "\" height=\"" + std::to_string(h) +
-                    "\" role=\"img\"><text x=\"4\" y=\"18\" font-weight=\"600\">Latency per target "
-                    "(s; box p25–p75, bar median, dot p95)</text>";
+  std::string out = svg_chart_start(label_w + plot_w + text_w, h,
+                                    "Latency per target (s; box p25–p75, bar median, dot p95)");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     auto& r = rows[i];
     int y = top + row_h * static_cast<int>(i);
     auto x = [&](double v) { return fmt("%.1f", label_w + v / max * plot_w); };
-    out += "<g><title>" + html_text(r.label) + "</title><text x=\"4\" y=\"" +
-           std::to_string(y + 17) + "\">" + html_text(excerpt(r.label, 24)) + "</text>";
+    out += svg_row_label(r.label, y + 17);
     if (!r.values.empty()) {
       auto q = [&](double p) { return aggregate::percentile(r.values, p); };
       auto mid = std::to_string(y + 13);
@@ -265,12 +231,7 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, std::string_view title, const text_sink& sink,
                  std::size_t max_case_rows) {
   std::string out;
-  out +=
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-      "style-src 'unsafe-inline'; img-src data:; script-src " +
-      script_hash(script) + "\"><meta name=\"viewport\" content=\"width=device-width\"><title>" +
-      html_text(title) + "</title><style>" + style + "</style></head><body>\n";
+  out += detail::html_page_start(title, style, script_hash(script));
   out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(p.cases.size()) +
          " cases · " + fmt("%.2f", report.seconds) + " s</div>\n";
   if (report.stopped != schedule::stop_reason::none)

@@ -365,12 +365,11 @@ asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::pre
   co_return p;
 }
 
-asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_request r) {
-  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
-  auto* study = find_study(r.study);
-  if (!study) co_return tl::unexpected(unknown_study(r.study));
+asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(
+    const study_entry& study, const run_request& r,
+    std::function<tl::expected<std::string, api_error>(prepared&)> ready) {
   ++active_;
-  auto prep = co_await prepare(*study, r.options);
+  auto prep = co_await prepare(study, r.options);
   auto fail = [&](api_error e) -> asio::awaitable<tl::expected<std::string, api_error>> {
     if (prep) co_await shutdown(*prep->conn);
     release();
@@ -380,32 +379,45 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_req
   if (stopping_) co_return co_await fail(admit().error());
   auto planned = plan::make_plan(prep->list, r.selection);
   if (!planned) co_return co_await fail(selection_error(planned.error().message));
-  if (planned->cases.empty())
-    co_return co_await fail(selection_error("no cases match the selection"));
   prep->p = std::move(*planned);
-
-  std::random_device rd;
-  tl::expected<store::run_store, std::string> created = tl::unexpected(std::string());
-  for (int attempt = 0; attempt < 8 && !created; ++attempt)
-    created = store::run_store::create(config_.results_dir,
-                                       store::new_run_id(std::chrono::system_clock::now(),
-                                                         static_cast<std::uint16_t>(rd() & 0xffff)),
-                                       store::layout::per_case);
-  if (!created)
-    co_return co_await fail(
-        make_error(500, "store_error", "cannot create the run: " + created.error()));
-  prep->store.emplace(std::move(*created));
-  describe_run(prep->store->meta(), prep->init, prep->list, *study, r.body);
-  prep->resumed.todo.resize(prep->p.cases.size());
-  for (std::size_t i = 0; i < prep->p.cases.size(); ++i) prep->resumed.todo[i] = i;
+  auto id = ready(*prep);
+  if (!id) co_return co_await fail(id.error());
 
   auto run = std::make_shared<live_run>(ex_);
-  run->id = prep->store->id();
-  run->study = study->name;
+  run->id = *id;
+  run->study = study.name;
   runs_[run->id] = run;
   asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
                  asio::detached);
   co_return run->id;
+}
+
+asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_request r) {
+  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
+  auto* study = find_study(r.study);
+  if (!study) co_return tl::unexpected(unknown_study(r.study));
+  // A new run folder for the plan, every case to run.
+  auto ready = [&](prepared& prep) -> tl::expected<std::string, api_error> {
+    if (prep.p.cases.empty())
+      return tl::unexpected(selection_error("no cases match the selection"));
+    std::random_device rd;
+    tl::expected<store::run_store, std::string> created = tl::unexpected(std::string());
+    for (int attempt = 0; attempt < 8 && !created; ++attempt)
+      created =
+          store::run_store::create(config_.results_dir,
+                                   store::new_run_id(std::chrono::system_clock::now(),
+                                                     static_cast<std::uint16_t>(rd() & 0xffff)),
+                                   store::layout::per_case);
+    if (!created)
+      return tl::unexpected(
+          make_error(500, "store_error", "cannot create the run: " + created.error()));
+    prep.store.emplace(std::move(*created));
+    describe_run(prep.store->meta(), prep.init, prep.list, *study, r.body);
+    prep.resumed.todo.resize(prep.p.cases.size());
+    for (std::size_t i = 0; i < prep.p.cases.size(); ++i) prep.resumed.todo[i] = i;
+    return prep.store->id();
+  };
+  co_return co_await launch(*study, r, ready);
 }
 
 asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::string id,
@@ -441,33 +453,18 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
       co_return tl::unexpected(make_error(409, "run_locked", opened.error()));
     co_return tl::unexpected(make_error(500, "store_error", opened.error()));
   }
-  ++active_;
-  auto prep = co_await prepare(*study, decoded->options);
-  auto fail = [&](api_error e) -> asio::awaitable<tl::expected<std::string, api_error>> {
-    if (prep) co_await shutdown(*prep->conn);
-    release();
-    co_return tl::unexpected(std::move(e));
+  // The saved run's folder (locked since it was opened), the cases it lacks to run.
+  auto ready = [&](prepared& prep) -> tl::expected<std::string, api_error> {
+    prep.store.emplace(std::move(*opened));
+    store::resume_options o{rr.retry_errors, rr.retry_failed, false};
+    auto decided = store::plan_resume(prep.store->load(), prep.p, prep.init,
+                                      fingerprints(prep.list), decoded->selection.seed, o);
+    if (!decided) return tl::unexpected(make_error(422, "cannot_resume", decided.error()));
+    prep.resumed = std::move(*decided);
+    prep.store->meta().fingerprints = fingerprints(prep.list);
+    return id;
   };
-  if (!prep) co_return co_await fail(prep.error());
-  if (stopping_) co_return co_await fail(admit().error());
-  auto planned = plan::make_plan(prep->list, decoded->selection);
-  if (!planned) co_return co_await fail(selection_error(planned.error().message));
-  prep->p = std::move(*planned);
-  prep->store.emplace(std::move(*opened));
-  store::resume_options o{rr.retry_errors, rr.retry_failed, false};
-  auto decided = store::plan_resume(prep->store->load(), prep->p, prep->init,
-                                    fingerprints(prep->list), decoded->selection.seed, o);
-  if (!decided) co_return co_await fail(make_error(422, "cannot_resume", decided.error()));
-  prep->resumed = std::move(*decided);
-  prep->store->meta().fingerprints = fingerprints(prep->list);
-
-  auto run = std::make_shared<live_run>(ex_);
-  run->id = id;
-  run->study = study->name;
-  runs_[id] = run;
-  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
-                 asio::detached);
-  co_return id;
+  co_return co_await launch(*study, *decoded, ready);
 }
 
 asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,

@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +86,12 @@ class run_manager {
   struct prepared;
   boost::asio::awaitable<tl::expected<prepared, api_error>> prepare(const study_entry& study,
                                                                     const run_options& o);
+  /// What start and resume share: counts the run as active, prepares the study, plans the
+  /// request's selection, lets `ready` open the run's store (its id, or why not) and starts the
+  /// run. On any failure the study is shut down and the run no longer counts.
+  boost::asio::awaitable<tl::expected<std::string, api_error>> launch(
+      const study_entry& study, const run_request& r,
+      std::function<tl::expected<std::string, api_error>(prepared&)> ready);
   /// `owner` (the server) is kept alive until the run has ended and been saved.
   boost::asio::awaitable<void> execute(std::shared_ptr<live_run> run, std::shared_ptr<prepared> p,
                                        std::shared_ptr<void> owner);

@@ -214,12 +214,20 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
           false);
       co_return;
     }
-    // Beast refuses a Content-Length over the body limit while reading the header.
-    const bool too_large =
+    // Beast refuses a Content-Length over the body limit while reading the header; a chunked
+    // body is refused when it grows past the limit.
+    bool too_large =
         ec == http::error::body_limit ||
         (!ec && parser.content_length() && *parser.content_length() > config.max_body_bytes);
     if (ec && !too_large) co_return;  // closed, timed out, or not HTTP
     first = false;
+    if (!too_large && !parser.is_done()) {
+      stream.expires_after(config.idle_timeout);
+      auto [ec2, n2] =
+          co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      too_large = ec2 == http::error::body_limit;
+      if (ec2 && !too_large) co_return;
+    }
     if (too_large) {
       co_await write(
           stream,
@@ -229,22 +237,6 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
           false);
       co_await linger(stream);
       co_return;
-    }
-    if (!parser.is_done()) {
-      stream.expires_after(config.idle_timeout);
-      auto [ec2, n2] =
-          co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-      if (ec2 == http::error::body_limit) {
-        co_await write(
-            stream,
-            error_response(make_error(
-                413, "body_too_large",
-                "the body is larger than " + std::to_string(config.max_body_bytes) + " bytes")),
-            false);
-        co_await linger(stream);
-        co_return;
-      }
-      if (ec2) co_return;
     }
     auto req = parser.release();
     if (!co_await handle(stream, req, conn)) co_return;

@@ -114,8 +114,12 @@ BOOST_AUTO_TEST_CASE(three_treatments_and_compare_flags_the_worse_one) {
     auto folder = tmp.path / "results" / std::string(meta.at("run_id").as_string());
     BOOST_TEST(read_file((folder / "experiment-source.toml").string()) == three_treatments);
     auto resolved = read_file((folder / "experiment.toml").string());
-    // "./data/set.txt" resolved against the plan's directory.
+    // "./data/set.txt" resolved against the plan's directory; the defaults filled in, alpha
+    // written the shortest way that reads back the same.
     BOOST_TEST(resolved.find((tmp.path / "data/set.txt").string()) != std::string::npos, resolved);
+    BOOST_TEST(resolved.find("\n[compare]\nbaseline = 'control'\ngroup_by = 'treatment'\nalpha = "
+                             "0.05\n") != std::string::npos,
+               resolved);
   }
   BOOST_TEST(id.rfind("exp-", 0) == 0);
 }

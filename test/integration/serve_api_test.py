@@ -205,6 +205,10 @@ class ServeApi(unittest.TestCase):
             error_of(self, status, data)
             if want == 503:
                 self.assertIn("retry-after", h)
+        # The refused runs (a selection matching nothing, a study that cannot start) hold no
+        # place: none counts as active.
+        status, _, data = s.json("GET", "/healthz")
+        self.assertEqual((status, data["runs_active"]), (200, 0))
         # 413: one byte over 1 MiB, refused from its Content-Length before it is read.
         big = '{"study":"demo","selection":{"filter":"' + "x" * (1 << 20) + '"}}'
         status, h, data = s.json("POST", "/v1/runs", big, {"Content-Type": "application/json"})

@@ -1,7 +1,8 @@
 // The server's connection limits, which the command line does not expose small enough to test
 // through `mira serve`: the connection cap (503 with Retry-After, then closed), the header
 // timeout against a client that never finishes its header, and the idle timeout of a
-// kept-alive connection. The server runs on the test's own io_context; plain Asio sockets are
+// kept-alive connection, the body cap (413 whether the body announces its length or grows past
+// the cap in chunks). The server runs on the test's own io_context; plain Asio sockets are
 // the clients. Every wait is on the socket (its answer or its end), with a watchdog.
 #define BOOST_TEST_MODULE serve_limits
 #include <mira/serve/server.hpp>
@@ -33,6 +34,7 @@ mira::serve::server_config small_config() {
   c.max_connections = 1;
   c.header_timeout = std::chrono::milliseconds(300);
   c.idle_timeout = std::chrono::milliseconds(300);
+  c.max_body_bytes = 1024;
   return c;
 }
 
@@ -86,6 +88,24 @@ void run_with_server(F body) {
   BOOST_TEST(done);
 }
 
+// Sends `request` and reads until the server closes: a refused body is answered 413 and the
+// connection is closed.
+void refused_as_too_large(std::string request) {
+  run_with_server([request](tcp::endpoint ep) -> asio::awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    tcp::socket s(ex);
+    co_await s.async_connect(ep, asio::use_awaitable);
+    co_await asio::async_write(s, asio::buffer(request), asio::use_awaitable);
+    auto answer = co_await read_to_end(s);
+    BOOST_TEST(answer.rfind("HTTP/1.1 413", 0) == 0u, answer);
+    BOOST_TEST(answer.find("\"code\":\"body_too_large\"") != std::string::npos, answer);
+    BOOST_TEST(answer.find("larger than 1024 bytes") != std::string::npos, answer);
+  });
+}
+
+const std::string post_runs =
+    "POST /v1/runs HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n";
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(one_connection_too_many_is_answered_503_and_closed) {
@@ -128,4 +148,13 @@ BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_closed) {
     auto rest = co_await read_to_end(s);  // until the idle timeout closes it
     BOOST_TEST(rest.empty());
   });
+}
+
+BOOST_AUTO_TEST_CASE(a_body_announced_over_the_cap_is_refused_before_it_is_read) {
+  refused_as_too_large(post_runs + "Content-Length: 2048\r\n\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_chunked_body_that_grows_past_the_cap_is_refused) {
+  refused_as_too_large(post_runs + "Transfer-Encoding: chunked\r\n\r\n800\r\n" +
+                       std::string(2048, 'x') + "\r\n");
 }

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -99,6 +100,13 @@ std::string resolve(const std::string& value, const fs::path& plan_dir) {
   if (value.rfind("./", 0) == 0 || value.rfind("../", 0) == 0)
     return (plan_dir / value).lexically_normal().string();
   return value;
+}
+
+// The shortest text that reads back as `v` ("0.05", "1e-05"): a TOML float for any `v` that
+// is not a whole number.
+std::string shortest_double(double v) {
+  char buf[32];
+  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
 }
 
 }  // namespace
@@ -253,10 +261,10 @@ std::string resolved_toml(const experiment_plan& p) {
   toml::table cmp;
   cmp.insert("group_by", p.group_by);
   cmp.insert("baseline", p.baseline);
-  cmp.insert("alpha", p.alpha);
-  t.insert("compare", std::move(cmp));
+  // toml++ writes a double with max_digits10 digits (0.05 as 0.050000000000000003), so alpha is
+  // written here, the shortest way that reads back the same: [compare] goes last to take it.
   std::ostringstream os;
-  os << t << '\n';
+  os << t << "\n\n[compare]\n" << cmp << "\nalpha = " << shortest_double(p.alpha) << '\n';
   return os.str();
 }
 

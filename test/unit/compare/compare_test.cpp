@@ -246,6 +246,7 @@ BOOST_AUTO_TEST_CASE(every_format_escapes_study_names) {
   BOOST_TEST(html.find("<script") == std::string::npos);
   BOOST_TEST(html.find("Content-Security-Policy") != std::string::npos);
   BOOST_TEST(html.find("default-src 'none'") != std::string::npos);
+  BOOST_TEST(html.find("script-src") == std::string::npos);  // the page has no script
   BOOST_TEST(html.find("<svg") != std::string::npos);
   auto junit = compare::render(*c, "junit");
   BOOST_TEST(junit.find("<script") == std::string::npos);
@@ -257,6 +258,39 @@ BOOST_AUTO_TEST_CASE(every_format_escapes_study_names) {
   BOOST_TEST(j.at("regressions").as_array().size() == 1u);
   BOOST_TEST(j.at("regressions").as_array()[0].at("eval").as_string() == evil);
   BOOST_TEST(!compare::render(*c, "bogus", [](std::string_view) {}));
+}
+
+BOOST_AUTO_TEST_CASE(every_format_shows_a_group_row_with_the_same_cells_and_marks_a_drop) {
+  using st = case_state;
+  // Eval "e": six cases passed -> failed (p = 2 / 64, a significant drop); "f": nothing paired.
+  std::vector<store::saved_case> base, cand;
+  for (auto s : {"a", "b", "c", "d", "e", "f"}) {
+    base.push_back(saved("e", s, st::passed));
+    cand.push_back(saved("e", s, st::failed));
+  }
+  base.push_back(saved("f", "a", st::na));
+  cand.push_back(saved("f", "a", st::na));
+  auto c = compare::compare_runs(run("r1", base), run("r2", cand));
+  BOOST_REQUIRE(c);
+  auto table = compare::render(*c, "table");
+  BOOST_TEST(table.find("  e     100.0%  0.0%    -100.0  [") != std::string::npos, table);
+  BOOST_TEST(table.find("0.03125   6    0    6       0  DROP\n") != std::string::npos, table);
+  BOOST_TEST(table.find("  f     –       –       –       –                 1         0    0    0 "
+                        "      1\n") != std::string::npos,
+             table);
+  auto md = compare::render(*c, "md");
+  BOOST_TEST(md.find("| e | 100.0% | 0.0% | -100.0 | [") != std::string::npos, md);
+  BOOST_TEST(md.find("| 0.03125 | 6 | 0 | 6 | 0 | **drop** |\n") != std::string::npos, md);
+  BOOST_TEST(md.find("| f | – | – | – | – | 1 | 0 | 0 | 0 | 1 |  |\n") != std::string::npos, md);
+  auto html = compare::render(*c, "html");
+  BOOST_TEST(html.find("<tr class=\"drop\"><th>e</th><td class=\"n\">100.0%</td><td "
+                       "class=\"n\">0.0%</td><td class=\"n\">-100.0</td><td class=\"n\">[") !=
+                 std::string::npos,
+             html);
+  BOOST_TEST(html.find("<td class=\"n\">0.03125</td><td class=\"n\">6</td><td class=\"n\">0</"
+                       "td><td class=\"n\">6</td><td class=\"n\">0</td></tr>") != std::string::npos,
+             html);
+  BOOST_TEST(html.find("<tr><th>f</th><td class=\"n\">–</td>") != std::string::npos, html);
 }
 
 BOOST_AUTO_TEST_CASE(table_columns_line_up_when_a_cell_or_a_name_is_not_ascii) {

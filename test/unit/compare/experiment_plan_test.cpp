@@ -5,6 +5,8 @@
 
 #include <mira/experiment.hpp>
 
+#include <utility>
+
 using namespace mira::cli;
 
 namespace {
@@ -58,13 +60,37 @@ baseline = "control"
   BOOST_TEST(p->baseline == "control");
   BOOST_TEST(p->alpha == 0.05);
 
-  // The resolved plan reads back to the same plan.
-  auto again = parse_experiment(resolved_toml(*p), "/elsewhere/r.toml");
+  // The resolved plan reads back to the same plan; alpha is written as given, not as
+  // 0.050000000000000003.
+  auto resolved = resolved_toml(*p);
+  BOOST_TEST(resolved.find("\nalpha = 0.05\n") != std::string::npos, resolved);
+  auto again = parse_experiment(resolved, "/elsewhere/r.toml");
   BOOST_REQUIRE_MESSAGE(again, again.error());
   BOOST_TEST(again->treatments[1].env[1].second == "/plans/prompts/new.txt");
   BOOST_TEST(again->samples == p->samples, boost::test_tools::per_element());
   BOOST_TEST(*again->trials == 3);
   BOOST_TEST(again->baseline == "control");
+  BOOST_TEST(again->group_by == "treatment");
+  BOOST_TEST(again->alpha == p->alpha);
+}
+
+BOOST_AUTO_TEST_CASE(the_resolved_alpha_is_the_shortest_text_that_reads_back_the_same) {
+  for (auto [given, written] : {std::pair<const char*, const char*>{"0.01", "0.01"},
+                                {"0.1", "0.1"},
+                                {"1e-5", "1e-05"},
+                                {"0.30000000000000004", "0.30000000000000004"}}) {
+    auto p = parse_experiment(
+        std::string("study = \"s\"\n[[treatments]]\nname = \"a\"\n[compare]\nalpha = ") + given +
+            "\n",
+        "p.toml");
+    BOOST_REQUIRE_MESSAGE(p, p.error());
+    auto resolved = resolved_toml(*p);
+    BOOST_TEST(resolved.find(std::string("\nalpha = ") + written + "\n") != std::string::npos,
+               resolved);
+    auto again = parse_experiment(resolved, "r.toml");
+    BOOST_REQUIRE_MESSAGE(again, again.error());
+    BOOST_TEST(again->alpha == p->alpha);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_baseline_defaults_to_the_first_treatment) {
