@@ -60,15 +60,6 @@ std::string now_iso() {
   return store::iso_utc(std::chrono::duration_cast<std::chrono::seconds>(t).count());
 }
 
-// SHA-256 of each eval's canonical listing entry, as `mira run` records them: a resumed run
-// can tell what changed.
-json::object fingerprints(const protocol::list_result& list) {
-  json::object out;
-  for (auto& e : list.evals)
-    out[e.name] = store::sha256_hex(store::canonical_json(json::value(protocol::encode(e))));
-  return out;
-}
-
 // What the study writes on stderr (its last MiB) and its notifications, for the run folder.
 struct study_output {
   static constexpr std::size_t max_bytes = std::size_t{1} << 20;
@@ -126,7 +117,7 @@ void describe_run(store::run_meta& meta, const protocol::initialize_result& init
   meta.initialize = init.raw;
   meta.study_command = study.argv;
   meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
-  meta.fingerprints = fingerprints(list);
+  meta.fingerprints = store::listing_fingerprints(list);
   meta.extra["serve"] = json::object{{"study", study.name}, {"request", request}};
 }
 
@@ -457,11 +448,12 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
   auto ready = [&](prepared& prep) -> tl::expected<std::string, api_error> {
     prep.store.emplace(std::move(*opened));
     store::resume_options o{rr.retry_errors, rr.retry_failed, false};
-    auto decided = store::plan_resume(prep.store->load(), prep.p, prep.init,
-                                      fingerprints(prep.list), decoded->selection.seed, o);
+    auto decided =
+        store::plan_resume(prep.store->load(), prep.p, prep.init,
+                           store::listing_fingerprints(prep.list), decoded->selection.seed, o);
     if (!decided) return tl::unexpected(make_error(422, "cannot_resume", decided.error()));
     prep.resumed = std::move(*decided);
-    prep.store->meta().fingerprints = fingerprints(prep.list);
+    prep.store->meta().fingerprints = store::listing_fingerprints(prep.list);
     return id;
   };
   co_return co_await launch(*study, *decoded, ready);
@@ -527,7 +519,7 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   hooks.stop_after = [failure](std::size_t, const schedule::case_record&) { return *failure; };
 
   auto policy = to_policy(prep->options);
-  if (auto* host = std::get_if<host_handle>(&*prep->conn)) {
+  if (std::holds_alternative<host_handle>(*prep->conn)) {
     // A study that dies is started again, as `mira run` does, if it is the same study.
     policy.respawn = [this, prep]() -> asio::awaitable<tl::expected<host_handle, error>> {
       study_command cmd;
@@ -537,14 +529,23 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
       h.on_stderr_line = [out](std::string_view line) { out->line(line); };
       auto next = host_handle::spawn(ex_, cmd, h);
       if (!next) co_return tl::unexpected(next.error());
-      auto init = co_await next->initialize();
-      if (!init) co_return tl::unexpected(init.error());
-      if (init->study != prep->init.study)
-        co_return tl::unexpected(other_study(init->study, prep->init.study));
+      // The start's time limit, as for the first start: a restarted study that never answers
+      // must not hold the run.
+      request_options o;
+      diagnostics d;
+      o.diag = &d;
+      o.deadline = std::chrono::steady_clock::now() + config_.init_timeout;
+      auto [ec, init] =
+          co_await next->async_initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
+      if (ec == errc::timed_out)
+        d.message = "the restarted study did not answer initialize within its time limit (" +
+                    std::to_string(config_.init_timeout.count()) + " ms)";
+      if (ec) co_return tl::unexpected(error{ec, std::move(d)});
+      if (init.study != prep->init.study)
+        co_return tl::unexpected(other_study(init.study, prep->init.study));
       prep->conn = *next;
       co_return std::move(*next);
     };
-    (void)host;
   }
   auto body = [&]() -> asio::awaitable<schedule::run_report> {
     if (auto* pool = std::get_if<study_pool>(&*prep->conn))

@@ -253,6 +253,13 @@ tl::expected<run_meta, std::string> load_run_meta(const fs::path& results_dir,
   return read_meta(*path, run_id);
 }
 
+json::object listing_fingerprints(const protocol::list_result& list) {
+  json::object out;
+  for (auto& e : list.evals)
+    out[e.name] = sha256_hex(canonical_json(json::value(protocol::encode(e))));
+  return out;
+}
+
 tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const plan::plan& p,
                                                    const protocol::initialize_result& study,
                                                    const json::object& fingerprints,

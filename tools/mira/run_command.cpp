@@ -165,11 +165,11 @@ std::optional<artifacts_input> open_artifacts(const run_args& a, mode m, const o
     }
     scorable.evals = std::move(p.evals);
     p = std::move(scorable);
-  } else if (auto ec =
-                 in.dir->save_meta(json::object{{"study", study.init.study},
-                                                {"study_version", study.init.study_version},
-                                                {"host_version", version},
-                                                {"fingerprints", fingerprints(study.list)}})) {
+  } else if (auto ec = in.dir->save_meta(
+                 json::object{{"study", study.init.study},
+                              {"study_version", study.init.study_version},
+                              {"host_version", version},
+                              {"fingerprints", store::listing_fingerprints(study.list)}})) {
     std::fprintf(stderr, "mira: warning: cannot write %s/meta.json: %s\n",
                  printable(a.artifacts).c_str(), ec.message().c_str());
   }
@@ -226,8 +226,8 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
       std::fprintf(stderr, "mira: warning: cannot read %s; that case runs again\n",
                    printable(u).c_str());
     store::resume_options o{a.retry_errors, a.retry_failed, a.allow_other_study};
-    auto decided =
-        store::plan_resume(saved, p, study.init, fingerprints(study.list), a.selection.seed, o);
+    auto decided = store::plan_resume(saved, p, study.init, store::listing_fingerprints(study.list),
+                                      a.selection.seed, o);
     if (!decided) {
       std::fprintf(stderr, "mira: --resume: %s (--allow-other-study resumes anyway)\n",
                    printable(decided.error()).c_str());
@@ -251,7 +251,7 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
   if (meta.host.empty()) meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
   if (meta.environment.empty() && a.environment_enabled)
     meta.environment = environment_json(a.environment_labels);
-  meta.fingerprints = fingerprints(study.list);
+  meta.fingerprints = store::listing_fingerprints(study.list);
   if (meta.study_env.empty()) {
     json::array env_names;  // names only: values (API keys) never reach a run folder
     for (auto& entry : a.study_env) env_names.emplace_back(entry.substr(0, entry.find('=')));

@@ -144,14 +144,6 @@ json::object environment_json(const std::vector<std::pair<std::string, std::stri
   return env;
 }
 
-// SHA-256 of each eval's canonical listing entry: a resumed run can tell what changed.
-json::object fingerprints(const protocol::list_result& list) {
-  json::object out;
-  for (auto& e : list.evals)
-    out[e.name] = store::sha256_hex(store::canonical_json(json::value(protocol::encode(e))));
-  return out;
-}
-
 // Starts the same study again for run_plan, refusing one that is not the same study.
 asio::awaitable<tl::expected<host_handle, error>> restart_study(
     const run_args& a, protocol::initialize_result original) {

@@ -150,9 +150,6 @@ boost::asio::awaitable<schedule::run_report> run_study(study_processes& study, c
 boost::json::object environment_json(
     const std::vector<std::pair<std::string, std::string>>& labels = {});
 
-/// SHA-256 of each eval's canonical listing entry: a resumed run can tell what changed.
-boost::json::object fingerprints(const protocol::list_result& list);
-
 // Starts the study, initializes it and lists every page; prints what went wrong otherwise.
 struct opened {
   study_processes host;

@@ -59,6 +59,10 @@ struct resume_plan {
   std::vector<schedule::case_record> outside_records;
 };
 
+/// SHA-256 of each eval's canonical listing entry (eval name -> hex): what meta.json keeps as
+/// `fingerprints`, so a resume can tell which evals changed since the run was made.
+boost::json::object listing_fingerprints(const protocol::list_result& list);
+
 /// Decides a resume: every planned case saved with a final verdict is reused (cancelled ones,
 /// and per the options errors/N/A or failures, run again). Fails when the run was made by
 /// another study and that is not allowed.

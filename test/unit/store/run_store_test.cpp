@@ -212,4 +212,22 @@ BOOST_AUTO_TEST_CASE(records_load_in_natural_order_and_unreadable_files_are_name
   BOOST_TEST(run.unreadable[0].find("torn/result.json: not a JSON object") != std::string::npos);
 }
 
+// One fingerprint per eval, a SHA-256 of its listing entry: the same listing gives the same
+// value, and a changed eval (here a scorer) changes its own fingerprint only.
+BOOST_AUTO_TEST_CASE(listing_fingerprints_change_with_the_eval_they_describe) {
+  mira::protocol::list_result list;
+  list.evals.resize(2);
+  list.evals[0].name = "a";
+  list.evals[0].scorers = {"exact"};
+  list.evals[1].name = "b";
+  auto before = listing_fingerprints(list);
+  BOOST_TEST(before.size() == 2u);
+  BOOST_TEST(before.at("a").as_string().size() == 64u);
+  BOOST_TEST(listing_fingerprints(list) == before);
+  list.evals[0].scorers = {"judge"};
+  auto after = listing_fingerprints(list);
+  BOOST_TEST(after.at("a") != before.at("a"));
+  BOOST_TEST(after.at("b") == before.at("b"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
