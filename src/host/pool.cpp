@@ -99,12 +99,14 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
   // Each process is watched (host_handle::async_wait_abandoned, one wait at a time) while
   // someone needs to hear of it: requests waiting for room while a process is held by
   // abandoned requests (a late answer frees the room), or a caller of async_wait_abandoned.
+  // A dead process is skipped: its count is 0 for good, and its finished host would answer
+  // each watch at once (a spin until the slot restarts, if ever).
   void arm_watches_locked() {
     bool held = false;
     for (auto& h : hosts) held = held || (h && h->abandoned() > 0);
     if (abandoned_waiters.empty() && (waiting.empty() || !held)) return;
     for (std::size_t i = 0; i < hosts.size(); ++i) {
-      if (!hosts[i] || watching[i]) continue;
+      if (!hosts[i] || watching[i] || !dispatch.live(i)) continue;
       watching[i] = true;
       hosts[i]->async_wait_abandoned(
           hosts[i]->abandoned(),

@@ -274,6 +274,47 @@ BOOST_AUTO_TEST_CASE(stopping_a_pooled_run_with_a_case_timeout_cancels_what_is_i
   });
 }
 
+// A process that died for good has nothing left to signal: its slot is not watched. (It was,
+// and its finished host answered each watch at once, spinning the pool at full CPU.)
+BOOST_AUTO_TEST_CASE(a_dead_process_is_not_watched_in_a_loop) {
+  temp_file mark;
+  std::remove(mark.path.c_str());
+  asio::io_context ctx;
+  std::size_t handlers = 0;
+  std::size_t while_waiting = 0;
+  bool done = false;
+  std::exception_ptr failure;
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        std::vector<std::string> args = {"--die-after", "1", "--die-once", mark.path};
+        auto o = quiet_pool(2);
+        o.max_restarts = 0;
+        auto pool = co_await start_pool(args, o);
+        auto [ec, r] = co_await pool.async_run(echo_case("a"), asio::as_tuple(asio::use_awaitable));
+        BOOST_TEST(ec == errc::study_exited);  // the first process died with it
+        asio::cancellation_signal stop;
+        pool.async_wait_abandoned(
+            0, asio::bind_cancellation_slot(stop.slot(), [](error_code, std::size_t) {}));
+        auto before = handlers;
+        asio::steady_timer t(ctx, milliseconds(300));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        while_waiting = handlers - before;
+        stop.emit(asio::cancellation_type::terminal);
+        co_await pool.shutdown();
+      },
+      [&](std::exception_ptr e) {
+        done = true;
+        failure = e;
+      });
+  auto watchdog = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && ctx.run_one_until(watchdog) > 0) ++handlers;
+  BOOST_REQUIRE(done);
+  if (failure) std::rethrow_exception(failure);
+  BOOST_TEST_MESSAGE("handlers while waiting: " << while_waiting);
+  BOOST_TEST(while_waiting < 1000u);
+}
+
 BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {
   temp_dir dir;
   std::size_t restarts_told = 0;
