@@ -428,8 +428,10 @@ class host_handle {
   auto async_cancel(std::int64_t request_id, request_options o, Token&& token) {
     return async<bool>(protocol::cancel_params{request_id}, std::move(o), token);
   }
-  /// Graceful exit: close stdin, wait shutdown_grace, SIGTERM, wait terminate_grace, SIGKILL.
-  /// Pending requests complete with study_exited once the study is gone.
+  /// Graceful exit: no new requests; what was already queued (requests, `cancel` frames) is
+  /// written whole, then stdin closed; SIGTERM when the study is still there shutdown_grace
+  /// after the call, SIGKILL terminate_grace later. Pending requests complete with
+  /// study_exited once the study is gone.
   ///
   /// @par Handler signature
   /// @code void(mira::error_code, exit_status) @endcode

@@ -235,6 +235,10 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   asio::awaitable<void> wait_closed(std::chrono::steady_clock::duration d);
 
+  // Until what was queued before shutdown() (requests, `cancel` frames) is written whole, the
+  // write fails, or `d` passes.
+  asio::awaitable<void> flush_writes(std::chrono::steady_clock::duration d);
+
   // The study is going (output closed, input broken or process exited): fail what waits once
   // the rest has arrived (exit status, last stderr lines), or after exit_wait at the latest.
   void maybe_finish();
@@ -254,6 +258,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   bool idle_armed_ = false;
 
   std::optional<asio::steady_timer> close_wait_;
+  std::optional<asio::steady_timer> flush_wait_;
   host_registry* registry_ = nullptr;
 
   mutable std::mutex init_mutex_;  // init_ is read from user threads
@@ -269,7 +274,8 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   bool stderr_eof_ = false;
   bool exited_ = false;
   bool output_broken_ = false;
-  bool output_closed_ = false;
+  bool output_closed_ = false;  // shutting down or released: no new requests
+  bool output_shut_ = false;    // the study's input is closed: nothing more can be written
   bool close_timer_armed_ = false;
   bool write_scheduled_ = false;
   bool finished_ = false;

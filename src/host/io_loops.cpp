@@ -19,7 +19,8 @@ void host_impl::schedule_write() {
 }
 
 void host_impl::kick_writer() {
-  if (mux_.writing() || finished_ || output_broken_ || !mux_.has_pending_writes()) return;
+  if (mux_.writing() || finished_ || output_broken_ || output_shut_ || !mux_.has_pending_writes())
+    return;
   // The idle clock starts when the study gets work while it had none.
   if (mux_.outstanding() == 0) idle_since_ = std::chrono::steady_clock::now();
   io_->async_write(
@@ -33,8 +34,11 @@ void host_impl::on_written(error_code ec) {
   mux_.on_write_done();
   if (!ec) {
     arm_idle();
-    return kick_writer();
+    kick_writer();
+    if (flush_wait_ && !mux_.writing()) flush_wait_->cancel();  // all written: shutdown goes on
+    return;
   }
+  if (flush_wait_) flush_wait_->cancel();
   if (ec == asio::error::operation_aborted || finished_) return;
   output_broken_ = true;
   gone_reason_ = "the study stopped reading its input (" + ec.message() + ")";

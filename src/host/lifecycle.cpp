@@ -22,11 +22,18 @@ void host_impl::start() {
 
 asio::awaitable<exit_status> host_impl::shutdown() {
   output_closed_ = true;
+  // What was queued goes out whole first (a `cancel` among it tells the study to stop that
+  // work), within the grace.
+  auto grace_end = std::chrono::steady_clock::now() + opts_.shutdown_grace;
+  co_await flush_writes(opts_.shutdown_grace);
+  output_shut_ = true;
   io_->close_output();
+  auto rest = std::max<std::chrono::steady_clock::duration>(
+      grace_end - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
   if (!proc_) {
     // No process to signal: the study's end of output is its exit. What is in flight may
     // still be answered until then, as after a spawned study's stdin closes.
-    co_await wait_closed(opts_.shutdown_grace);
+    co_await wait_closed(rest);
     if (!stdout_eof_)
       log(log_level::warning, "the study did not close its output after the host's shutdown");
     finish_close(make_error_code(errc::study_exited),
@@ -37,7 +44,7 @@ asio::awaitable<exit_status> host_impl::shutdown() {
     none.no_process = true;
     co_return none;
   }
-  bool gone = co_await wait_exit(opts_.shutdown_grace);
+  bool gone = co_await wait_exit(rest);
   if (!gone) {
     log(log_level::warning, "the study did not exit after its input closed; sending SIGTERM");
     proc_->request_exit();
@@ -115,6 +122,14 @@ asio::awaitable<bool> host_impl::wait_exit(std::chrono::steady_clock::duration d
   co_return exited_;
 }
 
+asio::awaitable<void> host_impl::flush_writes(std::chrono::steady_clock::duration d) {
+  kick_writer();  // what is queued but not yet handed to the pipe
+  if (!mux_.writing() || finished_ || output_broken_) co_return;
+  flush_wait_.emplace(strand_, d);
+  co_await flush_wait_->async_wait(asio::as_tuple(asio::use_awaitable));
+  flush_wait_.reset();
+}
+
 asio::awaitable<void> host_impl::wait_closed(std::chrono::steady_clock::duration d) {
   if (outputs_closed()) co_return;
   close_wait_.emplace(strand_, d);
@@ -147,6 +162,9 @@ void host_impl::finish_close(error_code ec, std::string why) {
   close_diag_.stderr_tail.assign(tail_.begin(), tail_.end());
   close_timer_.cancel();
   idle_timer_.cancel();
+  // Nothing more will be written or read: a shutdown waiting for either goes on now.
+  if (flush_wait_) flush_wait_->cancel();
+  if (close_wait_) close_wait_->cancel();
   auto ops = mux_.close();
   abandoned_changed();
   if (!ops.empty() && ec != asio::error::operation_aborted)

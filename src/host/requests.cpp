@@ -57,7 +57,8 @@ void host_impl::cancel_request(std::int64_t id, asio::cancellation_type_t type, 
   // The protocol defines `cancel` for run, execute and score only: others are just abandoned.
   auto* pending = static_cast<op_base*>(mux_.find(id));
   if (!pending) return;  // answered (or failed) before the cancellation reached the strand
-  bool frame = pending->info->cancellable;
+  // After shutdown() closed the study's input, no `cancel` can reach it.
+  bool frame = pending->info->cancellable && !output_shut_;
   auto out = mux_.cancel(id, type, frame ? next_id_.fetch_add(1) : 0);
   abandoned_changed();
   if (out.op) {

@@ -10,6 +10,7 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/read.hpp>
 
 #include <type_traits>
 
@@ -357,6 +358,79 @@ BOOST_AUTO_TEST_CASE(connect_over_one_socket_drains_on_shutdown) {
     auto after = co_await host.run(run_case("after"));
     BOOST_REQUIRE(!after);
     BOOST_TEST(after.error().code == errc::study_exited);
+  });
+}
+
+// A request given up on after shutdown() closed the study's input: no `cancel` can be sent
+// any more, and none is tried (writing it to the closed input failed the connection, and with
+// it the request the study was still answering).
+BOOST_AUTO_TEST_CASE(a_cancellation_during_shutdown_spares_what_the_study_still_answers) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    auto opts = quiet_options();
+    opts.exit_wait = milliseconds(1);
+    fake_pair fp(ctx.get_executor(), opts);
+    co_await initialized(fp);
+    asio::cancellation_signal sig;
+    std::optional<error_code> a_ec, b_ec;
+    event a_done(ctx.get_executor()), b_done(ctx.get_executor());
+    fp.host->async_run(run_case("a"), asio::bind_cancellation_slot(
+                                          sig.slot(), [&](error_code ec, protocol::run_result) {
+                                            a_ec = ec;
+                                            a_done.set();
+                                          }));
+    fp.host->async_run(run_case("b"), [&](error_code ec, protocol::run_result) {
+      b_ec = ec;
+      b_done.set();
+    });
+    co_await fp.study->read();
+    auto b = co_await fp.study->read();
+    std::optional<exit_status> status;
+    event shut(ctx.get_executor());
+    asio::co_spawn(ctx, fp.host->shutdown(), [&](std::exception_ptr, auto r) {
+      if (r) status = *r;
+      shut.set();
+    });
+    char byte = 0;
+    auto [eof, n] = co_await asio::async_read(fp.study->input(), asio::buffer(&byte, 1),
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(eof == asio::error::eof);  // the host closed the study's input
+    sig.emit(asio::cancellation_type::terminal);
+    co_await a_done.wait();
+    BOOST_TEST(*a_ec == asio::error::operation_aborted);
+    asio::steady_timer later(ctx, milliseconds(200));  // well past exit_wait
+    co_await later.async_wait(asio::use_awaitable);
+    co_await fp.study->reply(b, run_result_for(b));
+    fp.study->close_output();
+    co_await b_done.wait();
+    BOOST_TEST(!*b_ec);
+    co_await shut.wait();
+    BOOST_REQUIRE(status);
+    BOOST_TEST(status->no_process);
+  });
+}
+
+// A `cancel` queued when shutdown() begins is written before the study's input closes, so the
+// study stops that work instead of finishing it during the grace.
+BOOST_AUTO_TEST_CASE(shutdown_sends_a_queued_cancel_before_closing_the_input) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    fake_pair fp(ctx.get_executor());
+    co_await initialized(fp);
+    asio::cancellation_signal sig;
+    fp.host->async_run(run_case("a"),
+                       asio::bind_cancellation_slot(sig.slot(), [](error_code, auto) {}));
+    auto run = co_await fp.study->read();
+    sig.emit(asio::cancellation_type::terminal);
+    event shut(ctx.get_executor());
+    asio::co_spawn(ctx, fp.host->shutdown(), [&](std::exception_ptr, auto) { shut.set(); });
+    auto cancel = co_await fp.study->read();
+    BOOST_TEST(cancel.at("method").as_string() == "cancel");
+    BOOST_TEST(cancel.at("params").at("id") == run.at("id"));
+    char byte = 0;
+    auto [eof, n] = co_await asio::async_read(fp.study->input(), asio::buffer(&byte, 1),
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(eof == asio::error::eof);
+    fp.study->close_output();
+    co_await shut.wait();
   });
 }
 
