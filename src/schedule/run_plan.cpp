@@ -440,8 +440,8 @@ class pipeline {
   // Every slot held by requests the study never answered after `cancel`, and nothing else
   // running: after a grace period the study is treated as hung (restarted, or the run stops).
   void check_starved() {
-    bool starved = running_ == 0 && !restarting_ && !sched_->stopped() && !sched_->idle() &&
-                   sched_->reserved() >= policy_.concurrency.max_concurrent;
+    // The scheduler's cap, not the policy's: it is at least 1.
+    bool starved = running_ == 0 && !restarting_ && sched_->held_by_reserved();
     if (!starved) {
       starved_since_.reset();
       return;

@@ -62,6 +62,11 @@ class scheduler {
   /// answered (it may ignore `cancel`). They count against the global cap until set back.
   void reserve(std::size_t slots) { reserved_ = slots; }
   std::size_t reserved() const { return reserved_; }
+  /// Work waits, none is in flight, and reserved slots fill the global cap: only an answer to
+  /// an abandoned request (or a new study) lets anything start.
+  bool held_by_reserved() const {
+    return !stopped_ && in_flight_ == 0 && waiting_ > 0 && reserved_ >= conc_.max_concurrent;
+  }
   /// No more starts; returns the cases that were waiting (never started, or between attempts).
   std::vector<std::size_t> stop();
 

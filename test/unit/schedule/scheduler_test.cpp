@@ -111,6 +111,24 @@ BOOST_AUTO_TEST_CASE(a_provider_that_serves_nothing_is_paused) {
   BOOST_TEST(s.next(*until).has_value());
 }
 
+// Held by reserved slots only when they fill the cap the scheduler uses (at least 1: a
+// policy of 0 means 1), work waits and nothing runs.
+BOOST_AUTO_TEST_CASE(held_by_reserved_compares_with_the_cap_in_use) {
+  concurrency_policy c;
+  c.max_concurrent = 0;
+  scheduler s(std::vector<std::string>(2, "p"), c, {}, 1);
+  BOOST_TEST(!s.held_by_reserved());  // nothing reserved: a case may start
+  auto id = s.next(t0);
+  BOOST_REQUIRE(id);
+  s.reserve(1);
+  BOOST_TEST(!s.held_by_reserved());  // one in flight
+  BOOST_TEST((s.finish(*id, ok(), t0) == disposition::done));
+  BOOST_TEST(s.held_by_reserved());
+  s.reserve(0);
+  BOOST_TEST(!s.held_by_reserved());
+  BOOST_TEST(s.next(t0).has_value());
+}
+
 // The run loop asks next() and then next_wakeup() with a later clock reading: a retry whose
 // delay ends between the two is startable, and must not be reported as "wait for an attempt's
 // end" (there may be none: the run then slept until its deadline).
