@@ -425,16 +425,17 @@ class pipeline {
   // Wakes the loop when the host's (or the pool's) abandoned count moves from `seen` (a late
   // answer frees a slot). One wait at a time; `alive_` guards a completion that comes after the
   // run.
+  // A watch on a study that was replaced (restart) may never end: the new study gets its own.
   void watch_abandoned(std::size_t seen) {
-    if (watching_abandoned_) return;
-    watching_abandoned_ = true;
+    if (watching_abandoned_ == generation_ + 1) return;
+    watching_abandoned_ = generation_ + 1;
     host_.async_wait_abandoned(
-        seen, asio::bind_executor(
-                  ex_, [this, alive = std::weak_ptr<int>(alive_)](error_code, std::size_t) {
-                    if (!alive.lock()) return;
-                    watching_abandoned_ = false;
-                    wake_.cancel();
-                  }));
+        seen, asio::bind_executor(ex_, [this, alive = std::weak_ptr<int>(alive_),
+                                        watched = watching_abandoned_](error_code, std::size_t) {
+          if (!alive.lock()) return;
+          if (watching_abandoned_ == watched) watching_abandoned_ = 0;
+          wake_.cancel();
+        }));
   }
 
   // Every slot held by requests the study never answered after `cancel`, and nothing else
@@ -586,7 +587,7 @@ class pipeline {
   bool restarting_ = false;
   asio::cancellation_signal restart_signal_;
   std::optional<time_point> starved_since_;
-  bool watching_abandoned_ = false;
+  std::uint64_t watching_abandoned_ = 0;  // generation_ + 1 of the study watched, 0: none
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::vector<std::pair<std::size_t, attempt_outcome>> done_, batch_;
   std::size_t running_ = 0;
