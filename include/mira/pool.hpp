@@ -226,6 +226,11 @@ class study_pool {
   std::size_t live() const;
   /// A live process, or one being restarted: a request may still succeed.
   bool serviceable() const;
+  /// The most requests (abandoned ones counted) the processes that are live or being
+  /// restarted can hold at once: max_in_flight_per_process times their number; SIZE_MAX
+  /// without a per-process cap. A scheduler over the pool keeps no more than this in flight,
+  /// or requests would wait in the pool for room that may never come.
+  std::size_t capacity() const;
   /// Processes started again after dying, over all slots.
   int restarts() const;
   /// Abandoned requests over every process (see host_handle::abandoned).

@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <list>
 #include <mutex>
 
@@ -45,7 +46,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         dispatch(opts.processes, opts.max_in_flight_per_process),
         restarts(opts.processes, 0),
         watching(opts.processes, false),
-        watch_epoch(opts.processes, 0) {}
+        watch_epoch(opts.processes, 0),
+        reviving(opts.processes, false) {}
 
   host_options options_for(std::size_t slot) const {
     return opts.host_options_for ? opts.host_options_for(slot + 1) : default_options(slot + 1);
@@ -59,6 +61,15 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     if (!slot) return std::nullopt;
     auto gen = dispatch.started(*slot);
     return pool_lease{*hosts[*slot], *slot, gen, hosts.size()};
+  }
+
+  // The most requests the processes that are live, or being restarted, can hold at once.
+  std::size_t capacity_locked() const {
+    if (dispatch.cap() == 0) return std::numeric_limits<std::size_t>::max();
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+      if (dispatch.live(i) || reviving[i]) ++n;
+    return n * dispatch.cap();
   }
 
   bool serviceable_locked() const {
@@ -237,7 +248,10 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         dispatch.set_dead(lease.slot);
         died = true;
         again = restarts[lease.slot] < opts.max_restarts;
-        if (again) ++restarting;
+        if (again) {
+          ++restarting;
+          reviving[lease.slot] = true;
+        }
       }
     }
     if (ec && diag && lease.pool_size > 1) diag->message = of_slot(lease.slot + 1, diag->message);
@@ -274,10 +288,14 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
           ++self->watch_epoch[slot];
           self->watching[slot] = false;
           self->dispatch.set_live(slot);
+          self->reviving[slot] = false;
           --self->restarting;
         } else {
           more = !self->closed && self->restarts[slot] < self->opts.max_restarts;
-          if (!more) --self->restarting;
+          if (!more) {
+            self->reviving[slot] = false;
+            --self->restarting;
+          }
         }
       }
       if (!started && self->opts.on_restart)
@@ -377,6 +395,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
   std::uint64_t next_seq = 0;
   std::vector<bool> watching;              // per slot: a watch of its abandoned count is armed
   std::vector<std::uint64_t> watch_epoch;  // per slot: which process a watch belongs to
+  std::vector<bool> reviving;              // per slot: dead, and a restart of it is under way
   struct abandoned_waiter {
     std::uint64_t key = 0;
     std::size_t seen = 0;
@@ -492,6 +511,11 @@ std::size_t study_pool::size() const {
 std::size_t study_pool::live() const {
   std::lock_guard lock(state()->mutex);
   return state()->dispatch.live_count();
+}
+
+std::size_t study_pool::capacity() const {
+  std::lock_guard lock(state()->mutex);
+  return state()->capacity_locked();
 }
 
 bool study_pool::serviceable() const {

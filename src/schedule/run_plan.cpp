@@ -252,8 +252,8 @@ class pipeline {
     for (;;) {
       // A study that ignores `cancel` still works on what we gave up on: that counts.
       auto abandoned = host_.abandoned();
-      sched_->reserve(abandoned);
-      check_starved();
+      sched_->reserve(abandoned + beyond_capacity());
+      check_starved(abandoned);
       // One clock reading for next() and next_wakeup(), so both see the same due retries.
       auto now = clock::now();
       if (!sched_->stopped() && !restarting_)
@@ -440,7 +440,19 @@ class pipeline {
 
   // Every slot held by requests the study never answered after `cancel`, and nothing else
   // running: after a grace period the study is treated as hung (restarted, or the run stops).
-  void check_starved() {
+  // Slots of the global cap a pool cannot serve (its processes that died for good): held, so
+  // no attempt waits in the pool for room that never comes (its timeout only starts when a
+  // process takes it).
+  std::size_t beyond_capacity() const {
+    if constexpr (pooled) {
+      auto cap = host_.capacity();
+      auto want = policy_.concurrency.max_concurrent;
+      return want > cap ? want - cap : 0;
+    }
+    return 0;
+  }
+
+  void check_starved(std::size_t abandoned) {
     // The scheduler's cap, not the policy's: it is at least 1.
     bool starved = running_ == 0 && !restarting_ && sched_->held_by_reserved();
     if (!starved) {
@@ -452,7 +464,7 @@ class pipeline {
     auto grace = policy_.case_timeout.value_or(starved_grace);
     if (now - *starved_since_ < grace) return;
     starved_since_.reset();
-    auto why = "the study never answered " + std::to_string(sched_->reserved()) +
+    auto why = "the study never answered " + std::to_string(abandoned) +
                " cancelled request(s), which hold every slot";
     // A pool's processes are not restarted for it: the study ignores `cancel` everywhere.
     if (pooled || !recover(generation_, why))

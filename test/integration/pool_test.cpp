@@ -315,6 +315,35 @@ BOOST_AUTO_TEST_CASE(a_dead_process_is_not_watched_in_a_loop) {
   BOOST_TEST(while_waiting < 1000u);
 }
 
+// A process gone for good shrinks what the pool can hold: the run starts no more than that.
+// Here the one process left holds two requests it ignores `cancel` for, so nothing can run:
+// the study is declared hung after the grace (the case timeout), not left to the deadline
+// with attempts waiting in the pool for room, their timeouts not started.
+BOOST_AUTO_TEST_CASE(a_pool_that_lost_a_process_for_good_is_not_given_more_than_it_holds) {
+  temp_file mark;
+  std::remove(mark.path.c_str());
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms",    "2000", "--ignore-cancel", "--samples", "8",
+                                     "--die-after", "1",    "--die-once",      mark.path};
+    auto o = quiet_pool(2, 2);
+    o.max_restarts = 0;
+    auto pool = co_await start_pool(args, o);
+    auto list = co_await pool.list_all();
+    BOOST_REQUIRE(list);
+    auto p = plan_of(*list);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 4;
+    policy.case_timeout = milliseconds(200);
+    policy.deadline = std::chrono::seconds(10);
+    auto report = co_await schedule::run_plan(pool, p, policy);
+    BOOST_TEST(pool.capacity() == 2u);
+    BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
+    BOOST_TEST(report.stop_message.find("never answered 2 cancelled request(s)") !=
+               std::string::npos);
+    co_await pool.shutdown();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {
   temp_dir dir;
   std::size_t restarts_told = 0;
