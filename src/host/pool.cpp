@@ -5,7 +5,9 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -614,21 +616,15 @@ asio::awaitable<void> study_pool::shutdown() {
   }
   for (auto& [seq, w] : waiting) w->fail(make_error_code(errc::study_exited));
   s->notify_abandoned();
-  // All at once: each shutdown may wait its grace periods.
-  struct gather {
-    explicit gather(asio::any_io_executor e) : done(e) {}
-    asio::steady_timer done;
-    std::size_t remaining = 0;
-  };
-  auto ex = co_await asio::this_coro::executor;
-  auto g = std::make_shared<gather>(ex);
-  g->remaining = hosts.size();
-  for (auto& h : hosts)
-    h.async_shutdown(asio::bind_executor(ex, [g](error_code, exit_status) {
-      if (--g->remaining == 0) g->done.cancel();
-    }));
-  g->done.expires_at(asio::steady_timer::time_point::max());
-  if (g->remaining > 0) co_await g->done.async_wait(asio::as_tuple(asio::use_awaitable));
+  // All at once (each may wait its grace periods), gathered by a ranged parallel group: safe
+  // whichever threads run the completions.
+  using op_t = decltype(hosts.front().async_shutdown(asio::deferred));
+  std::vector<op_t> ops;
+  ops.reserve(hosts.size());
+  for (auto& h : hosts) ops.push_back(h.async_shutdown(asio::deferred));
+  if (ops.empty()) co_return;
+  co_await asio::experimental::make_parallel_group(std::move(ops))
+      .async_wait(asio::experimental::wait_for_all(), asio::as_tuple(asio::use_awaitable));
 }
 
 }  // namespace mira
