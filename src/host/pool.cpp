@@ -121,8 +121,11 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       if (!hosts[i] || watching[i] || !dispatch.live(i)) continue;
       watching[i] = true;
+      // With requests waiting, from the count the last choice saw (acquire_locked): a late
+      // answer since then (on another thread) completes the watch at once instead of being
+      // missed.
       hosts[i]->async_wait_abandoned(
-          hosts[i]->abandoned(),
+          waiting.empty() ? hosts[i]->abandoned() : dispatch.abandoned(i),
           [weak = weak_from_this(), i, epoch = watch_epoch[i]](error_code, std::size_t) {
             if (auto self = weak.lock()) self->on_watch(i, epoch);
           });

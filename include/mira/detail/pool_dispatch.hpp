@@ -35,6 +35,8 @@ class pool_dispatch {
   bool live(std::size_t slot) const { return slots_[slot].live; }
   std::uint64_t generation(std::size_t slot) const { return slots_[slot].generation; }
   std::size_t in_flight(std::size_t slot) const { return slots_[slot].in_flight; }
+  /// As last set_abandoned().
+  std::size_t abandoned(std::size_t slot) const { return slots_[slot].abandoned; }
   /// In flight plus abandoned: what the cap and the choice look at.
   std::size_t load(std::size_t slot) const;
   std::size_t live_count() const;
