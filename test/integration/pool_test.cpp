@@ -3,6 +3,7 @@
 // crash loses no case, processes that disagree are refused, fail-fast cancels on every process.
 #include "common/fake_study.hpp"
 #include "common/run_co.hpp"
+#include "integration/interrupt.hpp"
 #include "integration/process_util.hpp"
 
 #include <mira/pool.hpp>
@@ -50,6 +51,13 @@ plan::plan plan_of(const protocol::list_result& list) {
   return std::move(*p);
 }
 
+// The pool's whole listing, planned.
+asio::awaitable<plan::plan> listed_plan(study_pool& pool) {
+  auto list = co_await pool.list_all();
+  BOOST_REQUIRE(list);
+  co_return plan_of(*list);
+}
+
 // Every frame the host sent to one process, per process (the recordings are one per pid).
 struct frames {
   std::vector<std::int64_t> runs;     // ids of `run` requests
@@ -88,9 +96,7 @@ BOOST_AUTO_TEST_CASE(a_sequential_study_runs_at_least_2_5_times_sooner_on_four_p
         [&](asio::io_context&) -> asio::awaitable<double> {
           std::vector<std::string> args1 = {"--sequential", "--samples", "16", "--run-ms", "200"};
           auto pool = co_await start_pool(args1, quiet_pool(procs, (8 + procs - 1) / procs));
-          auto list = co_await pool.list_all();
-          BOOST_REQUIRE(list);
-          auto p = plan_of(*list);
+          auto p = co_await listed_plan(pool);
           schedule::run_policy policy;
           policy.concurrency.max_concurrent = 8;
           auto report = co_await schedule::run_plan(pool, p, policy);
@@ -222,9 +228,7 @@ BOOST_AUTO_TEST_CASE(timeouts_through_the_pool_cancel_each_request_on_its_own_pr
     std::vector<std::string> args = {"--run-ms", "5000",     "--samples",
                                      "6",        "--record", rec / "{pid}"};
     auto pool = co_await start_pool(args, quiet_pool(3, 2));
-    auto list = co_await pool.list_all();
-    BOOST_REQUIRE(list);
-    auto p = plan_of(*list);
+    auto p = co_await listed_plan(pool);
     schedule::run_policy policy;
     policy.concurrency.max_concurrent = 6;
     policy.case_timeout = milliseconds(300);
@@ -253,22 +257,14 @@ BOOST_AUTO_TEST_CASE(stopping_a_pooled_run_with_a_case_timeout_cancels_what_is_i
   run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
     std::vector<std::string> args = {"--run-ms", "5000", "--samples", "4"};
     auto pool = co_await start_pool(args, quiet_pool(2));
-    auto list = co_await pool.list_all();
-    BOOST_REQUIRE(list);
-    auto p = plan_of(*list);
+    auto p = co_await listed_plan(pool);
     schedule::run_policy policy;
     policy.concurrency.max_concurrent = 2;
     policy.case_timeout = std::chrono::seconds(30);
-    asio::cancellation_signal sig;
     std::size_t starts = 0;
-    schedule::run_hooks hooks;
-    hooks.on_start = [&](std::size_t) {
-      if (++starts == 2) asio::post(ctx, [&] { sig.emit(asio::cancellation_type::terminal); });
-    };
-    auto report =
-        co_await asio::co_spawn(ctx, schedule::run_plan(pool, p, policy, hooks),
-                                asio::bind_cancellation_slot(sig.slot(), asio::use_awaitable));
+    auto report = co_await run_interrupted_after(ctx, pool, p, policy, 2, starts);
     co_await pool.shutdown();
+    BOOST_TEST(starts == 2u);
     BOOST_TEST(report.stopped == schedule::stop_reason::interrupted);
     for (auto& c : report.cases) BOOST_TEST(c.state == case_state::cancelled);
   });
@@ -328,9 +324,7 @@ BOOST_AUTO_TEST_CASE(a_pool_that_lost_a_process_for_good_is_not_given_more_than_
     auto o = quiet_pool(2, 2);
     o.max_restarts = 0;
     auto pool = co_await start_pool(args, o);
-    auto list = co_await pool.list_all();
-    BOOST_REQUIRE(list);
-    auto p = plan_of(*list);
+    auto p = co_await listed_plan(pool);
     schedule::run_policy policy;
     policy.concurrency.max_concurrent = 4;
     policy.case_timeout = milliseconds(200);
@@ -355,9 +349,7 @@ BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {
                                           "30",           "--die-after", "3",  "--die-once",
                                           dir / "died"};
         auto pool = co_await start_pool(args3, o);
-        auto list = co_await pool.list_all();
-        BOOST_REQUIRE(list);
-        auto p = plan_of(*list);
+        auto p = co_await listed_plan(pool);
         schedule::run_policy policy;
         policy.concurrency.max_concurrent = 6;
         auto report = co_await schedule::run_plan(pool, p, policy);
@@ -379,9 +371,7 @@ BOOST_AUTO_TEST_CASE(a_pool_with_no_process_left_fails_the_run) {
     o.max_restarts = 0;
     std::vector<std::string> args4 = {"--samples", "10", "--die-after", "1"};
     auto pool = co_await start_pool(args4, o);
-    auto list = co_await pool.list_all();
-    BOOST_REQUIRE(list);
-    auto p = plan_of(*list);
+    auto p = co_await listed_plan(pool);
     schedule::run_policy policy;
     policy.concurrency.max_concurrent = 4;
     auto report = co_await schedule::run_plan(pool, p, policy);

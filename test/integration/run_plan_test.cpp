@@ -3,13 +3,11 @@
 #include "common/fake_study.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include "common/run_co.hpp"
+#include "integration/interrupt.hpp"
 #include "integration/process_util.hpp"
 
 #include <mira/aggregate/summary.hpp>
@@ -238,15 +236,8 @@ BOOST_DATA_TEST_CASE(cancelling_run_plan_stops_it_and_still_reports,
     schedule::run_policy policy;
     policy.concurrency.max_concurrent = 2;
     if (timeout_s > 0) policy.case_timeout = std::chrono::seconds(timeout_s);
-    asio::cancellation_signal sig;
     std::size_t starts = 0;
-    schedule::run_hooks hooks;
-    hooks.on_start = [&](std::size_t) {
-      if (++starts == 2) asio::post(ctx, [&] { sig.emit(asio::cancellation_type::terminal); });
-    };
-    auto report =
-        co_await asio::co_spawn(ctx, schedule::run_plan(s.host, p, policy, hooks),
-                                asio::bind_cancellation_slot(sig.slot(), asio::use_awaitable));
+    auto report = co_await run_interrupted_after(ctx, s.host, p, policy, 2, starts);
     BOOST_TEST(report.stopped == schedule::stop_reason::interrupted);
     for (auto& c : report.cases) {
       BOOST_TEST(c.state == case_state::cancelled);
