@@ -69,7 +69,7 @@ class scanner {
  private:
   const char* ws(const char* p) const {
     // Compact JSON has none: one test for the usual case (every whitespace byte is <= ' ').
-    if (p<end_&& static_cast<unsigned char>(*p)> ' ') return p;
+    if (p < end_ && ' ' < static_cast<unsigned char>(*p)) return p;
     while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
     return p;
   }

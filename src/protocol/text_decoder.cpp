@@ -302,7 +302,7 @@ class text_reader {
  private:
   // Compact JSON has none: one test, inline, for the usual case (whitespace bytes are <= ' ').
   void ws() {
-    if (p_<end_&& static_cast<unsigned char>(*p_)> ' ') return;
+    if (p_ < end_ && ' ' < static_cast<unsigned char>(*p_)) return;
     skip_ws();
   }
   void skip_ws() {
