@@ -140,6 +140,13 @@ BOOST_AUTO_TEST_CASE(odd_shapes_agree_with_the_dom_decoder) {
       R"({"target":"t","sample":"s","eval":"e"})",
       R"({"transcript":{"final_response":"x","iterations":1,"tool_calls_counts":2}})",
       R"({"scores":[{"scorer":"a","value":1},{"value":2,"scorer":"b"},{"scorerx":1}]})",
+      // Whitespace and punctuation around members (the skim tests punctuation first).
+      "{\"eval\" : \"e\" ,\n\"sample\"\t:\"s\" , \"params\":{ \"k\" : \"v\" } }",
+      R"({"eval":"e" "sample":"s"})",
+      R"({"eval" "e"})",
+      R"({"eval":"e",})",
+      R"({"eval":"e";"sample":"s"})",
+      R"({"params":{"k":"v" ,}})",
       // Numbers read in one pass, and the shapes left to the general reading.
       R"({"aggregate":0.00042,"scores":[{"value":-0.5},{"value":-0.0},{"value":12}]})",
       R"({"aggregate":123456789012345678})",
