@@ -305,7 +305,9 @@ class text_reader {
     if (p_ < end_ && ' ' < static_cast<unsigned char>(*p_)) return;
     skip_ws();
   }
-  void skip_ws() {
+  // Out of line, so that ws() itself stays small enough to be inlined everywhere (GCC 12 kept
+  // the two together as a call, which cost more than the loop saved).
+  [[gnu::noinline]] void skip_ws() {
     const char* p = p_;  // a local: see string_run
     while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
     p_ = p;
