@@ -579,9 +579,28 @@ bool read_value(text_reader& r, std::vector<T>& out) {
   });
 }
 
+// Field I of T read into its member: the entries of a table indexed by field, so that a member
+// is dispatched with one indexed call instead of a test for every field before it.
+template <detail::described T, std::size_t I>
+bool read_field(text_reader& r, T& out) {
+  const auto& fd = std::get<I>(detail::description<T>::fields);
+  auto& m = out.*fd.member;
+  if ((fd.rules & detail::required) && r.null()) return false;  // the DOM decoder names it
+  bool good = read_value(r, m);
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>)
+    good = good && !((fd.rules & detail::non_negative) && m < 0);
+  return good;
+}
+template <detail::described T, std::size_t... I>
+constexpr auto field_readers(std::index_sequence<I...>) {
+  return std::array<bool (*)(text_reader&, T&), sizeof...(I)>{&read_field<T, I>...};
+}
+
 // An object of a described type: each member is matched against the type's field table.
 template <detail::described T>
 bool read_object(text_reader& r, T& out) {
+  static constexpr auto readers =
+      field_readers<T>(std::make_index_sequence<detail::field_count<T>>{});
   static_assert(detail::field_count<T> <= 64, "seen_fields holds 64 bits");
   seen_fields seen;
   constexpr auto& names = detail::field_names<T>;
@@ -599,15 +618,7 @@ bool read_object(text_reader& r, T& out) {
     if (found == names.size()) return r.skip();
     next = found + 1;
     if (!seen.first(found)) return false;
-    bool good = false;
-    detail::visit_field<T>(found, [&](const auto& fd, std::size_t) {
-      auto& m = out.*fd.member;
-      if ((fd.rules & detail::required) && r.null()) return;  // the DOM decoder names it
-      good = read_value(r, m);
-      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>)
-        good = good && !((fd.rules & detail::non_negative) && m < 0);
-    });
-    return good;
+    return readers[found](r, out);
   });
   if (!ok) return false;
   bool complete = true;
