@@ -8,7 +8,11 @@
 //   serialize/text result  a parsed RunResult (scores and costs are doubles) written back by
 //                   json::serialize and by protocol::to_json_text (saved records, reports)
 //
-//   codec_throughput [-n ITERATIONS]
+//   codec_throughput [-n ITERATIONS] [--hot] [--only STEP]
+//
+// --hot: only `route` and `route+decode`, the host's path, and `minimal`: route+decode of the
+// echo study's minimal answer (295-byte result) — what a typical answer costs beyond it is what
+// host_throughput's typical/minimal ratio measures. --only STEP: that step alone (profiles).
 #include "typical_result.hpp"
 
 #include <mira/protocol/codec.hpp>
@@ -28,6 +32,12 @@ namespace json = boost::json;
 namespace {
 
 const std::string line = "{\"id\":7,\"result\":" + std::string(bench::typical_run_result) + "}";
+// What `echo_study` answers a run without --typical.
+const std::string minimal_line =
+    R"({"id":7,"result":{"eval":"bench","sample":"s-000001","target":"sim","trial":0,)"
+    R"("passed":true,"aggregate":1.0,"scores":[{"scorer":"echo","value":1.0,"pass":true,)"
+    R"("reason":"echo"}],"transcript":{"final_response":"","iterations":0,"tool_calls_count":0,)"
+    R"("usage":{"input_tokens":0,"output_tokens":0,"cost_usd":0.0}},"skipped":false}})";
 
 struct pending : mira::detail::pending_op {};
 
@@ -39,8 +49,11 @@ double cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+std::string only;  // --only: the one step to run
+
 template <class F>
 void measure(const char* name, std::size_t n, std::size_t bytes, F&& f) {
+  if (!only.empty() && only != name) return;
   for (std::size_t i = 0; i < n / 10; ++i) f(i);  // warm up
   double t0 = cpu_seconds();
   for (std::size_t i = 0; i < n; ++i) f(i);
@@ -54,22 +67,37 @@ void measure(const char* name, std::size_t n, std::size_t bytes, F&& f) {
 
 int main(int argc, char** argv) {
   std::size_t n = 300000;
-  if (argc == 3 && std::string(argv[1]) == "-n") n = std::strtoull(argv[2], nullptr, 10);
+  bool hot_only = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-n" && i + 1 < argc) {
+      n = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--hot") {
+      hot_only = true;
+    } else if (a == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: codec_throughput [-n ITERATIONS] [--hot] [--only STEP]\n");
+      return 2;
+    }
+  }
   std::size_t sink = 0;
   std::printf("codec_throughput: %zu-byte RunResult line, %zu iterations\n", line.size(), n);
 
-  measure("parse", n, line.size(), [&](std::size_t) {
-    auto v = json::parse(line);
-    sink += v.as_object().size();
-  });
+  if (!hot_only) {
+    measure("parse", n, line.size(), [&](std::size_t) {
+      auto v = json::parse(line);
+      sink += v.as_object().size();
+    });
+  }
 
   mira::detail::multiplexer mux;
   std::int64_t id = 7;
-  auto route = [&](int decode) {
+  auto route = [&](int decode, const std::string& text = line) {
     mux.add_request(id, "run", "{}", std::make_unique<pending>());
     (void)mux.prepare_write();
     mux.on_write_done();
-    auto in = mux.on_line(line);
+    auto in = mux.on_line(text);
     if (decode == 1) {
       mira::protocol::run_result r;
       (void)mira::protocol::detail::decode_valid_run_result_text(in.result_text, r);
@@ -83,6 +111,10 @@ int main(int argc, char** argv) {
   };
   measure("route", n, line.size(), [&](std::size_t) { route(0); });
   measure("route+decode", n, line.size(), [&](std::size_t) { route(1); });
+  if (hot_only) {
+    measure("minimal", n, minimal_line.size(), [&](std::size_t) { route(1, minimal_line); });
+    return sink == 0;
+  }
   measure("dom decode", n, line.size(), [&](std::size_t) { route(2); });
 
   mira::protocol::run_params p;

@@ -64,14 +64,6 @@ constexpr auto field_names = std::apply(
     [](const auto&... fs) { return std::array<std::string_view, sizeof...(fs)>{fs.name...}; },
     description<T>::fields);
 
-/// Calls fn(field, index) for field `index` of T only.
-template <class T, class F>
-constexpr void visit_field(std::size_t index, F&& fn) {
-  for_each_field<T>([&](const auto& fd, std::size_t i) {
-    if (i == index) fn(fd, i);
-  });
-}
-
 template <>
 struct description<case_identity> {
   static constexpr auto fields = std::tuple{

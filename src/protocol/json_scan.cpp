@@ -73,6 +73,8 @@ class scanner {
 
  private:
   const char* ws(const char* p) const {
+    // Compact JSON has none: one test for the usual case (every whitespace byte is <= ' ').
+    if (p < end_ && ' ' < static_cast<unsigned char>(*p)) return p;
     while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
     return p;
   }
@@ -88,15 +90,20 @@ class scanner {
     if (depth > max_depth) return nullptr;
     p = ws(p + 1);
     if (p < end_ && *p == '}') return p + 1;
+    // The colon, comma or brace is tested before any whitespace is looked for: compact
+    // JSON has none, and each test saved is one per member.
     for (;;) {
       if (p >= end_ || *p != '"' || !(p = string(p))) return nullptr;
-      p = ws(p);
-      if (p >= end_ || *p != ':') return nullptr;
+      if (p >= end_ || *p != ':') {
+        p = ws(p);
+        if (p >= end_ || *p != ':') return nullptr;
+      }
       if (!(p = value(ws(p + 1), depth))) return nullptr;
-      p = ws(p);
-      if (p >= end_) return nullptr;
+      if (p >= end_ || (*p != ',' && *p != '}')) {
+        p = ws(p);
+        if (p >= end_ || (*p != ',' && *p != '}')) return nullptr;
+      }
       if (*p == '}') return p + 1;
-      if (*p != ',') return nullptr;
       p = ws(p + 1);
     }
   }

@@ -54,6 +54,30 @@ unsigned hex4(const char* p) {
   return v;
 }
 
+std::uint64_t load8(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+std::uint32_t load4(const char* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Short runs compared inline, eight bytes at a time: names are short, and a call to memcmp
+// per key cost more than the compare itself.
+bool same_bytes(const char* a, const char* b, std::size_t n) {
+  if (n >= 8) {  // the last word overlapping the one before
+    for (std::size_t i = 0; i + 8 < n; i += 8)
+      if (load8(a + i) != load8(b + i)) return false;
+    return load8(a + n - 8) == load8(b + n - 8);
+  }
+  if (n >= 4) return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
+  // 0 to 3 bytes: the first, middle and last cover them all.
+  return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+}
+
 // Reads valid JSON text. Every method returns false when the text is not what the typed view
 // expects at that point; the caller then gives up and leaves the text to the DOM decoder.
 class text_reader {
@@ -68,12 +92,21 @@ class text_reader {
   // `{ "key": value, ... }`: on_member(key) reads (or skips) each value.
   template <class F>
   bool object(F&& on_member) {
+    return object([] { return std::string_view(); }, on_member);
+  }
+
+  // The same, with expected() naming the key most likely next: when the text's key is that
+  // name, it is matched in place (the name itself is handed on, not a view of the text)
+  // without searching for the string's end.
+  template <class E, class F>
+  bool object(E&& expected, F&& on_member) {
     if (!eat('{')) return false;
     if (eat('}')) return true;
     do {
       ws();
-      std::string_view k;
-      if (!key(k) || !eat(':')) return false;
+      std::string_view k = expected();
+      if (!(!k.empty() && key_is(k)) && !key(k)) return false;
+      if (!eat(':')) return false;
       ws();
       if (!on_member(k)) return false;
     } while (eat(','));
@@ -144,8 +177,47 @@ class text_reader {
     return ec == std::errc{} && end == p_;
   }
 
-  // A number as a double, correctly rounded (std::from_chars).
+  // A number as a double, correctly rounded. The common shapes in one pass: an integer of up
+  // to 18 digits (exact in int64_t) and `-?int.frac` within exact_decimal's bounds; anything
+  // else (an exponent, more digits, "-0") by the general reading below.
   bool number(double& out) {
+    const char* p = p_;
+    bool negative = p < end_ && *p == '-';
+    if (negative) ++p;
+    const char* first = p;
+    std::uint64_t m = 0;
+    int digits = 0;  // significant ones, as exact_decimal counts them
+    for (; p < end_ && static_cast<unsigned>(*p - '0') <= 9; ++p) {
+      if (m != 0 || *p != '0') ++digits;
+      m = m * 10 + static_cast<std::uint64_t>(*p - '0');
+    }
+    auto int_len = p - first;
+    if (int_len > 0 && int_len <= 18 && !(p < end_ && (*p == 'e' || *p == 'E'))) {
+      if (!(p < end_ && *p == '.')) {
+        if (negative && m == 0) return number_slow(out);  // "-0": the DOM's to read
+        p_ = p;
+        auto v = static_cast<double>(m);
+        out = negative ? -v : v;
+        return true;
+      }
+      const char* frac = ++p;
+      for (; p < end_ && static_cast<unsigned>(*p - '0') <= 9; ++p) {
+        if (m != 0 || *p != '0') ++digits;
+        m = m * 10 + static_cast<std::uint64_t>(*p - '0');
+        if (digits > 15) return number_slow(out);
+      }
+      auto decimals = p - frac;
+      if (decimals > 0 && decimals <= 22 && !(p < end_ && (*p == 'e' || *p == 'E'))) {
+        p_ = p;
+        double v = static_cast<double>(m) / pow10[decimals];
+        out = negative ? -v : v;
+        return true;
+      }
+    }
+    return number_slow(out);
+  }
+
+  bool number_slow(double& out) {
     const char* start = p_;
     if (is('-')) ++p_;
     while (p_ < end_ && ((*p_ >= '0' && *p_ <= '9') || *p_ == '.' || *p_ == 'e' || *p_ == 'E' ||
@@ -168,10 +240,10 @@ class text_reader {
   // `-?digits.digits` with at most 15 significant digits and 22 decimals: the digits as an
   // integer and ten to the decimals are both exact doubles, so their quotient is the correctly
   // rounded value, as from_chars would give it (and several times cheaper: scores, costs).
+  static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   static bool exact_decimal(const char* p, const char* end, double& out) {
-    static constexpr double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     bool negative = *p == '-';
     if (negative) ++p;
     std::uint64_t m = 0;
@@ -228,7 +300,14 @@ class text_reader {
   void back_to(const char* mark) { p_ = mark; }
 
  private:
+  // Compact JSON has none: one test, inline, for the usual case (whitespace bytes are <= ' ').
   void ws() {
+    if (p_ < end_ && ' ' < static_cast<unsigned char>(*p_)) return;
+    skip_ws();
+  }
+  // Out of line, so that ws() itself stays small enough to be inlined everywhere (GCC 12 kept
+  // the two together as a call, which cost more than the loop saved).
+  [[gnu::noinline]] void skip_ws() {
     const char* p = p_;  // a local: see string_run
     while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
     p_ = p;
@@ -251,8 +330,10 @@ class text_reader {
     return p;
   }
   bool eat(char c) {
-    ws();
-    if (!is(c)) return false;
+    if (!is(c)) {
+      ws();
+      if (!is(c)) return false;
+    }
     ++p_;
     return true;
   }
@@ -260,6 +341,18 @@ class text_reader {
   // Keys without escapes are views into the text; the rare escaped key is decoded.
   bool key(std::string_view& out) {
     return string_view(out, key_scratch_);
+  }
+
+  // At a key: is it `name` (which holds no quote or backslash)? Then past it. In valid JSON
+  // the key's first name.size() bytes being the name's and the next a quote means the key
+  // is the name: nothing in the name can have escaped that quote.
+  bool key_is(std::string_view name) {
+    std::size_t n = name.size();
+    if (static_cast<std::size_t>(end_ - p_) < n + 2 || *p_ != '"' || p_[n + 1] != '"' ||
+        !same_bytes(p_ + 1, name.data(), n))
+      return false;
+    p_ += n + 2;
+    return true;
   }
 
   // At a backslash of valid JSON: appends what it stands for.
@@ -304,12 +397,6 @@ class text_reader {
   std::string key_scratch_;
 };
 
-std::uint64_t load8(const char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 // Each known field may appear once; a repeat goes to the DOM decoder, which keeps the last.
 class seen_fields {
  public:
@@ -328,18 +415,8 @@ class seen_fields {
 // A field name against a key, inline: names are short and the first one tried is nearly
 // always the one, so a call to memcmp per key cost more than the compare itself.
 bool same_name(std::string_view name, std::string_view k) {
-  std::size_t n = name.size();
-  if (n != k.size()) return false;
-  const char* a = name.data();
-  const char* b = k.data();
-  if (n >= 8) {  // eight bytes at a time, the last word overlapping the one before
-    for (std::size_t i = 0; i + 8 < n; i += 8)
-      if (load8(a + i) != load8(b + i)) return false;
-    return load8(a + n - 8) == load8(b + n - 8);
-  }
-  for (std::size_t i = 0; i < n; ++i)
-    if (a[i] != b[i]) return false;
-  return true;
+  return name.size() == k.size() &&
+         (name.data() == k.data() || same_bytes(name.data(), k.data(), name.size()));
 }
 
 // One member's value into `out`, by the member's type. Null is absent, as in the DOM decoder.
@@ -382,6 +459,18 @@ bool read_value(text_reader& r, error_kind& out) {
 // own to decide (a number with a fraction or an exponent, whose rounding differs from
 // std::from_chars in Boost 1.81; an integer beyond int64_t or "-0"; a repeated key): the
 // member is then parsed, and so holds exactly what the DOM decoder holds.
+bool build_value(text_reader& r, json::value& out, std::string& scratch);
+
+bool build_array(text_reader& r, json::array& a, std::string& scratch) {
+  return r.array([&] { return build_value(r, a.emplace_back(nullptr), scratch); });
+}
+bool build_object(text_reader& r, json::object& o, std::string& scratch) {
+  return r.object([&](std::string_view k) {
+    auto [it, fresh] = o.emplace(k, nullptr);
+    return fresh && build_value(r, it->value(), scratch);
+  });
+}
+
 bool build_value(text_reader& r, json::value& out, std::string& scratch) {
   if (r.is('"')) {
     std::string_view s;
@@ -389,17 +478,8 @@ bool build_value(text_reader& r, json::value& out, std::string& scratch) {
     out.emplace_string().assign(s);
     return true;
   }
-  if (r.is('[')) {
-    auto& a = out.emplace_array();
-    return r.array([&] { return build_value(r, a.emplace_back(nullptr), scratch); });
-  }
-  if (r.is('{')) {
-    auto& o = out.emplace_object();
-    return r.object([&](std::string_view k) {
-      auto [it, fresh] = o.emplace(k, nullptr);
-      return fresh && build_value(r, it->value(), scratch);
-    });
-  }
+  if (r.is('[')) return build_array(r, out.emplace_array(), scratch);
+  if (r.is('{')) return build_object(r, out.emplace_object(), scratch);
   if (r.null()) {
     out = nullptr;
     return true;
@@ -432,21 +512,32 @@ bool read_value(text_reader& r, std::optional<json::value>& out) {
   out.emplace();
   return json_member(r, *out);
 }
-template <class T, T* (json::value::*As)() noexcept>
+// An open-ended array or object member, built in place (no value to build and move from);
+// what build_value does not take is parsed, as in json_member. Another type declines.
+template <class T, char Open, T* (json::value::*As)() noexcept,
+          bool (*Build)(text_reader&, T&, std::string&)>
 bool json_member_of(text_reader& r, T& out) {
   if (r.null()) return true;
-  json::value v;
-  if (!json_member(r, v)) return false;
-  auto* typed = (v.*As)();
+  if (!r.is(Open)) return false;
+  const char* start = r.mark();
+  std::string scratch;
+  if (Build(r, out, scratch)) return true;
+  out = T();
+  r.back_to(start);
+  std::string_view text;
+  if (!r.raw(text)) return false;
+  boost::system::error_code ec;
+  auto v = json::parse(text, ec, json::storage_ptr(), mira::detail::host_parse_options());
+  auto* typed = ec ? nullptr : (v.*As)();
   if (!typed) return false;
   out = std::move(*typed);
   return true;
 }
 bool read_value(text_reader& r, json::array& out) {
-  return json_member_of<json::array, &json::value::if_array>(r, out);
+  return json_member_of<json::array, '[', &json::value::if_array, build_array>(r, out);
 }
 bool read_value(text_reader& r, json::object& out) {
-  return json_member_of<json::object, &json::value::if_object>(r, out);
+  return json_member_of<json::object, '{', &json::value::if_object, build_object>(r, out);
 }
 
 bool read_value(text_reader& r, std::vector<std::string>& out) {
@@ -488,14 +579,34 @@ bool read_value(text_reader& r, std::vector<T>& out) {
   });
 }
 
+// Field I of T read into its member: the entries of a table indexed by field, so that a member
+// is dispatched with one indexed call instead of a test for every field before it.
+template <detail::described T, std::size_t I>
+bool read_field(text_reader& r, T& out) {
+  const auto& fd = std::get<I>(detail::description<T>::fields);
+  auto& m = out.*fd.member;
+  if ((fd.rules & detail::required) && r.null()) return false;  // the DOM decoder names it
+  bool good = read_value(r, m);
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>)
+    good = good && !((fd.rules & detail::non_negative) && m < 0);
+  return good;
+}
+template <detail::described T, std::size_t... I>
+constexpr auto field_readers(std::index_sequence<I...>) {
+  return std::array<bool (*)(text_reader&, T&), sizeof...(I)>{&read_field<T, I>...};
+}
+
 // An object of a described type: each member is matched against the type's field table.
 template <detail::described T>
 bool read_object(text_reader& r, T& out) {
+  static constexpr auto readers =
+      field_readers<T>(std::make_index_sequence<detail::field_count<T>>{});
   static_assert(detail::field_count<T> <= 64, "seen_fields holds 64 bits");
   seen_fields seen;
   constexpr auto& names = detail::field_names<T>;
   std::size_t next = 0;  // studies write the fields in one order: the next one is tried first
-  bool ok = r.object([&](std::string_view k) {
+  auto expected = [&] { return next < names.size() ? names[next] : names[0]; };
+  bool ok = r.object(expected, [&](std::string_view k) {
     std::size_t found = names.size();
     for (std::size_t n = 0; n < names.size(); ++n) {
       std::size_t i = next + n < names.size() ? next + n : next + n - names.size();
@@ -507,15 +618,7 @@ bool read_object(text_reader& r, T& out) {
     if (found == names.size()) return r.skip();
     next = found + 1;
     if (!seen.first(found)) return false;
-    bool good = false;
-    detail::visit_field<T>(found, [&](const auto& fd, std::size_t) {
-      auto& m = out.*fd.member;
-      if ((fd.rules & detail::required) && r.null()) return;  // the DOM decoder names it
-      good = read_value(r, m);
-      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>)
-        good = good && !((fd.rules & detail::non_negative) && m < 0);
-    });
-    return good;
+    return readers[found](r, out);
   });
   if (!ok) return false;
   bool complete = true;

@@ -7,6 +7,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <charconv>
+#include <cstring>
 #include <random>
 
 using namespace mira;
@@ -129,10 +131,73 @@ BOOST_AUTO_TEST_CASE(odd_shapes_agree_with_the_dom_decoder) {
       R"({"eval":"e"} trailing)",
       R"({"eval":"e")",
       R"({"x":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]})",
+      // Keys near the field the reader expects next (matched in place when equal).
+      R"({"evalx":"a","eval":"b"})",
+      R"({"eva":"a","sample":"s"})",
+      R"({"sample":"s","eval":"e","eval":"f"})",
+      R"({"eval"":"q","eval":"e"})",
+      R"({"eval" :"e","sample" : "s","target":"t"})",
+      R"({"target":"t","sample":"s","eval":"e"})",
+      R"({"transcript":{"final_response":"x","iterations":1,"tool_calls_counts":2}})",
+      R"({"scores":[{"scorer":"a","value":1},{"value":2,"scorer":"b"},{"scorerx":1}]})",
+      // Whitespace and punctuation around members (the skim tests punctuation first).
+      "{\"eval\" : \"e\" ,\n\"sample\"\t:\"s\" , \"params\":{ \"k\" : \"v\" } }",
+      R"({"eval":"e" "sample":"s"})",
+      R"({"eval" "e"})",
+      R"({"eval":"e",})",
+      R"({"eval":"e";"sample":"s"})",
+      R"({"params":{"k":"v" ,}})",
+      // Numbers read in one pass, and the shapes left to the general reading.
+      R"({"aggregate":0.00042,"scores":[{"value":-0.5},{"value":-0.0},{"value":12}]})",
+      R"({"aggregate":123456789012345678})",
+      R"({"aggregate":1234567890123456789})",
+      R"({"aggregate":-123456789012345678})",
+      R"({"aggregate":1234567890123456.5})",
+      R"({"aggregate":123456789012345.5})",
+      R"({"aggregate":0.0000000000000000000001})",
+      R"({"aggregate":0.00000000000000000000001})",
+      R"({"aggregate":1.5e3})",
+      R"({"aggregate":15E-1})",
+      R"({"aggregate":0.1e1})",
+      R"({"transcript":{"metrics":{"a":-0,"b":2.50,"c":7}}})",
+      // Open-ended members built in place, or parsed when they hold what is not built.
+      R"({"input":[],"transcript":{"metadata":{},"output":[]}})",
+      R"({"input":["a",{"k":[1,null,true]}],"transcript":{"metadata":{"k":"v","n":{"m":[]}}}})",
+      R"({"input":[1.5,"x"],"transcript":{"metadata":{"d":2.5}}})",
+      R"({"input":"text"})",
+      R"({"transcript":{"metadata":{"k":1,"k":2}}})",
+      R"({"transcript":{"metadata":{"k":1e2}}})",
+      R"({"transcript":{"output":[{"type":"text","text":"é"}]}})",
   };
   for (const char* row : rows) {
     BOOST_TEST_CONTEXT(row) {
       BOOST_TEST(test::text_and_dom_disagree(row) == "");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(numbers_are_read_correctly_rounded) {
+  // Integers of up to 19 digits and decimals of up to 22 places, each read into `aggregate`
+  // and compared bit for bit with std::from_chars (the correctly rounded value).
+  std::mt19937_64 rng(20261201);
+  auto digits = [&](std::size_t n, bool leading) {
+    std::string d;
+    for (std::size_t i = 0; i < n; ++i)
+      d += static_cast<char>('0' + (i == 0 && leading ? 1 + rng() % 9 : rng() % 10));
+    return d;
+  };
+  for (int i = 0; i < 20000; ++i) {
+    std::size_t int_len = 1 + rng() % 19;
+    std::string number = rng() % 4 == 0 ? "-" : "";
+    number += rng() % 3 == 0 ? std::string("0") : digits(int_len, true);
+    if (rng() % 4 != 0) number += "." + digits(1 + rng() % 22, false);
+    if (number == "-0") continue;  // left to the DOM decoder, whose reading it is
+    double expected = 0;
+    std::from_chars(number.data(), number.data() + number.size(), expected);
+    auto r = protocol::decode_run_result_text(R"({"aggregate":)" + number + "}");
+    BOOST_TEST_CONTEXT(number) {
+      BOOST_REQUIRE(r);
+      BOOST_TEST(std::memcmp(&r->aggregate, &expected, sizeof expected) == 0);
     }
   }
 }
