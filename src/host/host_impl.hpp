@@ -235,6 +235,9 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   asio::awaitable<void> wait_closed(std::chrono::steady_clock::duration d);
 
+  // shutdown()'s steps, run by one caller at a time.
+  asio::awaitable<exit_status> shut_down();
+
   // Until what was queued before shutdown() (requests, `cancel` frames) is written whole, the
   // write fails, or `d` passes.
   asio::awaitable<void> flush_writes(std::chrono::steady_clock::duration d);
@@ -259,6 +262,9 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   std::optional<asio::steady_timer> close_wait_;
   std::optional<asio::steady_timer> flush_wait_;
+  std::optional<asio::steady_timer> shutdown_done_;  // cancelled when a shutdown() ends
+  std::optional<exit_status> shutdown_status_;       // what the one that finished answered
+  bool shutdown_running_ = false;
   host_registry* registry_ = nullptr;
 
   mutable std::mutex init_mutex_;  // init_ is read from user threads

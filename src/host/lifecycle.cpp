@@ -21,6 +21,25 @@ void host_impl::start() {
 }
 
 asio::awaitable<exit_status> host_impl::shutdown() {
+  // One shutdown at a time: a second waits for the first (it would restart the first's waits)
+  // and answers as it did; if the first was cancelled before the end, the second carries on.
+  if (!shutdown_done_) shutdown_done_.emplace(strand_, asio::steady_timer::time_point::max());
+  while (shutdown_running_)
+    co_await shutdown_done_->async_wait(asio::as_tuple(asio::use_awaitable));
+  if (shutdown_status_) co_return *shutdown_status_;
+  shutdown_running_ = true;
+  struct wake_waiters {  // however this one ends, its own cancellation included
+    host_impl& h;
+    ~wake_waiters() {
+      h.shutdown_running_ = false;
+      h.shutdown_done_->cancel();
+    }
+  } wake{*this};
+  shutdown_status_ = co_await shut_down();
+  co_return *shutdown_status_;
+}
+
+asio::awaitable<exit_status> host_impl::shut_down() {
   output_closed_ = true;
   // What was queued goes out whole first (a `cancel` among it tells the study to stop that
   // work), within the grace.

@@ -434,6 +434,44 @@ BOOST_AUTO_TEST_CASE(shutdown_sends_a_queued_cancel_before_closing_the_input) {
   });
 }
 
+// A second shutdown() while one runs waits for it: it does not restart the first one's waits
+// (which ended the first at once and failed what the study was still answering).
+BOOST_AUTO_TEST_CASE(two_shutdowns_at_once_end_together_after_the_study) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    fake_pair fp(ctx.get_executor());
+    co_await initialized(fp);
+    std::optional<error_code> run_ec;
+    event run_done(ctx.get_executor());
+    fp.host->async_run(run_case("b"), [&](error_code ec, protocol::run_result) {
+      run_ec = ec;
+      run_done.set();
+    });
+    auto b = co_await fp.study->read();
+    int ended = 0;
+    std::vector<exit_status> statuses;
+    event both(ctx.get_executor());
+    for (int i = 0; i < 2; ++i)
+      asio::co_spawn(ctx, fp.host->shutdown(), [&](std::exception_ptr, auto r) {
+        if (r) statuses.push_back(*r);
+        if (++ended == 2) both.set();
+      });
+    char byte = 0;
+    auto [eof, n] = co_await asio::async_read(fp.study->input(), asio::buffer(&byte, 1),
+                                              asio::as_tuple(asio::use_awaitable));
+    BOOST_TEST(eof == asio::error::eof);
+    asio::steady_timer later(ctx, milliseconds(100));
+    co_await later.async_wait(asio::use_awaitable);
+    BOOST_TEST(ended == 0);  // both still wait for the study
+    co_await fp.study->reply(b, run_result_for(b));
+    fp.study->close_output();
+    co_await run_done.wait();
+    BOOST_TEST(!*run_ec);
+    co_await both.wait();
+    BOOST_REQUIRE(statuses.size() == 2u);
+    for (auto& st : statuses) BOOST_TEST(st.no_process);
+  });
+}
+
 BOOST_AUTO_TEST_CASE(connect_shutdown_gives_up_after_the_grace) {
   run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
     socket_t host_end(ctx), study_end(ctx);
