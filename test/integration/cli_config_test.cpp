@@ -37,14 +37,6 @@ bool contains(const std::string& text, const std::string& piece) {
   return text.find(piece) != std::string::npos;
 }
 
-// The one run folder under `results`.
-fs::path only_run(const fs::path& results) {
-  std::vector<fs::path> runs;
-  for (auto& e : fs::directory_iterator(results)) runs.push_back(e.path());
-  BOOST_REQUIRE_EQUAL(runs.size(), 1u);
-  return runs[0];
-}
-
 json::object meta_of(const fs::path& run) {
   return json::parse(read_file((run / "meta.json").string())).as_object();
 }

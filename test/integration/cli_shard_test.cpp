@@ -35,15 +35,6 @@ std::map<std::string, std::string> verdicts(const fs::path& run) {
   return out;
 }
 
-// The only run folder in `dir`.
-fs::path only_run(const fs::path& dir) {
-  std::vector<fs::path> runs;
-  for (auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string()[0] != '.') runs.push_back(e.path());
-  BOOST_REQUIRE_EQUAL(runs.size(), 1u);
-  return runs[0];
-}
-
 struct sharded {
   temp_dir tmp;
   fs::path shard_run[4];

@@ -24,15 +24,6 @@ command_result cli(const std::string& args) {
   return run_command(mira_bin + " " + args + " 2>&1");
 }
 
-// The only run folder in `dir`.
-fs::path only_run(const fs::path& dir) {
-  std::vector<fs::path> runs;
-  for (auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string()[0] != '.') runs.push_back(e.path());
-  BOOST_REQUIRE_EQUAL(runs.size(), 1u);
-  return runs[0];
-}
-
 // A saved run of the study with `env` (--study-env flags) in a results dir of its own.
 fs::path saved_run(const fs::path& dir, const std::string& env) {
   auto r = cli("run --color never --results-dir " + dir.string() + " " + env + " -- " + study);

@@ -5,6 +5,8 @@
 
 #include <mira/host.hpp>
 
+#include <boost/test/unit_test.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
@@ -14,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace mira::test {
 
@@ -33,6 +36,15 @@ inline command_result run_command(const std::string& cmd) {
   int status = ::pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+/// The one run folder under a results dir (its hidden entries aside).
+inline std::filesystem::path only_run(const std::filesystem::path& results) {
+  std::vector<std::filesystem::path> runs;
+  for (auto& e : std::filesystem::directory_iterator(results))
+    if (e.path().filename().string()[0] != '.') runs.push_back(e.path());
+  BOOST_REQUIRE_EQUAL(runs.size(), 1u);
+  return runs[0];
 }
 
 inline std::string read_file(const std::string& path) {

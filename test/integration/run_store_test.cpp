@@ -23,13 +23,6 @@ const std::string mira_bin = MIRA_CLI;
 const std::string example = MIRA_EXAMPLE_STUDY;
 const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
 
-// The one run folder under `results`.
-std::string only_run(const std::string& results) {
-  std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
-  BOOST_REQUIRE(runs.size() == 1u);
-  return runs[0].filename().string();
-}
-
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
   for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
@@ -53,7 +46,7 @@ BOOST_AUTO_TEST_CASE(a_resume_appends_events_and_stderr_and_the_folder_keeps_rep
   auto first = run_command(mira_bin + " run --evals events --results-dir " + results + " -- " +
                            example + " 2>/dev/null");
   BOOST_TEST(first.code == 0);
-  auto id = only_run(results);
+  auto id = only_run(results).filename().string();
   auto folder = fs::path(results) / id;
   auto second = run_command(mira_bin + " run --evals greet --resume " + id + " --results-dir " +
                             results + " -- " + example + " 2>/dev/null");
@@ -77,7 +70,7 @@ BOOST_AUTO_TEST_CASE(a_narrower_resume_keeps_the_whole_run_in_report_and_meta) {
   BOOST_TEST(run_command(mira_bin + " run --max-retries 1 --results-dir " + results + " -- " +
                          example + " >/dev/null 2>&1")
                  .code == 0);
-  auto id = only_run(results);
+  auto id = only_run(results).filename().string();
   auto folder = fs::path(results) / id;
   auto resumed = run_command(mira_bin + " run --evals coin --retry-failed --resume " + id +
                              " --results-dir " + results + " -- " + example + " 2>/dev/null");
@@ -105,7 +98,7 @@ BOOST_AUTO_TEST_CASE(one_writer_at_a_time) {
   BOOST_TEST(run_command(mira_bin + " run --samples a --results-dir " + results + " -- " + py +
                          " >/dev/null 2>&1")
                  .code == 0);
-  auto id = only_run(results);
+  auto id = only_run(results).filename().string();
   {
     auto holder = mira::store::run_store::open(results, id);
     BOOST_REQUIRE(holder.has_value());
@@ -200,7 +193,7 @@ BOOST_AUTO_TEST_CASE(a_compact_run_reports_resumes_and_converts_both_ways) {
       run_command(mira_bin + " run --store compact --max-retries 1 --evals arithmetic,coin" +
                   " --results-dir " + results + " -- " + example + " 2>/dev/null");
   BOOST_TEST(first.code == 0);
-  auto id = only_run(results);
+  auto id = only_run(results).filename().string();
   auto folder = fs::path(results) / id;
   BOOST_TEST(fs::exists(folder / "segments" / "000001.ndjson"));
   BOOST_TEST(!fs::exists(folder / "cases"));
