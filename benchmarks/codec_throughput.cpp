@@ -1,7 +1,9 @@
 // Codec cost per line, side by side with plain Boost.JSON on the same bytes:
 //   parse           boost::json::parse of a typical RunResult response line (the floor)
-//   route           multiplexer::on_line: skim the result, classify, route by id (no DOM)
-//   route+decode    the above plus the text decoder into run_result (the host's hot path)
+//   route           multiplexer::on_line for a request whose op does not decode on the hot path:
+//                   classify the line with the result skimmed, route by id (no DOM)
+//   route+decode    on_line for a `run`, as the host makes it: the op decodes the unskimmed
+//                   result into run_result with the text decoder (the host's hot path)
 //   dom decode      the same line through the DOM: parse into the arena, decode_run_result
 //   encode run      the `run` request frame text, vs json::serialize of the same params and
 //                   protocol::to_json_text of them (the writer of every other frame)
@@ -40,6 +42,16 @@ const std::string minimal_line =
     R"("usage":{"input_tokens":0,"output_tokens":0,"cost_usd":0.0}},"skipped":false}})";
 
 struct pending : mira::detail::pending_op {};
+
+// As the host's run requests: the result decoded on the multiplexer's hot path.
+struct decoding : mira::detail::pending_op {
+  bool decode_unchecked(std::string_view text) override {
+    decoded = mira::protocol::detail::read_run_result_text(text, result);
+    return decoded;
+  }
+  mira::protocol::run_result result;
+  bool decoded = false;
+};
 
 // The thread's CPU time, not the wall clock: on a shared machine the wall clock counts the time
 // other processes held the core, and the figures moved by a factor of two between runs.
@@ -94,14 +106,18 @@ int main(int argc, char** argv) {
   mira::detail::multiplexer mux;
   std::int64_t id = 7;
   auto route = [&](int decode, const std::string& text = line) {
-    mux.add_request(id, "run", "{}", std::make_unique<pending>());
+    if (decode == 1)
+      mux.add_request(id, "run", "{}", std::make_unique<decoding>());
+    else
+      mux.add_request(id, "run", "{}", std::make_unique<pending>());
     (void)mux.prepare_write();
     mux.on_write_done();
     auto in = mux.on_line(text);
     if (decode == 1) {
-      mira::protocol::run_result r;
-      (void)mira::protocol::detail::decode_valid_run_result_text(in.result_text, r);
-      sink += r.scores.size();
+      auto& op = static_cast<decoding&>(*in.op);
+      if (!op.decoded)
+        (void)mira::protocol::detail::decode_run_result_text_into(in.result_text, op.result);
+      sink += op.result.scores.size();
     } else if (decode == 2) {
       auto& v = mux.result_value(in);
       auto r = mira::protocol::decode_run_result(v, std::string(in.result_text));

@@ -3,7 +3,9 @@
 // multiplexer's classification and routing against four written requests and two abandoned
 // ones, and the typed decoding of each result by the method it answers, plus the ATIF
 // projection; the text decoder of run results and listings against the DOM decoder on every result
-// and on the whole input. Built and run by scripts/fuzz.sh.
+// and on the whole input; and every line routed twice, by a multiplexer whose run and score ops
+// decode on the hot path (pending_op::decode_unchecked) and by one whose ops decline, which must
+// agree. Built and run by scripts/fuzz.sh.
 #include "common/run_result_diff.hpp"
 
 #include <mira/protocol/codec.hpp>
@@ -26,8 +28,16 @@ using namespace mira;
 using namespace mira::detail;
 
 struct fuzz_op : pending_op {
-  explicit fuzz_op(std::string m) : method(std::move(m)) {}
+  fuzz_op(std::string m, bool hot) : method(std::move(m)), hot_path(hot) {}
+  bool decode_unchecked(std::string_view text) override {
+    decoded = hot_path && (method == "run" || method == "score") &&
+              protocol::detail::read_run_result_text(text, result);
+    return decoded;
+  }
   std::string method;
+  bool hot_path;
+  bool decoded = false;
+  protocol::run_result result;
 };
 
 void decode_for(const std::string& method, const boost::json::value& v, std::string_view text) {
@@ -54,8 +64,30 @@ void differential(std::string_view text) {
   }
 }
 
-void route(multiplexer& mux, std::string_view line) {
+[[noreturn]] void disagree(const char* what) {
+  std::fprintf(stderr, "the hot path and the checked path disagree: %s\n", what);
+  std::abort();
+}
+
+// The same line through the hot path's multiplexer: the same outcome, and a result decoded
+// there is the one the checked text decodes to.
+void route_hot(multiplexer& hot, std::string_view line, const inbound& checked) {
+  auto in = hot.on_line(line);
+  if (in.kind != checked.kind || in.id != checked.id || in.violation != checked.violation ||
+      in.reason != checked.reason || in.detail != checked.detail ||
+      in.result_text != checked.result_text ||
+      in.study_error.has_value() != checked.study_error.has_value())
+    disagree("outcome");
+  if (!in.op) return;
+  auto& op = static_cast<fuzz_op&>(*in.op);
+  if (!op.decoded) return;
+  auto by_text = protocol::decode_run_result_text(in.result_text);
+  if (!by_text || !test::run_result_diff(op.result, *by_text).empty()) disagree("result");
+}
+
+void route(multiplexer& mux, multiplexer& hot, std::string_view line) {
   auto in = mux.on_line(line);
+  route_hot(hot, line, in);
   if (in.kind == inbound_kind::response && in.op) {
     auto& op = static_cast<fuzz_op&>(*in.op);
     if (in.violation.empty() && !in.study_error) {
@@ -79,27 +111,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ++data;
   --size;
 
-  multiplexer mux;
-  mux.set_supports_cancel(true);
   const char* methods[] = {"run", "execute", "list", "initialize", "list_samples", "score"};
-  for (std::int64_t id = 1; id <= 6; ++id)
-    mux.add_request(id, methods[id - 1], R"({"eval":"e"})",
-                    std::make_unique<fuzz_op>(methods[id - 1]));
-  (void)mux.prepare_write();
-  mux.on_write_done();
-  // Two of them abandoned: their answers are late responses, the acks cancel acks.
-  (void)mux.cancel(5, boost::asio::cancellation_type::terminal, 100);
-  (void)mux.cancel(6, boost::asio::cancellation_type::terminal, 101);
+  auto set_up = [&](multiplexer& mux, bool hot_path) {
+    mux.set_supports_cancel(true);
+    for (std::int64_t id = 1; id <= 6; ++id)
+      mux.add_request(id, methods[id - 1], R"({"eval":"e"})",
+                      std::make_unique<fuzz_op>(methods[id - 1], hot_path));
+    (void)mux.prepare_write();
+    mux.on_write_done();
+    // Two of them abandoned: their answers are late responses, the acks cancel acks.
+    (void)mux.cancel(5, boost::asio::cancellation_type::terminal, 100);
+    (void)mux.cancel(6, boost::asio::cancellation_type::terminal, 101);
+  };
+  multiplexer mux, hot;
+  set_up(mux, false);
+  set_up(hot, true);
 
   line_framer framer(512, 64);
   std::size_t pos = 0;
   auto drain = [&](std::optional<line_framer::frame> f) {
     for (; f; f = framer.next()) {
       if (f->kind == line_framer::frame_kind::overlong) {
-        std::int64_t id = 0;
+        std::int64_t id = 0, hot_id = 0;
         (void)mux.take_oversized(f->text, id);
+        (void)hot.take_oversized(f->text, hot_id);
       } else {
-        route(mux, f->text);
+        route(mux, hot, f->text);
       }
     }
   };
@@ -111,8 +148,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     pos += n;
     drain(framer.next());
   }
-  if (auto f = framer.finish(); f && f->kind == line_framer::frame_kind::line) route(mux, f->text);
+  if (auto f = framer.finish(); f && f->kind == line_framer::frame_kind::line)
+    route(mux, hot, f->text);
   (void)mux.close();
+  (void)hot.close();
 
   // The whole input as one JSON document, through every decoder and the ATIF projection.
   boost::system::error_code ec;

@@ -205,8 +205,32 @@ json::value multiplexer::parse_span(std::string_view text) {
   return ec ? json::value() : parser_.release();
 }
 
+// A response whose result object is its last member, decoded by its op straight from the text:
+// the result is checked once, by the decoder, instead of skimmed and then read. Only a response
+// that would be routed to its op is taken here; anything else, and a result the op's decoder
+// does not take, goes through the checked path, with the outcome it always had.
+std::optional<inbound> multiplexer::route_unchecked(const envelope& env) {
+  if (env.kind != envelope_kind::response || !env.id || !env.error.empty()) return std::nullopt;
+  auto it = entries_.find(*env.id);
+  if (it == entries_.end() || it->second.is_cancel ||
+      (it->second.state != request_state::writing && it->second.state != request_state::written))
+    return std::nullopt;
+  if (!it->second.op->decode_unchecked(env.result)) return std::nullopt;
+  inbound in;
+  in.kind = inbound_kind::response;
+  in.id = *env.id;
+  in.op = std::move(it->second.op);
+  in.result_text = env.result;
+  erase(it);
+  return in;
+}
+
 inbound multiplexer::on_line(std::string_view line) {
-  auto env = classify_envelope(line);
+  auto env = classify_envelope_to_result(line);
+  if (env && env->result_unchecked) {
+    if (auto in = route_unchecked(*env)) return std::move(*in);
+    env = classify_envelope(line);  // the whole line checked, as any other
+  }
   if (!env) {
     // Left to Boost.JSON: it says whether this is JSON, and its canonical text is classified.
     reset_arena();

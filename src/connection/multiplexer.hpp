@@ -37,9 +37,15 @@ namespace mira::detail {
 
 struct envelope;
 
-/// What the shell attaches to a request; the multiplexer only owns and hands it back.
+/// What the shell attaches to a request; the multiplexer owns it and hands it back.
 struct pending_op {
   virtual ~pending_op() = default;
+  /// The hot path of on_line(): the text of a response's result, before anything checked it.
+  /// True when the op decoded it with a reader that checks the JSON as it reads
+  /// (protocol::detail::read_run_result_text), so that the text was one valid JSON value and the
+  /// response is routed as if the line had been checked first. False leaves the line to the
+  /// checked path, as if this had not been asked.
+  virtual bool decode_unchecked(std::string_view /*result_text*/) { return false; }
 };
 
 enum class request_state : std::uint8_t { queued, writing, written, abandoned };
@@ -187,6 +193,7 @@ class multiplexer {
   void set_state(entry& e, request_state s);
   void erase(std::unordered_map<std::int64_t, entry>::iterator it);
   inbound drop(drop_reason r, std::string detail, std::string_view method = {});
+  std::optional<inbound> route_unchecked(const envelope& env);
   inbound on_notification(const envelope& env);
   boost::json::value parse_span(std::string_view text);
   void reset_arena();

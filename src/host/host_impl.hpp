@@ -58,6 +58,9 @@ struct method {
   method_info info;
   decoder<T> decode = nullptr;
   validator<T> check = nullptr;
+  // The multiplexer's hot path (pending_op::decode_unchecked): a reader that checks the text
+  // as it decodes it. Null where the type has none: those results are always checked first.
+  bool (*read_unchecked)(std::string_view, T&) = nullptr;
 };
 
 // A request waiting in the multiplexer. Completion runs on the strand; the user's handler is
@@ -298,12 +301,19 @@ struct typed_op final : op_base {
   explicit typed_op(handler_t<T> h) : handler(std::move(h)) {}
   handler_t<T> handler;
   const method<T>* m = nullptr;
+  T out{};               // decoded in place: a run result is large, and each move of it costs
+  bool decoded = false;  // by decode_unchecked, before the response reached complete()
+
+  bool decode_unchecked(std::string_view result_text) override {
+    decoded = m->read_unchecked && m->read_unchecked(result_text, out);
+    return decoded;
+  }
 
   void complete(host_impl& host, error_code ec, inbound* response, diagnostics d,
                 bool from_reader) override {
-    T out{};  // decoded in place: a run result is large, and each move of it costs
     if (!ec && response) {
-      if (auto e = m->decode(host.mux(), *response, out)) {
+      auto e = decoded ? std::nullopt : m->decode(host.mux(), *response, out);
+      if (e) {
         out = T{};
         ec = make_error_code(errc::bad_response);
         d.message = "the result of '" + std::string(name()) + "' does not decode: " + e->message();

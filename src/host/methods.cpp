@@ -29,8 +29,9 @@ std::optional<protocol::decode_error> by_text(multiplexer&, inbound& in, T& out)
 
 std::optional<protocol::decode_error> decode_run(multiplexer&, inbound& in,
                                                  protocol::run_result& out) {
-  // The hot path: straight from the text the multiplexer checked, no DOM.
-  if (!in.result_parsed) return protocol::detail::decode_valid_run_result_text(in.result_text, out);
+  // Straight from the text, no DOM (the multiplexer's hot path decoded it already: see
+  // decode_unchecked).
+  if (!in.result_parsed) return protocol::detail::decode_run_result_text_into(in.result_text, out);
   return assign(protocol::decode_run_result(in.result, std::string(in.result_text)), out);
 }
 std::optional<protocol::decode_error> decode_execute(multiplexer& mux, inbound& in,
@@ -108,16 +109,20 @@ constinit const row<protocol::list_samples_params, protocol::list_samples_result
         &encode_dom<protocol::list_samples_params>};
 template <>
 constinit const row<protocol::run_params, protocol::run_result>
-    table<protocol::run_params, protocol::run_result>{{{"run", {}, true, false}, &decode_run},
-                                                      &encode_run};
+    table<protocol::run_params, protocol::run_result>{
+        {{"run", {}, true, false}, &decode_run, nullptr, &protocol::detail::read_run_result_text},
+        &encode_run};
 template <>
 constinit const row<protocol::run_params, protocol::execute_result>
     table<protocol::run_params, protocol::execute_result>{
         {{"execute", "execute", true, false}, &decode_execute}, &encode_run};
 template <>
 constinit const row<protocol::score_params, protocol::run_result>
-    table<protocol::score_params, protocol::run_result>{
-        {{"score", "score", true, false}, &decode_run}, &encode_dom<protocol::score_params>};
+    table<protocol::score_params, protocol::run_result>{{{"score", "score", true, false},
+                                                         &decode_run,
+                                                         nullptr,
+                                                         &protocol::detail::read_run_result_text},
+                                                        &encode_dom<protocol::score_params>};
 template <>
 constinit const row<protocol::cancel_params, bool> table<protocol::cancel_params, bool>{
     {{"cancel", "cancel", false, false}, &decode_cancel}, &encode_dom<protocol::cancel_params>};

@@ -37,9 +37,35 @@ std::optional<std::int64_t> as_id(std::string_view v) {
   return id;
 }
 
-}  // namespace
+// The envelope's fields from the member values found, once the walk is over.
+std::optional<envelope> finish(envelope& env, const std::string_view (&values)[m_other],
+                               std::string_view id_text) {
+  // "-0" is an integer or a double depending on the parser: its canonical text says which.
+  if (id_text == "-0") return std::nullopt;
+  env.has_id = !id_text.empty();
+  if (env.has_id) env.id = as_id(id_text);
+  env.result = values[m_result];
+  env.error = values[m_error];
+  env.params = values[m_params];
+  if (!values[m_method].empty())
+    env.kind = values[m_id].empty() ? envelope_kind::notification : envelope_kind::request;
+  else if (env.has_id)
+    env.kind = envelope_kind::response;
+  else
+    env.kind = envelope_kind::unclassifiable;
+  return env;
+}
 
-std::optional<envelope> classify_envelope(std::string_view line, bool canonical) {
+// The line's last byte that is not whitespace, or npos.
+std::size_t last_non_ws(std::string_view line) {
+  auto n = line.size();
+  while (n > 0 &&
+         (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\n' || line[n - 1] == '\r'))
+    --n;
+  return n == 0 ? std::string_view::npos : n - 1;
+}
+
+std::optional<envelope> classify(std::string_view line, bool canonical, bool result_unchecked) {
   envelope env;
   std::size_t i = skip_json_ws(line, 0);
   if (i >= line.size()) return std::nullopt;
@@ -67,9 +93,19 @@ std::optional<envelope> classify_envelope(std::string_view line, bool canonical)
       i = skip_json_ws(line, key_end);
       if (i >= line.size() || line[i] != ':') return std::nullopt;
       std::size_t value_start = skip_json_ws(line, i + 1);
+      auto m = member_of(key);
+      if (result_unchecked && m == m_result && !(seen & (1u << m_result)) &&
+          value_start < line.size() && line[value_start] == '{') {
+        auto close = last_non_ws(line);  // the envelope's '}', if the result is its last member
+        if (close != std::string_view::npos && close > value_start && line[close] == '}') {
+          auto last = last_non_ws(line.substr(0, close));  // the result's '}', then
+          values[m_result] = line.substr(value_start, last + 1 - value_start);
+          env.result_unchecked = true;
+          return finish(env, values, id_text);
+        }
+      }
       std::size_t value_end = scan_json_value(line, value_start);
       if (value_end == json_scan_failed) return std::nullopt;
-      auto m = member_of(key);
       if (m != m_other) {
         if (seen & (1u << m)) return std::nullopt;  // which one counts is Boost.JSON's to say
         seen |= 1u << m;
@@ -93,20 +129,17 @@ std::optional<envelope> classify_envelope(std::string_view line, bool canonical)
     }
   }
   if (i != line.size()) return std::nullopt;
-  // "-0" is an integer or a double depending on the parser: its canonical text says which.
-  if (id_text == "-0") return std::nullopt;
-  env.has_id = !id_text.empty();
-  if (env.has_id) env.id = as_id(id_text);
-  env.result = values[m_result];
-  env.error = values[m_error];
-  env.params = values[m_params];
-  if (!values[m_method].empty())
-    env.kind = values[m_id].empty() ? envelope_kind::notification : envelope_kind::request;
-  else if (env.has_id)
-    env.kind = envelope_kind::response;
-  else
-    env.kind = envelope_kind::unclassifiable;
-  return env;
+  return finish(env, values, id_text);
+}
+
+}  // namespace
+
+std::optional<envelope> classify_envelope(std::string_view line, bool canonical) {
+  return classify(line, canonical, false);
+}
+
+std::optional<envelope> classify_envelope_to_result(std::string_view line) {
+  return classify(line, false, true);
 }
 
 std::optional<std::int64_t> leading_response_id(std::string_view prefix) {

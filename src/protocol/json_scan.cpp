@@ -12,7 +12,6 @@ namespace mira::detail {
 
 namespace {
 
-constexpr int max_depth = 200;  // below the host parser's 256, whichever way either counts
 constexpr int max_exponent_digits = 4;
 
 // Bytes that end a plain run inside a string: '"', '\\', controls and non-ASCII.
@@ -24,10 +23,12 @@ constexpr std::array<bool, 256> string_stop = [] {
   return t;
 }();
 
-// Past the bytes that need no attention in a string: sixteen at a time where SSE2 is there
-// (a signed compare below 0x20 catches controls and every byte >= 0x80 at once). A local
-// pointer, not the member: stores through `this` in the loop cost a store per byte.
-const char* plain_run(const char* p, const char* end) {
+}  // namespace
+
+// Sixteen bytes at a time where SSE2 is there (a signed compare below 0x20 catches controls
+// and every byte >= 0x80 at once). A local pointer, not a member: stores through `this` in the
+// loop cost a store per byte.
+const char* json_plain_run(const char* p, const char* end) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
                 space = _mm_set1_epi8(0x20);
@@ -43,6 +44,8 @@ const char* plain_run(const char* p, const char* end) {
   while (p < end && !string_stop[static_cast<unsigned char>(*p)]) ++p;
   return p;
 }
+
+namespace {
 
 // Each step takes the position and returns the one past what it accepted, or nullptr: the
 // position stays in a register (a member would be stored on every byte, since a char read
@@ -71,7 +74,7 @@ class scanner {
     }
   }
 
- private:
+  // The steps below are used alone too (scan_json_string, scan_json_number).
   const char* ws(const char* p) const {
     // Compact JSON has none: one test for the usual case (every whitespace byte is <= ' ').
     if (p < end_ && ' ' < static_cast<unsigned char>(*p)) return p;
@@ -87,7 +90,7 @@ class scanner {
   }
 
   const char* object(const char* p, int depth) const {
-    if (depth > max_depth) return nullptr;
+    if (depth > json_scan_max_depth) return nullptr;
     p = ws(p + 1);
     if (p < end_ && *p == '}') return p + 1;
     // The colon, comma or brace is tested before any whitespace is looked for: compact
@@ -109,7 +112,7 @@ class scanner {
   }
 
   const char* array(const char* p, int depth) const {
-    if (depth > max_depth) return nullptr;
+    if (depth > json_scan_max_depth) return nullptr;
     p = ws(p + 1);
     if (p < end_ && *p == ']') return p + 1;
     for (;;) {
@@ -233,7 +236,7 @@ class scanner {
   const char* string(const char* p) const {
     ++p;  // the opening quote
     for (;;) {
-      p = plain_run(p, end_);
+      p = json_plain_run(p, end_);
       if (p >= end_) return nullptr;
       auto c = static_cast<unsigned char>(*p);
       if (c == '"') return p + 1;
@@ -252,10 +255,18 @@ class scanner {
 
 }  // namespace
 
-std::size_t scan_json_value(std::string_view text, std::size_t pos) {
+std::size_t scan_json_value(std::string_view text, std::size_t pos, int depth) {
   if (pos >= text.size()) return json_scan_failed;
-  const char* end = scanner(text.data() + text.size()).value(text.data() + pos, 0);
+  const char* end = scanner(text.data() + text.size()).value(text.data() + pos, depth);
   return end ? static_cast<std::size_t>(end - text.data()) : json_scan_failed;
+}
+
+const char* scan_json_string(const char* p, const char* end) {
+  return p < end && *p == '"' ? scanner(end).string(p) : nullptr;
+}
+
+const char* scan_json_number(const char* p, const char* end) {
+  return p < end ? scanner(end).number(p) : nullptr;
 }
 
 }  // namespace mira::detail

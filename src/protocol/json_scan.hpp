@@ -25,8 +25,23 @@ inline boost::json::parse_options host_parse_options() {
 inline constexpr std::size_t json_scan_failed = static_cast<std::size_t>(-1);
 
 /// End offset of the JSON value that starts at `pos` (no leading whitespace), or
-/// json_scan_failed when the text there is not a value this scanner accepts.
-std::size_t scan_json_value(std::string_view text, std::size_t pos);
+/// json_scan_failed when the text there is not a value this scanner accepts. `depth`: how many
+/// arrays and objects already enclose it (they count towards the nesting limit).
+std::size_t scan_json_value(std::string_view text, std::size_t pos, int depth = 0);
+
+/// The nesting limit of scan_json_value: arrays and objects enclosing a value, itself included.
+inline constexpr int json_scan_max_depth = 200;  // below the host parser's 256, either way counted
+
+/// Past the closing quote of the string whose opening quote is at `p`, or nullptr when it is
+/// not a string the scanner accepts (checked as scan_json_value checks it).
+const char* scan_json_string(const char* p, const char* end);
+
+/// Past the number that starts at `p`, or nullptr when there is none the scanner accepts.
+const char* scan_json_number(const char* p, const char* end);
+
+/// Past the bytes that need no attention inside a string: the first '"', '\\', control or
+/// non-ASCII byte at or after `p`, or `end`.
+const char* json_plain_run(const char* p, const char* end);
 
 /// `pos` past any JSON whitespace.
 inline std::size_t skip_json_ws(std::string_view text, std::size_t pos) {

@@ -78,8 +78,11 @@ bool same_bytes(const char* a, const char* b, std::size_t n) {
   return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
 }
 
-// Reads valid JSON text. Every method returns false when the text is not what the typed view
-// expects at that point; the caller then gives up and leaves the text to the DOM decoder.
+// Reads JSON text, checking it as it goes: a document it reads to the end is one that
+// scan_json_value accepts too (the same strings, numbers, literals and nesting limit), so the
+// text needs no skim before it. Every method returns false when the text is not what the typed
+// view expects at that point, or not valid JSON; the caller then leaves the text to the DOM
+// decoder, or to the multiplexer's checked path.
 class text_reader {
  public:
   explicit text_reader(std::string_view s) : text_(s), p_(s.data()), end_(s.data() + s.size()) {}
@@ -100,8 +103,8 @@ class text_reader {
   // without searching for the string's end.
   template <class E, class F>
   bool object(E&& expected, F&& on_member) {
-    if (!eat('{')) return false;
-    if (eat('}')) return true;
+    if (!eat('{') || !enter()) return false;
+    if (eat('}')) return leave();
     do {
       ws();
       std::string_view k = expected();
@@ -110,19 +113,19 @@ class text_reader {
       ws();
       if (!on_member(k)) return false;
     } while (eat(','));
-    return eat('}');
+    return eat('}') && leave();
   }
 
   // `[ value, ... ]`: on_element() reads each value.
   template <class F>
   bool array(F&& on_element) {
-    if (!eat('[')) return false;
-    if (eat(']')) return true;
+    if (!eat('[') || !enter()) return false;
+    if (eat(']')) return leave();
     do {
       ws();
       if (!on_element()) return false;
     } while (eat(','));
-    return eat(']');
+    return eat(']') && leave();
   }
 
   bool null() {
@@ -134,47 +137,71 @@ class text_reader {
   }
   bool is(char c) const { return p_ < end_ && *p_ == c; }
 
-  // A string's content: a view into the text when it has no escape, else decoded into
-  // `scratch` (so a value copied into its destination is allocated once, there).
+  // A string's content: a view into the text when it is plain (no escape, control or
+  // non-ASCII byte), else checked as the skim checks it and decoded into `scratch` (so a value
+  // copied into its destination is allocated once, there).
   bool string_view(std::string_view& out, std::string& scratch) {
     if (!is('"')) return false;
     const char* start = p_ + 1;
-    const char* q = string_run(start);
-    if (*q == '"') {
+    const char* q = mira::detail::json_plain_run(start, end_);
+    if (q < end_ && *q == '"') {
       out = std::string_view(start, static_cast<std::size_t>(q - start));
       p_ = q + 1;
       return true;
     }
-    if (!string(scratch)) return false;
+    const char* close = mira::detail::scan_json_string(p_, end_);
+    if (!close) return false;
+    scratch.assign(start, static_cast<std::size_t>(q - start));
+    p_ = q;
+    while (p_ < close - 1) {  // valid from here on: runs end at a quote or a backslash
+      const char* run = p_;
+      p_ = string_run(run, close - 1);
+      scratch.append(run, static_cast<std::size_t>(p_ - run));
+      if (p_ < close - 1) unescape(scratch);
+    }
+    p_ = close;
     out = scratch;
     return true;
   }
 
   bool string(std::string& out) {
-    if (!is('"')) return false;
-    ++p_;
-    out.clear();
-    for (;;) {
-      const char* run = p_;
-      p_ = string_run(run);
-      out.append(run, static_cast<std::size_t>(p_ - run));
-      if (*p_ == '"') {
-        ++p_;
-        return true;
-      }
-      unescape(out);
-    }
+    std::string_view v;
+    if (!string_view(v, out)) return false;
+    if (v.data() != out.data()) out.assign(v);
+    return true;
   }
 
+  // An integer. The common shape in one pass: up to 18 digits (exact in int64_t) and nothing
+  // numeric after them; anything else by integer_slow.
   bool integer(std::int64_t& out) {
+    const char* p = p_;
+    bool negative = p < end_ && *p == '-';
+    if (negative) ++p;
+    const char* first = p;
+    std::int64_t m = 0;
+    for (; p < end_ && static_cast<unsigned>(*p - '0') <= 9 && p - first < 19; ++p)
+      m = m * 10 + (*p - '0');
+    auto len = p - first;
+    if (len == 0 || len > 18 || (len > 1 && *first == '0') || (negative && m == 0) ||
+        (p < end_ && (*p == '.' || *p == 'e' || *p == 'E' || static_cast<unsigned>(*p - '0') <= 9)))
+      return integer_slow(out);
+    p_ = p;
+    out = negative ? -m : m;
+    return true;
+  }
+
+  bool integer_slow(std::int64_t& out) {
     const char* start = p_;
-    if (is('-')) ++p_;
-    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
-    if (p_ == start || is('.') || is('e') || is('E')) return false;
-    // "-0" may be a double to the DOM parser: leave it to that one.
-    if (p_ - start == 2 && start[0] == '-' && start[1] == '0') return false;
-    auto [end, ec] = std::from_chars(start, p_, out);
-    return ec == std::errc{} && end == p_;
+    const char* end = mira::detail::scan_json_number(start, end_);  // JSON's grammar: no "01"
+    if (!end) return false;
+    // A fraction or an exponent, or "-0" (a double to the DOM parser): the DOM's to read.
+    for (const char* c = start; c < end; ++c)
+      if (*c == '.' || *c == 'e' || *c == 'E') return false;
+    if (end - start == 2 && start[0] == '-' && start[1] == '0') return false;
+    auto [parsed, ec] = std::from_chars(start, end, out);
+    if (ec != std::errc{} || parsed != end) return false;
+    p_ = end;
+    return true;
   }
 
   // A number as a double, correctly rounded. The common shapes in one pass: an integer of up
@@ -192,7 +219,9 @@ class text_reader {
       m = m * 10 + static_cast<std::uint64_t>(*p - '0');
     }
     auto int_len = p - first;
-    if (int_len > 0 && int_len <= 18 && !(p < end_ && (*p == 'e' || *p == 'E'))) {
+    // JSON's grammar holds for these shapes but for a leading zero, which number_slow refuses.
+    if (int_len > 0 && int_len <= 18 && !(int_len > 1 && *first == '0') &&
+        !(p < end_ && (*p == 'e' || *p == 'E'))) {
       if (!(p < end_ && *p == '.')) {
         if (negative && m == 0) return number_slow(out);  // "-0": the DOM's to read
         p_ = p;
@@ -217,12 +246,12 @@ class text_reader {
     return number_slow(out);
   }
 
+  // Any other number JSON's grammar allows (as the scanner reads it).
   bool number_slow(double& out) {
     const char* start = p_;
-    if (is('-')) ++p_;
-    while (p_ < end_ && ((*p_ >= '0' && *p_ <= '9') || *p_ == '.' || *p_ == 'e' || *p_ == 'E' ||
-                         *p_ == '+' || *p_ == '-'))
-      ++p_;
+    const char* valid_end = mira::detail::scan_json_number(start, end_);
+    if (!valid_end) return false;
+    p_ = valid_end;
     std::string_view token(start, static_cast<std::size_t>(p_ - start));
     if (token.empty() || (token.size() == 2 && token == "-0")) return false;
     if (token.find_first_of(".eE") == std::string_view::npos) {
@@ -281,10 +310,10 @@ class text_reader {
     return false;
   }
 
-  // The next value's text, skipped.
+  // The next value's text, skipped (checked by the skim, nested within what encloses it).
   bool raw(std::string_view& out) {
     auto pos = static_cast<std::size_t>(p_ - text_.data());
-    auto end = mira::detail::scan_json_value(text_, pos);
+    auto end = mira::detail::scan_json_value(text_, pos, depth_);
     if (end == mira::detail::json_scan_failed) return false;
     out = text_.substr(pos, end - pos);
     p_ = text_.data() + end;
@@ -296,8 +325,15 @@ class text_reader {
   }
 
   // Where the reader is, to come back to it when a value is better read another way.
-  const char* mark() const { return p_; }
-  void back_to(const char* mark) { p_ = mark; }
+  struct position {
+    const char* p;
+    int depth;
+  };
+  position mark() const { return {p_, depth_}; }
+  void back_to(position m) {
+    p_ = m.p;
+    depth_ = m.depth;
+  }
 
  private:
   // Compact JSON has none: one test, inline, for the usual case (whitespace bytes are <= ' ').
@@ -312,21 +348,27 @@ class text_reader {
     while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
     p_ = p;
   }
-  // To the closing quote or the next backslash (valid JSON: one of them follows). On a local
+  // Arrays and objects open around the reader: the skim's nesting limit applies to them.
+  bool enter() { return ++depth_ <= mira::detail::json_scan_max_depth; }
+  bool leave() {
+    --depth_;
+    return true;
+  }
+
+  // In a checked string, to its next backslash or `limit` (its closing quote). On a local
   // pointer: stepping the member would store it on every byte, as a char read may alias it.
-  // Sixteen bytes at a time where SSE2 is there, within the text (the load never crosses its
-  // end); keys and short values end within the first block.
-  const char* string_run(const char* p) const {
+  // Sixteen bytes at a time where SSE2 is there, never loading past `limit`.
+  static const char* string_run(const char* p, const char* limit) {
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-    while (end_ - p >= 16) {
+    const __m128i backslash = _mm_set1_epi8('\\');
+    while (limit - p >= 16) {
       __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
-      if (int mask = _mm_movemask_epi8(stop)) return p + __builtin_ctz(static_cast<unsigned>(mask));
+      if (int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))
+        return p + __builtin_ctz(static_cast<unsigned>(mask));
       p += 16;
     }
 #endif
-    while (*p != '"' && *p != '\\') ++p;
+    while (p < limit && *p != '\\') ++p;
     return p;
   }
   bool eat(char c) {
@@ -343,9 +385,9 @@ class text_reader {
     return string_view(out, key_scratch_);
   }
 
-  // At a key: is it `name` (which holds no quote or backslash)? Then past it. In valid JSON
-  // the key's first name.size() bytes being the name's and the next a quote means the key
-  // is the name: nothing in the name can have escaped that quote.
+  // At a key: is it `name` (plain ASCII: no quote, backslash or control)? Then past it. When
+  // the key's first name.size() bytes are the name's and the next is a quote, the key is that
+  // name, and a valid string: nothing in the name can have escaped that quote.
   bool key_is(std::string_view name) {
     std::size_t n = name.size();
     if (static_cast<std::size_t>(end_ - p_) < n + 2 || *p_ != '"' || p_[n + 1] != '"' ||
@@ -355,7 +397,7 @@ class text_reader {
     return true;
   }
 
-  // At a backslash of valid JSON: appends what it stands for.
+  // At a backslash of a checked string: appends what it stands for.
   void unescape(std::string& out) {
     char c = p_[1];
     p_ += 2;
@@ -394,6 +436,7 @@ class text_reader {
   std::string_view text_;
   const char* p_;
   const char* end_;
+  int depth_ = 0;
   std::string key_scratch_;
 };
 
@@ -497,7 +540,7 @@ bool build_value(text_reader& r, json::value& out, std::string& scratch) {
 
 // An open-ended member, as a JSON value in the default memory resource.
 bool json_member(text_reader& r, json::value& out) {
-  const char* start = r.mark();
+  auto start = r.mark();
   std::string scratch;
   if (build_value(r, out, scratch)) return true;
   r.back_to(start);
@@ -519,7 +562,7 @@ template <class T, char Open, T* (json::value::*As)() noexcept,
 bool json_member_of(text_reader& r, T& out) {
   if (r.null()) return true;
   if (!r.is(Open)) return false;
-  const char* start = r.mark();
+  auto start = r.mark();
   std::string scratch;
   if (Build(r, out, scratch)) return true;
   out = T();
@@ -654,21 +697,15 @@ decoded<run_result> run_result_through_dom(std::string_view text) {
 template <class T, decoded<T> (*Decode)(const json::value&)>
 decoded<T> decode_text(std::string_view text) {
   T out;
-  if (mira::detail::scan_json_value(text, mira::detail::skip_json_ws(text, 0)) !=
-          mira::detail::json_scan_failed &&
-      read_document(text, out))
-    return out;
+  if (read_document(text, out)) return out;
   return through_dom<T>(text, Decode);
 }
 
 }  // namespace
 
 decoded<run_result> decode_run_result_text(std::string_view text) {
-  if (mira::detail::scan_json_value(text, mira::detail::skip_json_ws(text, 0)) ==
-      mira::detail::json_scan_failed)
-    return run_result_through_dom(text);
   run_result res;
-  if (auto e = detail::decode_valid_run_result_text(text, res)) return tl::make_unexpected(*e);
+  if (auto e = detail::decode_run_result_text_into(text, res)) return tl::make_unexpected(*e);
   return res;
 }
 
@@ -680,13 +717,18 @@ decoded<list_samples_result> decode_list_samples_result_text(std::string_view te
   return decode_text<list_samples_result, decode_list_samples_result>(text);
 }
 
-std::optional<decode_error> detail::decode_valid_run_result_text(std::string_view text,
-                                                                 run_result& out) {
+bool detail::read_run_result_text(std::string_view text, run_result& out) {
   if (read_document(text, out)) {
     out.raw_json.assign(text.data(), text.size());
-    return std::nullopt;
+    return true;
   }
   out = run_result{};  // the text reader may have filled part of it
+  return false;
+}
+
+std::optional<decode_error> detail::decode_run_result_text_into(std::string_view text,
+                                                                run_result& out) {
+  if (read_run_result_text(text, out)) return std::nullopt;
   auto res = run_result_through_dom(text);
   if (!res) return std::move(res.error());
   out = std::move(*res);

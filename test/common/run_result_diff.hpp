@@ -84,6 +84,14 @@ inline std::string run_result_diff(const protocol::run_result& a, const protocol
 
 /// Decodes `text` both ways; empty when they agree (same result, or the same error).
 inline std::string text_and_dom_disagree(std::string_view text) {
+  // The reader alone is the host's hot path, with no skim before it: it must take no text the
+  // skim refuses.
+  protocol::run_result alone;
+  if (protocol::detail::read_run_result_text(text, alone)) {
+    auto end = detail::scan_json_value(text, detail::skip_json_ws(text, 0));
+    if (end == detail::json_scan_failed || detail::skip_json_ws(text, end) != text.size())
+      return "the text reader took text the skim refuses";
+  }
   boost::system::error_code ec;
   auto v = boost::json::parse(text, ec, {}, detail::host_parse_options());
   auto by_text = protocol::decode_run_result_text(text);

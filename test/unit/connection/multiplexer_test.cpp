@@ -1,10 +1,15 @@
 // The sans-I/O connection core: classification, routing by id, the write queue and the
 // cancellation rules, driven directly.
 #include "connection/multiplexer.hpp"
+#include "common/run_result_diff.hpp"
+
+#include <mira/protocol/codec.hpp>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
+
+#include <random>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -38,6 +43,71 @@ std::string flush(multiplexer& m) {
 }
 
 const std::string params = R"({"eval":"e"})";
+
+// An op that decodes its result on the hot path, as the host's run requests do; `accept`
+// false makes it decline, as every other request does.
+struct decoding_op : pending_op {
+  explicit decoding_op(bool a) : accept(a) {}
+  bool decode_unchecked(std::string_view text) override {
+    ++asked;
+    decoded = accept && mira::protocol::detail::read_run_result_text(text, result);
+    return decoded;
+  }
+  bool accept;
+  int asked = 0;
+  bool decoded = false;
+  mira::protocol::run_result result;
+};
+
+// What on_line made of a line, in comparable form.
+struct routed {
+  inbound_kind kind;
+  std::int64_t id;
+  std::string violation;
+  std::string study_error;
+  drop_reason reason;
+  std::string detail;
+  std::string result_text;
+  bool operator==(const routed&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const routed& r) {
+  return os << "kind " << static_cast<int>(r.kind) << ", id " << r.id << ", violation '"
+            << r.violation << "', error '" << r.study_error << "', drop '" << to_string(r.reason)
+            << "' " << r.detail << ", result " << r.result_text;
+}
+
+// A multiplexer with runs 1 and 2 written and run 3 abandoned, all with decoding ops: one
+// line routed, and what the op of the line's request did with it.
+struct hot_path {
+  explicit hot_path(bool accept) {
+    for (std::int64_t id = 1; id <= 3; ++id) {
+      auto o = std::make_unique<decoding_op>(accept);
+      ops.push_back(o.get());
+      m.add_request(id, "run", params, std::move(o));
+    }
+    flush(m);
+    (void)m.cancel(3, ct::terminal, 100);
+  }
+  routed route(std::string_view line) {
+    auto in = m.on_line(line);
+    routed r{in.kind, in.id, in.violation, {}, in.reason, in.detail, std::string(in.result_text)};
+    if (in.study_error) r.study_error = in.study_error->message;
+    if (in.op) taken = static_cast<decoding_op*>(in.op.release());
+    return r;
+  }
+  multiplexer m;
+  std::vector<decoding_op*> ops;  // owned by the multiplexer until routed, then by `taken`
+  decoding_op* taken = nullptr;
+  ~hot_path() { delete taken; }
+};
+
+const std::string typical_result =
+    R"({"eval":"bench","sample":"s","target":"sim","input":["What is the answer?"],)"
+    R"("expected":"42","passed":true,"aggregate":1.0,"scores":[{"scorer":"contains",)"
+    R"("value":1.0,"pass":true,"reason":"found \"42\""}],"transcript":{"final_response":)"
+    R"("Caf\u00e9, 42","iterations":2,"tool_calls":["calculator"],"usage":{"input_tokens":120,)"
+    R"("cost_usd":0.00042},"metadata":{"trace":"https://example.invalid/t/1"}},"skipped":false})";
 
 }  // namespace
 
@@ -423,6 +493,107 @@ BOOST_AUTO_TEST_CASE(close_hands_back_every_waiting_request) {
   auto bounced = m.add_request(2000, "run", params, op(2000));
   BOOST_REQUIRE(bounced);
   BOOST_TEST(tag_of(bounced) == 2000);
+}
+
+BOOST_AUTO_TEST_CASE(a_last_result_object_is_decoded_by_its_op_without_a_skim) {
+  hot_path h(true);
+  auto r = h.route(R"({"id":1,"result":)" + typical_result + " } ");
+  BOOST_TEST((r.kind == inbound_kind::response));
+  BOOST_TEST(r.result_text == typical_result);  // without the whitespace before the '}'
+  BOOST_REQUIRE(h.taken);
+  BOOST_TEST(h.taken->decoded);
+  BOOST_TEST(h.taken->result.transcript.final_response == "Caf\xC3\xA9, 42");
+  BOOST_TEST(h.taken->result.raw_json == typical_result);
+}
+
+// Lines the hot path must give way on: each is routed as a multiplexer whose ops decline routes
+// it, and a result the op took is the one decode_run_result_text reads from the checked text.
+BOOST_AUTO_TEST_CASE(the_hot_path_gives_each_line_the_checked_paths_outcome) {
+  const std::string r = typical_result;
+  const std::string lines[] = {
+      R"({"id":1,"result":)" + r + "}",
+      R"({"id":1,"result":)" + r + R"(,"error":{"code":1,"message":"both"}})",
+      R"({"id":1,"result":)" + r + R"(,"id":2})",
+      R"({"id":1,"result":)" + r + R"(,"result":{}})",
+      R"({"id":1,"result":)" + r + R"(,"method":"log"})",
+      R"({"id":1,"result":)" + r + R"(}})",
+      R"({"id":1,"error":{"code":1,"message":"x"},"result":)" + r + "}",
+      R"({"method":"log","id":1,"result":)" + r + "}",
+      R"({"result":)" + r + R"(,"id":1})",
+      R"({"id":3,"result":)" + r + "}",  // abandoned: a late response
+      R"({"id":9,"result":)" + r + "}",  // never sent
+      R"({"id":1,"result":{"eval":"e","n":01}})",
+      R"({"id":1,"result":{"eval":"e","n":1e00001}})",  // the skim's exponent limit
+      R"({"id":1,"result":{"eval":"e","s":"\x"}})",
+      "{\"id\":1,\"result\":{\"eval\":\"e\",\"s\":\"\x01\"}}",
+      "{\"id\":1,\"result\":{\"eval\":\"e\",\"s\":\"\xC3\"}}",
+      "{\"id\":1,\"result\":{\"eval\":\"e\",\"s\":\"\xED\xA0\x80\"}}",
+      R"({"id":1,"result":{"eval":"e","s":"\ud800"}})",
+      R"({"id":1,"result":{"eval":"e","x":)" + std::string(200, '[') + std::string(200, ']') + "}}",
+      R"({"id":1,"result":{"eval":"e","x":)" + std::string(198, '[') + std::string(198, ']') + "}}",
+      R"({"id":1,"result":{"eval":"e","input":)" + std::string(200, '[') + std::string(200, ']') +
+          "}}",
+      R"({"id":1,"result":{"eval":"e","trial":3.0}})",  // taken by the DOM decoder only
+      R"({"id":1,"result":{"eval":"e","passed":tru}})",
+      R"({"id":1,"result":{"eval":"e",}})",
+      R"({"id":1,"result":{"eval":"e"})",
+      R"({"id":1,"result":{})",
+      R"({"id":1,"result":{ }})",
+  };
+  for (const auto& line : lines) {
+    BOOST_TEST_CONTEXT(line) {
+      hot_path hot(true), checked(false);
+      auto a = hot.route(line);
+      auto b = checked.route(line);
+      BOOST_TEST(a == b);
+      if (hot.taken && hot.taken->decoded) {
+        auto decoded = mira::protocol::decode_run_result_text(b.result_text);
+        BOOST_REQUIRE(decoded);
+        BOOST_TEST(mira::test::run_result_diff(hot.taken->result, *decoded) == "");
+      }
+    }
+  }
+}
+
+// The same on seeded byte edits of a typical response: the edits reach strings, numbers,
+// literals, the nesting and the envelope after the result.
+BOOST_AUTO_TEST_CASE(seeded_edits_route_alike_on_both_paths) {
+  const std::string base = R"({"id":1,"result":)" + typical_result + "}";
+  const char bytes[] = {'"', '\\', '}', ']', '{',    '[',    ',',   ':',
+                        '0', 'e',  '-', ' ', '\x01', '\xC3', '\x80'};
+  std::mt19937 rng(20261201);
+  int decoded = 0, declined = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::string line = base;
+    for (int e = 1 + static_cast<int>(rng() % 2); e > 0; --e) {
+      auto pos = 17 + rng() % (line.size() - 17);  // within the result
+      switch (rng() % 3) {
+        case 0:
+          line.erase(pos, 1);
+          break;
+        case 1:
+          line.insert(pos, 1, bytes[rng() % sizeof bytes]);
+          break;
+        default:
+          line[pos] = bytes[rng() % sizeof bytes];
+      }
+    }
+    hot_path hot(true), checked(false);
+    auto a = hot.route(line);
+    auto b = checked.route(line);
+    if (!(a == b)) BOOST_FAIL(a << " / " << b << " for " << line);
+    if (hot.taken && hot.taken->decoded) {
+      ++decoded;
+      auto by_text = mira::protocol::decode_run_result_text(b.result_text);
+      if (!by_text || !mira::test::run_result_diff(hot.taken->result, *by_text).empty())
+        BOOST_FAIL("the hot path decoded another result for " << line);
+    } else if (hot.taken && hot.taken->asked) {
+      ++declined;
+    }
+  }
+  // Both ways must be reached, or the comparison proves little.
+  BOOST_TEST(decoded > 250);
+  BOOST_TEST(declined > 250);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
