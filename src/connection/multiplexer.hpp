@@ -70,11 +70,11 @@ struct inbound {
   inbound_kind kind = inbound_kind::dropped;
 
   // kind::response: the op is handed back; exactly one of result / study_error / violation.
-  // `result_text` is the result's JSON text (checked to be valid JSON), found by the envelope
-  // classifier: every response is routed without a DOM, and `result` stays unparsed until
-  // multiplexer::result_value() asks for it. The text is exactly as sent, except for a line the
-  // skim left to Boost.JSON, whose canonical text it then is. Both are only valid until the
-  // next on_line(): they live in the parser's arena and the line.
+  // `result_text` is the result's JSON text (valid JSON: checked by the envelope classifier's
+  // skim, or by the op's decoder on the hot path): every response is routed without a DOM, and
+  // `result` stays unparsed until multiplexer::result_value() asks for it. The text is exactly as
+  // sent, except for a line the skim left to Boost.JSON, whose canonical text it then is. Both are
+  // only valid until the next on_line(): they live in the parser's arena and the line.
   std::int64_t id = 0;
   std::unique_ptr<pending_op> op;
   std::string_view result_text;

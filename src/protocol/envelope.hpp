@@ -47,9 +47,9 @@ std::optional<envelope> classify_envelope(std::string_view line, bool canonical 
 
 /// The hot path's reading: classify_envelope, except that a `result` whose value is an object
 /// is taken unchecked, from its '{' to the last byte before the line's last '}' that is not
-/// whitespace, and the walk ends
-/// there (result_unchecked). That span is the result when it is one valid JSON value, which a
-/// decoder that checks as it reads tells; else the line must be classified again, whole.
+/// whitespace, and the walk ends there (result_unchecked). That span is the result when it is
+/// one valid JSON value, which a decoder that checks as it reads tells; else the line must be
+/// classified again, whole.
 std::optional<envelope> classify_envelope_to_result(std::string_view line);
 
 /// The id of a line that begins like a response, `{"id": N` (members before the id allowed
