@@ -178,15 +178,16 @@ class text_reader {
     bool negative = p < end_ && *p == '-';
     if (negative) ++p;
     const char* first = p;
-    std::int64_t m = 0;
+    std::uint64_t m = 0;  // 19 digits fit; only 18 are taken here
     for (; p < end_ && static_cast<unsigned>(*p - '0') <= 9 && p - first < 19; ++p)
-      m = m * 10 + (*p - '0');
+      m = m * 10 + static_cast<std::uint64_t>(*p - '0');
     auto len = p - first;
     if (len == 0 || len > 18 || (len > 1 && *first == '0') || (negative && m == 0) ||
         (p < end_ && (*p == '.' || *p == 'e' || *p == 'E' || static_cast<unsigned>(*p - '0') <= 9)))
       return integer_slow(out);
     p_ = p;
-    out = negative ? -m : m;
+    auto v = static_cast<std::int64_t>(m);
+    out = negative ? -v : v;
     return true;
   }
 
