@@ -27,12 +27,11 @@ std::optional<protocol::decode_error> by_text(multiplexer&, inbound& in, T& out)
   return assign(F(in.result_text), out);
 }
 
+// A result the multiplexer's hot path did not decode (decode_unchecked declined it): straight
+// from the text, into the value handed to the caller, with the DOM decoder behind.
 std::optional<protocol::decode_error> decode_run(multiplexer&, inbound& in,
                                                  protocol::run_result& out) {
-  // Straight from the text, no DOM (the multiplexer's hot path decoded it already: see
-  // decode_unchecked).
-  if (!in.result_parsed) return protocol::detail::decode_run_result_text_into(in.result_text, out);
-  return assign(protocol::decode_run_result(in.result, std::string(in.result_text)), out);
+  return protocol::detail::decode_run_result_text_into(in.result_text, out);
 }
 std::optional<protocol::decode_error> decode_execute(multiplexer& mux, inbound& in,
                                                      protocol::execute_result& out) {

@@ -323,46 +323,41 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     co_return std::move(*h);
   }
 
-  // Initializes every host at once; each answer (or the timeout) is that host's entry.
+  // Initializes every host at once, the timeout as each request's deadline; each answer (or
+  // the timeout) is that host's entry. Gathered by a ranged parallel group, as shutdown() is:
+  // safe whichever threads run the completions, and every one has run when it returns.
   static asio::awaitable<std::vector<tl::expected<protocol::initialize_result, error>>>
   initialize_all(std::vector<host_handle> hosts, std::chrono::milliseconds timeout) {
-    using result = tl::expected<protocol::initialize_result, error>;
-    struct gather {
-      explicit gather(asio::any_io_executor e, std::size_t n)
-          : done(e), results(n), diags(n), answered(n, false) {}
-      asio::steady_timer done;
-      std::vector<result> results;
-      std::vector<diagnostics> diags;
-      std::vector<bool> answered;
-      std::size_t remaining = 0;
-    };
-    auto ex = co_await asio::this_coro::executor;
-    auto g = std::make_shared<gather>(ex, hosts.size());
-    g->remaining = hosts.size();
+    std::vector<tl::expected<protocol::initialize_result, error>> results;
+    if (hosts.empty()) co_return results;
+    std::vector<diagnostics> diags(hosts.size());
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    using op_t = decltype(hosts.front().async_initialize(request_options{}, asio::deferred));
+    std::vector<op_t> ops;
+    ops.reserve(hosts.size());
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       request_options o;
-      o.diag = &g->diags[i];
-      hosts[i].async_initialize(
-          o, asio::bind_executor(ex, [g, i](error_code ec, protocol::initialize_result r) {
-            if (ec)
-              g->results[i] = tl::unexpected(error{ec, std::move(g->diags[i])});
-            else
-              g->results[i] = std::move(r);
-            g->answered[i] = true;
-            if (--g->remaining == 0) g->done.cancel();
-          }));
+      o.diag = &diags[i];
+      o.deadline = deadline;
+      ops.push_back(hosts[i].async_initialize(std::move(o), asio::deferred));
     }
-    g->done.expires_after(timeout);
-    if (g->remaining > 0) co_await g->done.async_wait(asio::as_tuple(asio::use_awaitable));
-    for (std::size_t i = 0; i < hosts.size(); ++i)
-      if (!g->answered[i]) {
+    auto [order, ecs, answers] =
+        co_await asio::experimental::make_parallel_group(std::move(ops))
+            .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      if (ecs[i] == errc::timed_out) {
         error e{make_error_code(errc::study_exited), {}};
         char secs[32];
         std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(timeout).count());
         e.diag.message = "did not answer initialize within " + std::string(secs) + " s";
-        g->results[i] = tl::unexpected(std::move(e));
+        results.emplace_back(tl::unexpected(std::move(e)));
+      } else if (ecs[i]) {
+        results.emplace_back(tl::unexpected(error{ecs[i], std::move(diags[i])}));
+      } else {
+        results.emplace_back(std::move(answers[i]));
       }
-    co_return std::move(g->results);
+    }
+    co_return results;
   }
 
   // How process `b` differs from process `a` (1-based numbers), if it does. The protocol

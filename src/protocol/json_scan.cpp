@@ -74,7 +74,7 @@ class scanner {
     }
   }
 
-  // The steps below are used alone too (scan_json_string, scan_json_number).
+  // The steps below are used alone too (scan_json_string_special, scan_json_number).
   const char* ws(const char* p) const {
     // Compact JSON has none: one test for the usual case (every whitespace byte is <= ' ').
     if (p < end_ && ' ' < static_cast<unsigned char>(*p)) return p;
@@ -238,16 +238,17 @@ class scanner {
     for (;;) {
       p = json_plain_run(p, end_);
       if (p >= end_) return nullptr;
-      auto c = static_cast<unsigned char>(*p);
-      if (c == '"') return p + 1;
-      if (c == '\\')
-        p = escape(p);
-      else if (c >= 0x80)
-        p = utf8(p);
-      else
-        return nullptr;  // a raw control character
-      if (!p) return nullptr;
+      if (*p == '"') return p + 1;
+      if (!(p = special(p))) return nullptr;
     }
+  }
+
+  // Where a plain run stopped, other than at the closing quote.
+  const char* special(const char* p) const {
+    auto c = static_cast<unsigned char>(*p);
+    if (c == '\\') return escape(p);
+    if (c >= 0x80) return utf8(p);
+    return nullptr;  // a raw control character
   }
 
   const char* end_;
@@ -261,8 +262,8 @@ std::size_t scan_json_value(std::string_view text, std::size_t pos, int depth) {
   return end ? static_cast<std::size_t>(end - text.data()) : json_scan_failed;
 }
 
-const char* scan_json_string(const char* p, const char* end) {
-  return p < end && *p == '"' ? scanner(end).string(p) : nullptr;
+const char* scan_json_string_special(const char* p, const char* end) {
+  return p < end && *p != '"' ? scanner(end).special(p) : nullptr;
 }
 
 const char* scan_json_number(const char* p, const char* end) {

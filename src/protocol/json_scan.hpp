@@ -32,9 +32,10 @@ std::size_t scan_json_value(std::string_view text, std::size_t pos, int depth = 
 /// The nesting limit of scan_json_value: arrays and objects enclosing a value, itself included.
 inline constexpr int json_scan_max_depth = 200;  // below the host parser's 256, either way counted
 
-/// Past the closing quote of the string whose opening quote is at `p`, or nullptr when it is
-/// not a string the scanner accepts (checked as scan_json_value checks it).
-const char* scan_json_string(const char* p, const char* end);
+/// Inside a string, where json_plain_run stopped short of the closing quote: past the escape or
+/// UTF-8 sequence at `p`, or nullptr when it is not one scan_json_value accepts (a control byte,
+/// a bad escape, a lone surrogate, invalid UTF-8, the string's end).
+const char* scan_json_string_special(const char* p, const char* end);
 
 /// Past the number that starts at `p`, or nullptr when there is none the scanner accepts.
 const char* scan_json_number(const char* p, const char* end);

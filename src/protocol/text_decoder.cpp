@@ -19,10 +19,6 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace mira::protocol {
 
 namespace {
@@ -149,17 +145,23 @@ class text_reader {
       p_ = q + 1;
       return true;
     }
-    const char* close = mira::detail::scan_json_string(p_, end_);
-    if (!close) return false;
+    // Escapes, non-ASCII bytes and controls: each checked as the skim checks it, then decoded.
     scratch.assign(start, static_cast<std::size_t>(q - start));
-    p_ = q;
-    while (p_ < close - 1) {  // valid from here on: runs end at a quote or a backslash
-      const char* run = p_;
-      p_ = string_run(run, close - 1);
-      scratch.append(run, static_cast<std::size_t>(p_ - run));
-      if (p_ < close - 1) unescape(scratch);
+    for (;;) {
+      if (q >= end_) return false;
+      if (*q == '"') break;
+      const char* next = mira::detail::scan_json_string_special(q, end_);
+      if (!next) return false;
+      if (*q == '\\') {
+        p_ = q;
+        unescape(scratch);  // to `next`
+      } else {
+        scratch.append(q, static_cast<std::size_t>(next - q));
+      }
+      q = mira::detail::json_plain_run(next, end_);
+      scratch.append(next, static_cast<std::size_t>(q - next));
     }
-    p_ = close;
+    p_ = q + 1;
     out = scratch;
     return true;
   }
@@ -254,7 +256,7 @@ class text_reader {
     if (!valid_end) return false;
     p_ = valid_end;
     std::string_view token(start, static_cast<std::size_t>(p_ - start));
-    if (token.empty() || (token.size() == 2 && token == "-0")) return false;
+    if (token == "-0") return false;
     if (token.find_first_of(".eE") == std::string_view::npos) {
       std::int64_t i;
       auto [end, ec] = std::from_chars(start, p_, i);
@@ -345,7 +347,7 @@ class text_reader {
   // Out of line, so that ws() itself stays small enough to be inlined everywhere (GCC 12 kept
   // the two together as a call, which cost more than the loop saved).
   [[gnu::noinline]] void skip_ws() {
-    const char* p = p_;  // a local: see string_run
+    const char* p = p_;  // a local: stepping the member would store it on every byte
     while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) ++p;
     p_ = p;
   }
@@ -356,22 +358,6 @@ class text_reader {
     return true;
   }
 
-  // In a checked string, to its next backslash or `limit` (its closing quote). On a local
-  // pointer: stepping the member would store it on every byte, as a char read may alias it.
-  // Sixteen bytes at a time where SSE2 is there, never loading past `limit`.
-  static const char* string_run(const char* p, const char* limit) {
-#if defined(__SSE2__)
-    const __m128i backslash = _mm_set1_epi8('\\');
-    while (limit - p >= 16) {
-      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      if (int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))
-        return p + __builtin_ctz(static_cast<unsigned>(mask));
-      p += 16;
-    }
-#endif
-    while (p < limit && *p != '\\') ++p;
-    return p;
-  }
   bool eat(char c) {
     if (!is(c)) {
       ws();
@@ -382,9 +368,7 @@ class text_reader {
   }
 
   // Keys without escapes are views into the text; the rare escaped key is decoded.
-  bool key(std::string_view& out) {
-    return string_view(out, key_scratch_);
-  }
+  bool key(std::string_view& out) { return string_view(out, key_scratch_); }
 
   // At a key: is it `name` (plain ASCII: no quote, backslash or control)? Then past it. When
   // the key's first name.size() bytes are the name's and the next is a quote, the key is that

@@ -381,6 +381,24 @@ BOOST_AUTO_TEST_CASE(a_pool_with_no_process_left_fails_the_run) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_process_that_never_answers_initialize_fails_the_start_in_time) {
+  // The timed-out initialize completes later, when the refused process is closed: it must not
+  // reach the answers start() already handed back (it wrote into a moved-from vector).
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    study_command cmd;
+    cmd.argv = {MIRA_PYTHON3, "-c", "import time; time.sleep(60)"};
+    auto o = quiet_pool(2);
+    o.init_timeout = milliseconds(300);
+    auto t0 = std::chrono::steady_clock::now();
+    auto pool = co_await study_pool::start(ctx.get_executor(), cmd, o);
+    BOOST_REQUIRE(!pool);
+    BOOST_TEST(pool.error().message().find("did not answer initialize within 0.3 s") !=
+               std::string::npos);
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)));
+  });
+  BOOST_TEST(no_children_left());
+}
+
 BOOST_AUTO_TEST_CASE(processes_that_report_different_versions_are_refused) {
   temp_dir dir;
   run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
