@@ -1,7 +1,7 @@
 // Host throughput against a study, side by side with its floor.
 //
 //   host_throughput -n N -c C [-r ROUNDS] [--pin] [--two-threads] [--host-only]
-//                   -- STUDY_CMD [ARGS...]
+//                   [--versus ARG] -- STUDY_CMD [ARGS...]
 //
 // For each round: the baseline (a no-JSON client that writes pre-formatted `run` lines over the
 // same pipes, keeps C in flight and matches answers by scanning for the id) and then the host
@@ -11,6 +11,12 @@
 // for both and the host's overhead. --pin puts this process on CPU 0 and the study on CPU 1;
 // --two-threads runs the C callers on a second thread and io_context (the host stays on the
 // first).
+//
+// --versus ARG: no baseline; each round runs the host against STUDY_CMD and against STUDY_CMD
+// ARG, the two in alternating order, and prints each side's median and the median of the
+// rounds' side-by-side ratios (`--versus --typical`: typical answers against minimal ones).
+// On a shared machine single runs of one binary vary by ±15 %, so many short rounds, paired,
+// are the figure to read.
 #include "bench_util.hpp"
 
 #include <mira/host.hpp>
@@ -204,6 +210,51 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
   return f;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// The middle half of v: its first and third quartiles, as "a-b".
+std::string quartiles(std::vector<double> v, const char* format) {
+  std::sort(v.begin(), v.end());
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v[v.size() / 4], v[(3 * v.size()) / 4]);
+  return buf;
+}
+
+int versus(const std::vector<std::string>& study, const std::string& arg, std::size_t n,
+           std::size_t c, std::size_t rounds, bool two_threads, bool pin) {
+  auto other = study;
+  other.push_back(arg);
+  std::vector<double> cps[2], cpu[2], by_cps, by_cpu;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    figures f[2];
+    for (std::size_t k = 0; k < 2; ++k) {
+      std::size_t side = (round + k) % 2;  // who goes first alternates: drift hits both alike
+      f[side] = through_host(side ? other : study, n, c, two_threads);
+    }
+    for (std::size_t side = 0; side < 2; ++side) {
+      cps[side].push_back(f[side].cases_per_sec);
+      cpu[side].push_back(f[side].cpu_us_per_case);
+    }
+    by_cps.push_back(f[1].cases_per_sec / f[0].cases_per_sec);
+    by_cpu.push_back(f[0].cpu_us_per_case / f[1].cpu_us_per_case);
+  }
+  std::printf("host_throughput n=%zu c=%zu rounds=%zu%s%s versus '%s' (medians, quartiles)\n", n, c,
+              rounds, pin ? " pinned" : "", two_threads ? " two-threads" : "", arg.c_str());
+  const char* names[2] = {"plain", arg.c_str()};
+  for (std::size_t side = 0; side < 2; ++side)
+    std::printf("%-12s cases_per_sec %.0f (%s) host_cpu_us_per_case %.3f (%s)\n", names[side],
+                median(cps[side]), quartiles(cps[side], "%.0f-%.0f").c_str(), median(cpu[side]),
+                quartiles(cpu[side], "%.3f-%.3f").c_str());
+  std::printf("ratio %s/plain by cases/s %.3f (%s), by host CPU %.3f (%s)\n", arg.c_str(),
+              median(by_cps), quartiles(by_cps, "%.3f-%.3f").c_str(), median(by_cpu),
+              quartiles(by_cpu, "%.3f-%.3f").c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,7 +267,7 @@ int main(int argc, char** argv) {
   if (study.empty() || n == 0 || c == 0 || rounds == 0) {
     std::fprintf(stderr,
                  "usage: host_throughput -n N -c C [-r ROUNDS] [--pin] [--two-threads] "
-                 "[--host-only] -- STUDY_CMD [ARGS...]\n");
+                 "[--host-only] [--versus ARG] -- STUDY_CMD [ARGS...]\n");
     return 2;
   }
   // --pin: this process (baseline client or host) on CPU 0, the study on CPU 1. Unpinned, the
@@ -231,6 +282,8 @@ int main(int argc, char** argv) {
     if (::sched_setaffinity(0, sizeof set, &set) != 0) pin = false;
   }
   if (pin) study.insert(study.begin(), {"taskset", "-c", "1"});
+  if (auto it = args.options.find("--versus"); it != args.options.end())
+    return versus(study, it->second, n, c, rounds, two_threads, pin);
   figures best_base, best_host;
   std::vector<double> paired;
   for (std::size_t round = 0; round < rounds; ++round) {
