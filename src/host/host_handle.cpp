@@ -2,7 +2,12 @@
 // turns each operation's (error_code, T) into tl::expected.
 #include "host_impl.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <csignal>
+#include <cstdio>
 
 namespace mira::detail {
 
@@ -94,6 +99,37 @@ asio::awaitable<tl::expected<T, error>> call_expected(detail::impl_ptr impl, Cal
 }
 
 }  // namespace
+
+asio::awaitable<tl::expected<host_handle, error>> restart_study(
+    study_command cmd, host_options options, protocol::initialize_result original,
+    std::chrono::milliseconds init_timeout) {
+  auto host = host_handle::spawn(co_await asio::this_coro::executor, cmd, std::move(options));
+  if (!host) co_return tl::unexpected(host.error());
+  // The first start's time limit: a restarted study that never answers must not hold the run.
+  diagnostics d;
+  request_options o;
+  o.diag = &d;
+  o.deadline = std::chrono::steady_clock::now() + init_timeout;
+  auto [ec, init] =
+      co_await host->async_initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
+  if (ec == errc::timed_out) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(init_timeout).count());
+    d.message = "the restarted study did not answer initialize within " + std::string(secs) + " s";
+  }
+  if (ec) co_return tl::unexpected(error{ec, std::move(d)});
+  if (init.study != original.study || init.study_version != original.study_version) {
+    auto identity = [](const protocol::initialize_result& r) {
+      std::string s = "'" + r.study + "'";
+      if (!r.study_version.empty()) s += " version " + r.study_version;
+      return s + " (protocol " + r.protocol_version + ")";
+    };
+    error e{make_error_code(errc::incompatible_protocol), {}};
+    e.diag.message = "the restarted study is " + identity(init) + ", not " + identity(original);
+    co_return tl::unexpected(std::move(e));
+  }
+  co_return std::move(*host);
+}
 
 asio::awaitable<tl::expected<protocol::initialize_result, error>> host_handle::initialize() {
   return call_expected<protocol::initialize_result>(impl(), detail::no_params{}, {});

@@ -100,13 +100,6 @@ api_error unknown_study(const std::string& name) {
                     json::object{{"member", "study"}});
 }
 
-error other_study(const std::string& now, const std::string& before) {
-  error e;
-  e.code = make_error_code(errc::incompatible_protocol);
-  e.diag.message = "the restarted study is '" + now + "', not '" + before + "'";
-  return e;
-}
-
 // Who made a new run and how, as `mira run` records it, plus what a resume needs: the study's
 // allow-list name and the request.
 void describe_run(store::run_meta& meta, const protocol::initialize_result& init,
@@ -527,24 +520,10 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
       host_options h;
       auto out = prep->output;
       h.on_stderr_line = [out](std::string_view line) { out->line(line); };
-      auto next = host_handle::spawn(ex_, cmd, h);
-      if (!next) co_return tl::unexpected(next.error());
-      // The start's time limit, as for the first start: a restarted study that never answers
-      // must not hold the run.
-      request_options o;
-      diagnostics d;
-      o.diag = &d;
-      o.deadline = std::chrono::steady_clock::now() + config_.init_timeout;
-      auto [ec, init] =
-          co_await next->async_initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
-      if (ec == errc::timed_out)
-        d.message = "the restarted study did not answer initialize within its time limit (" +
-                    std::to_string(config_.init_timeout.count()) + " ms)";
-      if (ec) co_return tl::unexpected(error{ec, std::move(d)});
-      if (init.study != prep->init.study)
-        co_return tl::unexpected(other_study(init.study, prep->init.study));
-      prep->conn = *next;
-      co_return std::move(*next);
+      auto next =
+          co_await restart_study(std::move(cmd), std::move(h), prep->init, config_.init_timeout);
+      if (next) prep->conn = *next;
+      co_return next;
     };
   }
   auto body = [&]() -> asio::awaitable<schedule::run_report> {

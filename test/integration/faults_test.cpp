@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_CASE(a_restarted_study_must_be_the_same_study) {
   auto r = run_command("timeout 60 " + mira_bin + " run --dry-run -j 1 -- " + py +
                        " --die-after 2 --die-once " + mark.path + " --rename-on-restart 2>&1");
   BOOST_TEST(r.code == 3);
-  BOOST_TEST(r.out.find("the restarted study is 'other-study' (protocol 1.1), not 'py-study'") !=
-             std::string::npos);
+  BOOST_TEST(r.out.find("the restarted study is 'other-study' version 0.0.1 (protocol 1.1), not "
+                        "'py-study' version 0.0.1 (protocol 1.1)") != std::string::npos);
 }
 
 // The restarted study gets --init-timeout to answer initialize, as the first one does.

@@ -365,4 +365,49 @@ BOOST_AUTO_TEST_CASE(the_run_deadline_ends_a_restart_in_progress) {
   });
 }
 
+// mira::restart_study, what `mira run` and `mira serve` give respawn: the same study is taken
+// back; another name or study version is refused, naming both; one that never answers
+// initialize is given up within the limit. The marker exists, so py_study acts restarted.
+BOOST_AUTO_TEST_CASE(restart_study_takes_back_only_the_same_study_in_time) {
+  temp_file marker;  // exists
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    auto first =
+        host_handle::spawn(co_await asio::this_coro::executor, py_study({}), quiet_options());
+    BOOST_REQUIRE(first);
+    auto original = co_await first->initialize();
+    BOOST_REQUIRE(original);
+    auto restart = [&](std::vector<std::string> args, milliseconds limit) {
+      return restart_study(py_study(std::move(args)), quiet_options(), *original, limit);
+    };
+
+    // Argument lists named, not braced in the co_await: g++ 12 miscompiles the latter.
+    std::vector<std::string> plain, versioned = {"--study-version", "2.0"},
+                                    renaming = {"--die-once", marker.path, "--rename-on-restart"},
+                                    muted = {"--die-once", marker.path, "--mute-on-restart"};
+    auto same = co_await restart(plain, milliseconds(30000));
+    BOOST_TEST(same.has_value());
+
+    auto newer = co_await restart(versioned, milliseconds(30000));
+    BOOST_REQUIRE(!newer);
+    BOOST_TEST((newer.error().code == errc::incompatible_protocol));
+    BOOST_TEST(newer.error().diag.message ==
+               "the restarted study is 'py-study' version 2.0 (protocol 1.1), not 'py-study' "
+               "version 0.0.1 (protocol 1.1)");
+
+    auto renamed = co_await restart(renaming, milliseconds(30000));
+    BOOST_REQUIRE(!renamed);
+    BOOST_TEST((renamed.error().code == errc::incompatible_protocol));
+    BOOST_TEST(renamed.error().diag.message.find("is 'other-study' version 0.0.1") !=
+               std::string::npos);
+
+    auto started = std::chrono::steady_clock::now();
+    auto mute = co_await restart(muted, milliseconds(300));
+    BOOST_REQUIRE(!mute);
+    BOOST_TEST((mute.error().code == errc::timed_out));
+    BOOST_TEST(mute.error().diag.message ==
+               "the restarted study did not answer initialize within 0.3 s");
+    BOOST_TEST((std::chrono::steady_clock::now() - started < std::chrono::seconds(20)));
+  });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -148,33 +148,12 @@ json::object environment_json(const std::vector<std::pair<std::string, std::stri
 asio::awaitable<tl::expected<host_handle, error>> restart_study(
     const run_args& a, protocol::initialize_result original) {
   std::fprintf(stderr, "mira: the study died; starting it again\n");
+  auto limit = std::chrono::ceil<std::chrono::milliseconds>(a.init_timeout);
   auto host =
-      host_handle::spawn(co_await asio::this_coro::executor, command_for(a), cli_host_options(a));
-  if (!host) co_return tl::unexpected(host.error());
-  // --init-timeout, as for the first start: a restarted study that never answers must not
-  // hold the run.
-  diagnostics d;
-  request_options o;
-  o.diag = &d;
-  o.deadline = std::chrono::steady_clock::now() + a.init_timeout;
-  auto [ec, r] = co_await host->async_initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
-  if (ec == errc::timed_out) {
-    std::ostringstream m;
-    m << "the restarted study did not answer initialize within "
-      << std::chrono::duration<double>(a.init_timeout).count() << " s (--init-timeout)";
-    d.message = m.str();
-  }
-  if (ec) co_return tl::unexpected(error{ec, std::move(d)});
-  auto init = &r;
-  if (init->study != original.study || protocol::version_major(init->protocol_version) !=
-                                           protocol::version_major(original.protocol_version)) {
-    error e{make_error_code(errc::incompatible_protocol), {}};
-    e.diag.message = "the restarted study is '" + init->study + "' (protocol " +
-                     init->protocol_version + "), not '" + original.study + "' (protocol " +
-                     original.protocol_version + ")";
-    co_return tl::unexpected(std::move(e));
-  }
-  co_return std::move(*host);
+      co_await mira::restart_study(command_for(a), cli_host_options(a), std::move(original), limit);
+  if (!host && host.error().code == errc::timed_out)
+    host.error().diag.message += " (--init-timeout)";
+  co_return host;
 }
 
 // The study's command line and environment: the host's environment unless --study-env-clear,
