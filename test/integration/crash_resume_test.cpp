@@ -10,6 +10,10 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 
@@ -44,10 +48,16 @@ std::map<std::string, int> saved_keys(const fs::path& run) {
   return keys;
 }
 
-// The case keys of the `run` requests a study recorded.
+// The case keys of the `run` requests a study recorded. A study that killed its host lives on
+// for a moment and may still be writing its record: py_study holds a shared lock on the record
+// while it lives, so taking it exclusively waits until the record is whole.
 std::vector<std::string> run_requests(const std::string& record) {
   std::vector<std::string> keys;
+  int fd = ::open(record.c_str(), O_RDONLY | O_CLOEXEC);
+  BOOST_REQUIRE(fd >= 0);
+  BOOST_REQUIRE(::flock(fd, LOCK_EX) == 0);
   std::istringstream in(read_file(record));
+  ::close(fd);
   for (std::string line; std::getline(in, line);) {
     auto v = json::parse(line).as_object();
     auto* method = v.if_contains("method");

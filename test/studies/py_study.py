@@ -48,6 +48,7 @@ misbehave the ways real studies do. Each `run` is served on its own thread.
                        CSV and Markdown (script tags, ../, NUL, ANSI escapes, ]]>, 10 KB names)
 """
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -89,6 +90,10 @@ opts = args.parse_args()
 out = sys.stdout.buffer
 lock = threading.Lock()
 record = open(opts.record.replace("{pid}", str(os.getpid())), "ab") if opts.record else None
+if record:
+    # Held while this process lives, shared (a restarted study may append to the same record):
+    # a reader that takes it exclusively waits until no study is still writing.
+    fcntl.flock(record.fileno(), fcntl.LOCK_SH)
 runs = {}  # request id -> threading.Event (set = cancelled)
 run_count = 0
 workers = []
