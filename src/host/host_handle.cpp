@@ -1,13 +1,13 @@
 // host_handle's own members: spawn and connect, the accessors, and the coroutine layer that
 // turns each operation's (error_code, T) into tl::expected.
 #include "host_impl.hpp"
+#include "study_identity.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <csignal>
-#include <cstdio>
 
 namespace mira::detail {
 
@@ -112,20 +112,13 @@ asio::awaitable<tl::expected<host_handle, error>> restart_study(
   o.deadline = std::chrono::steady_clock::now() + init_timeout;
   auto [ec, init] =
       co_await host->async_initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
-  if (ec == errc::timed_out) {
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(init_timeout).count());
-    d.message = "the restarted study did not answer initialize within " + std::string(secs) + " s";
-  }
+  if (ec == errc::timed_out)
+    d.message = "the restarted study " + detail::missed_initialize(init_timeout);
   if (ec) co_return tl::unexpected(error{ec, std::move(d)});
   if (init.study != original.study || init.study_version != original.study_version) {
-    auto identity = [](const protocol::initialize_result& r) {
-      std::string s = "'" + r.study + "'";
-      if (!r.study_version.empty()) s += " version " + r.study_version;
-      return s + " (protocol " + r.protocol_version + ")";
-    };
     error e{make_error_code(errc::incompatible_protocol), {}};
-    e.diag.message = "the restarted study is " + identity(init) + ", not " + identity(original);
+    e.diag.message = "the restarted study is " + detail::identity_of(init) + ", not " +
+                     detail::identity_of(original);
     co_return tl::unexpected(std::move(e));
   }
   co_return std::move(*host);

@@ -1,6 +1,7 @@
 // The study pool's shell (see pool.hpp): starts and checks the processes, hands requests to
 // them through pool_dispatch, restarts a process that died in its slot, and shuts all down.
 #include <mira/pool.hpp>
+#include "study_identity.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -31,11 +32,6 @@ host_options default_options(std::size_t slot) {
     std::fprintf(stderr, "[study %zu] %.*s\n", slot, static_cast<int>(line.size()), line.data());
   };
   return o;
-}
-
-std::string identity_of(const protocol::initialize_result& r) {
-  return "'" + r.study + "' version " + (r.study_version.empty() ? "(none)" : r.study_version) +
-         " (protocol " + r.protocol_version + ")";
 }
 
 }  // namespace
@@ -347,9 +343,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       if (ecs[i] == errc::timed_out) {
         error e{make_error_code(errc::study_exited), {}};
-        char secs[32];
-        std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(timeout).count());
-        e.diag.message = "did not answer initialize within " + std::string(secs) + " s";
+        e.diag.message = missed_initialize(timeout);
         results.emplace_back(tl::unexpected(std::move(e)));
       } else if (ecs[i]) {
         results.emplace_back(tl::unexpected(error{ecs[i], std::move(diags[i])}));

@@ -133,19 +133,26 @@ class text_reader {
   }
   bool is(char c) const { return p_ < end_ && *p_ == c; }
 
-  // A string's content: a view into the text when it is plain (no escape, control or
-  // non-ASCII byte), else checked as the skim checks it and decoded into `scratch` (so a value
-  // copied into its destination is allocated once, there).
+  // A string's content: a view into the text unless it has an escape, else decoded into
+  // `scratch` (so a value copied into its destination is allocated once, there). Controls and
+  // non-ASCII bytes are checked as the skim checks them; raw UTF-8 needs no decoding, so it
+  // keeps the string a view.
   bool string_view(std::string_view& out, std::string& scratch) {
     if (!is('"')) return false;
     const char* start = p_ + 1;
     const char* q = mira::detail::json_plain_run(start, end_);
-    if (q < end_ && *q == '"') {
+    while (q < end_ && *q != '"' && *q != '\\') {
+      const char* next = mira::detail::scan_json_string_special(q, end_);
+      if (!next) return false;
+      q = mira::detail::json_plain_run(next, end_);
+    }
+    if (q >= end_) return false;
+    if (*q == '"') {
       out = std::string_view(start, static_cast<std::size_t>(q - start));
       p_ = q + 1;
       return true;
     }
-    // Escapes, non-ASCII bytes and controls: each checked as the skim checks it, then decoded.
+    // From the first escape on, each special checked as the skim checks it, then decoded.
     scratch.assign(start, static_cast<std::size_t>(q - start));
     for (;;) {
       if (q >= end_) return false;

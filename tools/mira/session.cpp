@@ -18,7 +18,6 @@
 
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 namespace mira::cli {

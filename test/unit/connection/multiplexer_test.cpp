@@ -89,9 +89,7 @@ std::ostream& operator<<(std::ostream& os, const routed& r) {
 struct hot_path {
   explicit hot_path(bool accept) {
     for (std::int64_t id = 1; id <= 3; ++id) {
-      auto o = std::make_unique<decoding_op>(accept);
-      ops.push_back(o.get());
-      m.add_request(id, "run", params, std::move(o));
+      m.add_request(id, "run", params, std::make_unique<decoding_op>(accept));
     }
     flush(m);
     (void)m.cancel(3, ct::terminal, 100);
@@ -100,13 +98,11 @@ struct hot_path {
     auto in = m.on_line(line);
     routed r{in.kind, in.id, in.violation, {}, in.reason, in.detail, std::string(in.result_text)};
     if (in.study_error) r.study_error = in.study_error->message;
-    if (in.op) taken = static_cast<decoding_op*>(in.op.release());
+    if (in.op) taken.reset(static_cast<decoding_op*>(in.op.release()));
     return r;
   }
   multiplexer m;
-  std::vector<decoding_op*> ops;  // owned by the multiplexer until routed, then by `taken`
-  decoding_op* taken = nullptr;
-  ~hot_path() { delete taken; }
+  std::unique_ptr<decoding_op> taken;  // the op of the line's request, once routed to it
 };
 
 const std::string typical_result =

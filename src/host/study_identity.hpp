@@ -1,0 +1,26 @@
+// What the pool's starts and restart_study say about a study, so that both say it alike: who it
+// is, and that it missed its time limit for initialize.
+#pragma once
+
+#include <mira/protocol/types.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace mira::detail {
+
+// 'name' version V (protocol P)
+inline std::string identity_of(const protocol::initialize_result& r) {
+  return "'" + r.study + "' version " + (r.study_version.empty() ? "(none)" : r.study_version) +
+         " (protocol " + r.protocol_version + ")";
+}
+
+// "did not answer initialize within 0.5 s"
+inline std::string missed_initialize(std::chrono::milliseconds limit) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(limit).count());
+  return "did not answer initialize within " + std::string(secs) + " s";
+}
+
+}  // namespace mira::detail
