@@ -91,8 +91,10 @@ std::optional<std::string> group_value(const plan::planned_case& c,
   if (auto it = c.params.params.find(field); it != c.params.params.end()) return it->second;
   if (auto* v = idx.find(idx.samples, c.params.eval, c.params.sample, field)) return display(*v);
   if (auto* v = idx.find(idx.targets, c.params.eval, c.params.target, field)) return display(*v);
-  if (result)
-    if (auto* v = result->transcript.metadata.if_contains(field)) return display(*v);
+  if (result) {
+    auto metadata = result->transcript.metadata.get();
+    if (auto* v = metadata.if_contains(field)) return display(*v);
+  }
   return std::nullopt;
 }
 

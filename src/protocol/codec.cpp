@@ -4,6 +4,7 @@
 #include <mira/protocol/trajectory.hpp>
 
 #include "protocol/fields.hpp"
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value_from.hpp>
@@ -154,6 +155,22 @@ class reader {
         fail(key, "an array", *v);
     }
   }
+  template <class T>
+  void lazy(std::string_view key, lazy_json<T>& out) {
+    if (auto* v = find(key)) {
+      if constexpr (std::is_same_v<T, json::array>) {
+        if (!v->is_array()) return fail(key, "an array", *v);
+      } else if constexpr (std::is_same_v<T, json::object>) {
+        if (!v->is_object()) return fail(key, "an object", *v);
+      }
+      if constexpr (std::is_same_v<T, json::array>)
+        out = lazy_json<T>(v->get_array());
+      else if constexpr (std::is_same_v<T, json::object>)
+        out = lazy_json<T>(v->get_object());
+      else
+        out = lazy_json<T>(*v);
+    }
+  }
   void strings(std::string_view key, std::vector<std::string>& out) {
     each(key, [&](const json::value& e, const std::string& p) {
       if (auto* s = e.if_string())
@@ -272,6 +289,13 @@ void read_member(reader& r, std::string_view key, json::array& out) {
 void read_member(reader& r, std::string_view key, std::optional<json::value>& out) {
   if (auto* v = r.find(key)) out = owned(*v);
 }
+template <class T>
+void read_member(reader& r, std::string_view key, lazy_json<T>& out) {
+  r.lazy(key, out);
+}
+void read_member(reader& r, std::string_view key, std::optional<lazy_json<json::value>>& out) {
+  if (r.find(key)) r.lazy(key, out.emplace());
+}
 void read_member(reader& r, std::string_view key, std::vector<std::string>& out) {
   r.strings(key, out);
 }
@@ -361,6 +385,60 @@ json::object parse_object(const std::string& text) {
 }
 
 }  // namespace
+
+template <class T>
+lazy_json<T>::lazy_json(const T& v) : value_(std::make_unique<const T>(v, json::storage_ptr())) {}
+
+template <class T>
+lazy_json<T>::lazy_json(const lazy_json& other)
+    : text_(other.text_),
+      value_(other.value_ ? std::make_unique<const T>(*other.value_, json::storage_ptr())
+                          : nullptr) {}
+
+template <class T>
+lazy_json<T>& lazy_json<T>::operator=(const lazy_json& other) {
+  if (this != &other) *this = lazy_json(other);
+  return *this;
+}
+
+template <class T>
+lazy_json<T>::~lazy_json() = default;
+
+template <class T>
+lazy_json<T> lazy_json<T>::from_checked_text(std::string_view text) {
+  lazy_json out;
+  out.text_.assign(text.data(), text.size());
+  return out;
+}
+
+template <class T>
+std::string lazy_json<T>::text() const {
+  if (value_) return to_json_text(*value_);
+  if (!text_.empty()) return text_;
+  if constexpr (std::is_same_v<T, json::array>)
+    return "[]";
+  else if constexpr (std::is_same_v<T, json::object>)
+    return "{}";
+  else
+    return "null";
+}
+
+template <class T>
+T lazy_json<T>::get() const {
+  if (value_) return T(*value_, json::storage_ptr());
+  if (text_.empty()) return T();
+  auto v = json::parse(text_, json::storage_ptr(), mira::detail::host_parse_options());
+  if constexpr (std::is_same_v<T, json::array>)
+    return std::move(v.as_array());
+  else if constexpr (std::is_same_v<T, json::object>)
+    return std::move(v.as_object());
+  else
+    return v;
+}
+
+template class lazy_json<json::array>;
+template class lazy_json<json::object>;
+template class lazy_json<json::value>;
 
 json::object run_result::raw() const {
   return parse_object(raw_json);

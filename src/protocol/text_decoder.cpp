@@ -490,7 +490,7 @@ bool read_value(text_reader& r, error_kind& out) {
 
 // An open-ended member built straight from the text, without a parser: strings, integers
 // that fit int64_t, booleans, null, and arrays and objects of them, which is what studies put
-// in input, expected, metadata and output. False for anything whose reading is Boost.JSON's
+// in a listing's metadata. False for anything whose reading is Boost.JSON's
 // own to decide (a number with a fraction or an exponent, whose rounding differs from
 // std::from_chars in Boost 1.81; an integer beyond int64_t or "-0"; a repeated key): the
 // member is then parsed, and so holds exactly what the DOM decoder holds.
@@ -530,25 +530,8 @@ bool build_value(text_reader& r, json::value& out, std::string& scratch) {
   return true;
 }
 
-// An open-ended member, as a JSON value in the default memory resource.
-bool json_member(text_reader& r, json::value& out) {
-  auto start = r.mark();
-  std::string scratch;
-  if (build_value(r, out, scratch)) return true;
-  r.back_to(start);
-  std::string_view text;
-  if (!r.raw(text)) return false;
-  boost::system::error_code ec;
-  out = json::parse(text, ec, json::storage_ptr(), mira::detail::host_parse_options());
-  return !ec;
-}
-bool read_value(text_reader& r, std::optional<json::value>& out) {
-  if (r.null()) return true;
-  out.emplace();
-  return json_member(r, *out);
-}
 // An open-ended array or object member, built in place (no value to build and move from);
-// what build_value does not take is parsed, as in json_member. Another type declines.
+// what build_value does not take is parsed. Another type declines.
 template <class T, char Open, T* (json::value::*As)() noexcept,
           bool (*Build)(text_reader&, T&, std::string&)>
 bool json_member_of(text_reader& r, T& out) {
@@ -568,11 +551,28 @@ bool json_member_of(text_reader& r, T& out) {
   out = std::move(*typed);
   return true;
 }
-bool read_value(text_reader& r, json::array& out) {
-  return json_member_of<json::array, '[', &json::value::if_array, build_array>(r, out);
-}
 bool read_value(text_reader& r, json::object& out) {
   return json_member_of<json::object, '{', &json::value::if_object, build_object>(r, out);
+}
+
+// An open-ended member kept as its text: checked as the skim checks it (a strict subset of
+// what the parser behind get() accepts), of the member's kind, and copied.
+template <class T>
+bool read_value(text_reader& r, lazy_json<T>& out) {
+  if (r.null()) return true;
+  if constexpr (std::is_same_v<T, json::array>) {
+    if (!r.is('[')) return false;
+  } else if constexpr (std::is_same_v<T, json::object>) {
+    if (!r.is('{')) return false;
+  }
+  std::string_view text;
+  if (!r.raw(text)) return false;
+  out = lazy_json<T>::from_checked_text(text);
+  return true;
+}
+bool read_value(text_reader& r, std::optional<lazy_json<json::value>>& out) {
+  if (r.null()) return true;
+  return read_value(r, out.emplace());
 }
 
 bool read_value(text_reader& r, std::vector<std::string>& out) {

@@ -200,7 +200,7 @@ std::string case_details(const schedule::case_record& r,
     if (!t.final_response.empty())
       d += "<p><b>Final response</b></p><pre>" + html_text(excerpt(t.final_response, 2000)) +
            "</pre>";
-    for (auto& part : t.output) {
+    for (auto& part : t.output.get()) {
       auto* o = part.if_object();
       auto* uri = o ? o->if_contains("uri") : nullptr;
       if (!uri || !uri->is_string()) continue;

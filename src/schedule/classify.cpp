@@ -82,8 +82,10 @@ attempt_verdict classify(const attempt& a, bool timeout_is_infra,
   attempt_verdict v;
   v.rate_limited = rate_limited ? rate_limited(a) : is_rate_limited(a);
   v.retry = v.rate_limited || (transient ? transient(a) : is_transient(a, timeout_is_infra));
+  if (!v.retry) return v;  // a hint is for the wait before a retry
   if (auto* d = error_data(a)) v.retry_after = retry_after_hint(*d);
-  if (!v.retry_after && a.result) v.retry_after = retry_after_hint(a.result->transcript.metadata);
+  if (!v.retry_after && a.result)
+    v.retry_after = retry_after_hint(a.result->transcript.metadata.get());
   return v;
 }
 

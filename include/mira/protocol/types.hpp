@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace mira::protocol {
@@ -21,6 +23,59 @@ inline constexpr std::string_view protocol_version = "1.1";
 
 /// Axis values of one case: string -> string, sorted by name (they form part of the case key).
 using axis_params = std::map<std::string, std::string>;
+
+/// An open-ended member of a result (a case's input and expected output, a transcript's metadata
+/// and output), kept as JSON text and parsed when read. The host persists a result's whole text
+/// and reads these members rarely, so building them as Boost.JSON values for every answer was
+/// the larger part of what a typical answer cost over a minimal one (docs/performance.md,
+/// "Typical answers").
+///
+/// T is json::array, json::object or json::value. A default-constructed one holds the empty T;
+/// one made from a value (by hand, or by the DOM decoder) holds that value, unchanged. Text is
+/// parsed on each get(): keep the value rather than calling it in a loop. Equality compares
+/// the values, not the texts.
+template <class T>
+class lazy_json {
+  static_assert(std::is_same_v<T, json::array> || std::is_same_v<T, json::object> ||
+                    std::is_same_v<T, json::value>,
+                "lazy_json holds an array, an object or any value");
+
+ public:
+  lazy_json() = default;
+  /// From a value, copied into the default memory resource. Implicit, so
+  /// `result.input = json::array{...}` reads as it did when the member was the value itself.
+  lazy_json(const T& v);  // NOLINT(google-explicit-constructor)
+  lazy_json(const lazy_json& other);
+  lazy_json& operator=(const lazy_json& other);
+  lazy_json(lazy_json&&) noexcept = default;
+  lazy_json& operator=(lazy_json&&) noexcept = default;
+  ~lazy_json();
+
+  /// From text already checked to be one JSON value of T's kind (the decoders check it as they
+  /// read). get() throws for anything else: boost::system::system_error for text that is not
+  /// JSON, std::invalid_argument for a value of another kind.
+  static lazy_json from_checked_text(std::string_view text);
+
+  /// The JSON text: the study's own when decoded from its text (whitespace and number spelling
+  /// kept), else the value as to_json_text writes it. "[]", "{}" or "null" when empty.
+  std::string text() const;
+  /// The value: parsed with the host's parse options, or a copy of the one held.
+  T get() const;
+
+  friend bool operator==(const lazy_json& a, const lazy_json& b) {
+    return (!a.value_ && !b.value_ && a.text_ == b.text_) || a.get() == b.get();
+  }
+
+ private:
+  // The text (empty: the empty T), or a value. Two plain members, not a variant: a result is
+  // moved several times on its way to the caller, and these moves stay a few stores.
+  std::string text_;
+  std::unique_ptr<const T> value_;
+};
+
+extern template class lazy_json<json::array>;
+extern template class lazy_json<json::object>;
+extern template class lazy_json<json::value>;
 
 /// JSON-RPC-shaped error object carried by an error response.
 struct rpc_error {
@@ -146,10 +201,10 @@ struct transcript_summary {
   protocol::usage usage;
   protocol::timing timing;
   std::map<std::string, double> metrics;
-  json::object metadata;
+  lazy_json<json::object> metadata;
   std::optional<std::string> error;
   protocol::error_kind error_kind = error_kind::subject;
-  json::array output;  // multimodal Parts, kept as JSON (see decode_part)
+  lazy_json<json::array> output;  // multimodal Parts (see decode_part)
 };
 
 /// The full transcript of `execute` (and of `score` params).
@@ -160,8 +215,8 @@ struct transcript : transcript_summary {
 };
 
 struct run_result : case_identity {
-  json::array input;
-  std::optional<json::value> expected;
+  lazy_json<json::array> input;
+  std::optional<lazy_json<json::value>> expected;
   bool passed = false;
   double aggregate = 0.0;
   std::vector<protocol::score> scores;

@@ -37,7 +37,7 @@ struct retry_policy {
 struct attempt_verdict {
   bool retry = false;                   // another attempt may succeed
   bool rate_limited = false;            // the provider pushed back
-  std::optional<duration> retry_after;  // the study's hint, honoured as a minimum wait
+  std::optional<duration> retry_after;  // with retry: the study's hint, a minimum wait
 };
 
 enum class disposition {

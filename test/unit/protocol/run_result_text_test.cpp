@@ -5,11 +5,14 @@
 #include <mira/protocol/codec.hpp>
 #include "protocol/json_scan.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 
 using namespace mira;
 
@@ -82,6 +85,44 @@ BOOST_AUTO_TEST_CASE(a_typical_result_reads_the_same_as_through_the_dom) {
   BOOST_TEST(r->transcript.metrics.at("steps") == 4.0);
   BOOST_TEST(r->raw_json == typical);
   BOOST_TEST(test::text_and_dom_disagree(typical) == "");
+}
+
+BOOST_AUTO_TEST_CASE(open_ended_members_keep_their_text_and_parse_when_read) {
+  namespace json = boost::json;
+  // The text decoder keeps each member's text as the study wrote it.
+  auto r = protocol::decode_run_result_text(
+      R"({"input":[ 1.50 ,"x"],"expected":"42","transcript":{"metadata":{"k":"v"}}})");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->input.text() == R"([ 1.50 ,"x"])");
+  BOOST_TEST((r->input.get() == json::array{1.5, "x"}));
+  BOOST_REQUIRE(r->expected);
+  BOOST_TEST(r->expected->get().as_string() == "42");
+  BOOST_TEST((r->transcript.metadata.get() == json::object{{"k", "v"}}));
+  BOOST_TEST(r->transcript.output.text() == "[]");
+  BOOST_TEST(r->transcript.output.get().empty());
+  // Equal values are equal whatever their spelling, or whether text or value.
+  BOOST_TEST((r->input == json::array{1.5, "x"}));
+  BOOST_TEST(!(r->input == json::array{1.5}));
+  BOOST_TEST((r->input == protocol::lazy_json<json::array>::from_checked_text(R"([1.5,"x"])")));
+
+  // A member of the wrong kind is the DOM decoder's error, named.
+  auto wrong = protocol::decode_run_result_text(R"({"transcript":{"metadata":[1]}})");
+  BOOST_REQUIRE(!wrong);
+  BOOST_TEST(wrong.error().message() == "transcript.metadata: expected an object, got array");
+
+  // A value is held as it is: an infinity (1e400 read by the DOM decoder) has no JSON text
+  // that reads back as itself, and a double stays a double.
+  auto dom = protocol::decode_run_result(json::parse(R"({"expected":1e400,"input":[1.0]})"));
+  BOOST_REQUIRE(dom);
+  BOOST_TEST(std::isinf(dom->expected->get().as_double()));
+  BOOST_TEST(dom->input.get().at(0).is_double());
+  BOOST_TEST(dom->input.text() == "[1]");  // to_json_text's spelling
+
+  // Text that was not checked throws when read.
+  BOOST_CHECK_THROW(protocol::lazy_json<json::object>::from_checked_text("[1]").get(),
+                    std::invalid_argument);
+  BOOST_CHECK_THROW(protocol::lazy_json<json::array>::from_checked_text("[1,").get(),
+                    boost::system::system_error);
 }
 
 BOOST_AUTO_TEST_CASE(odd_shapes_agree_with_the_dom_decoder) {
