@@ -12,6 +12,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <new>
+#include <optional>
 #include <utility>
 
 namespace mira::protocol {
@@ -386,14 +388,43 @@ json::object parse_object(const std::string& text) {
 
 }  // namespace
 
+// A value, or `size` bytes of text right after the struct, in the same allocation.
 template <class T>
-lazy_json<T>::lazy_json(const T& v) : value_(std::make_unique<const T>(v, json::storage_ptr())) {}
+struct lazy_json<T>::held {
+  std::optional<T> value;
+  std::size_t size = 0;
+
+  std::string_view text() const { return {reinterpret_cast<const char*>(this + 1), size}; }
+
+  static held* with_text(std::string_view text) {
+    void* p = ::operator new(sizeof(held) + text.size());
+    auto* h = new (p) held();
+    h->size = text.size();
+    std::memcpy(reinterpret_cast<char*>(h + 1), text.data(), text.size());
+    return h;
+  }
+  static held* with_value(const T& v) {
+    auto* h = new (::operator new(sizeof(held))) held();
+    h->value.emplace(v, json::storage_ptr());
+    return h;
+  }
+};
 
 template <class T>
-lazy_json<T>::lazy_json(const lazy_json& other)
-    : text_(other.text_),
-      value_(other.value_ ? std::make_unique<const T>(*other.value_, json::storage_ptr())
-                          : nullptr) {}
+void lazy_json<T>::destroy(held* h) noexcept {
+  h->~held();
+  ::operator delete(h);
+}
+
+template <class T>
+lazy_json<T>::lazy_json(const T& v) : held_(held::with_value(v)) {}
+
+template <class T>
+lazy_json<T>::lazy_json(const lazy_json& other) {
+  if (!other.held_) return;
+  held_ = other.held_->value ? held::with_value(*other.held_->value)
+                             : held::with_text(other.held_->text());
+}
 
 template <class T>
 lazy_json<T>& lazy_json<T>::operator=(const lazy_json& other) {
@@ -402,19 +433,16 @@ lazy_json<T>& lazy_json<T>::operator=(const lazy_json& other) {
 }
 
 template <class T>
-lazy_json<T>::~lazy_json() = default;
-
-template <class T>
 lazy_json<T> lazy_json<T>::from_checked_text(std::string_view text) {
   lazy_json out;
-  out.text_.assign(text.data(), text.size());
+  if (!text.empty()) out.held_ = held::with_text(text);
   return out;
 }
 
 template <class T>
 std::string lazy_json<T>::text() const {
-  if (value_) return to_json_text(*value_);
-  if (!text_.empty()) return text_;
+  if (held_ && held_->value) return to_json_text(*held_->value);
+  if (held_) return std::string(held_->text());
   if constexpr (std::is_same_v<T, json::array>)
     return "[]";
   else if constexpr (std::is_same_v<T, json::object>)
@@ -425,15 +453,21 @@ std::string lazy_json<T>::text() const {
 
 template <class T>
 T lazy_json<T>::get() const {
-  if (value_) return T(*value_, json::storage_ptr());
-  if (text_.empty()) return T();
-  auto v = json::parse(text_, json::storage_ptr(), mira::detail::host_parse_options());
+  if (!held_) return T();
+  if (held_->value) return T(*held_->value, json::storage_ptr());
+  auto v = json::parse(held_->text(), json::storage_ptr(), mira::detail::host_parse_options());
   if constexpr (std::is_same_v<T, json::array>)
     return std::move(v.as_array());
   else if constexpr (std::is_same_v<T, json::object>)
     return std::move(v.as_object());
   else
     return v;
+}
+
+template <class T>
+bool lazy_json<T>::equals(const lazy_json& other) const {
+  bool both_text = held_ && other.held_ && !held_->value && !other.held_->value;
+  return (both_text && held_->text() == other.held_->text()) || get() == other.get();
 }
 
 template class lazy_json<json::array>;

@@ -8,11 +8,11 @@
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace mira::protocol {
@@ -47,9 +47,15 @@ class lazy_json {
   lazy_json(const T& v);  // NOLINT(google-explicit-constructor)
   lazy_json(const lazy_json& other);
   lazy_json& operator=(const lazy_json& other);
-  lazy_json(lazy_json&&) noexcept = default;
-  lazy_json& operator=(lazy_json&&) noexcept = default;
-  ~lazy_json();
+  lazy_json(lazy_json&& other) noexcept : held_(std::exchange(other.held_, nullptr)) {}
+  lazy_json& operator=(lazy_json&& other) noexcept {
+    if (this != &other) {
+      release(held_);
+      held_ = std::exchange(other.held_, nullptr);
+    }
+    return *this;
+  }
+  ~lazy_json() { release(held_); }
 
   /// From text already checked to be one JSON value of T's kind (the decoders check it as they
   /// read). get() throws for anything else: boost::system::system_error for text that is not
@@ -62,15 +68,20 @@ class lazy_json {
   /// The value: parsed with the host's parse options, or a copy of the one held.
   T get() const;
 
-  friend bool operator==(const lazy_json& a, const lazy_json& b) {
-    return (!a.value_ && !b.value_ && a.text_ == b.text_) || a.get() == b.get();
-  }
+  friend bool operator==(const lazy_json& a, const lazy_json& b) { return a.equals(b); }
 
  private:
-  // The text (empty: the empty T), or a value. Two plain members, not a variant: a result is
-  // moved several times on its way to the caller, and these moves stay a few stores.
-  std::string text_;
-  std::unique_ptr<const T> value_;
+  // The text or the value, in one allocation; null for the empty T. One pointer, because a
+  // result is moved several times on its way to the caller and most results hold few of these
+  // members: a move is two stores, an absent member costs nothing.
+  struct held;
+  static void release(held* h) noexcept {
+    if (h) destroy(h);
+  }
+  static void destroy(held* h) noexcept;
+  bool equals(const lazy_json& other) const;
+
+  held* held_ = nullptr;
 };
 
 extern template class lazy_json<json::array>;
