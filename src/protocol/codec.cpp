@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 
 namespace mira::protocol {
@@ -296,7 +297,7 @@ void read_member(reader& r, std::string_view key, lazy_json<T>& out) {
   r.lazy(key, out);
 }
 void read_member(reader& r, std::string_view key, std::optional<lazy_json<json::value>>& out) {
-  if (r.find(key)) r.lazy(key, out.emplace());
+  if (auto* v = r.find(key)) out.emplace(*v);
 }
 void read_member(reader& r, std::string_view key, std::vector<std::string>& out) {
   r.strings(key, out);
@@ -394,19 +395,25 @@ struct lazy_json<T>::held {
   std::optional<T> value;
   std::size_t size = 0;
 
-  std::string_view text() const { return {reinterpret_cast<const char*>(this + 1), size}; }
+  std::string_view text() const {
+    return {reinterpret_cast<const char*>(this) + sizeof(held), size};
+  }
 
   static held* with_text(std::string_view text) {
-    void* p = ::operator new(sizeof(held) + text.size());
+    auto* p = static_cast<char*>(::operator new(sizeof(held) + text.size()));
     auto* h = new (p) held();
     h->size = text.size();
-    std::memcpy(reinterpret_cast<char*>(h + 1), text.data(), text.size());
+    std::memcpy(p + sizeof(held), text.data(), text.size());
     return h;
   }
   static held* with_value(const T& v) {
-    auto* h = new (::operator new(sizeof(held))) held();
-    h->value.emplace(v, json::storage_ptr());
-    return h;
+    void* p = ::operator new(sizeof(held));
+    try {
+      return new (p) held{std::optional<T>(std::in_place, v, json::storage_ptr())};
+    } catch (...) {
+      ::operator delete(p);  // the copy of `v` threw
+      throw;
+    }
   }
 };
 
@@ -456,12 +463,15 @@ T lazy_json<T>::get() const {
   if (!held_) return T();
   if (held_->value) return T(*held_->value, json::storage_ptr());
   auto v = json::parse(held_->text(), json::storage_ptr(), mira::detail::host_parse_options());
-  if constexpr (std::is_same_v<T, json::array>)
-    return std::move(v.as_array());
-  else if constexpr (std::is_same_v<T, json::object>)
-    return std::move(v.as_object());
-  else
+  if constexpr (std::is_same_v<T, json::array>) {
+    if (!v.is_array()) throw std::invalid_argument("lazy_json: the text is not an array");
+    return std::move(v.get_array());
+  } else if constexpr (std::is_same_v<T, json::object>) {
+    if (!v.is_object()) throw std::invalid_argument("lazy_json: the text is not an object");
+    return std::move(v.get_object());
+  } else {
     return v;
+  }
 }
 
 template <class T>

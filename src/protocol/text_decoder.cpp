@@ -3,8 +3,9 @@
 //
 // The DOM decoder parses every node into a tree, looks fields up, copies them out and destroys
 // the tree: most of the host's time per case. Here the fields the typed view holds are read
-// straight from the text; only the open-ended members (input, expected, metadata, output)
-// become JSON values, and unknown members are skipped. Whatever this reader does not expect (a
+// straight from the text; the open-ended members (input, expected, metadata, output) are kept
+// as their checked text (protocol::lazy_json), a listing's metadata becomes a JSON value, and
+// unknown members are skipped. Whatever this reader does not expect (a
 // wrong type, a duplicate field, an integer written as 3.0, a negative trial, a missing required
 // field, ...) sends the text to the DOM decoder, which either accepts it with the same result or
 // names the offending field. The differential test and the fuzz target check that both agree.
@@ -530,29 +531,23 @@ bool build_value(text_reader& r, json::value& out, std::string& scratch) {
   return true;
 }
 
-// An open-ended array or object member, built in place (no value to build and move from);
-// what build_value does not take is parsed. Another type declines.
-template <class T, char Open, T* (json::value::*As)() noexcept,
-          bool (*Build)(text_reader&, T&, std::string&)>
-bool json_member_of(text_reader& r, T& out) {
+// A listing's metadata object, built in place (no value to build and move from); what
+// build_value does not take is parsed. Another type declines.
+bool read_value(text_reader& r, json::object& out) {
   if (r.null()) return true;
-  if (!r.is(Open)) return false;
+  if (!r.is('{')) return false;
   auto start = r.mark();
   std::string scratch;
-  if (Build(r, out, scratch)) return true;
-  out = T();
+  if (build_object(r, out, scratch)) return true;
+  out = json::object();
   r.back_to(start);
   std::string_view text;
   if (!r.raw(text)) return false;
   boost::system::error_code ec;
   auto v = json::parse(text, ec, json::storage_ptr(), mira::detail::host_parse_options());
-  auto* typed = ec ? nullptr : (v.*As)();
-  if (!typed) return false;
-  out = std::move(*typed);
+  if (ec || !v.is_object()) return false;
+  out = std::move(v.get_object());
   return true;
-}
-bool read_value(text_reader& r, json::object& out) {
-  return json_member_of<json::object, '{', &json::value::if_object, build_object>(r, out);
 }
 
 // An open-ended member kept as its text: checked as the skim checks it (a strict subset of

@@ -62,8 +62,10 @@ class lazy_json {
   /// JSON, std::invalid_argument for a value of another kind.
   static lazy_json from_checked_text(std::string_view text);
 
-  /// The JSON text: the study's own when decoded from its text (whitespace and number spelling
-  /// kept), else the value as to_json_text writes it. "[]", "{}" or "null" when empty.
+  /// The JSON text. The study's own (whitespace and number spelling kept) when the text decoder
+  /// read the answer; for a value held (the DOM decoder's fallback, `execute` results, a value
+  /// assigned) the value as to_json_text writes it, which may not read back as the same value:
+  /// 1.0 is written "1", an infinity "null". "[]", "{}" or "null" when empty.
   std::string text() const;
   /// The value: parsed with the host's parse options, or a copy of the one held.
   T get() const;
