@@ -160,18 +160,20 @@ class reader {
   }
   template <class T>
   void lazy(std::string_view key, lazy_json<T>& out) {
-    if (auto* v = find(key)) {
-      if constexpr (std::is_same_v<T, json::array>) {
-        if (!v->is_array()) return fail(key, "an array", *v);
-      } else if constexpr (std::is_same_v<T, json::object>) {
-        if (!v->is_object()) return fail(key, "an object", *v);
-      }
-      if constexpr (std::is_same_v<T, json::array>)
-        out = lazy_json<T>(v->get_array());
-      else if constexpr (std::is_same_v<T, json::object>)
-        out = lazy_json<T>(v->get_object());
+    auto* v = find(key);
+    if (!v) return;
+    if constexpr (std::is_same_v<T, json::array>) {
+      if (auto* a = v->if_array())
+        out = lazy_json<T>(*a);
       else
-        out = lazy_json<T>(*v);
+        fail(key, "an array", *v);
+    } else if constexpr (std::is_same_v<T, json::object>) {
+      if (auto* o = v->if_object())
+        out = lazy_json<T>(*o);
+      else
+        fail(key, "an object", *v);
+    } else {
+      out = lazy_json<T>(*v);
     }
   }
   void strings(std::string_view key, std::vector<std::string>& out) {

@@ -5,10 +5,10 @@
 // the tree: most of the host's time per case. Here the fields the typed view holds are read
 // straight from the text; the open-ended members (input, expected, metadata, output) are kept
 // as their checked text (protocol::lazy_json), a listing's metadata becomes a JSON value, and
-// unknown members are skipped. Whatever this reader does not expect (a
-// wrong type, a duplicate field, an integer written as 3.0, a negative trial, a missing required
-// field, ...) sends the text to the DOM decoder, which either accepts it with the same result or
-// names the offending field. The differential test and the fuzz target check that both agree.
+// unknown members are skipped. Whatever this reader does not expect (a wrong type, a duplicate
+// field, an integer written as 3.0, a negative trial, a missing required field, ...) sends the
+// text to the DOM decoder, which either accepts it with the same result or names the offending
+// field. The differential test and the fuzz target check that both agree.
 #include <mira/protocol/codec.hpp>
 #include "protocol/json_scan.hpp"
 
@@ -491,10 +491,10 @@ bool read_value(text_reader& r, error_kind& out) {
 
 // An open-ended member built straight from the text, without a parser: strings, integers
 // that fit int64_t, booleans, null, and arrays and objects of them, which is what studies put
-// in a listing's metadata. False for anything whose reading is Boost.JSON's
-// own to decide (a number with a fraction or an exponent, whose rounding differs from
-// std::from_chars in Boost 1.81; an integer beyond int64_t or "-0"; a repeated key): the
-// member is then parsed, and so holds exactly what the DOM decoder holds.
+// in a listing's metadata. False for anything whose reading is Boost.JSON's own to decide (a
+// number with a fraction or an exponent, whose rounding differs from std::from_chars in Boost
+// 1.81; an integer beyond int64_t or "-0"; a repeated key): the member is then parsed, and so
+// holds exactly what the DOM decoder holds.
 bool build_value(text_reader& r, json::value& out, std::string& scratch);
 
 bool build_array(text_reader& r, json::array& a, std::string& scratch) {
