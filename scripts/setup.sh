@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake ninja-build ccache python3 python3-jsonschema
+packages=(g++ cmake ninja-build ccache pkg-config python3 python3-jsonschema
           libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev
           libboost-filesystem1.81-dev libexpected-dev
           libtomlplusplus-dev  # mira.toml (the Rust host's configuration file)
