@@ -406,8 +406,7 @@ class pipeline {
     } else if (!o.result) {
       auto& e = o.result.error();
       rec.message = e.message();
-      if (is_fatal(e.code) && !recovered)
-        stop(stop_reason::study_failed, e.message(), case_state::error);
+      if (is_fatal(e.code) && !recovered) stop(stop_reason::study_failed, e.message());
     } else {
       auto& r = *o.result;
       if (r.transcript.error) rec.message = *r.transcript.error;
@@ -467,8 +466,7 @@ class pipeline {
     auto why = "the study never answered " + std::to_string(abandoned) +
                " cancelled request(s), which hold every slot";
     // A pool's processes are not restarted for it: the study ignores `cancel` everywhere.
-    if (pooled || !recover(generation_, why))
-      stop(stop_reason::study_failed, why, case_state::error);
+    if (pooled || !recover(generation_, why)) stop(stop_reason::study_failed, why);
   }
 
   // The study behind `generation` died. True when its cases may be retried: a new study is
@@ -493,8 +491,7 @@ class pipeline {
                          restarting_ = false;
                          // Not cancelled by stop(): respawn itself threw.
                          if (ep && !sched_->stopped())
-                           stop(stop_reason::study_failed, why + "; restarting it failed",
-                                case_state::error);
+                           stop(stop_reason::study_failed, why + "; restarting it failed");
                          wake_.cancel();
                        }));
     return true;
@@ -510,8 +507,7 @@ class pipeline {
       if constexpr (!pooled) host_ = std::move(*h);
       ++generation_;
     } else {
-      stop(stop_reason::study_failed, why + "; restarting it failed: " + h.error().message(),
-           case_state::error);
+      stop(stop_reason::study_failed, why + "; restarting it failed: " + h.error().message());
     }
   }
 
@@ -527,17 +523,18 @@ class pipeline {
            "the token budget (" + std::to_string(*policy_.max_tokens) + ") was exceeded");
   }
 
-  // No more starts; waiting cases end as `waiting_state`, in-flight ones are cancelled (the
-  // study is sent `cancel`) and end as cancelled when their abort comes back.
-  void stop(stop_reason why, std::string message,
-            case_state waiting_state = case_state::cancelled) {
+  // No more starts; waiting cases end as cancelled ("not run: ..."), in-flight ones are
+  // cancelled (the study is sent `cancel`) and end as cancelled when their abort comes back.
+  // A case that never got its verdict is not an error, whatever stopped the run (a study that
+  // died for good too): a resume runs it, and the stop reason tells why the run ended.
+  void stop(stop_reason why, std::string message) {
     if (sched_->stopped()) return;
     report_.stopped = why;
     report_.stop_message = std::move(message);
     for (auto id : sched_->stop()) {
       auto index = index_of(id);
       auto& rec = report_.cases[index];
-      rec.state = waiting_state;
+      rec.state = case_state::cancelled;
       rec.attempts = sched_->attempts(id);
       rec.message = "not run: " + report_.stop_message;
       report(index);

@@ -210,7 +210,9 @@ BOOST_AUTO_TEST_CASE(a_cost_budget_stops_the_run) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_with_errors) {
+// The case in flight when the study died is an error; the ones it never got to are not run
+// (cancelled, so a plain resume runs them), not errors.
+BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_and_leaves_the_rest_not_run) {
   run_co([&](asio::io_context&) -> asio::awaitable<void> {
     std::vector<std::string> args = {"--run-ms", "200", "--die-after", "2"};
     auto s = co_await open(args);
@@ -221,7 +223,10 @@ BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_with_errors) {
     BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
     BOOST_TEST(report.cases[0].state == case_state::passed);
     BOOST_TEST(report.cases[1].state == case_state::error);
-    for (std::size_t i = 2; i < 5; ++i) BOOST_TEST(report.cases[i].state == case_state::error);
+    for (std::size_t i = 2; i < 5; ++i) {
+      BOOST_TEST(report.cases[i].state == case_state::cancelled);
+      BOOST_TEST(report.cases[i].message.find("not run: ") == 0u);
+    }
   });
 }
 
@@ -296,7 +301,14 @@ BOOST_AUTO_TEST_CASE(restarts_are_bounded) {
         auto report = co_await schedule::run_plan(s.host, p, policy);
         BOOST_TEST(report.restarts == 2);
         BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
-        for (auto& c : report.cases) BOOST_TEST(c.state == case_state::error);
+        // Each attempt killed the study: the last ones are errors, a case still waiting for
+        // its retry when the restarts ran out is not run.
+        std::size_t errors = 0;
+        for (auto& c : report.cases) {
+          BOOST_TEST((c.state == case_state::error || c.state == case_state::cancelled));
+          errors += c.state == case_state::error;
+        }
+        BOOST_TEST(errors >= 1u);
       },
       std::chrono::seconds(60));
 }
