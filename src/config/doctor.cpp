@@ -41,15 +41,15 @@ std::string in_quotes(std::string_view s) {
   return "\"" + std::string(s) + "\"";
 }
 
-// Who holds the run's lock, or "" when nobody does (the lock is an flock: it dies with its
-// holder, so a leftover .lock file is never stale by itself).
+// Who holds the run's lock, or "" when nobody does. The lock is an flock on the run folder
+// itself (it dies with its holder, so a leftover .lock file is never stale by itself); .lock
+// names the holder.
 std::string lock_holder(const fs::path& run) {
-  auto file = run / ".lock";
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(run.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return {};
   std::string holder;
   if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    std::ifstream in(file);
+    std::ifstream in(run / ".lock");
     std::getline(in, holder);
     if (holder.empty()) holder = "another process";
   } else {
@@ -178,11 +178,17 @@ std::vector<finding> check_results_dir(const fs::path& dir) {
     }
     auto loaded = store::load_run(dir, id);
     if (!loaded) {
-      add(out, severity::error, in + loaded.error());
+      // The folder has a meta.json (checked above): with a valid id, that file is what failed.
+      const bool damaged_meta = !store::invalid_run_id(id);
+      add(out, severity::error,
+          concat({in, loaded.error(),
+                  damaged_meta ? " (`mira doctor --fix` rebuilds meta.json from the case records)"
+                               : ""}));
       continue;
     }
     for (auto& u : loaded->unreadable)
       add(out, severity::error, concat({in, "cannot read ", u, " (that case counts as not run)"}));
+    for (auto& u : loaded->superseded) add(out, severity::warning, concat({in, u}));
     auto& meta = loaded->meta;
     const bool killed = !meta.sessions.empty() && meta.sessions.back().finished.empty();
     if (meta.finished.empty() || killed)

@@ -102,6 +102,10 @@ std::optional<std::string> decode_key(std::string_view name) {
   return out;
 }
 
+std::string write_error::message() const {
+  return "cannot write " + path.string() + ": " + code.message();
+}
+
 namespace detail {
 
 std::filesystem::path temp_path_for(const std::filesystem::path& path) {

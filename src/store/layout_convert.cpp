@@ -66,8 +66,10 @@ result to_compact(const fs::path& run) {
   failures failed;
   for (auto& [key, record] : cases)
     (*writer)->submit(key, protocol::to_json_text(record),
-                      [&failed, k = key](boost::system::error_code ec) {
-                        if (ec) failed.add("the record of " + k, ec);
+                      [&failed, k = key, w = writer->get()](boost::system::error_code ec) {
+                        if (ec)
+                          failed.add("the record of " + k + " to " + w->current_segment().string(),
+                                     ec);
                       });
   convert_counts counts;
   counts.notes = (*writer)->repairs();  // a torn tail left by an earlier, interrupted writer

@@ -173,8 +173,7 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   run_session merge;
   merge.argv = options.argv;
   merge.config = json::object{{"merge", info.to_json()}};
-  if (auto ec = store->begin_session(std::move(merge)))
-    return tl::make_unexpected("cannot write meta.json: " + ec.message());
+  if (auto e = store->begin_session(std::move(merge))) return tl::make_unexpected(e.message());
 
   for (auto& i : in) {
     auto label = "shard " + std::to_string(i.shard.spec.index) + " (run " + i.run.meta.run_id + ")";
@@ -182,10 +181,10 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
                       json::object{{"shard", i.shard.spec.index}, {"run_id", i.run.meta.run_id}}) +
                   "\n";
     if (auto ec = append_copy(i.folder / "events.ndjson", store->path() / "events.ndjson", marker))
-      return tl::make_unexpected("cannot write events.ndjson: " + ec.message());
+      return tl::make_unexpected(write_error{ec, store->path() / "events.ndjson"}.message());
     if (auto ec = append_copy(i.folder / "study.stderr.log", store->path() / "study.stderr.log",
                               "--- " + label + " ---\n"))
-      return tl::make_unexpected("cannot write study.stderr.log: " + ec.message());
+      return tl::make_unexpected(write_error{ec, store->path() / "study.stderr.log"}.message());
   }
 
   auto writer = store->writer();
@@ -198,7 +197,9 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
     for (auto& c : i.run.cases) {
       (*writer)->submit(c.key, protocol::to_json_text(c.record), [&, key = c.key](error_code ec) {
         std::lock_guard lock(m);
-        if (ec && !failed) failed = "cannot save the record of " + key + ": " + ec.message();
+        if (ec && !failed)
+          failed = "cannot save the record of " + key + " to " + (*writer)->file_of(key).string() +
+                   ": " + ec.message();
       });
       all.cases.push_back(c);
     }
@@ -209,8 +210,8 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
       [](const saved_case& a, const saved_case& b) { return plan::natural_less(a.key, b.key); });
   auto [p, report] = all.as_report();
   auto summary = aggregate::summarize(p, report.cases, nullptr, {});
-  if (auto ec = store->finish(p, report, summary))
-    return tl::make_unexpected("cannot finish the merged run: " + ec.message());
+  if (auto e = store->finish(p, report, summary))
+    return tl::make_unexpected("cannot finish the merged run: " + e.message());
   return all.cases.size();
 }
 

@@ -57,13 +57,22 @@ void load_per_case(const fs::path& folder, std::map<std::string, json::object>& 
 }
 
 // Reads segments/*.ndjson: the newest record of each key. A torn tail (a write cut short by a
-// crash, never acknowledged) is not a loss; a damaged line is reported.
+// crash, never acknowledged) is not a loss; a damaged line is reported, as `superseded` when
+// the key it names has a whole record after it (the case was saved again: nothing is lost).
 void load_compact(const fs::path& folder, std::map<std::string, json::object>& out,
-                  std::vector<std::string>& unreadable) {
+                  std::vector<std::string>& unreadable, std::vector<std::string>& superseded) {
   auto scan = read_segments(folder / "segments");
+  std::unordered_map<std::string_view, std::size_t> last;  // key -> index of its newest record
+  for (std::size_t i = 0; i < scan.records.size(); ++i) last[scan.records[i].key] = i;
   // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
-  unreadable.insert(unreadable.end(), scan.problems.begin(),
-                    scan.problems.begin() + static_cast<std::ptrdiff_t>(scan.damaged_lines));
+  for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
+    auto& d = scan.damaged[i];
+    auto it = d.key ? last.find(*d.key) : last.end();
+    if (it != last.end() && it->second >= d.records_before)
+      superseded.push_back(scan.problems[i] + ", superseded by a later record of " + *d.key);
+    else
+      unreadable.push_back(scan.problems[i]);
+  }
   for (auto& r : scan.records) {
     boost::system::error_code ec;
     auto v = json::parse(r.json, ec, {}, mira::detail::host_parse_options());
@@ -86,9 +95,9 @@ loaded_run load_folder(const fs::path& folder, run_meta meta,
   // is read last, so its record of a key wins.
   if (run.meta.layout == layout::compact) {
     load_per_case(folder, records, run.unreadable, dirs);
-    load_compact(folder, records, run.unreadable);
+    load_compact(folder, records, run.unreadable, run.superseded);
   } else {
-    load_compact(folder, records, run.unreadable);
+    load_compact(folder, records, run.unreadable, run.superseded);
     load_per_case(folder, records, run.unreadable, dirs);
   }
   run.cases.reserve(records.size());
@@ -127,32 +136,34 @@ tl::expected<fs::path, std::string> existing_run(const fs::path& results_dir,
   return path;
 }
 
-// An exclusive flock on <run>/.lock for as long as the store lives. The kernel drops it when
-// the process dies, so a killed host leaves no stale lock; the file's text only names the
-// holder for the error message.
+// An exclusive flock on the run folder itself for as long as the store lives: it holds for as
+// long as the folder exists, whatever happens to the files in it (a lock on a file inside was
+// lost when someone deleted that file, and a second writer got in). The kernel drops it when
+// the process dies, so a killed host leaves no stale lock. <run>/.lock only names the holder
+// for the message another process prints.
 class folder_lock {
  public:
   static tl::expected<folder_lock, std::string> take(const fs::path& folder) {
-    auto file = folder / ".lock";
-    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-      return tl::make_unexpected("cannot open " + file.string() + ": " + errno_code().message());
+      return tl::make_unexpected("cannot open " + folder.string() + ": " + errno_code().message());
+    const auto file = folder / ".lock";
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
-      char buf[256] = {};
-      auto n = ::pread(fd, buf, sizeof buf - 1, 0);
       ::close(fd);
-      std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
-      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-      if (err == EWOULDBLOCK)
-        return tl::make_unexpected("run " + folder.filename().string() + " is in use by " +
-                                   (holder.empty() ? std::string("another process") : holder) +
-                                   " (its lock is " + file.string() + ")");
-      return tl::make_unexpected("cannot lock " + file.string() + ": " + std::strerror(err));
+      if (err != EWOULDBLOCK)
+        return tl::make_unexpected("cannot lock " + folder.string() + ": " + std::strerror(err));
+      auto holder = holder_text(file);
+      return tl::make_unexpected("run " + folder.filename().string() + " is in use by " +
+                                 (holder.empty() ? std::string("another process") : holder) +
+                                 " (it holds a lock on " + folder.string() + ")");
     }
+    // The lock holds whether or not the text can be written: it only serves the message.
     auto me = "pid " + std::to_string(::getpid()) + " on host " + hostname() + "\n";
-    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
-      // The lock holds anyway; the text is only for the message another process prints.
+    int text = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (text >= 0) {
+      (void)detail::write_all(text, me);
+      ::close(text);
     }
     return folder_lock(fd);
   }
@@ -167,18 +178,31 @@ class folder_lock {
 
  private:
   explicit folder_lock(int fd) : fd_(fd) {}
+
+  static std::string holder_text(const fs::path& file) {
+    char buf[256] = {};
+    std::string holder;
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return holder;
+    auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    if (n > 0) holder.assign(buf, static_cast<std::size_t>(n));
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    return holder;
+  }
+
   int fd_ = -1;
 };
 
 // Appends to one file (created when missing), O_APPEND so earlier sessions' text is never
 // touched.
-error_code append_file(const fs::path& path, std::string_view text) {
+write_error append_file(const fs::path& path, std::string_view text) {
   if (text.empty()) return {};
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_code();
+  if (fd < 0) return {errno_code(), path};
   auto ec = detail::write_all(fd, text);
-  ::close(fd);
-  return ec;
+  if (::close(fd) != 0 && !ec) ec = errno_code();
+  return {ec, path};
 }
 
 class per_case_writer final : public run_store::case_writer {
@@ -186,15 +210,14 @@ class per_case_writer final : public run_store::case_writer {
   per_case_writer(fs::path folder, const std::unordered_map<std::string, fs::path>* dirs)
       : folder_(std::move(folder)), dirs_(dirs), writer_(folder_) {}
   void submit(const std::string& key, std::string record, done_fn done) override {
-    fs::path dir;
-    if (auto it = dirs_->find(key); it != dirs_->end())
-      dir = it->second;
-    else
-      dir = folder_ / "cases" / encode_key(key);
     record += '\n';
-    writer_.submit(dir / "result.json", std::move(record), std::move(done));
+    writer_.submit(file_of(key), std::move(record), std::move(done));
   }
   void drain() override { writer_.drain(); }
+  fs::path file_of(const std::string& key) const override {
+    if (auto it = dirs_->find(key); it != dirs_->end()) return it->second / "result.json";
+    return folder_ / "cases" / encode_key(key) / "result.json";
+  }
 
  private:
   fs::path folder_;
@@ -217,6 +240,7 @@ class compact_writer final : public run_store::case_writer {
     writer_->submit(key, std::move(record), std::move(done));
   }
   void drain() override { writer_->drain(); }
+  fs::path file_of(const std::string&) const override { return writer_->current_segment(); }
 
  private:
   std::unique_ptr<segment_writer> writer_;
@@ -374,11 +398,12 @@ tl::expected<run_store, std::string> run_store::create(const fs::path& results_d
   if (!fs::create_directory(path, ec) || ec)
     return tl::make_unexpected("cannot create run folder " + path.string() + ": " +
                                (ec ? ec.message() : std::string("it exists")));
+  // The lock before anything is written in the folder.
+  auto lock = folder_lock::take(path);
+  if (!lock) return tl::make_unexpected(lock.error());
   auto records = path / (l == layout::compact ? "segments" : "cases");
   fs::create_directory(records, ec);
   if (ec) return tl::make_unexpected("cannot create " + records.string() + ": " + ec.message());
-  auto lock = folder_lock::take(path);
-  if (!lock) return tl::make_unexpected(lock.error());
   auto s = std::make_unique<state>();
   s->path = std::move(path);
   s->id = run_id;
@@ -423,9 +448,9 @@ loaded_run run_store::load() const {
   return load_folder(s_->path, s_->meta, &s_->dirs);
 }
 
-error_code run_store::save_meta() {
-  return write_file_atomic(s_->path / "meta.json",
-                           protocol::to_json_text(s_->meta.to_json()) + "\n");
+write_error run_store::save_meta() {
+  auto file = s_->path / "meta.json";
+  return {write_file_atomic(file, protocol::to_json_text(s_->meta.to_json()) + "\n"), file};
 }
 
 namespace {
@@ -436,7 +461,7 @@ std::string now_utc() {
 }
 }  // namespace
 
-error_code run_store::begin_session(run_session session) {
+write_error run_store::begin_session(run_session session) {
   if (session.started.empty()) session.started = now_utc();
   if (session.hostname.empty()) session.hostname = hostname();
   if (session.pid == 0) session.pid = ::getpid();
@@ -448,12 +473,13 @@ error_code run_store::begin_session(run_session session) {
                              {"pid", session.pid}};
   s_->meta.sessions.push_back(std::move(session));
   s_->events += protocol::to_json_text(marker) + "\n";
-  if (auto ec = flush_events()) return ec;
-  if (auto ec = append_file(s_->path / "study.stderr.log",
-                            "--- session " + std::to_string(n) + " started " +
-                                s_->meta.sessions.back().started + " ---\n"))
-    return ec;
-  return save_meta();
+  // Each file is tried (meta.json, which a resume needs, first); the first failure is returned.
+  auto first = save_meta();
+  for (auto e : {flush_events(), append_file(s_->path / "study.stderr.log",
+                                             "--- session " + std::to_string(n) + " started " +
+                                                 s_->meta.sessions.back().started + " ---\n")})
+    if (e && !first) first = std::move(e);
+  return first;
 }
 
 run_session& run_store::session() {
@@ -474,22 +500,22 @@ void run_store::append_event(std::string_view line) {
   if (s_->events.size() >= (std::size_t{64} << 10)) flush_events();
 }
 
-error_code run_store::flush_events() {
+write_error run_store::flush_events() {
   auto ec = append_file(s_->path / "events.ndjson", s_->events);
   s_->events.clear();
   return ec;
 }
 
-error_code run_store::append_stderr(std::string_view text) {
+write_error run_store::append_stderr(std::string_view text) {
   return append_file(s_->path / "study.stderr.log", text);
 }
 
-error_code run_store::finish(const plan::plan& whole, schedule::run_report& report,
-                             const aggregate::summary& s) {
+write_error run_store::finish(const plan::plan& whole, schedule::run_report& report,
+                              const aggregate::summary& s) {
   const auto finished_at = now_utc();
-  error_code first;
-  auto keep = [&](error_code ec) {
-    if (ec && !first) first = ec;
+  write_error first;
+  auto keep = [&](write_error e) {
+    if (e && !first) first = std::move(e);
   };
   keep(flush_events());
   auto& meta = s_->meta;
@@ -499,17 +525,72 @@ error_code run_store::finish(const plan::plan& whole, schedule::run_report& repo
   report.seconds = meta.seconds();
   for (auto [name, format] :
        {std::pair<const char*, const char*>{"report.json", "json"}, {"report.html", "html"}}) {
-    auto file = atomic_file::create(s_->path / name);
+    auto path = s_->path / name;
+    auto file = atomic_file::create(path);
     if (!file) {
-      keep(file.error());
+      keep({file.error(), path});
       continue;
     }
     report::render(format, whole, report, s, [&](std::string_view piece) { file->write(piece); });
-    keep(file->commit());
+    keep({file->commit(), path});
   }
   meta.summary = report::summary_json(s, report);
+  if (first) {
+    // Without its report files the run is not finished: meta.json says so, and a resume (which
+    // runs nothing more when every case is saved) finishes it.
+    meta.finished.clear();
+    if (!meta.sessions.empty()) meta.sessions.back().finished.clear();
+  }
   keep(save_meta());
   return first;
+}
+
+}  // namespace mira::store
+
+namespace mira::store {
+
+tl::expected<meta_rebuild, std::string> rebuild_meta(const fs::path& results_dir,
+                                                     const std::string& run_id) {
+  auto path = existing_run(results_dir, run_id);
+  if (!path) return tl::make_unexpected(path.error());
+  // The lock first: a writer may be replacing meta.json, and none may start meanwhile.
+  auto lock = folder_lock::take(*path);
+  if (!lock) return tl::make_unexpected(lock.error());
+  const auto file = *path / "meta.json";
+  if (read_meta(*path, run_id))
+    return tl::make_unexpected(file.string() + " can be read: it is left as it is");
+  meta_rebuild out;
+  out.damaged = *path / "meta.json.damaged";
+  std::error_code ec;
+  const bool compact =
+      fs::is_directory(*path / "segments", ec) && !fs::is_directory(*path / "cases", ec);
+  out.records_layout = compact ? layout::compact : layout::per_case;
+  run_meta meta;
+  meta.run_id = run_id;
+  meta.layout = out.records_layout;
+  auto run = load_folder(*path, std::move(meta), nullptr);
+  out.records = run.cases.size();
+  out.unreadable = run.unreadable;
+  auto [p, report] = run.as_report();
+  run.meta.summary =
+      report::summary_json(aggregate::summarize(p, report.cases, nullptr, {}), report);
+  run.meta.extra["rebuilt"] =
+      json::object{{"from", "case records"}, {"at", now_utc()}, {"damaged", "meta.json.damaged"}};
+  // A hard link keeps the damaged bytes with no moment without a meta.json, and fails when
+  // meta.json.damaged exists (an earlier one is never overwritten).
+  if (::link(file.c_str(), out.damaged.c_str()) != 0) {
+    if (errno == EEXIST)
+      return tl::make_unexpected(out.damaged.string() +
+                                 " exists: move it away first (it may be the only copy of an "
+                                 "earlier damaged meta.json)");
+    return tl::make_unexpected("cannot keep " + file.string() + " as " + out.damaged.string() +
+                               ": " + errno_code().message());
+  }
+  if (auto failed = write_file_atomic(file, protocol::to_json_text(run.meta.to_json()) + "\n")) {
+    ::unlink(out.damaged.c_str());
+    return tl::make_unexpected(write_error{failed, file}.message());
+  }
+  return out;
 }
 
 }  // namespace mira::store

@@ -117,10 +117,30 @@ struct parsed_line {
   const char* problem = nullptr;
 };
 
+bool has_line_head(std::string_view line) {
+  return line.size() >= prefix_size && line.substr(0, line_head.size()) == line_head &&
+         line[19] == '"' && line[20] == ',';
+}
+
+// The key field after the prefix: the key and the offset just past it, or nothing.
+std::optional<std::pair<std::string, std::size_t>> read_key(std::string_view line) {
+  auto key_at = prefix_size + key_head.size();
+  if (line.size() <= key_at || line.substr(prefix_size, key_head.size()) != key_head ||
+      line[key_at] != '"')
+    return std::nullopt;
+  auto key_end = mira::detail::scan_json_value(line, key_at);
+  if (key_end == mira::detail::json_scan_failed) return std::nullopt;
+  auto raw = line.substr(key_at + 1, key_end - key_at - 2);
+  if (raw.find('\\') == std::string_view::npos) return std::pair{std::string(raw), key_end};
+  boost::system::error_code ec;
+  auto v = boost::json::parse(line.substr(key_at, key_end - key_at), ec);
+  if (ec || !v.is_string()) return std::nullopt;
+  return std::pair{std::string(v.get_string()), key_end};
+}
+
 parsed_line parse_line(std::string_view line) {
   parsed_line out;
-  if (line.size() < prefix_size || line.substr(0, line_head.size()) != line_head ||
-      line[19] != '"' || line[20] != ',') {
+  if (!has_line_head(line)) {
     out.problem = "not a segment line";
     return out;
   }
@@ -138,28 +158,13 @@ parsed_line parse_line(std::string_view line) {
     return out;
   }
   // From here on the bytes are the ones written; a failure means a foreign writer.
-  auto key_at = prefix_size + key_head.size();
-  auto key_end = line.size() > key_at && line.substr(prefix_size, key_head.size()) == key_head &&
-                         line[key_at] == '"'
-                     ? mira::detail::scan_json_value(line, key_at)
-                     : mira::detail::json_scan_failed;
-  if (key_end == mira::detail::json_scan_failed ||
-      line.substr(key_end, record_head.size()) != record_head || line.back() != '}') {
+  auto key = read_key(line);
+  if (!key || line.substr(key->second, record_head.size()) != record_head || line.back() != '}') {
     out.problem = "not a segment line";
     return out;
   }
-  auto raw = line.substr(key_at + 1, key_end - key_at - 2);
-  if (raw.find('\\') == std::string_view::npos) {
-    out.key = raw;
-  } else {
-    boost::system::error_code ec;
-    auto v = boost::json::parse(line.substr(key_at, key_end - key_at), ec);
-    if (ec || !v.is_string()) {
-      out.problem = "not a segment line";
-      return out;
-    }
-    out.key = v.get_string();
-  }
+  out.key = std::move(key->first);
+  auto key_end = key->second;
   auto record_at = key_end + record_head.size();
   out.record = line.substr(record_at, line.size() - 1 - record_at);
   if (!is_json_object(out.record)) out.problem = "record is not a JSON object";
@@ -170,25 +175,27 @@ struct bad_line {
   std::size_t number;  // 1-based
   std::size_t offset;
   const char* problem;
+  std::size_t good_before;  // good lines of the same bytes before it
 };
 
 // Walks the lines of one segment's bytes. Returns the offset just past the last good line:
 // where a torn tail (the bad lines after it) begins.
 template <class Good>
 std::size_t scan_bytes(std::string_view bytes, Good&& good, std::vector<bad_line>& bad) {
-  std::size_t pos = 0, valid_end = 0, number = 0;
+  std::size_t pos = 0, valid_end = 0, number = 0, goods = 0;
   while (pos < bytes.size()) {
     ++number;
     auto nl = bytes.find('\n', pos);
     if (nl == std::string_view::npos) {
-      bad.push_back({number, pos, "no end of line"});
+      bad.push_back({number, pos, "no end of line", goods});
       break;
     }
     auto parsed = parse_line(bytes.substr(pos, nl - pos));
     if (parsed.problem) {
-      bad.push_back({number, pos, parsed.problem});
+      bad.push_back({number, pos, parsed.problem, goods});
     } else {
       good(std::move(parsed.key), parsed.record);
+      ++goods;
       valid_end = nl + 1;
     }
     pos = nl + 1;
@@ -285,8 +292,10 @@ segment_scan read_segments(const fs::path& dir) {
     if (!bytes) {
       out.problems.push_back("cannot read " + file.string() + ": " + errno_text(bytes.error()));
       ++out.damaged_lines;  // its records are unknown, not merely unwritten
+      out.damaged.push_back({std::nullopt, out.records.size()});
       continue;
     }
+    const auto records_before = out.records.size();
     std::vector<bad_line> bad;
     auto valid_end = scan_bytes(
         *bytes,
@@ -305,6 +314,12 @@ segment_scan read_segments(const fs::path& dir) {
       }
       out.problems.push_back(bad_line_message(file, b));
       ++out.damaged_lines;
+      std::optional<std::string> key;
+      auto line = std::string_view(*bytes).substr(b.offset);
+      line = line.substr(0, line.find('\n'));
+      if (has_line_head(line))
+        if (auto k = read_key(line)) key = std::move(k->first);
+      out.damaged.push_back({std::move(key), records_before + b.good_before});
     }
   }
   return out;
@@ -376,6 +391,10 @@ segment_writer::segment_writer(fs::path dir, segment_options options, int dir_fd
       repairs_(std::move(repairs)) {
   if (options_.max_queued == 0) options_.max_queued = 1;
   thread_ = std::thread([this] { run(); });
+}
+
+fs::path segment_writer::current_segment() const {
+  return segment_path(dir_, number_.load());
 }
 
 segment_writer::~segment_writer() {

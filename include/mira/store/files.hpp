@@ -34,6 +34,17 @@ std::string encode_key(std::string_view key);
 /// name encode_key cannot have made.
 std::optional<std::string> decode_key(std::string_view name);
 
+/// A failed write of the store: the error and the file it failed on, so every message about it
+/// can name the file (a full disk says which run and which file, not only "No space left").
+struct write_error {
+  boost::system::error_code code;
+  std::filesystem::path path;
+
+  explicit operator bool() const { return static_cast<bool>(code); }
+  /// "cannot write PATH: REASON".
+  std::string message() const;
+};
+
 /// Writes `contents` so that `path` either keeps its old contents or has all of the new ones,
 /// even if the process dies at any point: a temporary file in the same directory, fsync,
 /// rename over `path`, fsync of the directory.

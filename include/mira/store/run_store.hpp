@@ -2,14 +2,16 @@
 // folder <results>/<run_id>/ holds meta.json (typed: run_meta, with one entry per session),
 // the case records in one of two layouts, events.ndjson and study.stderr.log (appended per
 // session, each session opened by a marker), report.json and report.html (over every case of
-// the run). A writer holds an exclusive lock on the folder for its whole session; readers need
-// none. Folders written by the Rust mira CLI are read, reported and resumed too.
+// the run). A writer holds an exclusive lock on the folder (an flock on the directory itself)
+// for its whole session and writes nothing before it holds it; readers need none. Folders
+// written by the Rust mira CLI are read, reported and resumed too.
 #pragma once
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/schedule/results.hpp>
+#include <mira/store/files.hpp>
 #include <mira/store/run_meta.hpp>
 
 #include <boost/json/object.hpp>
@@ -38,6 +40,9 @@ struct loaded_run {
   run_meta meta;
   std::vector<saved_case> cases;        // one per key (the newest record), natural key order
   std::vector<std::string> unreadable;  // "<file>: <why>"; their cases count as not saved
+  /// Damaged compact records of a case saved again later (a resume ran it again): the later
+  /// record stands, so nothing is lost. "<where>: <why>, superseded by a later record of KEY".
+  std::vector<std::string> superseded;
   /// The saved cases as a plan and a report (plan order = `cases` order), for rendering.
   std::pair<plan::plan, schedule::run_report> as_report() const;
 };
@@ -90,6 +95,23 @@ tl::expected<loaded_run, std::string> load_run(const std::filesystem::path& resu
 tl::expected<run_meta, std::string> load_run_meta(const std::filesystem::path& results_dir,
                                                   const std::string& run_id);
 
+/// What rebuild_meta did.
+struct meta_rebuild {
+  std::filesystem::path damaged;  // where the damaged meta.json was kept
+  layout records_layout = layout::per_case;
+  std::size_t records = 0;              // the cases meta.json's summary was rebuilt from
+  std::vector<std::string> unreadable;  // records that could not be read (left as they are)
+};
+
+/// Rebuilds the meta.json of a run whose meta.json cannot be read, from its case records, under
+/// the run's lock. The damaged file is kept as meta.json.damaged (refused when that exists);
+/// no record is changed or removed. The new meta.json has the run id, the layout the records
+/// are in, and the summary of the records; what only the damaged file knew (the study, the
+/// sessions, the fingerprints) is lost, so a resume does not check the study. Refused when
+/// meta.json reads or the run is in use.
+tl::expected<meta_rebuild, std::string> rebuild_meta(const std::filesystem::path& results_dir,
+                                                     const std::string& run_id);
+
 class run_store {
  public:
   /// A new run folder; fails when the id is invalid or the folder exists.
@@ -112,8 +134,8 @@ class run_store {
   loaded_run load() const;
 
   /// Starts a session: appends it to meta.json (saved) and a marker to events.ndjson and
-  /// study.stderr.log.
-  boost::system::error_code begin_session(run_session s);
+  /// study.stderr.log. Every write_error below names the file that could not be written.
+  write_error begin_session(run_session s);
   /// The current (last) session.
   run_session& session();
 
@@ -127,6 +149,10 @@ class run_store {
     virtual void submit(const std::string& key, std::string record, done_fn done) = 0;
     /// Blocks until everything submitted is written and reported.
     virtual void drain() = 0;
+    /// The file a record of `key` goes to (for a message about a failed save): its
+    /// result.json, or the segment being appended (after a failure, the one that failed).
+    /// Callable from the writer's callbacks.
+    virtual std::filesystem::path file_of(const std::string& key) const = 0;
   };
   /// A writer for this run's layout. The store must outlive it.
   tl::expected<std::unique_ptr<case_writer>, std::string> writer();
@@ -135,16 +161,18 @@ class run_store {
   void append_event(std::string_view line);
   /// The study's stderr of this session (its last MiB is what a caller keeps) for
   /// study.stderr.log, appended after the session's marker.
-  boost::system::error_code append_stderr(std::string_view text);
-  boost::system::error_code flush_events();
+  write_error append_stderr(std::string_view text);
+  write_error flush_events();
 
   /// Ends the session: report.json and report.html over `whole` (every case of the run, see
   /// whole_run), then meta.json with the summary and the session's end. Each file atomically.
   /// Sets report.seconds to the run time of every session (set this session's seconds first).
-  boost::system::error_code finish(const plan::plan& whole, schedule::run_report& report,
-                                   const aggregate::summary& s);
+  /// Returns the first file that could not be written: the run is then not finished (a resume
+  /// or `mira report` writes its report files again).
+  write_error finish(const plan::plan& whole, schedule::run_report& report,
+                     const aggregate::summary& s);
 
-  boost::system::error_code save_meta();
+  write_error save_meta();
 
  private:
   struct state;

@@ -6,6 +6,7 @@
 #include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -61,6 +63,8 @@ class segment_writer {
 
   /// What open() dropped from the last segment (the same wording as segment_scan::problems).
   const std::vector<std::string>& repairs() const { return repairs_; }
+  /// The segment being appended to; after a failure, the one that failed. Any thread.
+  std::filesystem::path current_segment() const;
 
  private:
   struct item {
@@ -77,11 +81,11 @@ class segment_writer {
 
   std::filesystem::path dir_;
   segment_options options_;
-  int dir_fd_ = -1;  // holds the lock; fsynced when a segment is created
-  int fd_ = -1;      // the segment being appended to
-  std::uint64_t number_ = 0;
-  std::uint64_t size_ = 0;           // durable bytes in the current segment
-  boost::system::error_code error_;  // sticky: see the class comment
+  int dir_fd_ = -1;                        // holds the lock; fsynced when a segment is created
+  int fd_ = -1;                            // the segment being appended to
+  std::atomic<std::uint64_t> number_ = 0;  // read by current_segment() on any thread
+  std::uint64_t size_ = 0;                 // durable bytes in the current segment
+  boost::system::error_code error_;        // sticky: see the class comment
   std::vector<std::string> repairs_;
 
   std::mutex mutex_;
@@ -105,6 +109,15 @@ struct segment_scan {
   std::vector<std::string> problems;  // the damaged lines first; a torn tail, if any, last
   /// Lines skipped before the torn tail of the last segment (damage, not an interrupted write).
   std::size_t damaged_lines = 0;
+  /// One per damaged line, in the same order: the key its key field still names (taken as
+  /// written: the checksum no longer vouches for it), nothing for an unreadable file or a line
+  /// whose key cannot be read, and how many `records` came before it (a record of that key at
+  /// or after that index was written later).
+  struct damage {
+    std::optional<std::string> key;
+    std::size_t records_before = 0;
+  };
+  std::vector<damage> damaged;
 };
 
 /// Reads every segment in `dir` without modifying anything. A missing `dir` reads as empty.

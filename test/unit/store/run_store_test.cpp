@@ -1,5 +1,6 @@
 // The run store's pure parts and its folder rules: meta.json in every format it reads, the
 // resume decision per saved state and option, the writer's lock, records in natural order.
+#include <mira/aggregate/summary.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_store.hpp>
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 
 using namespace mira::store;
 using mira::schedule::case_state;
@@ -185,6 +187,102 @@ BOOST_AUTO_TEST_CASE(one_writer_holds_a_run_and_readers_need_no_lock) {
   BOOST_TEST(run_store::open(results, id).has_value());  // released with its store
   BOOST_TEST(!run_store::open(results, "../x"));
   BOOST_TEST(run_store::open(results, "20990101T000000Z-0000").error().find("no saved run") == 0u);
+}
+
+// The lock is the run folder's own (an flock on the directory): deleting .lock while a writer
+// holds the run let a second writer in, when the lock was on that file.
+BOOST_AUTO_TEST_CASE(deleting_the_lock_file_lets_no_second_writer_in) {
+  for (auto l : {layout::per_case, layout::compact}) {
+    mira::test::temp_dir d;
+    auto results = d.path / "results";
+    const std::string id = "20261130T081502Z-3fa9";
+    auto w = run_store::create(results, id, l);
+    BOOST_REQUIRE(w.has_value());
+    BOOST_TEST(!w->begin_session(run_session{}));
+    BOOST_REQUIRE(fs::remove(w->path() / ".lock"));
+    auto second = run_store::open(results, id);
+    BOOST_REQUIRE(!second);
+    BOOST_TEST(second.error().find("is in use by another process") != std::string::npos,
+               second.error());
+    BOOST_TEST(!rebuild_meta(results, id));  // every writer of the folder takes the same lock
+  }
+}
+
+// A report file that cannot be written fails finish() naming the file, and the run is left
+// unfinished in meta.json (a resume finishes it): it used to be marked finished with no report.
+BOOST_AUTO_TEST_CASE(a_finish_that_cannot_write_a_report_names_it_and_leaves_the_run_unfinished) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  const std::string id = "20261130T081502Z-3fa9";
+  auto w = run_store::create(results, id, layout::per_case);
+  BOOST_REQUIRE(w.has_value());
+  BOOST_TEST(!w->begin_session(run_session{}));
+  mira::plan::plan p;
+  mira::schedule::run_report report;
+  for (int i = 0; i < 3; ++i) {
+    p.cases.push_back(planned("s" + std::to_string(i)));
+    report.cases.emplace_back().state = case_state::passed;
+  }
+  // A directory where report.html goes: its replacement cannot be renamed into place.
+  fs::create_directories(w->path() / "report.html" / "in-the-way");
+  auto failed = w->finish(p, report, mira::aggregate::summarize(p, report.cases));
+  BOOST_REQUIRE(static_cast<bool>(failed));
+  BOOST_TEST(failed.path == w->path() / "report.html");
+  BOOST_TEST(failed.message().find("cannot write " + (w->path() / "report.html").string() + ": ") ==
+             0u);
+  auto meta = load_run_meta(results, id);
+  BOOST_REQUIRE(meta.has_value());
+  BOOST_TEST(meta->finished.empty());
+  BOOST_REQUIRE(meta->sessions.size() == 1u);
+  BOOST_TEST(meta->sessions[0].finished.empty());
+  fs::remove_all(w->path() / "report.html");
+  BOOST_TEST(!w->finish(p, report, mira::aggregate::summarize(p, report.cases)));
+  BOOST_TEST(!load_run_meta(results, id)->finished.empty());
+}
+
+// A damaged compact record whose case was saved again later (a resume ran it again) is
+// superseded, not a loss: the run reads whole. One whose case has no later record is unreadable.
+BOOST_AUTO_TEST_CASE(a_damaged_record_with_a_later_record_of_its_case_is_superseded) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  const std::string id = "20261130T081502Z-3fa9";
+  auto w = run_store::create(results, id, layout::compact);
+  BOOST_REQUIRE(w.has_value());
+  auto save = [&](const std::vector<std::string>& samples) {
+    auto writer = w->writer();
+    BOOST_REQUIRE(writer.has_value());
+    for (auto& sample : samples) {
+      auto c = saved(sample, case_state::passed);
+      (*writer)->submit(c.key, json::serialize(c.record),
+                        [](boost::system::error_code ec) { BOOST_TEST(!ec); });
+    }
+    (*writer)->drain();
+  };
+  save({"a", "b", "c"});
+  // Flip one byte inside the record of b (the second line), away from its key.
+  auto segment = w->path() / "segments" / "000001.ndjson";
+  std::string bytes;
+  {
+    std::ifstream in(segment, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto second = bytes.find('\n') + 1;
+  auto flip = bytes.find('\n', second) - 3;
+  bytes[flip] = static_cast<char>(bytes[flip] ^ 1);
+  std::ofstream(segment, std::ios::binary | std::ios::trunc) << bytes;
+  auto before = w->load();
+  BOOST_TEST(before.cases.size() == 2u);
+  BOOST_TEST(before.unreadable.size() == 1u);
+  BOOST_TEST(before.superseded.empty());
+  save({"b"});
+  auto after = w->load();
+  BOOST_TEST(after.cases.size() == 3u);
+  BOOST_TEST(after.unreadable.empty());
+  BOOST_REQUIRE(after.superseded.size() == 1u);
+  BOOST_TEST(after.superseded[0].find("checksum mismatch at " + segment.string() + ":2") == 0u,
+             after.superseded[0]);
+  BOOST_TEST(after.superseded[0].find("superseded by a later record of echo/b@sim") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(records_load_in_natural_order_and_unreadable_files_are_named) {
