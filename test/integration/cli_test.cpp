@@ -16,6 +16,7 @@
 
 using namespace mira::test;
 namespace json = boost::json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -532,6 +533,122 @@ BOOST_AUTO_TEST_CASE(a_report_of_unreadable_results_is_an_error_naming_them) {
                            " saved result(s) of run " + id + " can be read") != std::string::npos);
   BOOST_TEST(none.out.find("(0 cases)") == std::string::npos);
   BOOST_TEST(none.out.find("pass rate") == std::string::npos);
+}
+
+// A disk that fills while the run finishes (here a file size limit, which fails writes the same
+// way): the run exited 0 with a warning naming no file and left no report.json. Now the run
+// fails (exit 3) naming the file, stays unfinished, and a resume finishes it. `mira report`
+// printed "rewrote report.json and report.html" after failing to, and exited 0.
+BOOST_AUTO_TEST_CASE(a_finish_that_cannot_write_fails_the_run_and_names_the_file) {
+  temp_dir dir;
+  auto results = dir / "results";
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+  // 12 blocks of 512 bytes: room for meta.json and report.json, not for report.html.
+  const std::string limited = "sh -c \"trap '' XFSZ; ulimit -f 12; exec " + mira_bin;
+  const std::string run = " --results-dir " + results + " -- " + py + " 2>&1";
+  auto first = run_command(limited + " run" + run + "\"");
+  BOOST_TEST(first.code == 3, first.out);
+  auto id = only_run(results).filename().string();
+  auto folder = fs::path(results) / id;
+  BOOST_TEST(
+      first.out.find("mira: error: cannot finish run " + id + ": cannot write " +
+                     (folder / "report.html").string() + ": File too large") != std::string::npos,
+      first.out);
+  BOOST_TEST(first.out.find("resume with: ") != std::string::npos);
+  auto meta = json::parse(read_file((folder / "meta.json").string()));
+  BOOST_TEST(meta.at("finished").as_string().empty());
+
+  auto resumed = run_command(mira_bin + " run --resume " + id + run);
+  BOOST_TEST(resumed.code == 1);  // echo/fail
+  BOOST_TEST(resumed.out.find("3 of 3 case(s) already saved") != std::string::npos);
+  BOOST_TEST(fs::exists(folder / "report.html"));
+  BOOST_TEST(
+      !json::parse(read_file((folder / "meta.json").string())).at("finished").as_string().empty());
+
+  auto html = read_file((folder / "report.html").string());
+  auto report = run_command(limited + " report " + id + " --results-dir " + results + " 2>&1\"");
+  BOOST_TEST(report.code == 3, report.out);
+  BOOST_TEST(report.out.find("mira: error: cannot write " + (folder / "report.html").string() +
+                             ": File too large") != std::string::npos,
+             report.out);
+  BOOST_TEST(report.out.find("rewrote") == std::string::npos, report.out);
+  BOOST_TEST(read_file((folder / "report.html").string()) == html);  // replaced whole or not
+}
+
+// A case whose record cannot be written: the message names the file, in both layouts (it named
+// the case only).
+BOOST_AUTO_TEST_CASE(a_result_that_cannot_be_saved_names_its_file) {
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+  for (std::string layout : {"per-case", "compact"}) {
+    temp_dir dir;
+    auto results = dir / "results";
+    auto r =
+        run_command("sh -c \"trap '' XFSZ; ulimit -f 0; exec " + mira_bin + " run -j 1 --store " +
+                    layout + " --results-dir " + results + " -- " + py + " 2>&1\"");
+    BOOST_TEST(r.code == 3, r.out);
+    auto folder = only_run(results);
+    auto file = layout == "compact" ? folder / "segments" / "000001.ndjson"
+                                    : folder / "cases" / "echo_2fa_40sim" / "result.json";
+    BOOST_TEST(r.out.find("mira: error: cannot save the result of echo/a@sim to " + file.string() +
+                          ": File too large") != std::string::npos,
+               r.out);
+    BOOST_TEST(r.out.find("mira: warning: cannot write " + (folder / "meta.json").string() +
+                          ": File too large") != std::string::npos,
+               r.out);
+  }
+}
+
+// A meta.json with flipped bytes: doctor says how to fix it, and --fix rebuilds it from the case
+// records (both layouts) under the run's lock, keeping the damaged file and every record.
+BOOST_AUTO_TEST_CASE(doctor_fix_rebuilds_a_damaged_meta_json_from_the_records) {
+  temp_dir dir;
+  auto results = dir / "results";
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+  for (auto* layout : {"per-case", "compact"}) {
+    fs::remove_all(results);
+    BOOST_TEST(run_command(mira_bin + " run --store " + layout + " --results-dir " + results +
+                           " -- " + py + " >/dev/null 2>&1")
+                   .code == 1);  // echo/fail
+    auto id = only_run(results).filename().string();
+    auto folder = fs::path(results) / id;
+    auto meta = read_file((folder / "meta.json").string());
+    auto damaged = meta;
+    damaged[damaged.size() / 2] = '\x01';
+    damaged[damaged.size() / 3] = '\x02';
+    std::ofstream(folder / "meta.json", std::ios::binary | std::ios::trunc) << damaged;
+    auto records_before = run_command("cd " + folder.string() +
+                                      " && find cases segments -type f 2>/dev/null | sort | "
+                                      "xargs cat");
+    const std::string doctor =
+        "cd " + dir.path.string() + " && " + mira_bin + " doctor --results-dir " + results;
+    auto told = run_command(doctor + " 2>&1");
+    BOOST_TEST(told.code == 1);
+    BOOST_TEST(told.out.find("`mira doctor --fix` rebuilds meta.json from the case records") !=
+                   std::string::npos,
+               told.out);
+    auto fixed = run_command(doctor + " --fix 2>&1");
+    BOOST_TEST(fixed.out.find("fixed: run " + id + ": meta.json rebuilt from 3 case record(s) (" +
+                              layout + " layout); the damaged one kept as " +
+                              (folder / "meta.json.damaged").string()) != std::string::npos,
+               fixed.out);
+    BOOST_TEST(read_file((folder / "meta.json.damaged").string()) == damaged);
+    BOOST_TEST(run_command("cd " + folder.string() +
+                           " && find cases segments -type f 2>/dev/null | sort | xargs cat")
+                   .out == records_before.out);
+    auto report = run_command(mira_bin + " report " + id + " --results-dir " + results);
+    BOOST_TEST(report.code == 0);
+    BOOST_TEST(report.out.find("2 passed, 1 failed, 0 n/a, 0 skipped, 0 cancelled, 0 errors (3 "
+                               "cases)") != std::string::npos,
+               report.out);
+    // Damaged again: the first damaged copy is never overwritten.
+    std::ofstream(folder / "meta.json", std::ios::binary | std::ios::trunc) << damaged;
+    auto refused = run_command(doctor + " --fix 2>&1");
+    BOOST_TEST(refused.code == 1);
+    BOOST_TEST(
+        refused.out.find("could not fix run " + id + ": " +
+                         (folder / "meta.json.damaged").string() + " exists") != std::string::npos,
+        refused.out);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -234,4 +234,39 @@ BOOST_AUTO_TEST_CASE(a_compact_run_reports_resumes_and_converts_both_ways) {
   }
 }
 
+// A flipped byte in one compact record: the resume runs that case again, after which the damaged
+// record is superseded. `mira report` kept exiting 3 ("1 of N saved result(s) cannot be read")
+// for a run that was complete.
+BOOST_AUTO_TEST_CASE(a_damaged_compact_record_run_again_no_longer_fails_the_report) {
+  temp_dir dir;
+  auto results = dir / "results";
+  const std::string run =
+      " --store compact --results-dir " + results + " -- " + py + " --samples 20 2>&1";
+  BOOST_TEST(run_command(mira_bin + " run" + run).code == 0);
+  auto id = only_run(results).filename().string();
+  auto segment = fs::path(results) / id / "segments" / "000001.ndjson";
+  auto bytes = read_file(segment.string());
+  std::size_t line_start = 0;
+  for (int line = 1; line < 5; ++line) line_start = bytes.find('\n', line_start) + 1;
+  auto flip = bytes.find('\n', line_start) - 3;  // inside the record, away from its key
+  bytes[flip] = static_cast<char>(bytes[flip] ^ 1);
+  std::ofstream(segment, std::ios::binary | std::ios::trunc) << bytes;
+  auto report = [&] {
+    return run_command(mira_bin + " report " + id + " --results-dir " + results + " 2>&1");
+  };
+  auto damaged = report();
+  BOOST_TEST(damaged.code == 3);
+  BOOST_TEST(damaged.out.find("1 of 20 saved result(s)") != std::string::npos, damaged.out);
+
+  auto resumed = run_command(mira_bin + " run --resume " + id + run);
+  BOOST_TEST(resumed.code == 0);
+  BOOST_TEST(resumed.out.find("19 of 20 case(s) already saved") != std::string::npos, resumed.out);
+  auto after = report();
+  BOOST_TEST(after.code == 0, after.out);
+  BOOST_TEST(after.out.find("20 passed") != std::string::npos, after.out);
+  BOOST_TEST(after.out.find("superseded by a later record of echo/") != std::string::npos,
+             after.out);
+  BOOST_TEST(after.out.find("cannot be read") == std::string::npos, after.out);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

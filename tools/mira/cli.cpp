@@ -149,15 +149,16 @@ int cmd_plan(const std::vector<std::string>& args) {
 namespace {
 
 // An unfiltered `mira report` renders the run's report.json and report.html again (over every
-// saved case), as the Rust host does. Only under the run's lock: a run in progress writes its
-// own at its end. A failure is told and does not change the exit code: the report was shown.
-void rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule::run_report& report,
+// saved case), as the Rust host does. Only under the run's lock: a run in use is left alone (it
+// writes its own at its end). False when a file could not be written (each is replaced whole or
+// not at all): the report was shown, but the folder's copy is not what it claims to be.
+bool rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                          const aggregate::summary& s) {
   auto run = store::run_store::open(a.results_dir, a.run_id);
   if (!run) {
     std::fprintf(stderr, "mira: note: report.json and report.html left as they are: %s\n",
                  printable(run.error()).c_str());
-    return;
+    return true;
   }
   if (run->meta().made_by_rust_host) {
     // Its report.json has the Rust host's shape, which its own tools read.
@@ -165,23 +166,28 @@ void rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule:
                  "mira: note: run %s was made by the Rust mira CLI: its report files are left as "
                  "they are\n",
                  printable(a.run_id).c_str());
-    return;
+    return true;
   }
   if (run->meta().finished.empty()) {
     std::fprintf(stderr,
                  "mira: note: run %s never finished; its report files are written when "
                  "`mira run --resume %s` ends\n",
                  printable(a.run_id).c_str(), printable(a.run_id).c_str());
-    return;
+    return true;
   }
+  bool ok = true;
   for (auto* format : {"json", "html"}) {
     auto path = run->path() / (std::string("report.") + format);
-    if (auto ec = write_report(path, format, p, report, s))
-      std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(path.string()).c_str(),
+    if (auto ec = write_report(path, format, p, report, s)) {
+      std::fprintf(stderr, "mira: error: cannot write %s: %s\n", printable(path.string()).c_str(),
                    ec.message().c_str());
+      ok = false;
+    }
   }
-  std::fprintf(stderr, "rewrote report.json and report.html in %s\n",
-               printable(run->path().string()).c_str());
+  if (ok)
+    std::fprintf(stderr, "rewrote report.json and report.html in %s\n",
+                 printable(run->path().string()).c_str());
+  return ok;
 }
 
 }  // namespace
@@ -218,7 +224,8 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
   if (!emit_report(a, p, report, s, false)) return exit_host_error;
-  if (filter.empty() && unreadable == 0) rewrite_run_reports(a, p, report, s);
+  if (filter.empty() && unreadable == 0 && !rewrite_run_reports(a, p, report, s))
+    return exit_host_error;
   if (unreadable > 0) {
     std::fprintf(stderr,
                  "mira: the report is incomplete: %zu of %zu saved result(s) of run %s cannot be "

@@ -1,6 +1,7 @@
 // `mira doctor [--fix]`: mira.toml, the study's listing and the results dir checked by the
-// library (mira/config/doctor.hpp) and printed per section. --fix only creates what is missing
-// (the results dir, a starter mira.toml); it never changes or removes a file.
+// library (mira/config/doctor.hpp) and printed per section. --fix creates what is missing (the
+// results dir, a starter mira.toml) and rebuilds a run's unreadable meta.json from its case
+// records (store::rebuild_meta: the damaged file kept beside it); it never removes a file.
 #include "commands.hpp"
 #include "config_step.hpp"
 #include "help.hpp"
@@ -8,10 +9,12 @@
 
 #include <mira/config/doctor.hpp>
 #include <mira/store/files.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,6 +66,42 @@ bool create_new_file(const fs::path& path, const std::string& text, std::string&
     return false;
   }
   return true;
+}
+
+// --fix for each run folder of `results` whose meta.json cannot be read: rebuilt from its case
+// records, under the run's lock. Says what it did for each; false when one could not be fixed.
+bool rebuild_damaged_meta(const fs::path& results) {
+  bool ok = true;
+  std::error_code ec;
+  std::vector<std::string> ids;
+  for (auto it = fs::directory_iterator(results, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    auto id = it->path().filename().string();
+    std::error_code e;
+    if (it->is_directory(e) && fs::exists(it->path() / "meta.json", e) &&
+        !store::invalid_run_id(id) && !store::load_run_meta(results, id))
+      ids.push_back(std::move(id));
+  }
+  std::sort(ids.begin(), ids.end());
+  for (auto& id : ids) {
+    auto done = store::rebuild_meta(results, id);
+    if (!done) {
+      std::printf("could not fix run %s: %s\n", printable(id).c_str(),
+                  printable(done.error()).c_str());
+      ok = false;
+      continue;
+    }
+    std::printf(
+        "fixed: run %s: meta.json rebuilt from %zu case record(s) (%s layout); the damaged one "
+        "kept as %s (no record changed; the study, sessions and fingerprints it held are not "
+        "in the new one)\n",
+        printable(id).c_str(), done->records,
+        std::string(store::to_string(done->records_layout)).c_str(),
+        printable(done->damaged.string()).c_str());
+    for (auto& u : done->unreadable)
+      std::printf("  note: cannot read %s (left as it is, not counted)\n", printable(u).c_str());
+  }
+  return ok;
 }
 
 bool nothing_to_launch(const run_args& a, const config::config& c) {
@@ -148,6 +187,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
       fix_failed = true;
     }
   }
+  if (a.fix && fs::is_directory(results, ec) && !rebuild_damaged_meta(results)) fix_failed = true;
   t.section("results dir: " + results.string(), config::check_results_dir(results));
 
   std::printf("summary: %zu warning(s), %zu error(s)\n", t.warnings, t.errors);

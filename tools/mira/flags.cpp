@@ -532,7 +532,8 @@ const flag_spec table[] = {
        o.max_runs = static_cast<std::size_t>(whole_number(f, v, 1, 1000));
      }},
     {"--fix", "", "", bit(command::doctor), hs::saved,
-     "create a missing results dir and a starter mira.toml\n(nothing that exists is changed)",
+     "create a missing results dir and a starter mira.toml, and\nrebuild a run's unreadable "
+     "meta.json from its records\n(kept as meta.json.damaged; nothing is removed)",
      [](run_args& o, const std::string&, const std::string&) { o.fix = true; }},
 };
 

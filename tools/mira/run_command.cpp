@@ -225,6 +225,8 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
     for (auto& u : saved.unreadable)
       std::fprintf(stderr, "mira: warning: cannot read %s; that case runs again\n",
                    printable(u).c_str());
+    for (auto& u : saved.superseded)
+      std::fprintf(stderr, "mira: warning: %s\n", printable(u).c_str());
     store::resume_options o{a.retry_errors, a.retry_failed, a.allow_other_study};
     auto decided = store::plan_resume(saved, p, study.init, store::listing_fingerprints(study.list),
                                       a.selection.seed, o);
@@ -270,8 +272,8 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
   session.config = config_json(args, a);
   session.planned = p.cases.size();
   session.reused = in.resumed.reused;
-  if (auto ec = in.store->begin_session(std::move(session)))
-    std::fprintf(stderr, "mira: warning: cannot write meta.json: %s\n", ec.message().c_str());
+  if (auto e = in.store->begin_session(std::move(session)))
+    std::fprintf(stderr, "mira: warning: %s\n", printable(e.message()).c_str());
   return in;
 }
 
@@ -357,17 +359,20 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   } else if (arts.dir && m == mode::execute_only) {
     artifact_writer.emplace(arts.dir->path());
   }
-  auto on_saved = [ex, failures](std::string key, std::string what) {
-    return
-        [ex, failures, key = std::move(key), what = std::move(what)](boost::system::error_code ec) {
-          if (!ec) return;
-          asio::post(ex, [failures, key, what, ec] {
-            failures->keys.push_back(key);
-            auto message = "cannot save " + what + key + ": " + ec.message();
-            stderr_line("mira: error: " + printable(message));
-            if (!failures->first) failures->first = std::move(message);
-          });
-        };
+  // `file_of` is asked on the writer's thread when a save fails: the file that failed.
+  auto on_saved = [ex, failures](std::string key, std::string what,
+                                 std::function<std::filesystem::path()> file_of) {
+    return [ex, failures, key = std::move(key), what = std::move(what),
+            file_of = std::move(file_of)](boost::system::error_code ec) {
+      if (!ec) return;
+      auto message =
+          "cannot save " + what + key + " to " + file_of().string() + ": " + ec.message();
+      asio::post(ex, [failures, key, message = std::move(message)]() mutable {
+        failures->keys.push_back(key);
+        stderr_line("mira: error: " + printable(message));
+        if (!failures->first) failures->first = std::move(message);
+      });
+    };
   };
 
   schedule::run_hooks hooks;
@@ -393,15 +398,19 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
         (r.state == case_state::executed || r.state == case_state::skipped)) {
       auto artifact = store::result_object(r);
       artifact["key"] = c.key;
-      artifact_writer->submit(arts.dir->file_for(c.key), protocol::to_json_text(artifact) + "\n",
-                              on_saved(c.key, "the artifact of "));
+      auto file = arts.dir->file_for(c.key);
+      artifact_writer->submit(file, protocol::to_json_text(artifact) + "\n",
+                              on_saved(c.key, "the artifact of ", [file] { return file; }));
     }
     // A cancelled case is not finished: a resumed run runs it.
     const bool saving = writer && r.state != case_state::cancelled;
     if (!saving && !stream_jsonl) return;  // the record is only built to be written
     auto line = protocol::to_json_text(store::encode_case(c, r));
     if (stream_jsonl) std::cout << line << '\n' << std::flush;
-    if (saving) writer->submit(c.key, std::move(line), on_saved(c.key, "the result of "));
+    if (saving)
+      writer->submit(c.key, std::move(line),
+                     on_saved(c.key, "the result of ",
+                              [w = writer.get(), key = c.key] { return w->file_of(key); }));
   };
   hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
     return failures->first;
@@ -454,8 +463,9 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
 }
 
 // Step: the end of a saved session — the study's stderr, report.json and report.html over every
-// case of the run, meta.json with the session's end — and what to tell the user.
-void save_session(const std::vector<std::string>& args, const run_args& a, const opened& study,
+// case of the run, meta.json with the session's end — and what to tell the user. False when the
+// run folder could not be finished (its report files or meta.json not written): a failed run.
+bool save_session(const std::vector<std::string>& args, const run_args& a, const opened& study,
                   const plan::plan& p, schedule::run_report& report, store_input& st,
                   const aggregate::summary& session_summary) {
   auto& s = *st.store;
@@ -465,9 +475,8 @@ void save_session(const std::vector<std::string>& args, const run_args& a, const
   for (auto i : st.resumed.todo) session.ran += report.cases[i].state != case_state::cancelled;
   if (report.stopped != schedule::stop_reason::none)
     session.stopped = std::string(to_string(report.stopped));
-  if (auto ec = s.append_stderr(the_log().stderr_text()))
-    std::fprintf(stderr, "mira: warning: cannot write study.stderr.log: %s\n",
-                 ec.message().c_str());
+  if (auto e = s.append_stderr(the_log().stderr_text()))
+    std::fprintf(stderr, "mira: warning: %s\n", printable(e.message()).c_str());
   // The run's report covers every saved case, also those this session's selection left out.
   auto whole = store::whole_run(p, report, st.resumed);
   auto& whole_plan = whole ? whole->first : p;
@@ -475,12 +484,18 @@ void save_session(const std::vector<std::string>& args, const run_args& a, const
   auto whole_summary =
       whole ? aggregate::summarize(whole_plan, whole_report.cases, &study.list, a.group_by)
             : session_summary;
-  if (auto ec = s.finish(whole_plan, whole_report, whole_summary))
-    std::fprintf(stderr, "mira: warning: cannot finish the run folder: %s\n", ec.message().c_str());
-  std::fprintf(stderr, "saved run %s to %s\n", s.id().c_str(), s.path().c_str());
-  if (report.stopped != schedule::stop_reason::none ||
+  auto failed = s.finish(whole_plan, whole_report, whole_summary);
+  if (failed)
+    std::fprintf(stderr,
+                 "mira: error: cannot finish run %s: %s (once the file can be written, resume "
+                 "the run to finish it)\n",
+                 s.id().c_str(), printable(failed.message()).c_str());
+  else
+    std::fprintf(stderr, "saved run %s to %s\n", s.id().c_str(), s.path().c_str());
+  if (failed || report.stopped != schedule::stop_reason::none ||
       session_summary.count(case_state::cancelled) > 0)
     std::fprintf(stderr, "resume with: %s\n", printable(resume_command(args, s.id())).c_str());
+  return !failed;
 }
 
 int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
@@ -529,7 +544,7 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
     bool written = emit_report(a, p, report, s, a.format == "jsonl" && a.out.empty());
     std::fflush(stdout);  // the report before what stderr says about it
     co_await guard.shutdown();
-    if (st->store) save_session(args, a, study, p, report, *st, s);
+    const bool finished = !st->store || save_session(args, a, study, p, report, *st, s);
     the_log().store = nullptr;
     if (arts->dir && m == mode::execute_only) {
       std::fprintf(stderr, "executed %zu case(s) in this session; artifacts in %s\n",
@@ -549,7 +564,8 @@ int run_cases(const std::vector<std::string>& args, run_args a, mode m) {
                    "the report above):%s\n",
                    unsaved.size(), keys.c_str());
     }
-    rc = exit_code_for(report, s, !unsaved.empty() || !written || failures->first.has_value());
+    rc = exit_code_for(report, s,
+                       !unsaved.empty() || !written || !finished || failures->first.has_value());
   });
 }
 

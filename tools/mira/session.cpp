@@ -353,6 +353,7 @@ std::optional<store::loaded_run> load_saved_run(const run_args& a) {
   }
   for (auto& u : run->unreadable)
     std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  for (auto& u : run->superseded) std::fprintf(stderr, "mira: warning: %s\n", printable(u).c_str());
   return std::move(*run);
 }
 

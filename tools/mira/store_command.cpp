@@ -41,8 +41,8 @@ int cmd_store(const std::vector<std::string>& args) {
   }
   for (auto& note : done->notes) std::fprintf(stderr, "mira: note: %s\n", printable(note).c_str());
   run->meta().layout = *to;
-  if (auto ec = run->save_meta()) {
-    std::fprintf(stderr, "mira: cannot write meta.json: %s\n", ec.message().c_str());
+  if (auto e = run->save_meta()) {
+    std::fprintf(stderr, "mira: %s\n", printable(e.message()).c_str());
     return exit_host_error;
   }
   std::fprintf(stderr,
