@@ -29,7 +29,9 @@ struct convert_counts {
 /// another key than its line. On a write failure the old layout is left intact and the error
 /// says so; records already written in the new layout stay (a second conversion rewrites them).
 /// Records already in the new layout (an interrupted conversion) stay; for a key in both, the
-/// old layout's record wins. Takes the segment directory's writer lock while it works.
+/// old layout's record wins. Takes the segment directory's writer lock while it works; the
+/// caller holds the run (a run_store opened on it, as `mira store convert` does), so no
+/// session writes the folder meanwhile.
 tl::expected<convert_counts, std::string> convert_run_layout(const std::filesystem::path& run_dir,
                                                              layout to);
 
