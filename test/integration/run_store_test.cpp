@@ -111,6 +111,16 @@ BOOST_AUTO_TEST_CASE(one_writer_at_a_time) {
     BOOST_TEST(
         run_command(mira_bin + " report " + id + " --results-dir " + results + " >/dev/null 2>&1")
             .code == 0);
+    // The lock is the folder's: with .lock deleted the run is still held, and the refused
+    // writer changes nothing (it used to run, or rewrite meta.json first).
+    auto meta = read_file((fs::path(results) / id / "meta.json").string());
+    fs::remove(fs::path(results) / id / ".lock");
+    auto without_file = run_command(mira_bin + " run --samples a --resume " + id +
+                                    " --results-dir " + results + " -- " + py + " 2>&1");
+    BOOST_TEST(without_file.code == 3);
+    BOOST_TEST(without_file.out.find("is in use by another process") != std::string::npos,
+               without_file.out);
+    BOOST_TEST(read_file((fs::path(results) / id / "meta.json").string()) == meta);
   }
   auto third = run_command(mira_bin + " run --samples a --resume " + id + " --results-dir " +
                            results + " -- " + py + " 2>&1");
