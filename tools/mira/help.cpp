@@ -61,7 +61,8 @@ help_text text_of(command cmd) {
           "Cases are shown in natural key order (case-2 before case-10). Run folders of "
           "either layout,\nand those of the Rust mira CLI, are read. Exit codes: 0; 2 when "
           "there is no such run; 3 when some\nsaved result cannot be read (each is named; "
-          "the report of the rest is incomplete), none can,\nor --out cannot be written.\n\n"
+          "the report of the rest is incomplete), none can,\nor --out or the run's report files "
+          "cannot be written.\n\n"
           "Example:\n  mira report 20261130T081502Z-3fa9\n"};
     case command::export_:
       return {
