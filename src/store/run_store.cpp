@@ -545,10 +545,6 @@ write_error run_store::finish(const plan::plan& whole, schedule::run_report& rep
   return first;
 }
 
-}  // namespace mira::store
-
-namespace mira::store {
-
 tl::expected<meta_rebuild, std::string> rebuild_meta(const fs::path& results_dir,
                                                      const std::string& run_id) {
   auto path = existing_run(results_dir, run_id);
