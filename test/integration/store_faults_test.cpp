@@ -50,8 +50,11 @@ struct run_output {
 run_output run(const temp_dir& dir, const std::string& args, const std::string& record,
                const fault* f) {
   std::string env;
+  // Under AddressSanitizer the shim comes before its runtime: allowed, as nothing of it is
+  // instrumented.
   if (f)
-    env = std::string("env LD_PRELOAD=") + MIRA_FAULT_FS + " MIRA_FAULT_PATH='" + f->path +
+    env = std::string("env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 ") +
+          "LD_PRELOAD=" + MIRA_FAULT_FS + " MIRA_FAULT_PATH='" + f->path +
           "' MIRA_FAULT_OP=" + f->op + " MIRA_FAULT_AFTER=" + std::to_string(f->after) +
           " MIRA_FAULT_ERRNO=" + errno_name(f->error) + " ";
   auto err_file = dir / "stderr";
