@@ -118,6 +118,7 @@ void host_impl::on_idle(error_code ec) {
   gone_reason_ = "the study wrote nothing for " + std::string(secs) + " s while " +
                  std::to_string(mux_.outstanding()) +
                  " request(s) were pending (idle timeout), so the host killed it";
+  gone_noticed_only_ = false;  // the host's own reason, whatever broke before
   log(log_level::warning, gone_reason_);
   if (proc_ && !exited_)
     proc_->kill();  // its exit fails what is pending, with this reason
