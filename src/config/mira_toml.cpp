@@ -46,7 +46,7 @@ class checker {
       std::string msg = "unknown key '" + key + "' in " + std::string(where);
       auto near = did_you_mean(key, known);
       msg += near.empty() ? " (known: " + join(known) + ")" : "; did you mean '" + near + "'?";
-      warn(v, std::move(msg));
+      unknown.push_back({at(v), std::move(msg)});
     }
   }
 
@@ -94,6 +94,7 @@ class checker {
   }
 
   std::vector<diagnostic> warnings;
+  std::vector<diagnostic> unknown;  // unknown keys: warnings, or the first words of a failure
 
  private:
   fs::path file_;
@@ -110,7 +111,6 @@ std::string table_key(std::string_view name) {
 preset read_preset(checker& ck, const std::string& name, const toml::node& n) {
   auto where = "[presets." + table_key(name) + "]";
   auto& t = ck.table(n, where);
-  ck.known_keys(t, where, {"evals", "samples", "targets", "tag", "axes", "timeout"});
   preset p;
   p.name = name;
   p.where = ck.at(n);
@@ -136,6 +136,27 @@ preset read_preset(checker& ck, const std::string& name, const toml::node& n) {
 const std::vector<std::string> mode_keys = {"bin",   "example", "cmd",    "script",
                                             "study", "uv",      "python", "python3"};
 
+// Every table's unknown keys, before any value is checked: a misspelt key (`cmnd` for `cmd`) is
+// what a reader must hear about first, not the failure it leads to ("has no mode").
+void check_keys(checker& ck, const toml::table& root) {
+  ck.known_keys(root, "mira.toml",
+                {"results", "environment", "presets", "launchers", "default_launcher", "targets"});
+  if (auto* t = root.get_as<toml::table>("results")) ck.known_keys(*t, "[results]", {"dir"});
+  if (auto* t = root.get_as<toml::table>("environment"))
+    ck.known_keys(*t, "[environment]", {"enabled", "labels"});
+  auto launcher_keys = mode_keys;
+  launcher_keys.insert(launcher_keys.end(), {"package", "manifest_path"});
+  const std::tuple<const char*, std::vector<std::string>> named[] = {
+      {"presets", {"evals", "samples", "targets", "tag", "axes", "timeout"}},
+      {"launchers", launcher_keys},
+      {"targets", {"timeout"}}};
+  for (auto& [table, known] : named)
+    if (auto* all = root.get_as<toml::table>(table))
+      for (auto& [name, v] : *all)
+        if (auto* t = v.as_table())
+          ck.known_keys(*t, "[" + std::string(table) + "." + table_key(name.str()) + "]", known);
+}
+
 launch_mode mode_of(std::string_view key) {
   if (key == "bin") return launch_mode::bin;
   if (key == "example") return launch_mode::example;
@@ -150,9 +171,6 @@ launcher read_launcher(checker& ck, const std::string& name, const toml::node& n
                        const fs::path& dir) {
   auto where = "[launchers." + table_key(name) + "]";
   auto& t = ck.table(n, where);
-  auto known = mode_keys;
-  known.insert(known.end(), {"package", "manifest_path"});
-  ck.known_keys(t, where, known);
   launcher l;
   l.name = name;
   l.where = ck.at(n);
@@ -197,11 +215,8 @@ config read_config(checker& ck, const toml::table& root, const fs::path& file) {
   c.file = file;
   const auto dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   c.results_dir = (dir / "results").lexically_normal();
-  ck.known_keys(root, "mira.toml",
-                {"results", "environment", "presets", "launchers", "default_launcher", "targets"});
   if (auto* n = root.get("results")) {
     auto& t = ck.table(*n, "[results]");
-    ck.known_keys(t, "[results]", {"dir"});
     if (auto* d = t.get("dir")) {
       auto s = ck.string(*d, "[results] dir");
       if (s.empty()) ck.fail(*d, "[results] dir is empty");
@@ -210,7 +225,6 @@ config read_config(checker& ck, const toml::table& root, const fs::path& file) {
   }
   if (auto* n = root.get("environment")) {
     auto& t = ck.table(*n, "[environment]");
-    ck.known_keys(t, "[environment]", {"enabled", "labels"});
     if (auto* e = t.get("enabled")) c.environment_enabled = ck.boolean(*e, "[environment] enabled");
     if (auto* l = t.get("labels")) {
       // toml++ keeps keys sorted; the file's order is the one a reader expects back.
@@ -252,7 +266,6 @@ config read_config(checker& ck, const toml::table& root, const fs::path& file) {
       std::string key(label.str());
       auto where = "[targets." + table_key(key) + "]";
       auto& t = ck.table(v, where);
-      ck.known_keys(t, where, {"timeout"});
       target_settings s;
       s.where = ck.at(v);
       if (auto* to = t.get("timeout")) s.timeout_s = ck.seconds(*to, where + " timeout");
@@ -265,6 +278,21 @@ std::string known_names(const auto& map) {
   std::string out;
   for (auto& [name, v] : map) out += (out.empty() ? "" : ", ") + name;
   return out.empty() ? "none are defined" : "known: " + out;
+}
+
+bool before(const diagnostic& x, const diagnostic& y) {
+  return std::tie(x.where.line, x.where.column) < std::tie(y.where.line, y.where.column);
+}
+
+// A failure in a file with unknown keys: those first (the likely cause), then the failure.
+diagnostic unknown_keys_first(std::vector<diagnostic> unknown, const diagnostic& failed) {
+  if (unknown.empty()) return failed;
+  std::stable_sort(unknown.begin(), unknown.end(), before);
+  diagnostic out = unknown.front();
+  for (std::size_t i = 1; i < unknown.size(); ++i)
+    out.message += "; line " + std::to_string(unknown[i].where.line) + ": " + unknown[i].message;
+  out.message += "; then line " + std::to_string(failed.where.line) + ": " + failed.message;
+  return out;
 }
 
 }  // namespace
@@ -326,12 +354,12 @@ tl::expected<config, diagnostic> parse_config(std::string_view text, const fs::p
   checker ck(file);
   try {
     auto root = toml::parse(text, file.string());
+    check_keys(ck, root);
     auto c = read_config(ck, root, file);
     c.warnings = std::move(ck.warnings);
+    c.warnings.insert(c.warnings.end(), ck.unknown.begin(), ck.unknown.end());
     // In file order (toml++ visits keys sorted).
-    std::stable_sort(c.warnings.begin(), c.warnings.end(), [](auto& x, auto& y) {
-      return std::tie(x.where.line, x.where.column) < std::tie(y.where.line, y.where.column);
-    });
+    std::stable_sort(c.warnings.begin(), c.warnings.end(), before);
     return c;
   } catch (const toml::parse_error& e) {
     auto& b = e.source().begin;
@@ -339,7 +367,7 @@ tl::expected<config, diagnostic> parse_config(std::string_view text, const fs::p
         diagnostic{{file, static_cast<std::size_t>(b.line), static_cast<std::size_t>(b.column)},
                    std::string(e.description())});
   } catch (const failure& f) {
-    return tl::unexpected(f.d);
+    return tl::unexpected(unknown_keys_first(std::move(ck.unknown), f.d));
   }
 }
 

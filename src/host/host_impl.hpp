@@ -248,6 +248,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   // The study is going (output closed, input broken or process exited): fail what waits once
   // the rest has arrived (exit status, last stderr lines), or after exit_wait at the latest.
   void maybe_finish();
+  std::string gone_why() const;
   void finish_close(error_code ec, std::string why);
 
   std::unique_ptr<transport> io_;
@@ -290,6 +291,9 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   bool finished_ = false;
   std::optional<exit_status> exit_;
   std::string gone_reason_;
+  // gone_reason_ is how the host noticed (a broken pipe, the end of the output), not why: once
+  // the exit status is known, that is the reason.
+  bool gone_noticed_only_ = false;
   error_code close_code_;
   diagnostics close_diag_;
 };

@@ -41,7 +41,10 @@ void host_impl::on_written(error_code ec) {
   if (flush_wait_) flush_wait_->cancel();
   if (ec == asio::error::operation_aborted || finished_) return;
   output_broken_ = true;
-  gone_reason_ = "the study stopped reading its input (" + ec.message() + ")";
+  if (gone_reason_.empty()) {
+    gone_reason_ = "the study stopped reading its input (" + ec.message() + ")";
+    gone_noticed_only_ = true;
+  }
   maybe_finish();
 }
 
@@ -63,9 +66,11 @@ void host_impl::on_stdout(error_code ec, std::size_t n) {
   if (auto f = framer_.finish()) on_frame(*f);
   if (finished_) return;
   stdout_eof_ = true;
-  if (gone_reason_.empty())
+  if (gone_reason_.empty()) {
     gone_reason_ = ec == asio::error::eof ? "the study closed its output"
                                           : "reading the study's output failed: " + ec.message();
+    gone_noticed_only_ = true;
+  }
   maybe_finish();
 }
 

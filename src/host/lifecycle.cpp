@@ -117,7 +117,8 @@ void host_impl::on_idle(error_code ec) {
   std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(opts_.idle_timeout).count());
   gone_reason_ = "the study wrote nothing for " + std::string(secs) + " s while " +
                  std::to_string(mux_.outstanding()) +
-                 " request(s) were pending (idle timeout); it was killed";
+                 " request(s) were pending (idle timeout), so the host killed it";
+  gone_noticed_only_ = false;  // the host's own reason, whatever broke before
   log(log_level::warning, gone_reason_);
   if (proc_ && !exited_)
     proc_->kill();  // its exit fails what is pending, with this reason
@@ -130,7 +131,10 @@ void host_impl::on_exit(error_code ec, exit_status st) {
   exited_ = true;
   if (!ec) exit_ = st;
   exit_event_.cancel();
-  if (gone_reason_.empty()) gone_reason_ = "the study exited";
+  if (gone_reason_.empty()) {
+    gone_reason_ = "the study exited";
+    gone_noticed_only_ = true;
+  }
   maybe_finish();
 }
 
@@ -163,13 +167,20 @@ void host_impl::maybe_finish() {
   if (close_wait_ && outputs_closed()) close_wait_->cancel();
   if (!(stdout_eof_ || exited_ || output_broken_)) return;
   if (stdout_eof_ && (!proc_ || (exited_ && stderr_eof_)))
-    return finish_close(make_error_code(errc::study_exited), gone_reason_);
+    return finish_close(make_error_code(errc::study_exited), gone_why());
   if (close_timer_armed_) return;
   close_timer_armed_ = true;
   close_timer_.expires_after(opts_.exit_wait);
   close_timer_.async_wait(asio::bind_executor(strand_, [self = shared_from_this()](error_code) {
-    self->finish_close(make_error_code(errc::study_exited), self->gone_reason_);
+    self->finish_close(make_error_code(errc::study_exited), self->gone_why());
   }));
+}
+
+// A study killed by a signal also breaks its pipes: the write error or end of output seen first
+// is only a symptom once its exit status is in (diagnostics::exit then says how).
+std::string host_impl::gone_why() const {
+  if (!exit_ || !gone_noticed_only_) return gone_reason_;
+  return exit_->signal != 0 ? "the study died" : "the study exited";
 }
 
 void host_impl::finish_close(error_code ec, std::string why) {
@@ -187,8 +198,9 @@ void host_impl::finish_close(error_code ec, std::string why) {
   auto ops = mux_.close();
   abandoned_changed();
   if (!ops.empty() && ec != asio::error::operation_aborted)
-    log(log_level::warning,
-        std::to_string(ops.size()) + " pending request(s) failed: " + close_diag_.message);
+    log(log_level::warning, std::to_string(ops.size()) +
+                                " pending request(s) failed: " + close_diag_.message +
+                                (exit_ ? " [" + exit_->to_string() + "]" : std::string()));
   for (auto& op : ops)
     fail(std::unique_ptr<op_base>(static_cast<op_base*>(op.release())), ec, close_diag_);
   io_->close();

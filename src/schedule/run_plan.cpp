@@ -464,7 +464,9 @@ class pipeline {
     if (now - *starved_since_ < grace) return;
     starved_since_.reset();
     auto why = "the study never answered " + std::to_string(abandoned) +
-               " cancelled request(s), which hold every slot";
+               " cancelled request(s), which held every slot for " + seconds_text(grace) + " s (" +
+               (policy_.case_timeout ? "the case timeout" : "the hang limit") +
+               "): it is treated as hung";
     // A pool's processes are not restarted for it: the study ignores `cancel` everywhere.
     if (pooled || !recover(generation_, why)) stop(stop_reason::study_failed, why);
   }
@@ -480,6 +482,7 @@ class pipeline {
     if (generation < generation_ || restarting_) return true;
     if (report_.restarts >= policy_.max_restarts) return false;
     restarting_ = true;
+    if (hooks_.on_restart) hooks_.on_restart(why);
     auto delay = policy_.restart_backoff * (1 << std::min(report_.restarts, 10));
     ++report_.restarts;
     // stop() cancels it: a stopped run does not wait out the backoff or the new study's start.

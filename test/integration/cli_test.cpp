@@ -207,7 +207,8 @@ BOOST_AUTO_TEST_CASE(fail_fast_budget_and_deadline_stop_the_run) {
                                " --run-ms 50 --die-after 2 --die-once " + marker + " 2>&1");
   std::remove(marker.c_str());
   BOOST_TEST(restarted.code == 0);
-  BOOST_TEST(restarted.out.find("mira: the study died; starting it again") != std::string::npos);
+  BOOST_TEST(restarted.out.find("mira: starting the study again: the study exited or closed its "
+                                "output: the study exited [exit code 3]") != std::string::npos);
   BOOST_TEST(restarted.out.find("4 passed, 0 failed") != std::string::npos);
 
   auto deadline = cli("run --dry-run --deadline 0.3 -- " + py + " --run-ms 20000");

@@ -83,7 +83,11 @@ BOOST_AUTO_TEST_CASE(a_study_that_never_answers_after_cancel_is_restarted_not_wa
                        " run --dry-run -j 2 --timeout 0.2 --max-retries 0 --max-restarts 1 -- " +
                        py + " --run-ms 100000 --ignore-cancel 2>&1");
   BOOST_TEST(r.code == 1);
-  BOOST_TEST(r.out.find("the study died; starting it again") != std::string::npos);
+  // Not "died": it was alive, and the run gave up on it after the case timeout.
+  BOOST_TEST(r.out.find("mira: starting the study again: the study never answered 2 cancelled "
+                        "request(s), which held every slot for 0.2 s (the case timeout): it is "
+                        "treated as hung") != std::string::npos,
+             r.out);
   BOOST_TEST(r.out.find("(timed out after 0.2 s)") != std::string::npos);
 }
 
@@ -95,7 +99,9 @@ BOOST_AUTO_TEST_CASE(a_clean_exit_mid_run_is_a_crash_too) {
       run_command("timeout 60 " + mira_bin + " run --dry-run -j 3 -- " + py +
                   " --run-ms 200 --die-after 2 --die-code 0 --die-once " + mark.path + " 2>&1");
   BOOST_TEST(r.code == 1);  // echo/fail
-  BOOST_TEST(r.out.find("the study died; starting it again") != std::string::npos);
+  BOOST_TEST(r.out.find("mira: starting the study again: the study exited or closed its output: "
+                        "the study exited [exit code 0]") != std::string::npos,
+             r.out);
   BOOST_TEST(r.out.find("2 passed, 1 failed, 0 n/a, 0 skipped, 0 cancelled, 0 errors") !=
              std::string::npos);
 }
@@ -129,11 +135,30 @@ BOOST_AUTO_TEST_CASE(an_idle_study_is_killed_and_restarted_like_a_crashed_one) {
                        " run --dry-run -j 1 --idle-timeout 0.5 --max-retries 2 -- " + py +
                        " --hang-after 2 --die-once " + mark.path + " 2>&1");
   BOOST_TEST(r.code == 1);  // echo/fail fails; nothing else goes wrong
-  BOOST_TEST(r.out.find("wrote nothing for 0.5 s while 1 request(s) were pending") !=
-             std::string::npos);
-  BOOST_TEST(r.out.find("the study died; starting it again") != std::string::npos);
+  // The host killed it for its silence, and says so when it starts the next one.
+  BOOST_TEST(r.out.find("mira: starting the study again: the study exited or closed its output: "
+                        "the study wrote nothing for 0.5 s while 1 request(s) were pending "
+                        "(idle timeout), so the host killed it [killed by signal 9 (SIGKILL)]") !=
+                 std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("the study died") == std::string::npos);
   BOOST_TEST(r.out.find("2 passed, 1 failed, 0 n/a, 0 skipped, 0 cancelled, 0 errors") !=
              std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_study_killed_by_a_signal_is_reported_by_its_signal_not_its_broken_pipes) {
+  // Four runs in flight when it kills itself: the host sees its output end (or its input
+  // break) before the exit status, which must still be what every message names.
+  auto r = run_command("timeout 60 " + mira_bin + " run --dry-run -j 4 --max-restarts 0 -- " + py +
+                       " --samples 8 --run-ms 50 --sigkill-after 3 2>&1");
+  BOOST_TEST(r.code == 3);
+  BOOST_TEST(r.out.find("4 pending request(s) failed: the study died [killed by signal 9 "
+                        "(SIGKILL)]") != std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("stopped (study failed): the study exited or closed its output: the study "
+                        "died [killed by signal 9 (SIGKILL)]") != std::string::npos);
+  BOOST_TEST(r.out.find("closed its output [") == std::string::npos);
+  BOOST_TEST(r.out.find("stopped reading its input") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_study_that_answers_initialize_but_not_list_times_out_naming_the_phase) {

@@ -88,6 +88,10 @@ asio::awaitable<schedule::run_report> run_study(study_processes& study, const pl
         "(e.g. --procs " +
         std::to_string(std::max(2u, std::thread::hardware_concurrency())) + ")");
   };
+  // Why the study goes (how it died, or how long it hung), not just that it did.
+  hooks.on_restart = [](const std::string& why) {
+    stderr_line("mira: starting the study again: " + printable(why));
+  };
   co_return co_await schedule::run_plan(std::get<host_handle>(study.conn), p, std::move(policy),
                                         std::move(hooks));
 }
@@ -146,7 +150,6 @@ json::object environment_json(const std::vector<std::pair<std::string, std::stri
 // Starts the same study again for run_plan, refusing one that is not the same study.
 asio::awaitable<tl::expected<host_handle, error>> restart_study(
     const run_args& a, protocol::initialize_result original) {
-  std::fprintf(stderr, "mira: the study died; starting it again\n");
   auto limit = std::chrono::ceil<std::chrono::milliseconds>(a.init_timeout);
   auto host =
       co_await mira::restart_study(command_for(a), cli_host_options(a), std::move(original), limit);

@@ -66,6 +66,9 @@ struct run_hooks {
   /// a time while at least 4 are pending for at least 2 s (see sequential_detector): a pool of
   /// processes would run it in parallel.
   std::function<void()> on_sequential_study;
+  /// Called when run_policy::respawn is about to start the study again, with why the last one
+  /// is gone (it died: how; or the run gave up on it as hung: after how long).
+  std::function<void(const std::string& why)> on_restart;
 };
 
 /// Runs every case of `p` (which must outlive the awaitable) through `host`, which must be

@@ -202,6 +202,25 @@ zzz = 1
   BOOST_TEST(got == want, boost::test_tools::per_element());
 }
 
+// A misspelt key is the likely cause of the failure it leads to: it is named first (`cmnd`, not
+// "has no mode"), whichever table it is in, and the failure follows.
+BOOST_AUTO_TEST_CASE(a_failure_names_the_unknown_keys_of_every_table_first) {
+  auto c = cfg::parse_config("[launchers.ex]\ncmnd = \"./study\"\n[targets.t]\ntime_out = 3\n",
+                             "/p/mira.toml");
+  BOOST_REQUIRE(!c);
+  BOOST_TEST(c.error().to_string() ==
+             "/p/mira.toml:2:8: unknown key 'cmnd' in [launchers.ex]; did you mean 'cmd'?; "
+             "line 4: unknown key 'time_out' in [targets.t]; did you mean 'timeout'?; then line "
+             "1: [launchers.ex] has no mode: set one of bin, example, cmd, script, study, uv, "
+             "python");
+  // A table read before the one with the unknown key fails: the unknown key still comes first.
+  auto early = cfg::parse_config("[results]\ndir = 3\n[targets.t]\ntimout = 3\n", "/p/mira.toml");
+  BOOST_REQUIRE(!early);
+  BOOST_TEST(early.error().to_string() ==
+             "/p/mira.toml:4:10: unknown key 'timout' in [targets.t]; did you mean 'timeout'?; "
+             "then line 2: [results] dir must be a string");
+}
+
 BOOST_AUTO_TEST_CASE(dubious_values_are_warned) {
   auto c = load(R"([launchers.l]
 cmd = "x"
