@@ -290,10 +290,11 @@ BOOST_AUTO_TEST_CASE(a_401_closes_its_connection) {
 BOOST_AUTO_TEST_CASE(trailers_never_reach_the_header) {
   auto c = small_config();
   c.token = "0123456789abcdef0123";
-  refused("POST /v1/runs/20990101T000000Z-0000/cancel HTTP/1.1\r\nHost: localhost\r\n"
-          "Transfer-Encoding: chunked\r\n\r\n0\r\nAuthorization: Bearer " +
-              c.token + "\r\n\r\n",
-          "401", "unauthorized", c);
+  refused(
+      "POST /v1/runs/20990101T000000Z-0000/cancel HTTP/1.1\r\nHost: localhost\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n0\r\nAuthorization: Bearer " +
+          c.token + "\r\n\r\n",
+      "401", "unauthorized", c);
 }
 
 BOOST_AUTO_TEST_CASE(one_address_cannot_fill_the_connection_table) {
