@@ -113,7 +113,7 @@ asio::awaitable<std::string> post_run(tcp::endpoint ep, const options& o) {
   tcp::socket s(co_await asio::this_coro::executor);
   co_await s.async_connect(ep, asio::use_awaitable);
   http::request<http::string_body> req{http::verb::post, "/v1/runs", 11};
-  req.set(http::field::host, "bench");
+  req.set(http::field::host, "localhost");
   req.set(http::field::content_type, "application/json");
   req.body() =
       R"({"study":"echo","options":{"concurrency":)" + std::to_string(o.concurrency) + "}}";
@@ -130,7 +130,7 @@ asio::awaitable<void> follow(tcp::endpoint ep, std::string id, load_result& r,
                              std::atomic<bool>& ended, clock_type::time_point& end_at) {
   tcp::socket s(co_await asio::this_coro::executor);
   co_await s.async_connect(ep, asio::use_awaitable);
-  std::string req = "GET /v1/runs/" + id + "/events HTTP/1.1\r\nHost: bench\r\n\r\n";
+  std::string req = "GET /v1/runs/" + id + "/events HTTP/1.1\r\nHost: localhost\r\n\r\n";
   co_await asio::async_write(s, asio::buffer(req), asio::use_awaitable);
   std::string pending;
   std::uint64_t expected = 1;
@@ -173,7 +173,7 @@ asio::awaitable<void> status_worker(tcp::endpoint ep, std::string id, std::size_
   co_await s.async_connect(ep, asio::use_awaitable);
   boost::beast::flat_buffer buf;
   http::request<http::empty_body> req{http::verb::get, "/v1/runs/" + id, 11};
-  req.set(http::field::host, "bench");
+  req.set(http::field::host, "localhost");
   for (std::size_t i = 0; i < count; ++i) {
     auto t0 = clock_type::now();
     co_await http::async_write(s, req, asio::use_awaitable);
@@ -191,6 +191,7 @@ load_result served_run(const options& o, const std::string& results) {
   config.port = 0;
   config.results_dir = results;
   config.max_connections = o.sse + o.workers + 16;
+  config.max_connections_per_client = config.max_connections;  // every client is this process
   config.studies.push_back({"echo", {o.study, "--samples", std::to_string(o.cases)}});
   mira::serve::server srv(server_ctx.get_executor(), config);
   auto ep = srv.start();

@@ -39,7 +39,7 @@ asio::awaitable<std::string> http(tcp::endpoint ep, std::string request) {
 asio::awaitable<int> use_the_api(mira::serve::server& srv, tcp::endpoint ep) {
   std::string body = R"({"study":"demo","selection":{"evals":["arithmetic"]}})";
   auto created = co_await http(ep,
-                               "POST /v1/runs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                               "POST /v1/runs HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                                "Content-Type: application/json\r\nContent-Length: " +
                                    std::to_string(body.size()) + "\r\n\r\n" + body);
   auto at = created.find("\"run_id\":\"");
@@ -50,7 +50,8 @@ asio::awaitable<int> use_the_api(mira::serve::server& srv, tcp::endpoint ep) {
   }
   auto id = created.substr(at + 10, created.find('"', at + 10) - at - 10);
   // The event stream ends after the run's "end" event.
-  auto events = co_await http(ep, "GET /v1/runs/" + id + "/events HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto events =
+      co_await http(ep, "GET /v1/runs/" + id + "/events HTTP/1.1\r\nHost: localhost\r\n\r\n");
   auto end = events.rfind("event: end\ndata: ");
   co_await srv.stop();
   if (end == std::string::npos) co_return 1;

@@ -3,6 +3,7 @@
 #include <mira/serve/api.hpp>
 #include <mira/store/files.hpp>
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -281,18 +282,84 @@ tl::expected<study_entry, std::string> parse_study_entry(std::string_view text) 
 
 namespace {
 
-bool is_json(std::string_view content_type) {
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The host of an authority ("name[:port]" or "[v6][:port]"), lowercase and without brackets,
+// or nothing when it is not one.
+std::optional<std::string> authority_host(std::string_view authority) {
+  std::string_view name = authority, port;
+  if (!authority.empty() && authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    name = authority.substr(1, close - 1);
+    auto rest = authority.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return std::nullopt;
+      port = rest.substr(1);
+    }
+  } else if (auto colon = authority.find(':'); colon != std::string_view::npos) {
+    name = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (name.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      }))
+    return std::nullopt;
+  return lowercase(name);
+}
+
+bool named_in(const std::string& host, std::span<const std::string> allowed) {
+  return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) {
+    std::string_view name = a;
+    if (name.size() > 2 && name.front() == '[' && name.back() == ']')
+      name = name.substr(1, name.size() - 2);
+    return lowercase(name) == host;
+  });
+}
+
+}  // namespace
+
+bool host_allowed(std::string_view host, std::string_view listen_address,
+                  std::span<const std::string> allowed) {
+  auto name = authority_host(host);
+  if (!name) return false;
+  if (*name == "localhost" || named_in(*name, allowed)) return true;
+  boost::system::error_code ec;
+  auto ip = boost::asio::ip::make_address(*name, ec);
+  if (ec) return false;
+  if (ip.is_loopback()) return true;
+  auto listen = boost::asio::ip::make_address(listen_address, ec);
+  return !ec && !listen.is_unspecified() && ip == listen;
+}
+
+bool origin_allowed(std::string_view origin, std::string_view host,
+                    std::span<const std::string> allowed) {
+  auto sep = origin.find("://");
+  if (sep == std::string_view::npos) return false;
+  auto scheme = lowercase(origin.substr(0, sep));
+  if (scheme != "http" && scheme != "https") return false;
+  auto authority = origin.substr(sep + 3);
+  if (!host.empty() && lowercase(authority) == lowercase(host)) return true;
+  auto name = authority_host(authority);
+  return name && named_in(*name, allowed);
+}
+
+bool is_json_media_type(std::string_view content_type) {
   auto semi = content_type.find(';');
   auto t = content_type.substr(0, semi);
   while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
-  std::string lower(t);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower == "application/json";
+  return lowercase(t) == "application/json";
 }
+
+namespace {
 
 tl::expected<json::object, api_error> json_body(std::string_view content_type,
                                                 std::string_view body) {
-  if (!is_json(content_type))
+  if (!is_json_media_type(content_type))
     return tl::unexpected(make_error(415, "unsupported_media_type",
                                      "the body must be application/json",
                                      json::object{{"content_type", content_type}}));

@@ -20,8 +20,11 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
 namespace mira::serve {
@@ -47,6 +50,8 @@ std::optional<std::string> validate(const server_config& c) {
         return "the study name '" + c.studies[i].name + "' is given twice";
   if (c.max_runs == 0) return "the run limit must be at least 1";
   if (c.max_connections == 0) return "the connection limit must be at least 1";
+  if (c.max_connections_per_client == 0)
+    return "the per-client connection limit must be at least 1";
   return std::nullopt;
 }
 
@@ -54,6 +59,79 @@ namespace {
 
 using request = http::request<http::string_body>;
 using response = http::response<http::string_body>;
+
+// Beast's request parser with the bounds it lacks. Trailers are dropped: Beast would add them to
+// the header (where a later Host or Authorization could hide), and one longer than its fields
+// can hold throws length_error out of the read, past the connection. The read buffer's cap
+// (max_header_bytes) bounds a chunk's header line and the trailers; here a chunk's extensions
+// are bounded too, as each is only skipped. A header field Beast cannot hold is header_limit.
+class request_reader : public http::request_parser<http::string_body> {
+ public:
+  static constexpr std::size_t max_chunk_extension_bytes = 4096;
+  static constexpr std::size_t max_request_extension_bytes = 64 << 10;
+  bool extensions_too_large() const { return extensions_too_large_; }
+
+ private:
+  void on_field_impl(http::field f, beast::string_view name, beast::string_view value,
+                     beast::error_code& ec) override {
+    if (is_header_done()) return;  // a trailer
+    try {
+      get().insert(f, name, value);
+    } catch (const std::length_error&) {
+      ec = http::error::header_limit;
+    }
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view extensions,
+                            beast::error_code& ec) override {
+    extension_bytes_ += extensions.size();
+    if (extensions.size() > max_chunk_extension_bytes ||
+        extension_bytes_ > max_request_extension_bytes) {
+      extensions_too_large_ = true;
+      ec = http::error::bad_chunk_extension;
+    }
+  }
+
+  std::size_t extension_bytes_ = 0;
+  bool extensions_too_large_ = false;
+};
+
+// How a read that failed with `ec` is answered: a bound or broken framing gets its 4xx; a
+// connection closed, reset or timed out gets nothing.
+std::optional<api_error> read_refusal(const beast::error_code& ec, const request_reader& reader,
+                                      const server_config& c) {
+  if (ec == http::error::body_limit)
+    return make_error(413, "body_too_large",
+                      "the body is larger than " + std::to_string(c.max_body_bytes) + " bytes");
+  if (ec == http::error::header_limit)
+    return make_error(400, "header_too_large", "the request header is too large");
+  if (reader.extensions_too_large())
+    return make_error(
+        400, "chunk_extensions_too_large",
+        "chunk extensions may hold " + std::to_string(request_reader::max_chunk_extension_bytes) +
+            " bytes a chunk and " + std::to_string(request_reader::max_request_extension_bytes) +
+            " a request");
+  if (ec == http::error::buffer_overflow)
+    return make_error(400, "chunk_header_too_large",
+                      "a chunk header line or the trailers are larger than " +
+                          std::to_string(c.max_header_bytes) + " bytes");
+  if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+      ec != http::error::end_of_stream && ec != http::error::partial_message)
+    return make_error(400, "bad_request", "the request is not valid HTTP/1.1: " + ec.message());
+  return std::nullopt;
+}
+
+api_error not_json(std::string_view content_type) {
+  return make_error(415, "unsupported_media_type", "a request body must be application/json",
+                    json::object{{"content_type", content_type}});
+}
+
+bool is_html(std::string_view content_type) {
+  constexpr std::string_view html = "text/html";
+  if (content_type.size() < html.size()) return false;
+  return std::equal(html.begin(), html.end(), content_type.begin(), [](char a, char b) {
+    return a == std::tolower(static_cast<unsigned char>(b));
+  });
+}
 
 response make_response(http::status status, std::string_view content_type, std::string body) {
   response res{status, 11};
@@ -104,13 +182,18 @@ struct server::impl : std::enable_shared_from_this<impl> {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   bool stopped = false;
   std::uint64_t next_conn = 0;
-  std::map<std::uint64_t, beast::tcp_stream*> idle_streams;  // closed by stop()
+  // Connections waiting for or reading a request, or lingering after a refusal: stop() closes
+  // them (the others end after their answer).
+  std::map<std::uint64_t, beast::tcp_stream*> interruptible;
   std::size_t connections = 0;
+  std::map<asio::ip::address, std::size_t> clients;  // connections by peer address
   std::shared_ptr<asio::steady_timer> conns_changed;
 
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(tcp::socket socket);
-  asio::awaitable<void> linger(beast::tcp_stream& stream);
+  asio::awaitable<void> linger(beast::tcp_stream& stream, std::uint64_t conn);
+  std::optional<api_error> over_capacity(std::size_t from_client) const;
+  std::optional<api_error> misdirected(const request& req) const;
   asio::awaitable<bool> write(beast::tcp_stream& stream, response res, bool keep_alive);
   asio::awaitable<bool> handle(beast::tcp_stream& stream, request& req, std::uint64_t conn);
   asio::awaitable<tl::expected<response, api_error>> answer(const route_match& m,
@@ -146,6 +229,13 @@ asio::awaitable<void> server::impl::accept_loop() {
 asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response res,
                                           bool keep_alive) {
   res.keep_alive(keep_alive && !stopped);
+  // No page may be framed, whatever its own <meta> policy says: a saved report's cannot say
+  // frame-ancestors, which only a header can.
+  if (is_html(res[http::field::content_type])) {
+    if (res.find("Content-Security-Policy") == res.end())
+      res.set("Content-Security-Policy", "frame-ancestors 'none'");
+    res.set(http::field::x_frame_options, "DENY");
+  }
   res.prepare_payload();
   stream.expires_after(config.idle_timeout);
   auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
@@ -153,9 +243,11 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
 }
 
 // After refusing a request whose body is still coming: half-close and read the rest away (up to
-// twice the body cap, within the idle timeout), so the client reads the answer instead of a
-// reset.
-asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream) {
+// twice the body cap, within the idle timeout, until stop()), so the client reads the answer
+// instead of a reset.
+asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream, std::uint64_t conn) {
+  if (stopped) co_return;
+  interruptible[conn] = &stream;
   boost::system::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   std::vector<char> sink(std::size_t{64} << 10);
@@ -169,93 +261,127 @@ asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream) {
   }
 }
 
+std::optional<api_error> server::impl::over_capacity(std::size_t from_client) const {
+  std::optional<api_error> e;
+  if (connections > config.max_connections)
+    e = make_error(
+        503, "too_many_connections",
+        "the server holds at most " + std::to_string(config.max_connections) + " connections");
+  else if (from_client > config.max_connections_per_client)
+    e = make_error(503, "too_many_connections",
+                   "the server holds at most " + std::to_string(config.max_connections_per_client) +
+                       " connections from one address");
+  if (e) e->retry_after = 1;
+  return e;
+}
+
 asio::awaitable<void> server::impl::session(tcp::socket socket) {
   auto self = shared_from_this();
+  boost::system::error_code ignored;
+  const auto peer = socket.remote_endpoint(ignored).address();
   beast::tcp_stream stream(std::move(socket));
   const auto conn = ++next_conn;
   ++connections;
+  const auto from_client = ++clients[peer];
   struct leave {
     impl* s;
     std::uint64_t conn;
+    asio::ip::address peer;
     ~leave() {
-      s->idle_streams.erase(conn);
+      s->interruptible.erase(conn);
+      if (--s->clients[peer] == 0) s->clients.erase(peer);
       --s->connections;
       s->conns_changed->cancel();
       s->conns_changed =
           std::make_shared<asio::steady_timer>(s->ex, asio::steady_timer::time_point::max());
     }
-  } guard{this, conn};
-  if (connections > config.max_connections) {
-    auto e = make_error(
-        503, "too_many_connections",
-        "the server holds at most " + std::to_string(config.max_connections) + " connections");
-    e.retry_after = 1;
-    co_await write(stream, error_response(e), false);
-    stream.socket().shutdown(tcp::socket::shutdown_send);
+  } guard{this, conn, peer};
+  if (auto e = over_capacity(from_client)) {
+    co_await write(stream, error_response(*e), false);
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
     co_return;
   }
-  beast::flat_buffer buffer;
+  // The buffer holds what the parser has not taken yet: a header, a chunk's header line, the
+  // trailers. Its cap bounds them all.
+  beast::flat_buffer buffer(config.max_header_bytes);
   bool first = true;
   while (!stopped) {
-    http::request_parser<http::string_body> parser;
+    request_reader parser;
     parser.header_limit(static_cast<std::uint32_t>(config.max_header_bytes));
     parser.body_limit(config.max_body_bytes);
     // A new connection's first header must come within header_timeout; a kept-alive one may
     // stay quiet for idle_timeout.
     stream.expires_after(first ? config.header_timeout : config.idle_timeout);
-    idle_streams[conn] = &stream;
+    interruptible[conn] = &stream;
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser,
                                                     asio::as_tuple(asio::use_awaitable));
-    idle_streams.erase(conn);
-    if (ec == http::error::header_limit) {
-      co_await write(
-          stream,
-          error_response(make_error(400, "header_too_large", "the request header is too large")),
-          false);
-      co_return;
-    }
     // Beast refuses a Content-Length over the body limit while reading the header; a chunked
     // body is refused when it grows past the limit.
-    bool too_large =
-        ec == http::error::body_limit ||
-        (!ec && parser.content_length() && *parser.content_length() > config.max_body_bytes);
-    if (ec && !too_large) co_return;  // closed, timed out, or not HTTP
-    first = false;
-    if (!too_large && !parser.is_done()) {
+    beast::error_code failed = ec;
+    if (!failed && !parser.is_done()) {
       stream.expires_after(config.idle_timeout);
       auto [ec2, n2] =
           co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-      too_large = ec2 == http::error::body_limit;
-      if (ec2 && !too_large) co_return;
+      failed = ec2;
     }
-    if (too_large) {
-      co_await write(
-          stream,
-          error_response(make_error(
-              413, "body_too_large",
-              "the body is larger than " + std::to_string(config.max_body_bytes) + " bytes")),
-          false);
-      co_await linger(stream);
+    interruptible.erase(conn);
+    if (failed) {
+      if (auto refusal = read_refusal(failed, parser, config)) {
+        co_await write(stream, error_response(*refusal), false);
+        co_await linger(stream, conn);
+      }
       co_return;
     }
+    first = false;
     auto req = parser.release();
     if (!co_await handle(stream, req, conn)) co_return;
   }
 }
 
+std::optional<api_error> server::impl::misdirected(const request& req) const {
+  auto hosts = req.count(http::field::host);
+  auto host = req[http::field::host];
+  if (hosts > 1) return make_error(400, "bad_host", "the request has more than one Host header");
+  if (hosts == 0 && req.version() >= 11)
+    return make_error(400, "missing_host", "an HTTP/1.1 request needs a Host header");
+  if (hosts == 1 && !host_allowed(host, config.address, config.allowed_hosts))
+    return make_error(421, "misdirected_request",
+                      "this server does not answer for the host '" + std::string(host) +
+                          "' (mira serve --allow-host NAME allows a name)",
+                      json::object{{"host", host}});
+  // A page on another site may send a POST without asking first (no-cors); its Origin says so.
+  auto origin = req.find(http::field::origin);
+  if (req.method() != http::verb::get && req.method() != http::verb::head && origin != req.end() &&
+      !origin_allowed(origin->value(), host, config.allowed_hosts))
+    return make_error(403, "foreign_origin",
+                      "requests that change state are only taken from this server's own pages",
+                      json::object{{"origin", origin->value()}});
+  return std::nullopt;
+}
+
 asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& req, std::uint64_t) {
   const bool keep = req.keep_alive();
+  // Before the route and the token: a request for another host name (a page whose name was
+  // rebound to this address) or a change from another site's page ends the connection.
+  if (auto e = misdirected(req)) co_return co_await write(stream, error_response(*e), false);
   auto t = parse_target(req.target());
   if (!t) co_return co_await write(stream, error_response(t.error()), keep);
   auto m = match_route(req.method_string(), t->path);
   if (!m) co_return co_await write(stream, error_response(m.error()), keep);
   if (m->spec->authenticated && !config.token.empty() &&
       !bearer_matches(req[http::field::authorization], config.token))
+    // Closed too: connections without the token cannot hold the connection table.
     co_return co_await write(
         stream,
         error_response(
             make_error(401, "unauthorized", "this route needs Authorization: Bearer <token>")),
-        keep);
+        false);
+  // A body is JSON, so a page on another site cannot send one without asking first (a no-cors
+  // request may only be text/plain or a form).
+  if (req.method() != http::verb::get && !req.body().empty() &&
+      !is_json_media_type(req[http::field::content_type]))
+    co_return co_await write(stream, error_response(not_json(req[http::field::content_type])),
+                             keep);
   if (m->spec->r == route::run_events) {
     co_await events(stream, req, *t, m->run_id);
     co_return false;
@@ -527,9 +653,9 @@ asio::awaitable<void> server::stop() {
   boost::system::error_code ec;
   s->acceptor.close(ec);
   co_await s->runs.stop();
-  // Connections waiting for a request are closed; the others end after their answer (an event
-  // stream after its run's end, which has come now).
-  for (auto& [id, stream] : s->idle_streams) stream->socket().close(ec);
+  // Connections waiting for or reading a request, or lingering, are closed; the others end after
+  // their answer (an event stream after its run's end, which has come now).
+  for (auto& [id, stream] : s->interruptible) stream->socket().close(ec);
   while (s->connections > 0) {
     auto t = s->conns_changed;
     co_await t->async_wait(asio::as_tuple(asio::use_awaitable));

@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import urllib.parse
 import urllib.request
@@ -32,9 +33,9 @@ TOKEN = "t0ken-for-the-serve-test-0123456789"
 class Server:
     """A `mira serve` process on a free loopback port."""
 
-    def __init__(self, results, studies, token=None, max_runs=4, listen="127.0.0.1:0"):
+    def __init__(self, results, studies, token=None, max_runs=4, listen="127.0.0.1:0", extra=()):
         self.dir = tempfile.mkdtemp(prefix="mira-serve-")
-        args = [MIRA, "serve", "--listen", listen, "--max-runs", str(max_runs)]
+        args = [MIRA, "serve", "--listen", listen, "--max-runs", str(max_runs), *extra]
         if results:
             args += ["--results-dir", results]
         for s in studies:
@@ -251,6 +252,9 @@ class ServeApi(unittest.TestCase):
             self.assertEqual(status, 200, fmt)
             self.assertTrue(h["content-type"].startswith(ctype), h["content-type"])
             self.assertTrue(body)
+            if fmt == "html":  # its own policy is a <meta>, which cannot forbid framing
+                self.assertIn("frame-ancestors 'none'", h["content-security-policy"])
+                self.assertEqual(h["x-frame-options"], "DENY")
         self.assertEqual(json.loads(s.request("GET", "/v1/runs/%s/report" % run)[2])
                          ["summary"]["counts"]["passed"], 25)
         status, _, data = s.json("GET", "/v1/runs/%s/report?format=pdf" % run)
@@ -355,6 +359,39 @@ class ServeAuth(unittest.TestCase):
                            capture_output=True, text=True, timeout=GUARD)
         self.assertEqual(r.returncode, 2)
         self.assertIn("needs a token", r.stderr)
+
+
+class ServeHostileClients(unittest.TestCase):
+    def test_allow_host_names_a_host_and_others_are_misdirected(self):
+        tmp = tempfile.mkdtemp(prefix="mira-serve-host-")
+        s = Server(os.path.join(tmp, "results"), ["demo=" + STUDY],
+                   extra=["--allow-host", "mira.test"])
+        try:
+            for host, status in (("mira.test:%d" % s.port, 200), ("localhost", 200),
+                                 ("rebound.example:%d" % s.port, 421)):
+                got, _, data = s.json("GET", "/v1/version", headers={"Host": host})
+                self.assertEqual(got, status, host)
+            error_of(self, 421, data, "misdirected_request")
+            self.assertEqual(data["error"]["details"]["host"], "rebound.example:%d" % s.port)
+        finally:
+            s.close()
+
+    def test_sigterm_with_a_client_in_the_middle_of_a_body_exits_at_once(self):
+        tmp = tempfile.mkdtemp(prefix="mira-serve-slow-")
+        s = Server(os.path.join(tmp, "results"), ["demo=" + STUDY])
+        try:
+            slow = socket.create_connection(("127.0.0.1", s.port), timeout=GUARD)
+            slow.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: localhost\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                         + b" " * 50)
+            # A round trip on another connection: the server has read the slow one's bytes.
+            self.assertEqual(s.request("GET", "/healthz")[0], 200)
+            t0 = time.monotonic()
+            self.assertEqual(s.stop(), 0)
+            self.assertLess(time.monotonic() - t0, 10)  # the idle timeout (60 s) before
+            slow.close()
+        finally:
+            s.close()
 
 
 class ServeMiraToml(unittest.TestCase):

@@ -1,9 +1,11 @@
 // The server's connection limits, which the command line does not expose small enough to test
-// through `mira serve`: the connection cap (503 with Retry-After, then closed), the header
+// through `mira serve`: the connection caps (503 with Retry-After, then closed), the header
 // timeout against a client that never finishes its header, and the idle timeout of a
 // kept-alive connection, the body cap (413 whether the body announces its length or grows past
-// the cap in chunks). The server runs on the test's own io_context; plain Asio sockets are
-// the clients. Every wait is on the socket (its answer or its end), with a watchdog.
+// the cap in chunks), and hostile clients: oversized trailers and chunk extensions, foreign
+// Host and Origin, non-JSON bodies, 401s that would hold a connection, and stop() with a
+// client in the middle of a body. The server runs on the test's own io_context; plain Asio
+// sockets are the clients. Every wait is on the socket (its answer or its end), with a watchdog.
 #define BOOST_TEST_MODULE serve_limits
 #include <mira/serve/server.hpp>
 
@@ -19,6 +21,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -68,9 +72,9 @@ asio::awaitable<std::string> ask(tcp::socket& s, std::string request) {
 }
 
 template <class F>
-void run_with_server(F body) {
+void run_with_server(F body, mira::serve::server_config config = small_config()) {
   asio::io_context ctx{1};
-  mira::serve::server srv(ctx.get_executor(), small_config());
+  mira::serve::server srv(ctx.get_executor(), std::move(config));
   auto ep = srv.start();
   BOOST_REQUIRE(ep);
   bool done = false;
@@ -103,8 +107,37 @@ void refused_as_too_large(std::string request) {
   });
 }
 
+// Sends `request` (errors ignored: the server may stop reading) and returns all it answers.
+asio::awaitable<std::string> send_and_read(tcp::endpoint ep, std::string request) {
+  auto ex = co_await asio::this_coro::executor;
+  tcp::socket s(ex);
+  co_await s.async_connect(ep, asio::use_awaitable);
+  co_await asio::async_write(s, asio::buffer(request), asio::as_tuple(asio::use_awaitable));
+  co_return co_await read_to_end(s);
+}
+
+// The server still answers a new client.
+asio::awaitable<void> still_serving(tcp::endpoint ep) {
+  auto answer = co_await send_and_read(
+      ep, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  BOOST_TEST(answer.rfind("HTTP/1.1 200 OK", 0) == 0u, answer);
+}
+
+// Sends `request` and expects `status` with the error `code`, then that the server still serves.
+void refused(std::string request, std::string status, std::string code,
+             mira::serve::server_config config = small_config()) {
+  run_with_server(
+      [request, status, code](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto answer = co_await send_and_read(ep, request);
+        BOOST_TEST(answer.rfind("HTTP/1.1 " + status, 0) == 0u, answer);
+        BOOST_TEST(answer.find("\"code\":\"" + code + "\"") != std::string::npos, answer);
+        co_await still_serving(ep);
+      },
+      std::move(config));
+}
+
 const std::string post_runs =
-    "POST /v1/runs HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n";
+    "POST /v1/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n";
 
 }  // namespace
 
@@ -114,7 +147,7 @@ BOOST_AUTO_TEST_CASE(one_connection_too_many_is_answered_503_and_closed) {
     tcp::socket a(ex), b(ex);
     co_await a.async_connect(ep, asio::use_awaitable);
     // A answered: it holds the one connection the server allows.
-    auto first = co_await ask(a, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n");
+    auto first = co_await ask(a, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n");
     BOOST_TEST(first.rfind("HTTP/1.1 200 OK", 0) == 0u);
     co_await b.async_connect(ep, asio::use_awaitable);
     auto refused = co_await read_to_end(b);
@@ -129,7 +162,7 @@ BOOST_AUTO_TEST_CASE(a_header_that_never_ends_is_cut_off) {
     auto ex = co_await asio::this_coro::executor;
     tcp::socket s(ex);
     co_await s.async_connect(ep, asio::use_awaitable);
-    std::string partial = "GET /healthz HTTP/1.1\r\nHost: t\r\n";  // and nothing more
+    std::string partial = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n";  // and nothing more
     co_await asio::async_write(s, asio::buffer(partial), asio::use_awaitable);
     auto t0 = std::chrono::steady_clock::now();
     auto rest = co_await read_to_end(s);  // the server closes it
@@ -143,7 +176,7 @@ BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_closed) {
     auto ex = co_await asio::this_coro::executor;
     tcp::socket s(ex);
     co_await s.async_connect(ep, asio::use_awaitable);
-    auto answer = co_await ask(s, "GET /v1/version HTTP/1.1\r\nHost: t\r\n\r\n");
+    auto answer = co_await ask(s, "GET /v1/version HTTP/1.1\r\nHost: localhost\r\n\r\n");
     BOOST_TEST(answer.find("Connection: close") == std::string::npos);  // kept alive
     auto rest = co_await read_to_end(s);  // until the idle timeout closes it
     BOOST_TEST(rest.empty());
@@ -157,4 +190,177 @@ BOOST_AUTO_TEST_CASE(a_body_announced_over_the_cap_is_refused_before_it_is_read)
 BOOST_AUTO_TEST_CASE(a_chunked_body_that_grows_past_the_cap_is_refused) {
   refused_as_too_large(post_runs + "Transfer-Encoding: chunked\r\n\r\n800\r\n" +
                        std::string(2048, 'x') + "\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(trailers_beyond_the_buffer_are_refused_without_a_crash) {
+  // One trailer longer than Beast's fields can hold made it throw out of the read (SIGABRT).
+  auto c = small_config();
+  c.max_body_bytes = std::size_t{1} << 20;  // the refusal's linger drains what is left
+  refused(post_runs + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-Pad: " +
+              std::string(70000, 'a') + "\r\n\r\n",
+          "400", "chunk_header_too_large", c);
+}
+
+BOOST_AUTO_TEST_CASE(a_chunk_extension_that_never_ends_is_refused_at_the_buffer_cap) {
+  // Exactly the read buffer's cap (max_header_bytes) after the header, and no line end: before,
+  // the buffer grew with whatever came.
+  auto line = "2;e=" + std::string((std::size_t{16} << 10) - 4, 'a');
+  refused(post_runs + "Transfer-Encoding: chunked\r\n\r\n" + line, "400", "chunk_header_too_large");
+}
+
+BOOST_AUTO_TEST_CASE(chunk_extensions_are_bounded_per_chunk_and_per_request) {
+  refused(
+      post_runs + "Transfer-Encoding: chunked\r\n\r\n1;e=" + std::string(5000, 'a') + "\r\nx\r\n",
+      "400", "chunk_extensions_too_large");
+  // 3503 bytes a chunk: the 19th passes 64 KiB.
+  std::string chunks;
+  for (int i = 0; i < 19; ++i) chunks += "1;e=" + std::string(3500, 'a') + "\r\nx\r\n";
+  refused(post_runs + "Transfer-Encoding: chunked\r\n\r\n" + chunks, "400",
+          "chunk_extensions_too_large");
+}
+
+// Built outside the coroutines: g++ 12 mishandles a braced list inside one.
+std::vector<std::string> allowed_hosts(const std::string& port) {
+  return {"localhost", "127.0.0.1", "127.0.0.1:" + port, "mira.test:" + port};
+}
+
+BOOST_AUTO_TEST_CASE(a_foreign_or_missing_host_is_refused) {
+  auto c = small_config();
+  c.allowed_hosts = {"mira.test"};
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto port = std::to_string(ep.port());
+        auto get = [](std::string host) {
+          return "GET /healthz HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n";
+        };
+        auto rebound = co_await send_and_read(ep, get("Host: evil.example:" + port + "\r\n"));
+        BOOST_TEST(rebound.rfind("HTTP/1.1 421", 0) == 0u, rebound);
+        BOOST_TEST(rebound.find("\"host\":\"evil.example:" + port + "\"") != std::string::npos);
+        auto missing = co_await send_and_read(ep, get(""));
+        BOOST_TEST(missing.rfind("HTTP/1.1 400", 0) == 0u, missing);
+        BOOST_TEST(missing.find("\"code\":\"missing_host\"") != std::string::npos);
+        auto twice = co_await send_and_read(ep, get("Host: localhost\r\nHost: evil.example\r\n"));
+        BOOST_TEST(twice.rfind("HTTP/1.1 400", 0) == 0u, twice);
+        for (auto& host : allowed_hosts(port)) {
+          auto ok = co_await send_and_read(ep, get("Host: " + host + "\r\n"));
+          BOOST_TEST(ok.rfind("HTTP/1.1 200", 0) == 0u, host + ": " + ok);
+        }
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(a_change_from_another_origin_or_with_a_non_json_body_is_refused) {
+  run_with_server([](tcp::endpoint ep) -> asio::awaitable<void> {
+    auto port = std::to_string(ep.port());
+    const std::string cancel =
+        "POST /v1/runs/20990101T000000Z-0000/cancel HTTP/1.1\r\nHost: localhost:" + port +
+        "\r\nConnection: close\r\n";
+    auto foreign = co_await send_and_read(
+        ep, cancel + "Origin: http://evil.example\r\nContent-Length: 0\r\n\r\n");
+    BOOST_TEST(foreign.rfind("HTTP/1.1 403", 0) == 0u, foreign);
+    BOOST_TEST(foreign.find("\"code\":\"foreign_origin\"") != std::string::npos);
+    auto other_port = co_await send_and_read(
+        ep, cancel + "Origin: http://localhost:1\r\nContent-Length: 0\r\n\r\n");
+    BOOST_TEST(other_port.rfind("HTTP/1.1 403", 0) == 0u, other_port);
+    auto text = co_await send_and_read(
+        ep, cancel + "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}");
+    BOOST_TEST(text.rfind("HTTP/1.1 415", 0) == 0u, text);
+    // Its own pages, and a client with no Origin and no body, reach the route (no such run).
+    auto own = co_await send_and_read(
+        ep, cancel + "Origin: http://localhost:" + port + "\r\nContent-Length: 0\r\n\r\n");
+    BOOST_TEST(own.rfind("HTTP/1.1 404", 0) == 0u, own);
+    auto bare = co_await send_and_read(ep, cancel + "Content-Length: 0\r\n\r\n");
+    BOOST_TEST(bare.rfind("HTTP/1.1 404", 0) == 0u, bare);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_401_closes_its_connection) {
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto answer =
+            co_await send_and_read(ep, "GET /v1/version HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        BOOST_TEST(answer.rfind("HTTP/1.1 401", 0) == 0u, answer);
+        BOOST_TEST(answer.find("Connection: close") != std::string::npos, answer);
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(trailers_never_reach_the_header) {
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  refused(
+      "POST /v1/runs/20990101T000000Z-0000/cancel HTTP/1.1\r\nHost: localhost\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n0\r\nAuthorization: Bearer " +
+          c.token + "\r\n\r\n",
+      "401", "unauthorized", c);
+}
+
+BOOST_AUTO_TEST_CASE(one_address_cannot_fill_the_connection_table) {
+  auto c = small_config();
+  c.max_connections = 10;
+  c.max_connections_per_client = 2;
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        std::vector<tcp::socket> held;
+        for (int i = 0; i < 2; ++i) {
+          held.emplace_back(ex);
+          co_await held.back().async_connect(ep, asio::use_awaitable);
+          auto ok = co_await ask(held.back(), "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n");
+          BOOST_TEST(ok.rfind("HTTP/1.1 200 OK", 0) == 0u);
+        }
+        auto third = co_await send_and_read(ep, "");
+        BOOST_TEST(third.rfind("HTTP/1.1 503", 0) == 0u, third);
+        BOOST_TEST(third.find("from one address") != std::string::npos, third);
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(stop_closes_connections_in_the_middle_of_a_request) {
+  // Timeouts far beyond the bound: stop() must not wait for them.
+  auto c = small_config();
+  c.max_connections = 4;
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(60);
+  asio::io_context ctx{1};
+  mira::serve::server srv(ctx.get_executor(), c);
+  auto ep = srv.start();
+  BOOST_REQUIRE(ep);
+  std::chrono::steady_clock::duration stop_took{};
+  bool done = false;
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        tcp::socket half(ex), lingering(ex);
+        // Half a body.
+        co_await half.async_connect(*ep, asio::use_awaitable);
+        std::string head = post_runs + "Content-Length: 100\r\n\r\n" + std::string(50, ' ');
+        co_await asio::async_write(half, asio::buffer(head), asio::use_awaitable);
+        // A body over the cap, refused: the server lingers to read it away.
+        co_await lingering.async_connect(*ep, asio::use_awaitable);
+        auto over = post_runs + "Content-Length: 2048\r\n\r\n";
+        co_await asio::async_write(lingering, asio::buffer(over), asio::use_awaitable);
+        std::string answer;
+        char buf[4096];
+        while (answer.find("\r\n\r\n") == std::string::npos) {
+          auto n = co_await lingering.async_read_some(asio::buffer(buf), asio::use_awaitable);
+          answer.append(buf, n);
+        }
+        BOOST_TEST(answer.rfind("HTTP/1.1 413", 0) == 0u, answer);
+        // A round trip on a third connection: the server has read the first one's bytes by now.
+        co_await still_serving(*ep);
+        auto t0 = std::chrono::steady_clock::now();
+        co_await srv.stop();
+        stop_took = std::chrono::steady_clock::now() - t0;
+      },
+      [&](std::exception_ptr e) {
+        done = true;
+        if (e) std::rethrow_exception(e);
+      });
+  ctx.run_for(std::chrono::seconds(90));
+  BOOST_TEST(done);
+  BOOST_TEST((stop_took < std::chrono::seconds(10)),
+             std::chrono::duration<double>(stop_took).count() << " s");
 }

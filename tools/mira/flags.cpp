@@ -526,6 +526,17 @@ const flag_spec table[] = {
     {"--token-file", "", "FILE", bit(command::serve), hs::launch,
      "a file holding the bearer token every API request must send\n(Authorization: Bearer ...)",
      [](run_args& o, const std::string&, const std::string& v) { o.token_file = v; }},
+    {"--allow-host", "", "NAME", bit(command::serve), hs::launch,
+     "a Host name requests may give (repeatable), e.g. the name a proxy\nforwards; loopback "
+     "names and the listen address are always allowed,\nothers are answered 421",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       // A name without a port; an IPv6 address in brackets.
+       const bool v6 = v.size() > 2 && v.front() == '[' && v.back() == ']';
+       if (v.empty() || v.find_first_of(" /@") != std::string::npos ||
+           (!v6 && v.find(':') != std::string::npos))
+         throw usage_error{f + " needs a host name, got '" + printable(v) + "'"};
+       o.allowed_hosts.push_back(v);
+     }},
     {"--max-runs", "", "N", bit(command::serve), hs::scheduling,
      "runs going at once (default 4); one more is answered 429",
      [](run_args& o, const std::string& f, const std::string& v) {

@@ -66,6 +66,7 @@ serve::server_config config_from(const run_args& a, const config::config& projec
       throw usage_error{"--token-file: the token must be at least 16 characters"};
     c.token = std::move(token);
   }
+  c.allowed_hosts = a.allowed_hosts;
   c.results_dir = a.results_dir;
   c.max_runs = a.max_runs;
   if (auto why = serve::validate(c)) throw usage_error{*why};

@@ -100,6 +100,22 @@ std::optional<std::string> check_run_id(std::string_view id);
 /// time over the token's length (the header's length only shortens a mismatch).
 bool bearer_matches(std::string_view authorization, std::string_view token);
 
+/// Whether a Host header value ("name", "name:port", "[v6]" or "[v6]:port") names this server,
+/// so a page whose DNS name was rebound to this address is refused: a loopback name
+/// (localhost, any 127.x.x.x literal, [::1]), the literal `listen_address` (unless it is the
+/// unspecified address), or a name in `allowed`, compared without case, on any port.
+bool host_allowed(std::string_view host, std::string_view listen_address,
+                  std::span<const std::string> allowed);
+
+/// Whether a state-changing request's Origin ("scheme://host[:port]") is this server's own:
+/// http or https with the same authority as the request's `host`, or a host named in
+/// `allowed`. "null", a page on another port of this machine, and anything else are foreign.
+bool origin_allowed(std::string_view origin, std::string_view host,
+                    std::span<const std::string> allowed);
+
+/// Whether a Content-Type value is application/json (parameters such as charset aside).
+bool is_json_media_type(std::string_view content_type);
+
 /// A study on the allow-list: its name and the command that starts it (never from a request).
 struct study_entry {
   std::string name;

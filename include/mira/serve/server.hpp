@@ -28,10 +28,16 @@ struct server_config {
   std::vector<study_entry> studies;
   /// Required as `Authorization: Bearer <token>` on every API route when not empty.
   std::string token;
+  /// Host names a request may give besides loopback names and the literal listen address
+  /// (misdirected, 421, otherwise); a POST's Origin must be this server's or one of these.
+  std::vector<std::string> allowed_hosts;
   std::filesystem::path results_dir = "results";
   std::size_t max_runs = 4;                           // runs going at once; one more is 429
   std::size_t max_connections = 256;                  // one more is answered 503 and closed
+  std::size_t max_connections_per_client = 32;        // from one address; the same beyond
   std::size_t max_body_bytes = std::size_t{1} << 20;  // 413 beyond
+  /// Also the bound on a chunk's header line and on a chunked body's trailers (which are read
+  /// and dropped); a chunk's extensions may hold 4 KiB, a request's 64 KiB. 400 beyond.
   std::size_t max_header_bytes = std::size_t{16} << 10;
   std::chrono::milliseconds header_timeout{10000};  // a request's header must arrive within
   std::chrono::milliseconds idle_timeout{60000};    // body, writes, and a kept-alive connection

@@ -67,6 +67,42 @@ BOOST_AUTO_TEST_CASE(the_bearer_token_must_match_exactly) {
   BOOST_TEST(!bearer_matches("Bearer ", ""));  // no token configured: nothing matches
 }
 
+BOOST_AUTO_TEST_CASE(the_host_must_name_this_server) {
+  const std::vector<std::string> none;
+  for (auto ok : {"localhost", "LOCALHOST:8750", "127.0.0.1", "127.0.0.1:8750", "127.8.9.10:1",
+                  "[::1]", "[::1]:8750"})
+    BOOST_TEST(host_allowed(ok, "127.0.0.1", none), ok);
+  for (auto bad : {"", "evil.example", "evil.example:8750", "localhost.evil.example", "::1", "[::1",
+                   "127.0.0.1:80x", "10.0.0.5", "0.0.0.0", "127.0.0.1:123456"})
+    BOOST_TEST(!host_allowed(bad, "127.0.0.1", none), bad);
+  // The literal listen address counts, the unspecified one does not; --allow-host names do.
+  BOOST_TEST(host_allowed("10.0.0.5:8750", "10.0.0.5", none));
+  BOOST_TEST(host_allowed("[fd00::5]:8750", "fd00::5", none));
+  BOOST_TEST(!host_allowed("0.0.0.0:8750", "0.0.0.0", none));
+  const std::vector<std::string> named{"Mira.Internal", "[fd00::7]"};
+  BOOST_TEST(host_allowed("mira.internal:443", "0.0.0.0", named));
+  BOOST_TEST(host_allowed("[fd00::7]", "0.0.0.0", named));
+  BOOST_TEST(!host_allowed("other.internal", "0.0.0.0", named));
+}
+
+BOOST_AUTO_TEST_CASE(a_state_changing_request_must_come_from_this_origin) {
+  const std::vector<std::string> named{"mira.internal"};
+  BOOST_TEST(origin_allowed("http://127.0.0.1:8750", "127.0.0.1:8750", named));
+  BOOST_TEST(origin_allowed("HTTP://LocalHost:8750", "localhost:8750", named));
+  BOOST_TEST(origin_allowed("https://mira.internal", "127.0.0.1:8750", named));
+  for (auto bad : {"null", "http://evil.example", "http://localhost:3000", "file://",
+                   "ftp://127.0.0.1:8750", "127.0.0.1:8750", "http://127.0.0.1:8750/x"})
+    BOOST_TEST(!origin_allowed(bad, "127.0.0.1:8750", named), bad);
+}
+
+BOOST_AUTO_TEST_CASE(json_media_types_are_recognised_with_parameters) {
+  BOOST_TEST(is_json_media_type("application/json"));
+  BOOST_TEST(is_json_media_type("Application/JSON; charset=utf-8"));
+  for (auto bad : {"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+                   "application/jsonx"})
+    BOOST_TEST(!is_json_media_type(bad), bad);
+}
+
 BOOST_AUTO_TEST_CASE(errors_have_one_shape) {
   auto e = make_error(422, "invalid_request", "selection.trials: must be an integer",
                       json::object{{"member", "selection.trials"}});
