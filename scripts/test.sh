@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Builds mira-cpp (installing dependencies when missing) and runs every test but the Slurm one
+# README command 2: installs what the tests need when missing, builds everything (scripts/setup.sh
+# then the tests, examples and benchmarks) and runs every test but the Slurm one
 # (ctest -L slurm; .ci/run runs it): the unit and integration suites through CTest, then a
 # consumer project built three ways (CMake package, add_subdirectory, pkg-config), and against
 # mira::host alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
+# What the tests use beyond the build: the schema validator, Chromium (renders the HTML report)
+# and pkg-config (a consumer below).
+scripts/install_packages.sh python3 python3-jsonschema chromium pkg-config
 scripts/setup.sh
+cmake --build "$build" -j 2
 # The Slurm test (label slurm) starts daemons as root: .ci/run runs it on its own.
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 300 -LE slurm
 # What was skipped, and why (a clone without ../shared has no protocol schema to validate with).
