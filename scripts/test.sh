@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Builds mira-cpp (installing dependencies when missing) and runs every test but the Slurm one
+# README command 2: installs what the tests need when missing, builds everything (scripts/setup.sh
+# then the tests, examples and benchmarks) and runs every test but the Slurm one
 # (ctest -L slurm; .ci/run runs it): the unit and integration suites through CTest, then a
-# consumer project built three ways (CMake package, add_subdirectory, pkg-config).
+# consumer project built three ways (CMake package, add_subdirectory, pkg-config), and against
+# mira::host alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
+# What the tests use beyond the build: the schema validator, Chromium (renders the HTML report)
+# and pkg-config (a consumer below).
+scripts/install_packages.sh python3 python3-jsonschema chromium pkg-config
 scripts/setup.sh
+cmake --build "$build" -j 2
 # The Slurm test (label slurm) starts daemons as root: .ci/run runs it on its own.
 ctest --test-dir "$build" --output-on-failure -j 2 --timeout 300 -LE slurm
 # What was skipped, and why (a clone without ../shared has no protocol schema to validate with).
@@ -25,7 +31,28 @@ cmake -S test/consumer -B "$tmp/subdirectory" -G Ninja -DCMAKE_BUILD_TYPE=RelWit
   -DMIRA_CONSUME=subdirectory -DMIRA_SOURCE_DIR="$PWD" > /dev/null
 cmake --build "$tmp/subdirectory" -j 2 > /dev/null
 "$tmp/subdirectory/consumer" "$study"
+pc_path="$(dirname "$(find "$tmp/install" -name mira.pc)")"
 # shellcheck disable=SC2046  # pkg-config's output is meant to be split into arguments
 g++ -std=c++20 -O1 test/consumer/main.cpp -o "$tmp/pkg-config-consumer" \
-  $(PKG_CONFIG_PATH="$(dirname "$(find "$tmp/install" -name mira.pc)")" pkg-config --cflags --libs mira)
+  $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira)
 "$tmp/pkg-config-consumer" "$study"
+
+# mira::host alone: a service that wants a host_handle opens no toml++ or Beast header and links
+# neither (CMake package and pkg-config alike).
+no_toml_or_beast() {  # what: a description; stdin: the headers opened or the link line
+  if grep -E 'toml|beast' ; then echo "test: $1 names toml++ or Beast (above)" >&2; exit 1; fi
+}
+cmake -S test/consumer -B "$tmp/host" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/install" \
+  -DMIRA_TARGET=mira::host > /dev/null
+cmake --build "$tmp/host" > /dev/null
+"$tmp/host/consumer" "$study"
+ninja -C "$tmp/host" -t deps | no_toml_or_beast "the mira::host consumer's compile"
+ninja -C "$tmp/host" -t commands consumer | tail -n 1 | no_toml_or_beast "its link"
+ldd "$tmp/host/consumer" | no_toml_or_beast "its binary"
+# shellcheck disable=SC2046
+g++ -std=c++20 -O1 -H test/consumer/main.cpp -o "$tmp/pkg-config-host" \
+  $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira-host) 2> "$tmp/host-headers.txt"
+no_toml_or_beast "the pkg-config mira-host consumer's compile" < "$tmp/host-headers.txt"
+PKG_CONFIG_PATH="$pc_path" pkg-config --libs mira-host | no_toml_or_beast "pkg-config --libs mira-host"
+"$tmp/pkg-config-host" "$study"
+echo "test: consumers of mira::mira (package, subdirectory, pkg-config) and of mira::host alone run"

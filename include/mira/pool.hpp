@@ -15,7 +15,6 @@
 // Lifetime as host_handle: copies share the pool; the last copy's end kills every process.
 #pragma once
 
-#include <mira/detail/pool_dispatch.hpp>
 #include <mira/host.hpp>
 
 #include <boost/asio/any_io_executor.hpp>

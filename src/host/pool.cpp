@@ -1,6 +1,7 @@
 // The study pool's shell (see pool.hpp): starts and checks the processes, hands requests to
 // them through pool_dispatch, restarts a process that died in its slot, and shuts all down.
 #include <mira/pool.hpp>
+#include "pool_dispatch.hpp"
 #include "study_identity.hpp"
 
 #include <boost/asio/as_tuple.hpp>

@@ -1,5 +1,5 @@
 // The study pool's dispatch bookkeeping (see pool_dispatch.hpp).
-#include <mira/detail/pool_dispatch.hpp>
+#include "pool_dispatch.hpp"
 
 namespace mira::detail {
 

@@ -40,7 +40,10 @@ serve::server_config config_from(const run_args& a, const config::config& projec
   // mira.toml's launchers are on the allow-list too, under their names (a --study of the same
   // name wins), each resolved to its argv as `mira run --launcher NAME` resolves it.
   auto probe = config::system_probe::real();
-  for (auto& [name, launcher] : project.launchers) {
+  for (auto& launcher : project.launchers) {
+    // A reference, not a structured binding: Clang captures those in a lambda (C++20) only
+    // from version 16.
+    const auto& name = launcher.first;
     if (std::any_of(c.studies.begin(), c.studies.end(),
                     [&](const serve::study_entry& e) { return e.name == name; }))
       continue;

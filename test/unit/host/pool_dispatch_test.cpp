@@ -1,6 +1,6 @@
 // The study pool's dispatch choice without processes: fewest in flight, abandoned requests
 // counted, the per-process cap, dead slots skipped, completions of a restarted slot ignored.
-#include <mira/detail/pool_dispatch.hpp>
+#include "host/pool_dispatch.hpp"
 
 #include <boost/test/unit_test.hpp>
 
