@@ -359,6 +359,18 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   } else if (arts.dir && m == mode::execute_only) {
     artifact_writer.emplace(arts.dir->path());
   }
+  if (failures->first) {
+    // Nothing could be saved: no case runs, as its result would be lost. Each stays not run.
+    schedule::run_report none;
+    none.cases.resize(to_run.cases.size());
+    for (auto& c : none.cases) {
+      c.state = case_state::cancelled;
+      c.message = "not run: " + *failures->first;
+    }
+    none.stopped = schedule::stop_reason::requested;
+    none.stop_message = *failures->first;
+    co_return store::session_report(p, resumed, std::move(none));
+  }
   // `file_of` is asked on the writer's thread when a save fails: the file that failed.
   auto on_saved = [ex, failures](std::string key, std::string what,
                                  std::function<std::filesystem::path()> file_of) {
