@@ -15,6 +15,7 @@
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/json_text.hpp>
+#include <mira/report/render.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/serve/server.hpp>
 #include <mira/store/files.hpp>
@@ -95,7 +96,7 @@ asio::awaitable<double> library_run(options o, std::string results) {
   (*writer)->drain();
   co_await host->shutdown();
   auto s = mira::aggregate::summarize(*p, report.cases, &*list);
-  run->finish(*p, report, s);
+  mira::report::finish_run(*run, *p, report, s);
   co_return std::chrono::duration<double>(clock_type::now() - t0).count();
   (void)init;
 }

@@ -10,6 +10,7 @@
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/json_text.hpp>
+#include <mira/report/render.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
@@ -95,7 +96,7 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
   auto& all_plan = whole ? whole->first : *p;
   auto& all = whole ? whole->second : report;
   auto s = mira::aggregate::summarize(all_plan, all.cases, &*list);
-  if (auto ec = run.finish(all_plan, all, s))
+  if (auto ec = mira::report::finish_run(run, all_plan, all, s))
     std::fprintf(stderr, "cannot finish the run: %s\n", ec.message().c_str());
   std::printf("%s\n", run.id().c_str());
   std::fprintf(stderr, "%zu case(s) reused, %zu run; %zu passed overall\n", resumed.reused,

@@ -10,6 +10,7 @@
 
 namespace mira::aggregate {
 
+namespace json = boost::json;
 using schedule::case_state;
 
 std::optional<double> pass_at_k(std::size_t n, std::size_t c, std::size_t k) {
@@ -265,6 +266,91 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
   }
   for (auto& [k, sn] : metrics)
     out.total.metric_means[k] = sn.first / static_cast<double>(sn.second);
+  return out;
+}
+
+namespace {
+
+json::object rate_json(const aggregate::rate& r) {
+  auto ci = r.ci();
+  return {{"passed", r.passed},
+          {"scored", r.scored},
+          {"rate", r.value()},
+          {"ci95", json::array{ci.low, ci.high}}};
+}
+
+}  // namespace
+
+json::object summary_json(const summary& s, const schedule::run_report& report) {
+  json::object counts;
+  for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
+                  case_state::cancelled, case_state::error, case_state::executed})
+    counts[to_string(st)] = s.count(st);
+  json::object matrix;
+  for (auto& [key, r] : s.matrix) {
+    auto& row = matrix[key.first];
+    if (!row.is_object()) row = json::object{};
+    row.as_object()[key.second] = rate_json(r);
+  }
+  json::array trials;
+  for (auto& t : s.trials) {
+    json::object pass_at;
+    for (std::size_t k = 0; k < t.pass_at.size(); ++k)
+      pass_at[std::to_string(k + 1)] =
+          t.pass_at[k] ? json::value(*t.pass_at[k]) : json::value(nullptr);
+    trials.push_back(json::object{{"key", t.logical_key},
+                                  {"trials", t.trials},
+                                  {"scored", t.scored},
+                                  {"passed", t.passed},
+                                  {"pass_rate", t.pass_rate().value()},
+                                  {"pass_at_k", std::move(pass_at)},
+                                  {"mean", t.mean},
+                                  {"stddev", t.stddev}});
+  }
+  json::object groups;
+  for (auto& [v, r] : s.groups) groups[v] = rate_json(r);
+  json::object latency;
+  for (auto& [target, l] : s.latency_by_target) {
+    json::object lo{{"n", l.n}, {"p50_s", l.p50}, {"p95_s", l.p95}, {"p99_s", l.p99}};
+    if (l.ttft_n) {
+      lo["ttft_p50_ms"] = l.ttft_p50_ms;
+      lo["ttft_p95_ms"] = l.ttft_p95_ms;
+    }
+    latency[target] = std::move(lo);
+  }
+  auto& t = s.total;
+  json::object causes;
+  for (auto& [c, n] : t.retry_causes) causes[c] = n;
+  json::object metrics;
+  for (auto& [k, v] : t.metric_means) metrics[k] = v;
+  json::object per_eval, per_target;
+  for (auto& [e, r] : s.per_eval) per_eval[e] = rate_json(r);
+  for (auto& [target, r] : s.per_target) per_target[target] = rate_json(r);
+  json::object out{
+      {"counts", std::move(counts)},
+      {"overall", rate_json(s.overall)},
+      {"per_eval", std::move(per_eval)},
+      {"per_target", std::move(per_target)},
+      {"matrix", std::move(matrix)},
+      {"trials", std::move(trials)},
+      {"totals", json::object{{"input_tokens", t.input_tokens},
+                              {"output_tokens", t.output_tokens},
+                              {"cache_read_tokens", t.cache_read_tokens},
+                              {"reasoning_tokens", t.reasoning_tokens},
+                              {"cost_usd", t.cost_usd},
+                              {"tool_calls", t.tool_calls},
+                              {"duration_ms", t.duration_ms},
+                              {"retries", t.retries},
+                              {"retry_causes", std::move(causes)},
+                              {"metric_means", std::move(metrics)}}},
+      {"latency", std::move(latency)},
+      {"seconds", report.seconds},
+  };
+  if (!s.group_by.empty())
+    out["groups"] = json::object{{"by", s.group_by}, {"values", std::move(groups)}};
+  if (report.stopped != schedule::stop_reason::none)
+    out["stopped"] =
+        json::object{{"reason", to_string(report.stopped)}, {"message", report.stop_message}};
   return out;
 }
 

@@ -83,88 +83,7 @@ std::string fixed(double v, int digits = 2) {
   return buf;
 }
 
-json::object rate_json(const aggregate::rate& r) {
-  auto ci = r.ci();
-  return {{"passed", r.passed},
-          {"scored", r.scored},
-          {"rate", r.value()},
-          {"ci95", json::array{ci.low, ci.high}}};
-}
-
 }  // namespace
-
-json::object summary_json(const aggregate::summary& s, const schedule::run_report& report) {
-  json::object counts;
-  for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
-                  case_state::cancelled, case_state::error, case_state::executed})
-    counts[to_string(st)] = s.count(st);
-  json::object matrix;
-  for (auto& [key, r] : s.matrix) {
-    auto& row = matrix[key.first];
-    if (!row.is_object()) row = json::object{};
-    row.as_object()[key.second] = rate_json(r);
-  }
-  json::array trials;
-  for (auto& t : s.trials) {
-    json::object pass_at;
-    for (std::size_t k = 0; k < t.pass_at.size(); ++k)
-      pass_at[std::to_string(k + 1)] =
-          t.pass_at[k] ? json::value(*t.pass_at[k]) : json::value(nullptr);
-    trials.push_back(json::object{{"key", t.logical_key},
-                                  {"trials", t.trials},
-                                  {"scored", t.scored},
-                                  {"passed", t.passed},
-                                  {"pass_rate", t.pass_rate().value()},
-                                  {"pass_at_k", std::move(pass_at)},
-                                  {"mean", t.mean},
-                                  {"stddev", t.stddev}});
-  }
-  json::object groups;
-  for (auto& [v, r] : s.groups) groups[v] = rate_json(r);
-  json::object latency;
-  for (auto& [target, l] : s.latency_by_target) {
-    json::object lo{{"n", l.n}, {"p50_s", l.p50}, {"p95_s", l.p95}, {"p99_s", l.p99}};
-    if (l.ttft_n) {
-      lo["ttft_p50_ms"] = l.ttft_p50_ms;
-      lo["ttft_p95_ms"] = l.ttft_p95_ms;
-    }
-    latency[target] = std::move(lo);
-  }
-  auto& t = s.total;
-  json::object causes;
-  for (auto& [c, n] : t.retry_causes) causes[c] = n;
-  json::object metrics;
-  for (auto& [k, v] : t.metric_means) metrics[k] = v;
-  json::object per_eval, per_target;
-  for (auto& [e, r] : s.per_eval) per_eval[e] = rate_json(r);
-  for (auto& [target, r] : s.per_target) per_target[target] = rate_json(r);
-  json::object out{
-      {"counts", std::move(counts)},
-      {"overall", rate_json(s.overall)},
-      {"per_eval", std::move(per_eval)},
-      {"per_target", std::move(per_target)},
-      {"matrix", std::move(matrix)},
-      {"trials", std::move(trials)},
-      {"totals", json::object{{"input_tokens", t.input_tokens},
-                              {"output_tokens", t.output_tokens},
-                              {"cache_read_tokens", t.cache_read_tokens},
-                              {"reasoning_tokens", t.reasoning_tokens},
-                              {"cost_usd", t.cost_usd},
-                              {"tool_calls", t.tool_calls},
-                              {"duration_ms", t.duration_ms},
-                              {"retries", t.retries},
-                              {"retry_causes", std::move(causes)},
-                              {"metric_means", std::move(metrics)}}},
-      {"latency", std::move(latency)},
-      {"seconds", report.seconds},
-  };
-  if (!s.group_by.empty())
-    out["groups"] = json::object{{"by", s.group_by}, {"values", std::move(groups)}};
-  if (report.stopped != schedule::stop_reason::none)
-    out["stopped"] =
-        json::object{{"reason", to_string(report.stopped)}, {"message", report.stop_message}};
-  return out;
-}
 
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour) {
@@ -496,13 +415,16 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   if (format == "jsonl") {
     for (std::size_t i = 0; i < p.cases.size(); ++i)
       out(protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])) + "\n");
-    return out(protocol::to_json_text(json::object{{"summary", summary_json(s, report)}}) + "\n");
+    return out(
+        protocol::to_json_text(json::object{{"summary", aggregate::summary_json(s, report)}}) +
+        "\n");
   }
   if (format == "junit") return out(junit_report(p, report, s));
   if (format == "md") return out(md_report(p, report, s));
   if (format == "html") return html_report(p, report, s, "Mira eval report", out);
   // {"summary": ..., "cases": [...]}, one case at a time.
-  out("{\"summary\":" + protocol::to_json_text(summary_json(s, report)) + ",\"cases\":[");
+  out("{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) +
+      ",\"cases\":[");
   for (std::size_t i = 0; i < p.cases.size(); ++i)
     out((i ? "," : "") + protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])));
   out("]}\n");
@@ -513,6 +435,25 @@ std::string render(const std::string& format, const plan::plan& p,
   std::string text;
   render(format, p, report, s, [&](std::string_view piece) { text += piece; });
   return text;
+}
+
+std::vector<store::report_file> run_files(const plan::plan& whole,
+                                          const schedule::run_report& report,
+                                          const aggregate::summary& s) {
+  std::vector<store::report_file> files;
+  for (auto [name, format] :
+       {std::pair<const char*, const char*>{"report.json", "json"}, {"report.html", "html"}})
+    files.push_back({name, [&whole, &report, &s, format = std::string(format)](
+                               const std::function<void(std::string_view)>& sink) {
+                       render(format, whole, report, s, sink);
+                     }});
+  return files;
+}
+
+store::write_error finish_run(store::run_store& run, const plan::plan& whole,
+                              schedule::run_report& report, const aggregate::summary& s) {
+  report.seconds = run.seconds();
+  return run.finish(run_files(whole, report, s), aggregate::summary_json(s, report));
 }
 
 }  // namespace mira::report

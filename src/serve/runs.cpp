@@ -553,7 +553,7 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   auto& whole_plan = whole ? whole->first : p;
   auto& whole_report = whole ? whole->second : report;
   auto summary = aggregate::summarize(whole_plan, whole_report.cases, &prep->list);
-  st.finish(whole_plan, whole_report, summary);
+  report::finish_run(st, whole_plan, whole_report, summary);
   prep->output->store = nullptr;
 
   end(*run, report, whole_report, summary, s.stopped, *failure);
@@ -602,7 +602,7 @@ void run_manager::begin(live_run& run, prepared& prep) {
 void run_manager::end(live_run& run, const schedule::run_report& session_report,
                       const schedule::run_report& whole, const aggregate::summary& summary,
                       const std::string& stopped, const std::optional<std::string>& failure) {
-  run.summary = report::summary_json(summary, whole);
+  run.summary = aggregate::summary_json(summary, whole);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.t0).count();
   run.state = stopped.empty()                                        ? "done"
               : (stopped == "cancelled" || stopped == "interrupted") ? stopped

@@ -210,7 +210,10 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
       [](const saved_case& a, const saved_case& b) { return plan::natural_less(a.key, b.key); });
   auto [p, report] = all.as_report();
   auto summary = aggregate::summarize(p, report.cases, nullptr, {});
-  if (auto e = store->finish(p, report, summary))
+  report.seconds = store->seconds();
+  std::vector<report_file> files;
+  if (options.report_files) files = options.report_files(p, report, summary);
+  if (auto e = store->finish(files, aggregate::summary_json(summary, report)))
     return tl::make_unexpected("cannot finish the merged run: " + e.message());
   return all.cases.size();
 }

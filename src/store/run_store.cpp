@@ -4,7 +4,6 @@
 #include <mira/plan/natural_order.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
-#include <mira/report/render.hpp>
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
@@ -56,11 +55,17 @@ void load_per_case(const fs::path& folder, std::map<std::string, json::object>& 
     out.insert_or_assign(key, std::move(record));
 }
 
+// A damaged line whose key, as far as it can be read, has a whole record after it.
+struct maybe_superseded {
+  std::string problem;
+  std::string key;
+};
+
 // Reads segments/*.ndjson: the newest record of each key. A torn tail (a write cut short by a
-// crash, never acknowledged) is not a loss; a damaged line is reported, as `superseded` when
-// the key it names has a whole record after it (the case was saved again: nothing is lost).
+// crash, never acknowledged) is not a loss; a damaged line is unreadable, or `superseded` when
+// the key it names has a whole record after it (load_folder decides: the key may be damaged).
 void load_compact(const fs::path& folder, std::map<std::string, json::object>& out,
-                  std::vector<std::string>& unreadable, std::vector<std::string>& superseded) {
+                  std::vector<std::string>& unreadable, std::vector<maybe_superseded>& superseded) {
   auto scan = read_segments(folder / "segments");
   std::unordered_map<std::string_view, std::size_t> last;  // key -> index of its newest record
   for (std::size_t i = 0; i < scan.records.size(); ++i) last[scan.records[i].key] = i;
@@ -69,7 +74,7 @@ void load_compact(const fs::path& folder, std::map<std::string, json::object>& o
     auto& d = scan.damaged[i];
     auto it = d.key ? last.find(*d.key) : last.end();
     if (it != last.end() && it->second >= d.records_before)
-      superseded.push_back(scan.problems[i] + ", superseded by a later record of " + *d.key);
+      superseded.push_back({scan.problems[i], *d.key});
     else
       unreadable.push_back(scan.problems[i]);
   }
@@ -91,15 +96,26 @@ loaded_run load_folder(const fs::path& folder, run_meta meta,
   loaded_run run;
   run.meta = std::move(meta);
   std::map<std::string, json::object> records;
+  std::vector<maybe_superseded> superseded;
   // Both layouts are read (a run converted half-way has some of each); the run's own layout
   // is read last, so its record of a key wins.
   if (run.meta.layout == layout::compact) {
     load_per_case(folder, records, run.unreadable, dirs);
-    load_compact(folder, records, run.unreadable, run.superseded);
+    load_compact(folder, records, run.unreadable, superseded);
   } else {
-    load_compact(folder, records, run.unreadable, run.superseded);
+    load_compact(folder, records, run.unreadable, superseded);
     load_per_case(folder, records, run.unreadable, dirs);
   }
+  // A flipped bit in a damaged line's key can name another case, which has a record: the case
+  // of the line would then be lost unseen. So a damaged line counts as superseded only while
+  // the run has a record of every case its last session planned.
+  const std::size_t planned = run.meta.sessions.empty() ? 0 : run.meta.sessions.back().planned;
+  const bool whole = planned == 0 || records.size() >= planned;
+  for (auto& s : superseded)
+    if (whole)
+      run.superseded.push_back(s.problem + ", superseded by a later record of " + s.key);
+    else
+      run.unreadable.push_back(std::move(s.problem));
   run.cases.reserve(records.size());
   for (auto& [key, record] : records) run.cases.push_back({key, std::move(record)});
   std::stable_sort(
@@ -510,8 +526,28 @@ write_error run_store::append_stderr(std::string_view text) {
   return append_file(s_->path / "study.stderr.log", text);
 }
 
-write_error run_store::finish(const plan::plan& whole, schedule::run_report& report,
-                              const aggregate::summary& s) {
+double run_store::seconds() const {
+  return s_->meta.seconds();
+}
+
+write_error run_store::write_files(const std::vector<report_file>& files) {
+  write_error first;
+  for (auto& f : files) {
+    auto path = s_->path / f.name;
+    auto file = atomic_file::create(path);
+    write_error e;
+    if (!file) {
+      e = {file.error(), path};
+    } else {
+      f.render([&](std::string_view piece) { file->write(piece); });
+      e = {file->commit(), path};
+    }
+    if (e && !first) first = std::move(e);
+  }
+  return first;
+}
+
+write_error run_store::finish(const std::vector<report_file>& files, json::object summary) {
   const auto finished_at = now_utc();
   write_error first;
   auto keep = [&](write_error e) {
@@ -522,19 +558,8 @@ write_error run_store::finish(const plan::plan& whole, schedule::run_report& rep
   meta.format = run_meta::current_format;
   meta.finished = finished_at;
   if (!meta.sessions.empty()) meta.sessions.back().finished = finished_at;
-  report.seconds = meta.seconds();
-  for (auto [name, format] :
-       {std::pair<const char*, const char*>{"report.json", "json"}, {"report.html", "html"}}) {
-    auto path = s_->path / name;
-    auto file = atomic_file::create(path);
-    if (!file) {
-      keep({file.error(), path});
-      continue;
-    }
-    report::render(format, whole, report, s, [&](std::string_view piece) { file->write(piece); });
-    keep({file->commit(), path});
-  }
-  meta.summary = report::summary_json(s, report);
+  keep(write_files(files));
+  meta.summary = std::move(summary);
   if (first) {
     // Without its report files the run is not finished: meta.json says so, and a resume (which
     // runs nothing more when every case is saved) finishes it.
@@ -569,7 +594,7 @@ tl::expected<meta_rebuild, std::string> rebuild_meta(const fs::path& results_dir
   out.unreadable = run.unreadable;
   auto [p, report] = run.as_report();
   run.meta.summary =
-      report::summary_json(aggregate::summarize(p, report.cases, nullptr, {}), report);
+      aggregate::summary_json(aggregate::summarize(p, report.cases, nullptr, {}), report);
   run.meta.extra["rebuilt"] =
       json::object{{"from", "case records"}, {"at", now_utc()}, {"damaged", "meta.json.damaged"}};
   // A hard link keeps the damaged bytes with no moment without a meta.json, and fails when

@@ -10,6 +10,7 @@
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/json_text.hpp>
+#include <mira/report/render.hpp>
 #include <mira/store/run_store.hpp>
 
 #include <cstdio>
@@ -175,19 +176,13 @@ bool rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule:
                  printable(a.run_id).c_str(), printable(a.run_id).c_str());
     return true;
   }
-  bool ok = true;
-  for (auto* format : {"json", "html"}) {
-    auto path = run->path() / (std::string("report.") + format);
-    if (auto ec = write_report(path, format, p, report, s)) {
-      std::fprintf(stderr, "mira: error: cannot write %s: %s\n", printable(path.string()).c_str(),
-                   ec.message().c_str());
-      ok = false;
-    }
+  if (auto failed = run->write_files(report::run_files(p, report, s))) {
+    std::fprintf(stderr, "mira: error: %s\n", printable(failed.message()).c_str());
+    return false;
   }
-  if (ok)
-    std::fprintf(stderr, "rewrote report.json and report.html in %s\n",
-                 printable(run->path().string()).c_str());
-  return ok;
+  std::fprintf(stderr, "rewrote report.json and report.html in %s\n",
+               printable(run->path().string()).c_str());
+  return true;
 }
 
 }  // namespace

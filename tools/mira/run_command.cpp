@@ -11,6 +11,7 @@
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/json_text.hpp>
+#include <mira/report/render.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/artifacts.hpp>
 #include <mira/store/batch_writer.hpp>
@@ -496,7 +497,7 @@ bool save_session(const std::vector<std::string>& args, const run_args& a, const
   auto whole_summary =
       whole ? aggregate::summarize(whole_plan, whole_report.cases, &study.list, a.group_by)
             : session_summary;
-  auto failed = s.finish(whole_plan, whole_report, whole_summary);
+  auto failed = report::finish_run(s, whole_plan, whole_report, whole_summary);
   if (failed)
     std::fprintf(stderr,
                  "mira: error: cannot finish run %s: %s (once the file can be written, resume "

@@ -28,9 +28,9 @@
 
 namespace mira::cli {
 
+using aggregate::summary_json;
 using report::print_table;
 using report::render;
-using report::summary_json;
 
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failed = 1;

@@ -6,6 +6,8 @@
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/results.hpp>
 
+#include <boost/json/object.hpp>
+
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -104,5 +106,9 @@ struct summary {
 /// its transcript metadata; a case with none is in "(unset)".
 summary summarize(const plan::plan& p, const std::vector<schedule::case_record>& cases,
                   const protocol::list_result* listing = nullptr, std::string group_by = {});
+
+/// The summary as JSON (counts, overall rate, matrix, trials with `pass@k`, groups, totals,
+/// the run's seconds and why it stopped): what meta.json and report.json keep.
+boost::json::object summary_json(const summary& s, const schedule::run_report& report);
 
 }  // namespace mira::aggregate

@@ -4,6 +4,7 @@
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/store/records.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <boost/json/object.hpp>
 
@@ -11,11 +12,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mira::report {
-
-/// The summary as JSON (counts, overall rate, matrix, trials with `pass@k`, groups, totals).
-boost::json::object summary_json(const aggregate::summary& s, const schedule::run_report& report);
 
 /// Where rendered text goes, piece by piece.
 using text_sink = std::function<void(std::string_view)>;
@@ -29,6 +28,18 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
 /// render() into one string.
 std::string render(const std::string& format, const plan::plan& p,
                    const schedule::run_report& report, const aggregate::summary& s);
+
+/// A saved run's report files, report.json and report.html over `whole` (every case of the
+/// run), for run_store::finish or write_files. They refer to their arguments until written.
+std::vector<store::report_file> run_files(const plan::plan& whole,
+                                          const schedule::run_report& report,
+                                          const aggregate::summary& s);
+
+/// Ends a saved run's session: report.seconds becomes the run time of every session (set the
+/// session's seconds first), then the store writes the report files and meta.json with the
+/// summary (run_store::finish). Returns the first file that could not be written.
+store::write_error finish_run(store::run_store& run, const plan::plan& whole,
+                              schedule::run_report& report, const aggregate::summary& s);
 
 /// One self-contained HTML page: summary cards, the eval x target matrix, charts per target
 /// (pass rate with its 95 % interval, latency, cost, tokens) as inline SVG, and a filterable,

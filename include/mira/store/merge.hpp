@@ -5,11 +5,13 @@
 // and renamed into place, and the inputs are only read.
 #pragma once
 
+#include <mira/store/run_store.hpp>
 #include <mira/store/shard_meta.hpp>
 
 #include <tl/expected.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,11 @@ struct merge_options {
   /// is then false. Refused otherwise.
   bool allow_partial = false;
   std::vector<std::string> argv;  // the merge command, for the merged run's session
+  /// The merged run's report files (report::run_files); the store renders none itself. Empty:
+  /// the merged run has none until `mira report` writes them.
+  std::function<std::vector<report_file>(const plan::plan&, const schedule::run_report&,
+                                         const aggregate::summary&)>
+      report_files;
 };
 
 struct merge_error {

@@ -23,10 +23,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace mira::store {
+
+/// A file of a run's report. The caller renders it into the sink it is given: the store writes
+/// bytes and renders nothing (the report layer is above it).
+struct report_file {
+  std::string name;  // in the run folder: "report.json"
+  std::function<void(const std::function<void(std::string_view)>& sink)> render;
+};
 
 /// One saved case: its record as encode_case() makes it (a record the Rust host saved gains
 /// "key", computed from its identity as the Rust host computes it).
@@ -164,13 +172,16 @@ class run_store {
   write_error append_stderr(std::string_view text);
   write_error flush_events();
 
-  /// Ends the session: report.json and report.html over `whole` (every case of the run, see
-  /// whole_run), then meta.json with the summary and the session's end. Each file atomically.
-  /// Sets report.seconds to the run time of every session (set this session's seconds first).
+  /// The run time of every session, this one's included (set session().seconds first).
+  double seconds() const;
+  /// Writes each file into the run folder atomically (replaced whole or not at all). Returns
+  /// the first that could not be written.
+  write_error write_files(const std::vector<report_file>& files);
+  /// Ends the session: `files` (report.json and report.html over every case of the run:
+  /// report::finish_run renders them), then meta.json with `summary` and the session's end.
   /// Returns the first file that could not be written: the run is then not finished (a resume
   /// or `mira report` writes its report files again).
-  write_error finish(const plan::plan& whole, schedule::run_report& report,
-                     const aggregate::summary& s);
+  write_error finish(const std::vector<report_file>& files, boost::json::object summary);
 
   write_error save_meta();
 

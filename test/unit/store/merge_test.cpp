@@ -2,6 +2,7 @@
 // each kind of bad input is refused with nothing written and the inputs untouched; a partial
 // set merges only when allowed. Also the plan fingerprint and meta.json's "shard".
 #include <mira/plan/shard.hpp>
+#include <mira/report/render.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/merge.hpp>
 #include <mira/store/records.hpp>
@@ -74,7 +75,8 @@ fs::path save_shard(const fs::path& dir, const std::string& id, const plan::plan
   }
   (*w)->drain();
   store->session().seconds = 1.5;
-  BOOST_REQUIRE(!store->finish(saved, report, mira::aggregate::summarize(saved, report.cases)));
+  BOOST_REQUIRE(!mira::report::finish_run(*store, saved, report,
+                                          mira::aggregate::summarize(saved, report.cases)));
   return dir / id;
 }
 
@@ -106,6 +108,7 @@ struct fixture {
   }
   merge_options options(bool partial = false) {
     merge_options o;
+    o.report_files = mira::report::run_files;
     o.results_dir = results;
     o.run_id = "merged";
     o.allow_partial = partial;

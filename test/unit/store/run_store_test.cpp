@@ -1,6 +1,7 @@
 // The run store's pure parts and its folder rules: meta.json in every format it reads, the
 // resume decision per saved state and option, the writer's lock, records in natural order.
 #include <mira/aggregate/summary.hpp>
+#include <mira/report/render.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_store.hpp>
 
@@ -225,7 +226,8 @@ BOOST_AUTO_TEST_CASE(a_finish_that_cannot_write_a_report_names_it_and_leaves_the
   }
   // A directory where report.html goes: its replacement cannot be renamed into place.
   fs::create_directories(w->path() / "report.html" / "in-the-way");
-  auto failed = w->finish(p, report, mira::aggregate::summarize(p, report.cases));
+  auto failed =
+      mira::report::finish_run(*w, p, report, mira::aggregate::summarize(p, report.cases));
   BOOST_REQUIRE(static_cast<bool>(failed));
   BOOST_TEST(failed.path == w->path() / "report.html");
   BOOST_TEST(failed.message().find("cannot write " + (w->path() / "report.html").string() + ": ") ==
@@ -236,7 +238,7 @@ BOOST_AUTO_TEST_CASE(a_finish_that_cannot_write_a_report_names_it_and_leaves_the
   BOOST_REQUIRE(meta->sessions.size() == 1u);
   BOOST_TEST(meta->sessions[0].finished.empty());
   fs::remove_all(w->path() / "report.html");
-  BOOST_TEST(!w->finish(p, report, mira::aggregate::summarize(p, report.cases)));
+  BOOST_TEST(!mira::report::finish_run(*w, p, report, mira::aggregate::summarize(p, report.cases)));
   BOOST_TEST(!load_run_meta(results, id)->finished.empty());
 }
 
@@ -283,6 +285,49 @@ BOOST_AUTO_TEST_CASE(a_damaged_record_with_a_later_record_of_its_case_is_superse
              after.superseded[0]);
   BOOST_TEST(after.superseded[0].find("superseded by a later record of echo/b@sim") !=
              std::string::npos);
+}
+
+// A flipped bit in a damaged line's key can name another saved case ("echo/b@sim" reads
+// "echo/c@sim"): the line is not superseded while the run lacks a record of a planned case.
+BOOST_AUTO_TEST_CASE(a_damaged_key_naming_another_case_supersedes_nothing_while_a_case_is_missing) {
+  mira::test::temp_dir d;
+  const std::string id = "20261130T081502Z-3fa9";
+  auto w = run_store::create(d.path / "results", id, layout::compact);
+  BOOST_REQUIRE(w.has_value());
+  run_session session;
+  session.planned = 3;
+  BOOST_TEST(!w->begin_session(session));
+  auto save = [&](const std::vector<std::string>& samples) {
+    auto writer = w->writer();
+    BOOST_REQUIRE(writer.has_value());
+    for (auto& sample : samples) {
+      auto c = saved(sample, case_state::passed);
+      (*writer)->submit(c.key, json::serialize(c.record),
+                        [](boost::system::error_code ec) { BOOST_TEST(!ec); });
+    }
+    (*writer)->drain();
+  };
+  save({"a", "b", "c"});
+  auto segment = w->path() / "segments" / "000001.ndjson";
+  std::string bytes;
+  {
+    std::ifstream in(segment, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto second = bytes.find('\n') + 1;
+  auto key = bytes.find("echo/b@sim", second);
+  BOOST_REQUIRE(key < bytes.find('\n', second));
+  bytes[key + 5] = 'c';  // 'b' ^ 1
+  std::ofstream(segment, std::ios::binary | std::ios::trunc) << bytes;
+  auto before = w->load();
+  BOOST_TEST(before.cases.size() == 2u);
+  BOOST_TEST(before.unreadable.size() == 1u);
+  BOOST_TEST(before.superseded.empty());
+  save({"b"});  // what a resume does: b is missing, so it runs again
+  auto after = w->load();
+  BOOST_TEST(after.cases.size() == 3u);
+  BOOST_TEST(after.unreadable.empty());
+  BOOST_TEST(after.superseded.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(records_load_in_natural_order_and_unreadable_files_are_named) {
