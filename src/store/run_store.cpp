@@ -155,45 +155,61 @@ tl::expected<fs::path, std::string> existing_run(const fs::path& results_dir,
 // An exclusive flock on the run folder itself for as long as the store lives: it holds for as
 // long as the folder exists, whatever happens to the files in it (a lock on a file inside was
 // lost when someone deleted that file, and a second writer got in). The kernel drops it when
-// the process dies, so a killed host leaves no stale lock. <run>/.lock only names the holder
-// for the message another process prints.
+// the process dies, so a killed host leaves no stale lock. <run>/.lock is locked as well and
+// names the holder for the message another process prints.
 class folder_lock {
  public:
   static tl::expected<folder_lock, std::string> take(const fs::path& folder) {
-    int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-      return tl::make_unexpected("cannot open " + folder.string() + ": " + errno_code().message());
     const auto file = folder / ".lock";
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    auto in_use = [&] {
+      auto holder = holder_text(file);
+      return "run " + folder.filename().string() + " is in use by " +
+             (holder.empty() ? std::string("another process") : holder) + " (it holds a lock on " +
+             folder.string() + ")";
+    };
+    int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+      return tl::make_unexpected("cannot open " + folder.string() + ": " + errno_code().message());
+    if (::flock(dir, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
-      ::close(fd);
+      ::close(dir);
       if (err != EWOULDBLOCK)
         return tl::make_unexpected("cannot lock " + folder.string() + ": " + std::strerror(err));
-      auto holder = holder_text(file);
-      return tl::make_unexpected("run " + folder.filename().string() + " is in use by " +
-                                 (holder.empty() ? std::string("another process") : holder) +
-                                 " (it holds a lock on " + folder.string() + ")");
+      return tl::make_unexpected(in_use());
     }
-    // The lock holds whether or not the text can be written: it only serves the message.
-    auto me = "pid " + std::to_string(::getpid()) + " on host " + hostname() + "\n";
-    int text = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (text >= 0) {
-      (void)detail::write_all(text, me);
+    // .lock too: a host of an earlier version locks only it, and a file's lock reaches the
+    // server on network file systems where a directory's may stay local to one node.
+    int text = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (text >= 0 && ::flock(text, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
       ::close(text);
+      if (err == EWOULDBLOCK) {
+        ::close(dir);
+        return tl::make_unexpected(in_use());
+      }
+      text = -1;
     }
-    return folder_lock(fd);
+    // The locks hold whether or not the text can be written: it only serves the message.
+    if (text >= 0) {
+      auto me = "pid " + std::to_string(::getpid()) + " on host " + hostname() + "\n";
+      if (::ftruncate(text, 0) == 0) (void)detail::write_all(text, me);
+    }
+    return folder_lock(dir, text);
   }
-  folder_lock(folder_lock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  folder_lock(folder_lock&& o) noexcept
+      : dir_(std::exchange(o.dir_, -1)), text_(std::exchange(o.text_, -1)) {}
   folder_lock& operator=(folder_lock&& o) noexcept {
-    std::swap(fd_, o.fd_);
+    std::swap(dir_, o.dir_);
+    std::swap(text_, o.text_);
     return *this;
   }
   ~folder_lock() {
-    if (fd_ >= 0) ::close(fd_);
+    if (text_ >= 0) ::close(text_);
+    if (dir_ >= 0) ::close(dir_);
   }
 
  private:
-  explicit folder_lock(int fd) : fd_(fd) {}
+  folder_lock(int dir, int text) : dir_(dir), text_(text) {}
 
   static std::string holder_text(const fs::path& file) {
     char buf[256] = {};
@@ -207,7 +223,8 @@ class folder_lock {
     return holder;
   }
 
-  int fd_ = -1;
+  int dir_ = -1;
+  int text_ = -1;  // .lock, when it could be opened and locked
 };
 
 // Appends to one file (created when missing), O_APPEND so earlier sessions' text is never
@@ -416,7 +433,10 @@ tl::expected<run_store, std::string> run_store::create(const fs::path& results_d
                                (ec ? ec.message() : std::string("it exists")));
   // The lock before anything is written in the folder.
   auto lock = folder_lock::take(path);
-  if (!lock) return tl::make_unexpected(lock.error());
+  if (!lock) {
+    ::rmdir(path.c_str());  // made above, and still empty unless the lock's holder wrote in it
+    return tl::make_unexpected(lock.error());
+  }
   auto records = path / (l == layout::compact ? "segments" : "cases");
   fs::create_directory(records, ec);
   if (ec) return tl::make_unexpected("cannot create " + records.string() + ": " + ec.message());

@@ -152,7 +152,8 @@ BOOST_AUTO_TEST_CASE(a_study_killed_by_a_signal_is_reported_by_its_signal_not_it
   auto r = run_command("timeout 60 " + mira_bin + " run --dry-run -j 4 --max-restarts 0 -- " + py +
                        " --samples 8 --run-ms 50 --sigkill-after 3 2>&1");
   BOOST_TEST(r.code == 3);
-  BOOST_TEST(r.out.find("4 pending request(s) failed: the study died [killed by signal 9 "
+  // How many were written before it died is timing: the count is not checked.
+  BOOST_TEST(r.out.find(" pending request(s) failed: the study died [killed by signal 9 "
                         "(SIGKILL)]") != std::string::npos,
              r.out);
   BOOST_TEST(r.out.find("stopped (study failed): the study exited or closed its output: the study "

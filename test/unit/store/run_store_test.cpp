@@ -11,6 +11,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -207,6 +209,26 @@ BOOST_AUTO_TEST_CASE(deleting_the_lock_file_lets_no_second_writer_in) {
                second.error());
     BOOST_TEST(!rebuild_meta(results, id));  // every writer of the folder takes the same lock
   }
+}
+
+// .lock is locked too: a host of an earlier version locks only that file (and on a network file
+// system a directory's lock may not reach other nodes), so its lock keeps a writer out.
+BOOST_AUTO_TEST_CASE(a_lock_on_the_lock_file_alone_keeps_a_writer_out) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  const std::string id = "20261130T081502Z-3fa9";
+  {
+    auto w = run_store::create(results, id, layout::compact);
+    BOOST_REQUIRE(w.has_value());
+    BOOST_TEST(!w->begin_session(run_session{}));
+  }
+  int fd = ::open((results / id / ".lock").c_str(), O_RDWR | O_CLOEXEC);
+  BOOST_REQUIRE(fd >= 0);
+  BOOST_REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  auto second = run_store::open(results, id);
+  BOOST_TEST(!second);
+  ::close(fd);
+  BOOST_TEST(run_store::open(results, id).has_value());
 }
 
 // A report file that cannot be written fails finish() naming the file, and the run is left
