@@ -49,7 +49,7 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
                                                                  std::random_device{}() & 0xffff),
                                                store::layout::per_case)
                     : store::run_store::open(results, run_id);
-  if (!opened) co_return std::fprintf(stderr, "%s\n", opened.error().c_str()), 3;
+  if (!opened) co_return std::fprintf(stderr, "%s\n", opened.error().message().c_str()), 3;
   auto& run = *opened;
   store::resume_plan resumed;
   if (run_id.empty()) {
@@ -57,7 +57,7 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
     resumed.records.resize(p->cases.size());
   } else {
     auto decided = store::plan_resume(run.load(), *p, *init, {}, std::nullopt, {});
-    if (!decided) co_return std::fprintf(stderr, "%s\n", decided.error().c_str()), 2;
+    if (!decided) co_return std::fprintf(stderr, "%s\n", decided.error().message().c_str()), 2;
     resumed = std::move(*decided);
   }
   run.meta().study = init->study;
@@ -71,7 +71,7 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
   mira::plan::plan todo;
   for (auto i : resumed.todo) todo.cases.push_back(p->cases[i]);
   auto writer = run.writer();
-  if (!writer) co_return std::fprintf(stderr, "%s\n", writer.error().c_str()), 3;
+  if (!writer) co_return std::fprintf(stderr, "%s\n", writer.error().message().c_str()), 3;
   mira::schedule::run_hooks hooks;
   hooks.on_result = [&](std::size_t j, const mira::schedule::case_record& r) {
     if (r.state == mira::schedule::case_state::cancelled) return;  // not finished: resumable

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   }
   auto run = mira::store::load_run(argv[1], argv[2]);
   if (!run) {
-    std::fprintf(stderr, "%s\n", run.error().c_str());
+    std::fprintf(stderr, "%s\n", run.error().message().c_str());
     return 3;
   }
   for (auto& why : run->unreadable) std::fprintf(stderr, "unreadable: %s\n", why.c_str());

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   auto base = mira::compare::load(argv[1], argv[2]);
   auto candidate = mira::compare::load(argv[1], argv[3]);
   if (!base || !candidate) {
-    std::fprintf(stderr, "%s\n", (!base ? base.error() : candidate.error()).c_str());
+    std::fprintf(stderr, "%s\n", (!base ? base.error() : candidate.error()).message().c_str());
     return 2;
   }
   mira::compare::options o;

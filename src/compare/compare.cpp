@@ -252,8 +252,8 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
   return out;
 }
 
-tl::expected<store::loaded_run, std::string> load(const fs::path& results_dir,
-                                                  const std::string& run) {
+tl::expected<store::loaded_run, store::error> load(const fs::path& results_dir,
+                                                   const std::string& run) {
   if (run.find('/') == std::string::npos) return store::load_run(results_dir, run);
   fs::path folder = fs::path(run).lexically_normal();
   if (folder.filename().empty()) folder = folder.parent_path();

@@ -181,7 +181,7 @@ std::vector<finding> check_results_dir(const fs::path& dir) {
       // The folder has a meta.json (checked above): with a valid id, that file is what failed.
       const bool damaged_meta = !store::invalid_run_id(id);
       add(out, severity::error,
-          concat({in, loaded.error(),
+          concat({in, loaded.error().message(),
                   damaged_meta ? " (`mira doctor --fix` rebuilds meta.json from the case records)"
                                : ""}));
       continue;

@@ -385,7 +385,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_req
     if (prep.p.cases.empty())
       return tl::unexpected(selection_error("no cases match the selection"));
     std::random_device rd;
-    tl::expected<store::run_store, std::string> created = tl::unexpected(std::string());
+    tl::expected<store::run_store, store::error> created = tl::unexpected(store::error{});
     for (int attempt = 0; attempt < 8 && !created; ++attempt)
       created =
           store::run_store::create(config_.results_dir,
@@ -394,7 +394,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_req
                                    store::layout::per_case);
     if (!created)
       return tl::unexpected(
-          make_error(500, "store_error", "cannot create the run: " + created.error()));
+          make_error(500, "store_error", "cannot create the run: " + created.error().message()));
     prep.store.emplace(std::move(*created));
     describe_run(prep.store->meta(), prep.init, prep.list, *study, r.body);
     prep.resumed.todo.resize(prep.p.cases.size());
@@ -411,7 +411,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
     co_return tl::unexpected(make_error(409, "run_active", "run '" + id + "' is still going"));
   if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
   auto meta = store::load_run_meta(config_.results_dir, id);
-  if (!meta) co_return tl::unexpected(make_error(500, "store_error", meta.error()));
+  if (!meta) co_return tl::unexpected(make_error(500, "store_error", meta.error().message()));
   // The study and the selection the run was started with; never a command from the request.
   const study_entry* study = nullptr;
   json::object request;
@@ -433,9 +433,9 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
 
   auto opened = store::run_store::open(config_.results_dir, id);
   if (!opened) {
-    if (opened.error().find(" is in use by ") != std::string::npos)
-      co_return tl::unexpected(make_error(409, "run_locked", opened.error()));
-    co_return tl::unexpected(make_error(500, "store_error", opened.error()));
+    if (opened.error().code == store::errc::in_use)
+      co_return tl::unexpected(make_error(409, "run_locked", opened.error().message()));
+    co_return tl::unexpected(make_error(500, "store_error", opened.error().message()));
   }
   // The saved run's folder (locked since it was opened), the cases it lacks to run.
   auto ready = [&](prepared& prep) -> tl::expected<std::string, api_error> {
@@ -444,7 +444,8 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
     auto decided =
         store::plan_resume(prep.store->load(), prep.p, prep.init,
                            store::listing_fingerprints(prep.list), decoded->selection.seed, o);
-    if (!decided) return tl::unexpected(make_error(422, "cannot_resume", decided.error()));
+    if (!decided)
+      return tl::unexpected(make_error(422, "cannot_resume", decided.error().message()));
     prep.resumed = std::move(*decided);
     prep.store->meta().fingerprints = store::listing_fingerprints(prep.list);
     return id;
@@ -468,7 +469,7 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   auto failure = std::make_shared<std::optional<std::string>>();
   auto ex = ex_;
   auto writer = st.writer();
-  if (!writer) *failure = writer.error();
+  if (!writer) *failure = writer.error().message();
   const std::size_t progress_every = std::max<std::size_t>(1, to_run.cases.size() / 100);
   std::size_t starts = 0, finished_attempts = 0;
 
@@ -651,7 +652,7 @@ tl::expected<json::object, api_error> run_manager::status(const std::string& id)
   if (auto run = live(id)) return run->status();
   if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
   auto meta = store::load_run_meta(config_.results_dir, id);
-  if (!meta) return tl::unexpected(make_error(500, "store_error", meta.error()));
+  if (!meta) return tl::unexpected(make_error(500, "store_error", meta.error().message()));
   return saved_status(*meta);
 }
 
@@ -716,7 +717,7 @@ tl::expected<std::string, api_error> run_manager::cases(
   }
   if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
   auto run = store::load_run(config_.results_dir, id);
-  if (!run) return tl::unexpected(make_error(500, "store_error", run.error()));
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
   std::string out;
   for (auto& c : run->cases) {
     auto* status = c.record.if_contains("status");
@@ -744,7 +745,7 @@ tl::expected<std::pair<std::string, std::string>, api_error> run_manager::report
                    json::object{{"parameter", "format"}}));
   if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
   auto run = store::load_run(config_.results_dir, id);
-  if (!run) return tl::unexpected(make_error(500, "store_error", run.error()));
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
   auto [p, rep] = run->as_report();
   rep.seconds = run->meta.seconds();
   auto s = aggregate::summarize(p, rep.cases, nullptr);

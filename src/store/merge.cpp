@@ -53,7 +53,7 @@ std::string indexes_text(const std::vector<std::size_t>& v) {
 tl::expected<input, merge_error> read_input(const fs::path& folder) {
   auto name = folder.filename().string();
   auto run = load_run(folder.parent_path(), name);
-  if (!run) return refuse(run.error());
+  if (!run) return refuse(run.error().message());
   if (!run->unreadable.empty())
     return refuse("run " + folder.string() + ": " + std::to_string(run->unreadable.size()) +
                   " saved result(s) cannot be read, the first: " + run->unreadable.front());
@@ -150,7 +150,7 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
                                                     const std::string& run_id) {
   auto& first = in.front().run.meta;
   auto store = run_store::create(options.results_dir, tmp_id, first.layout);
-  if (!store) return tl::make_unexpected(store.error());
+  if (!store) return tl::make_unexpected(store.error().message());
   auto& meta = store->meta();
   meta.run_id = run_id;
   meta.study = first.study;
@@ -188,7 +188,7 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   }
 
   auto writer = store->writer();
-  if (!writer) return tl::make_unexpected(writer.error());
+  if (!writer) return tl::make_unexpected(writer.error().message());
   std::mutex m;
   std::optional<std::string> failed;
   loaded_run all;

@@ -37,6 +37,10 @@ error_code errno_code() {
   return {errno, boost::system::system_category()};
 }
 
+tl::unexpected<error> fail(errc e, std::string text) {
+  return tl::make_unexpected(error{make_error_code(e), std::move(text)});
+}
+
 std::string hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "?";
@@ -124,7 +128,7 @@ loaded_run load_folder(const fs::path& folder, run_meta meta,
   return run;
 }
 
-tl::expected<run_meta, std::string> read_meta(const fs::path& folder, const std::string& id) {
+tl::expected<run_meta, error> read_meta(const fs::path& folder, const std::string& id) {
   std::error_code ec;
   if (!fs::exists(folder / "meta.json", ec)) {
     // A run killed before its first meta.json was durable still has its cases.
@@ -133,22 +137,21 @@ tl::expected<run_meta, std::string> read_meta(const fs::path& folder, const std:
     return m;
   }
   auto o = read_json_object(folder / "meta.json");
-  if (!o) return tl::make_unexpected((folder / "meta.json").string() + ": not a JSON object");
+  if (!o) return fail(errc::corrupt, (folder / "meta.json").string() + ": not a JSON object");
   auto m = run_meta::from_json(*o);
-  if (!m) return tl::make_unexpected((folder / "meta.json").string() + ": " + m.error());
+  if (!m) return fail(errc::corrupt, (folder / "meta.json").string() + ": " + m.error());
   if (m->run_id.empty()) m->run_id = id;
-  return m;
+  return std::move(*m);
 }
 
-tl::expected<fs::path, std::string> existing_run(const fs::path& results_dir,
-                                                 const std::string& run_id) {
+tl::expected<fs::path, error> existing_run(const fs::path& results_dir, const std::string& run_id) {
   if (auto why = invalid_run_id(run_id))
-    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+    return fail(errc::invalid_id, "run id \"" + run_id + "\": " + *why);
   auto path = results_dir / run_id;
   std::error_code ec;
   if (!fs::is_directory(path / "cases", ec) && !fs::is_directory(path / "segments", ec) &&
       !fs::exists(path / "meta.json", ec))
-    return tl::make_unexpected("no saved run \"" + run_id + "\" in " + results_dir.string());
+    return fail(errc::not_found, "no saved run \"" + run_id + "\" in " + results_dir.string());
   return path;
 }
 
@@ -159,7 +162,7 @@ tl::expected<fs::path, std::string> existing_run(const fs::path& results_dir,
 // names the holder for the message another process prints.
 class folder_lock {
  public:
-  static tl::expected<folder_lock, std::string> take(const fs::path& folder) {
+  static tl::expected<folder_lock, error> take(const fs::path& folder) {
     const auto file = folder / ".lock";
     auto in_use = [&] {
       auto holder = holder_text(file);
@@ -169,13 +172,13 @@ class folder_lock {
     };
     int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
-      return tl::make_unexpected("cannot open " + folder.string() + ": " + errno_code().message());
+      return fail(errc::io, "cannot open " + folder.string() + ": " + errno_code().message());
     if (::flock(dir, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
       ::close(dir);
       if (err != EWOULDBLOCK)
-        return tl::make_unexpected("cannot lock " + folder.string() + ": " + std::strerror(err));
-      return tl::make_unexpected(in_use());
+        return fail(errc::io, "cannot lock " + folder.string() + ": " + std::strerror(err));
+      return fail(errc::in_use, in_use());
     }
     // .lock too: a host of an earlier version locks only it, and a file's lock reaches the
     // server on network file systems where a directory's may stay local to one node.
@@ -185,7 +188,7 @@ class folder_lock {
       ::close(text);
       if (err == EWOULDBLOCK) {
         ::close(dir);
-        return tl::make_unexpected(in_use());
+        return fail(errc::in_use, in_use());
       }
       text = -1;
     }
@@ -294,8 +297,7 @@ std::pair<plan::plan, schedule::run_report> loaded_run::as_report() const {
   return out;
 }
 
-tl::expected<loaded_run, std::string> load_run(const fs::path& results_dir,
-                                               const std::string& run_id) {
+tl::expected<loaded_run, error> load_run(const fs::path& results_dir, const std::string& run_id) {
   auto path = existing_run(results_dir, run_id);
   if (!path) return tl::make_unexpected(path.error());
   auto meta = read_meta(*path, run_id);
@@ -303,8 +305,8 @@ tl::expected<loaded_run, std::string> load_run(const fs::path& results_dir,
   return load_folder(*path, std::move(*meta), nullptr);
 }
 
-tl::expected<run_meta, std::string> load_run_meta(const fs::path& results_dir,
-                                                  const std::string& run_id) {
+tl::expected<run_meta, error> load_run_meta(const fs::path& results_dir,
+                                            const std::string& run_id) {
   auto path = existing_run(results_dir, run_id);
   if (!path) return tl::make_unexpected(path.error());
   return read_meta(*path, run_id);
@@ -317,18 +319,18 @@ json::object listing_fingerprints(const protocol::list_result& list) {
   return out;
 }
 
-tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const plan::plan& p,
-                                                   const protocol::initialize_result& study,
-                                                   const json::object& fingerprints,
-                                                   std::optional<std::int64_t> seed,
-                                                   const resume_options& options) {
+tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::plan& p,
+                                             const protocol::initialize_result& study,
+                                             const json::object& fingerprints,
+                                             std::optional<std::int64_t> seed,
+                                             const resume_options& options) {
   resume_plan out;
   auto& meta = run.meta;
   const auto& id = meta.run_id;
   if (!meta.study.empty() && meta.study != study.study) {
     auto why =
         "run " + id + " was made by study '" + meta.study + "', this is '" + study.study + "'";
-    if (!options.allow_other_study) return tl::make_unexpected(why);
+    if (!options.allow_other_study) return fail(errc::incompatible, why);
     out.warnings.push_back(why);
   }
   if (!meta.study_version.empty() && meta.study_version != study.study_version)
@@ -420,17 +422,17 @@ run_store::~run_store() {
   if (s_) flush_events();
 }
 
-tl::expected<run_store, std::string> run_store::create(const fs::path& results_dir,
-                                                       const std::string& run_id, layout l) {
+tl::expected<run_store, error> run_store::create(const fs::path& results_dir,
+                                                 const std::string& run_id, layout l) {
   if (auto why = invalid_run_id(run_id))
-    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+    return fail(errc::invalid_id, "run id \"" + run_id + "\": " + *why);
   std::error_code ec;
   fs::create_directories(results_dir, ec);
-  if (ec) return tl::make_unexpected("cannot create " + results_dir.string() + ": " + ec.message());
+  if (ec) return fail(errc::io, "cannot create " + results_dir.string() + ": " + ec.message());
   auto path = results_dir / run_id;
   if (!fs::create_directory(path, ec) || ec)
-    return tl::make_unexpected("cannot create run folder " + path.string() + ": " +
-                               (ec ? ec.message() : std::string("it exists")));
+    return fail(ec ? errc::io : errc::exists, "cannot create run folder " + path.string() + ": " +
+                                                  (ec ? ec.message() : std::string("it exists")));
   // The lock before anything is written in the folder.
   auto lock = folder_lock::take(path);
   if (!lock) {
@@ -439,7 +441,7 @@ tl::expected<run_store, std::string> run_store::create(const fs::path& results_d
   }
   auto records = path / (l == layout::compact ? "segments" : "cases");
   fs::create_directory(records, ec);
-  if (ec) return tl::make_unexpected("cannot create " + records.string() + ": " + ec.message());
+  if (ec) return fail(errc::io, "cannot create " + records.string() + ": " + ec.message());
   auto s = std::make_unique<state>();
   s->path = std::move(path);
   s->id = run_id;
@@ -449,8 +451,8 @@ tl::expected<run_store, std::string> run_store::create(const fs::path& results_d
   return run_store(std::move(s));
 }
 
-tl::expected<run_store, std::string> run_store::open(const fs::path& results_dir,
-                                                     const std::string& run_id) {
+tl::expected<run_store, error> run_store::open(const fs::path& results_dir,
+                                               const std::string& run_id) {
   auto path = existing_run(results_dir, run_id);
   if (!path) return tl::make_unexpected(path.error());
   // The lock first: meta.json may be mid-replace by the holder otherwise.
@@ -522,11 +524,11 @@ run_session& run_store::session() {
   return s_->meta.sessions.back();
 }
 
-tl::expected<std::unique_ptr<run_store::case_writer>, std::string> run_store::writer() {
+tl::expected<std::unique_ptr<run_store::case_writer>, error> run_store::writer() {
   if (s_->meta.layout == layout::per_case)
     return std::make_unique<per_case_writer>(s_->path, &s_->dirs);
   auto w = segment_writer::open(s_->path / "segments");
-  if (!w) return tl::make_unexpected(w.error());
+  if (!w) return fail(errc::io, w.error());
   return std::make_unique<compact_writer>(std::move(*w));
 }
 
@@ -590,8 +592,8 @@ write_error run_store::finish(const std::vector<report_file>& files, json::objec
   return first;
 }
 
-tl::expected<meta_rebuild, std::string> rebuild_meta(const fs::path& results_dir,
-                                                     const std::string& run_id) {
+tl::expected<meta_rebuild, error> rebuild_meta(const fs::path& results_dir,
+                                               const std::string& run_id) {
   auto path = existing_run(results_dir, run_id);
   if (!path) return tl::make_unexpected(path.error());
   // The lock first: a writer may be replacing meta.json, and none may start meanwhile.
@@ -599,7 +601,7 @@ tl::expected<meta_rebuild, std::string> rebuild_meta(const fs::path& results_dir
   if (!lock) return tl::make_unexpected(lock.error());
   const auto file = *path / "meta.json";
   if (read_meta(*path, run_id))
-    return tl::make_unexpected(file.string() + " can be read: it is left as it is");
+    return fail(errc::exists, file.string() + " can be read: it is left as it is");
   meta_rebuild out;
   out.damaged = *path / "meta.json.damaged";
   std::error_code ec;
@@ -621,15 +623,15 @@ tl::expected<meta_rebuild, std::string> rebuild_meta(const fs::path& results_dir
   // meta.json.damaged exists (an earlier one is never overwritten).
   if (::link(file.c_str(), out.damaged.c_str()) != 0) {
     if (errno == EEXIST)
-      return tl::make_unexpected(out.damaged.string() +
-                                 " exists: move it away first (it may be the only copy of an "
-                                 "earlier damaged meta.json)");
-    return tl::make_unexpected("cannot keep " + file.string() + " as " + out.damaged.string() +
-                               ": " + errno_code().message());
+      return fail(errc::exists, out.damaged.string() +
+                                    " exists: move it away first (it may be the only copy of an "
+                                    "earlier damaged meta.json)");
+    return fail(errc::io, "cannot keep " + file.string() + " as " + out.damaged.string() + ": " +
+                              errno_code().message());
   }
   if (auto failed = write_file_atomic(file, protocol::to_json_text(run.meta.to_json()) + "\n")) {
     ::unlink(out.damaged.c_str());
-    return tl::make_unexpected(write_error{failed, file}.message());
+    return fail(errc::io, write_error{failed, file}.message());
   }
   return out;
 }

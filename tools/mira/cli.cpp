@@ -158,7 +158,7 @@ bool rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule:
   auto run = store::run_store::open(a.results_dir, a.run_id);
   if (!run) {
     std::fprintf(stderr, "mira: note: report.json and report.html left as they are: %s\n",
-                 printable(run.error()).c_str());
+                 printable(run.error().message()).c_str());
     return true;
   }
   if (run->meta().made_by_rust_host) {

@@ -19,7 +19,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   for (int i = 0; i < 2; ++i) {
     auto run = compare::load(a.results_dir, a.runs[static_cast<std::size_t>(i)]);
     if (!run) {
-      std::fprintf(stderr, "mira: compare: %s\n", printable(run.error()).c_str());
+      std::fprintf(stderr, "mira: compare: %s\n", printable(run.error().message()).c_str());
       return exit_usage;
     }
     for (auto& u : run->unreadable)

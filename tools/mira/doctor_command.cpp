@@ -87,7 +87,7 @@ bool rebuild_damaged_meta(const fs::path& results) {
     auto done = store::rebuild_meta(results, id);
     if (!done) {
       std::printf("could not fix run %s: %s\n", printable(id).c_str(),
-                  printable(done.error()).c_str());
+                  printable(done.error().message()).c_str());
       ok = false;
       continue;
     }

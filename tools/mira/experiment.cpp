@@ -598,7 +598,7 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
   }
   auto base = store::load_run(results_dir, runs[p.baseline]);
   if (!base) {
-    std::fprintf(stderr, "mira: %s\n", printable(base.error()).c_str());
+    std::fprintf(stderr, "mira: %s\n", printable(base.error().message()).c_str());
     return exit_host_error;
   }
   compare::options o{p.group_by == "treatment" ? std::string() : p.group_by, p.alpha};
@@ -607,7 +607,7 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
     if (t.name == p.baseline || !runs.count(t.name)) continue;
     auto cand = store::load_run(results_dir, runs[t.name]);
     if (!cand) {
-      std::fprintf(stderr, "mira: %s\n", printable(cand.error()).c_str());
+      std::fprintf(stderr, "mira: %s\n", printable(cand.error().message()).c_str());
       failed = true;
       continue;
     }

@@ -207,7 +207,7 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
                                 static_cast<std::uint16_t>(rd() & 0xffff));
     auto s = store::run_store::create(a.results_dir, id, a.store_layout);
     if (!s) {
-      std::fprintf(stderr, "mira: %s\n", printable(s.error()).c_str());
+      std::fprintf(stderr, "mira: %s\n", printable(s.error().message()).c_str());
       rc = exit_host_error;
       return std::nullopt;
     }
@@ -216,9 +216,9 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
   } else {
     auto s = store::run_store::open(a.results_dir, a.resume);
     if (!s) {
-      std::fprintf(stderr, "mira: --resume: %s\n", printable(s.error()).c_str());
+      std::fprintf(stderr, "mira: --resume: %s\n", printable(s.error().message()).c_str());
       // Another process holding the run is a host condition, not a usage mistake.
-      rc = s.error().find(" is in use by ") != std::string::npos ? exit_host_error : exit_usage;
+      rc = s.error().code == store::errc::in_use ? exit_host_error : exit_usage;
       return std::nullopt;
     }
     in.store = std::move(*s);
@@ -233,7 +233,7 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
                                       a.selection.seed, o);
     if (!decided) {
       std::fprintf(stderr, "mira: --resume: %s (--allow-other-study resumes anyway)\n",
-                   printable(decided.error()).c_str());
+                   printable(decided.error().message()).c_str());
       rc = exit_usage;
       return std::nullopt;
     }
@@ -352,8 +352,8 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   if (st.store) {
     auto w = st.store->writer();
     if (!w) {
-      std::fprintf(stderr, "mira: %s\n", printable(w.error()).c_str());
-      failures->first = w.error();
+      std::fprintf(stderr, "mira: %s\n", printable(w.error().message()).c_str());
+      failures->first = w.error().message();
     } else {
       writer = std::move(*w);
     }

@@ -351,7 +351,7 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
 std::optional<store::loaded_run> load_saved_run(const run_args& a) {
   auto run = store::load_run(a.results_dir, a.run_id);
   if (!run) {
-    std::fprintf(stderr, "mira: %s\n", printable(run.error()).c_str());
+    std::fprintf(stderr, "mira: %s\n", printable(run.error().message()).c_str());
     return std::nullopt;
   }
   for (auto& u : run->unreadable)

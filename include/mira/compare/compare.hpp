@@ -121,8 +121,8 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
 
 /// Loads a run named by id in `results_dir`, or by a path to its folder (an argument with a
 /// '/'); the message names the run when there is none.
-tl::expected<store::loaded_run, std::string> load(const std::filesystem::path& results_dir,
-                                                  const std::string& run);
+tl::expected<store::loaded_run, store::error> load(const std::filesystem::path& results_dir,
+                                                   const std::string& run);
 
 /// Where rendered text goes, piece by piece.
 using text_sink = std::function<void(std::string_view)>;

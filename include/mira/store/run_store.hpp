@@ -11,6 +11,7 @@
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/schedule/results.hpp>
+#include <mira/store/error.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_meta.hpp>
 
@@ -79,11 +80,11 @@ boost::json::object listing_fingerprints(const protocol::list_result& list);
 /// Decides a resume: every planned case saved with a final verdict is reused (cancelled ones,
 /// and per the options errors/N/A or failures, run again). Fails when the run was made by
 /// another study and that is not allowed.
-tl::expected<resume_plan, std::string> plan_resume(const loaded_run& run, const plan::plan& p,
-                                                   const protocol::initialize_result& study,
-                                                   const boost::json::object& fingerprints,
-                                                   std::optional<std::int64_t> seed,
-                                                   const resume_options& options);
+tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::plan& p,
+                                             const protocol::initialize_result& study,
+                                             const boost::json::object& fingerprints,
+                                             std::optional<std::int64_t> seed,
+                                             const resume_options& options);
 
 /// A session's report over the whole plan `p`: the cases it ran (`part`, one per index of
 /// `resumed.todo`, in that order) put among the ones it reused. Takes `resumed.records`.
@@ -97,11 +98,11 @@ std::optional<std::pair<plan::plan, schedule::run_report>> whole_run(
     const plan::plan& p, const schedule::run_report& report, const resume_plan& resumed);
 
 /// Reads a saved run without locking it.
-tl::expected<loaded_run, std::string> load_run(const std::filesystem::path& results_dir,
-                                               const std::string& run_id);
+tl::expected<loaded_run, error> load_run(const std::filesystem::path& results_dir,
+                                         const std::string& run_id);
 /// Reads only a saved run's meta.json (no cases), without locking it.
-tl::expected<run_meta, std::string> load_run_meta(const std::filesystem::path& results_dir,
-                                                  const std::string& run_id);
+tl::expected<run_meta, error> load_run_meta(const std::filesystem::path& results_dir,
+                                            const std::string& run_id);
 
 /// What rebuild_meta did.
 struct meta_rebuild {
@@ -117,18 +118,18 @@ struct meta_rebuild {
 /// are in, and the summary of the records; what only the damaged file knew (the study, the
 /// sessions, the fingerprints) is lost, so a resume does not check the study. Refused when
 /// meta.json reads or the run is in use.
-tl::expected<meta_rebuild, std::string> rebuild_meta(const std::filesystem::path& results_dir,
-                                                     const std::string& run_id);
+tl::expected<meta_rebuild, error> rebuild_meta(const std::filesystem::path& results_dir,
+                                               const std::string& run_id);
 
 class run_store {
  public:
   /// A new run folder; fails when the id is invalid or the folder exists.
-  static tl::expected<run_store, std::string> create(const std::filesystem::path& results_dir,
-                                                     const std::string& run_id, layout l);
+  static tl::expected<run_store, error> create(const std::filesystem::path& results_dir,
+                                               const std::string& run_id, layout l);
   /// An existing run, for a new session. Fails when there is no such run, its meta.json cannot
   /// be read, or another process holds it (the message names that process's pid and host).
-  static tl::expected<run_store, std::string> open(const std::filesystem::path& results_dir,
-                                                   const std::string& run_id);
+  static tl::expected<run_store, error> open(const std::filesystem::path& results_dir,
+                                             const std::string& run_id);
 
   run_store(run_store&&) noexcept;
   run_store& operator=(run_store&&) noexcept;
@@ -163,7 +164,7 @@ class run_store {
     virtual std::filesystem::path file_of(const std::string& key) const = 0;
   };
   /// A writer for this run's layout. The store must outlive it.
-  tl::expected<std::unique_ptr<case_writer>, std::string> writer();
+  tl::expected<std::unique_ptr<case_writer>, error> writer();
 
   /// A notification line (NDJSON, no newline) for events.ndjson; buffered, written by flush().
   void append_event(std::string_view line);

@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(results_dir_states) {
     // A run whose store is open holds its lock: in use, not checked further.
     auto open = mira::store::run_store::create(root, "20261201T000000Z-0002",
                                                mira::store::layout::per_case);
-    BOOST_REQUIRE_MESSAGE(open, (open ? "" : open.error()));
+    BOOST_REQUIRE_MESSAGE(open, (open ? "" : open.error().message()));
     BOOST_REQUIRE(!open->begin_session({}));
     expect_one(cfg::check_results_dir(root), cfg::severity::warning,
                "run 20261201T000000Z-0002: in use by ");

@@ -154,7 +154,8 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_study_and_warns_of_changes) {
   study.study_version = "2";
   auto refused = plan_resume(run, p, study, {}, 7, {});
   BOOST_REQUIRE(!refused);
-  BOOST_TEST(refused.error() == "run r was made by study 'old', this is 'new'");
+  BOOST_TEST((refused.error().code == errc::incompatible));
+  BOOST_TEST(refused.error().message() == "run r was made by study 'old', this is 'new'");
   resume_options allow;
   allow.allow_other_study = true;
   auto d = plan_resume(run, p, study, json::object{{"echo", "bbb"}}, 8, allow);
@@ -181,7 +182,8 @@ BOOST_AUTO_TEST_CASE(one_writer_holds_a_run_and_readers_need_no_lock) {
     BOOST_TEST(!w->begin_session(run_session{}));
     auto second = run_store::open(results, id);
     BOOST_REQUIRE(!second);
-    BOOST_TEST(second.error().find("is in use by pid " + std::to_string(::getpid())) !=
+    BOOST_TEST((second.error().code == errc::in_use));
+    BOOST_TEST(second.error().message().find("is in use by pid " + std::to_string(::getpid())) !=
                std::string::npos);
     auto reader = load_run(results, id);
     BOOST_REQUIRE(reader.has_value());
@@ -189,7 +191,9 @@ BOOST_AUTO_TEST_CASE(one_writer_holds_a_run_and_readers_need_no_lock) {
   }
   BOOST_TEST(run_store::open(results, id).has_value());  // released with its store
   BOOST_TEST(!run_store::open(results, "../x"));
-  BOOST_TEST(run_store::open(results, "20990101T000000Z-0000").error().find("no saved run") == 0u);
+  auto missing = run_store::open(results, "20990101T000000Z-0000");
+  BOOST_TEST((missing.error().code == errc::not_found));
+  BOOST_TEST(missing.error().message().find("no saved run") == 0u);
 }
 
 // The lock is the run folder's own (an flock on the directory): deleting .lock while a writer
@@ -205,8 +209,9 @@ BOOST_AUTO_TEST_CASE(deleting_the_lock_file_lets_no_second_writer_in) {
     BOOST_REQUIRE(fs::remove(w->path() / ".lock"));
     auto second = run_store::open(results, id);
     BOOST_REQUIRE(!second);
-    BOOST_TEST(second.error().find("is in use by another process") != std::string::npos,
-               second.error());
+    BOOST_TEST((second.error().code == errc::in_use));
+    BOOST_TEST(second.error().message().find("is in use by another process") != std::string::npos,
+               second.error().message());
     BOOST_TEST(!rebuild_meta(results, id));  // every writer of the folder takes the same lock
   }
 }
@@ -226,7 +231,8 @@ BOOST_AUTO_TEST_CASE(a_lock_on_the_lock_file_alone_keeps_a_writer_out) {
   BOOST_REQUIRE(fd >= 0);
   BOOST_REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
   auto second = run_store::open(results, id);
-  BOOST_TEST(!second);
+  BOOST_REQUIRE(!second);
+  BOOST_TEST((second.error().code == errc::in_use));
   ::close(fd);
   BOOST_TEST(run_store::open(results, id).has_value());
 }
