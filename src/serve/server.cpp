@@ -242,9 +242,9 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
   co_return !ec && res.keep_alive();
 }
 
-// After refusing a request whose body is still coming: half-close and read the rest away (up to
-// twice the body cap, within the idle timeout, until stop()), so the client reads the answer
-// instead of a reset.
+// After refusing a request whose body is still coming (never after a refused header): half-close
+// and read the rest away (up to twice the body cap, within the idle timeout, until stop()), so the
+// client reads the answer instead of a reset.
 asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream, std::uint64_t conn) {
   if (stopped) co_return;
   interruptible[conn] = &stream;
@@ -318,8 +318,10 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
     // Beast refuses a Content-Length over the body limit while reading the header; a chunked
     // body is refused when it grows past the limit.
     beast::error_code failed = ec;
+    bool in_body = false;
     if (!failed && !parser.is_done()) {
       stream.expires_after(config.idle_timeout);
+      in_body = true;
       auto [ec2, n2] =
           co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       failed = ec2;
@@ -328,7 +330,10 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
     if (failed) {
       if (auto refusal = read_refusal(failed, parser, config)) {
         co_await write(stream, error_response(*refusal), false);
-        co_await linger(stream, conn);
+        // Only a body may still be coming (a 413 on the Content-Length included): after a
+        // refused header nothing more is due, and lingering would hold the connection's place
+        // for idle_timeout instead of header_timeout.
+        if (in_body || failed == http::error::body_limit) co_await linger(stream, conn);
       }
       co_return;
     }

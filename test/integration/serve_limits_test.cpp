@@ -183,6 +183,29 @@ BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_closed) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_refused_header_is_answered_and_closed_at_once) {
+  // One connection allowed and timeouts far beyond the bound: a refused header that lingered
+  // would hold the server's only place for idle_timeout.
+  auto c = small_config();
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(60);
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        tcp::socket bad(ex);
+        co_await bad.async_connect(ep, asio::use_awaitable);
+        auto t0 = std::chrono::steady_clock::now();
+        std::string request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nNo colon\r\n\r\n";
+        co_await asio::async_write(bad, asio::buffer(request), asio::use_awaitable);
+        auto answer = co_await read_to_end(bad);
+        BOOST_TEST(answer.rfind("HTTP/1.1 400", 0) == 0u, answer);
+        BOOST_TEST(answer.find("\"code\":\"bad_request\"") != std::string::npos, answer);
+        BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)));
+        // `bad` is still open on this side; its place is free all the same.
+        co_await still_serving(ep);
+      },
+      c);
+}
+
 BOOST_AUTO_TEST_CASE(a_body_announced_over_the_cap_is_refused_before_it_is_read) {
   refused_as_too_large(post_runs + "Content-Length: 2048\r\n\r\n");
 }
