@@ -341,6 +341,50 @@ BOOST_AUTO_TEST_CASE(one_address_cannot_fill_the_connection_table) {
       c);
 }
 
+// A full table (`max_connections`, or `max_connections_per_client`: every client here is
+// 127.0.0.1) of three, held by a client with the token and two silent connections: a newcomer takes
+// the place of the older silent one, and the one with the token keeps its own.
+void a_full_table_makes_room(std::size_t max_connections, std::size_t per_client) {
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  c.max_connections = max_connections;
+  c.max_connections_per_client = per_client;
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(30);  // a failure ends, not hangs
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string with_token =
+            "GET /v1/version HTTP/1.1\r\nHost: localhost\r\n"
+            "Authorization: Bearer 0123456789abcdef0123\r\n";
+        tcp::socket proven(ex), older(ex), newer(ex), newcomer(ex);
+        co_await proven.async_connect(ep, asio::use_awaitable);
+        auto ok = co_await ask(proven, with_token + "\r\n");  // now waiting, with the token
+        BOOST_TEST(ok.rfind("HTTP/1.1 200", 0) == 0u, ok);
+        // The accept queue is in order: both are the server's before the newcomer is.
+        co_await older.async_connect(ep, asio::use_awaitable);
+        co_await newer.async_connect(ep, asio::use_awaitable);
+        co_await newcomer.async_connect(ep, asio::use_awaitable);
+        auto answer = co_await ask(newcomer, with_token + "\r\n");
+        BOOST_TEST(answer.rfind("HTTP/1.1 200", 0) == 0u, answer);
+        if (answer.rfind("HTTP/1.1 200", 0) != 0) co_return;
+        BOOST_TEST((co_await read_to_end(older)).empty());  // closed by the server
+        // The newer silent one and the one with the token are still served.
+        auto still = co_await ask(newer, with_token + "\r\n");
+        BOOST_TEST(still.rfind("HTTP/1.1 200", 0) == 0u, still);
+        auto again = co_await ask(proven, with_token + "\r\n");
+        BOOST_TEST(again.rfind("HTTP/1.1 200", 0) == 0u, again);
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(a_full_table_closes_its_oldest_silent_connection_for_a_newcomer) {
+  a_full_table_makes_room(3, 32);
+}
+
+BOOST_AUTO_TEST_CASE(an_address_at_its_cap_closes_its_oldest_silent_connection_for_a_newcomer) {
+  a_full_table_makes_room(10, 3);
+}
+
 BOOST_AUTO_TEST_CASE(stop_closes_connections_in_the_middle_of_a_request) {
   // Timeouts far beyond the bound: stop() must not wait for them.
   auto c = small_config();
