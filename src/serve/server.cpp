@@ -20,7 +20,6 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -118,19 +117,6 @@ std::optional<api_error> read_refusal(const beast::error_code& ec, const request
       ec != http::error::end_of_stream && ec != http::error::partial_message)
     return make_error(400, "bad_request", "the request is not valid HTTP/1.1: " + ec.message());
   return std::nullopt;
-}
-
-api_error not_json(std::string_view content_type) {
-  return make_error(415, "unsupported_media_type", "a request body must be application/json",
-                    json::object{{"content_type", content_type}});
-}
-
-bool is_html(std::string_view content_type) {
-  constexpr std::string_view html = "text/html";
-  if (content_type.size() < html.size()) return false;
-  return std::equal(html.begin(), html.end(), content_type.begin(), [](char a, char b) {
-    return a == std::tolower(static_cast<unsigned char>(b));
-  });
 }
 
 response make_response(http::status status, std::string_view content_type, std::string body) {
@@ -242,7 +228,7 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
   res.keep_alive(keep_alive && !stopped);
   // No page may be framed, whatever its own <meta> policy says: a saved report's cannot say
   // frame-ancestors, which only a header can.
-  if (is_html(res[http::field::content_type])) {
+  if (has_media_type(res[http::field::content_type], "text/html")) {
     if (res.find("Content-Security-Policy") == res.end())
       res.set("Content-Security-Policy", "frame-ancestors 'none'");
     res.set(http::field::x_frame_options, "DENY");
@@ -432,7 +418,7 @@ asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& r
   // request may only be text/plain or a form).
   if (req.method() != http::verb::get && !req.body().empty() &&
       !is_json_media_type(req[http::field::content_type]))
-    co_return co_await write(stream, error_response(not_json(req[http::field::content_type])),
+    co_return co_await write(stream, error_response(body_not_json(req[http::field::content_type])),
                              keep);
   if (m->spec->r == route::run_events) {
     co_await events(stream, req, *t, m->run_id);
@@ -467,7 +453,6 @@ api_error parameter_error(std::string parameter, std::string why) {
 response page(std::string html) {
   auto res = make_response(http::status::ok, "text/html; charset=utf-8", std::move(html));
   res.set("Content-Security-Policy", detail::dashboard_csp());
-  res.set("X-Frame-Options", "DENY");
   res.set("Referrer-Policy", "no-referrer");
   return res;
 }
