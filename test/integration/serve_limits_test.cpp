@@ -1,11 +1,12 @@
 // The server's connection limits, which the command line does not expose small enough to test
-// through `mira serve`: the connection caps (503 with Retry-After, then closed), the header
-// timeout against a client that never finishes its header, and the idle timeout of a
-// kept-alive connection, the body cap (413 whether the body announces its length or grows past
-// the cap in chunks), and hostile clients: oversized trailers and chunk extensions, foreign
-// Host and Origin, non-JSON bodies, 401s that would hold a connection, and stop() with a
-// client in the middle of a body. The server runs on the test's own io_context; plain Asio
-// sockets are the clients. Every wait is on the socket (its answer or its end), with a watchdog.
+// through `mira serve`: the connection caps (room made by closing the oldest connection that never
+// sent the token, else 503 with Retry-After, then closed), the header timeout against a client that
+// never finishes its header, and the idle timeout of a kept-alive connection, the body cap (413
+// whether the body announces its length or grows past the cap in chunks), and hostile clients:
+// oversized trailers and chunk extensions, foreign Host and Origin, non-JSON bodies, 401s and
+// refused headers that would hold a connection, and stop() with a client in the middle of a body.
+// The server runs on the test's own io_context; plain Asio sockets are the clients. Every wait is
+// on the socket (its answer or its end), with a watchdog.
 #define BOOST_TEST_MODULE serve_limits
 #include <mira/serve/server.hpp>
 
