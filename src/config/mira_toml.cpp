@@ -37,7 +37,8 @@ class checker {
     warnings.push_back({at(n), std::move(message)});
   }
 
-  // Warns about every key of `t` outside `known`, naming `where` ("[results]").
+  // Records every key of `t` outside `known`, naming `where` ("[results]"): a warning when the
+  // file loads, or the first words of its failure when it does not.
   void known_keys(const toml::table& t, std::string_view where,
                   const std::vector<std::string>& known) {
     for (auto& [k, v] : t) {

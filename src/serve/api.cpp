@@ -348,21 +348,27 @@ bool origin_allowed(std::string_view origin, std::string_view host,
   return name && named_in(*name, allowed);
 }
 
-bool is_json_media_type(std::string_view content_type) {
+bool has_media_type(std::string_view content_type, std::string_view type) {
   auto semi = content_type.find(';');
   auto t = content_type.substr(0, semi);
   while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
-  return lowercase(t) == "application/json";
+  return lowercase(t) == lowercase(type);
+}
+
+bool is_json_media_type(std::string_view content_type) {
+  return has_media_type(content_type, "application/json");
+}
+
+api_error body_not_json(std::string_view content_type) {
+  return make_error(415, "unsupported_media_type", "a request body must be application/json",
+                    json::object{{"content_type", content_type}});
 }
 
 namespace {
 
 tl::expected<json::object, api_error> json_body(std::string_view content_type,
                                                 std::string_view body) {
-  if (!is_json_media_type(content_type))
-    return tl::unexpected(make_error(415, "unsupported_media_type",
-                                     "the body must be application/json",
-                                     json::object{{"content_type", content_type}}));
+  if (!is_json_media_type(content_type)) return tl::unexpected(body_not_json(content_type));
   boost::system::error_code ec;
   auto v = json::parse(body, ec);
   if (ec)

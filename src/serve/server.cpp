@@ -20,7 +20,6 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -120,19 +119,6 @@ std::optional<api_error> read_refusal(const beast::error_code& ec, const request
   return std::nullopt;
 }
 
-api_error not_json(std::string_view content_type) {
-  return make_error(415, "unsupported_media_type", "a request body must be application/json",
-                    json::object{{"content_type", content_type}});
-}
-
-bool is_html(std::string_view content_type) {
-  constexpr std::string_view html = "text/html";
-  if (content_type.size() < html.size()) return false;
-  return std::equal(html.begin(), html.end(), content_type.begin(), [](char a, char b) {
-    return a == std::tolower(static_cast<unsigned char>(b));
-  });
-}
-
 response make_response(http::status status, std::string_view content_type, std::string body) {
   response res{status, 11};
   res.set(http::field::server, "mira/" + std::string(version));
@@ -182,9 +168,18 @@ struct server::impl : std::enable_shared_from_this<impl> {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   bool stopped = false;
   std::uint64_t next_conn = 0;
-  // Connections waiting for or reading a request, or lingering after a refusal: stop() closes
-  // them (the others end after their answer).
-  std::map<std::uint64_t, beast::tcp_stream*> interruptible;
+  struct connection {
+    beast::tcp_stream* stream = nullptr;
+    asio::ip::address peer;
+    // Waiting for or reading a request, or lingering after a refusal: stop() closes it (the
+    // others end after their answer).
+    bool interruptible = false;
+    // It sent the token (any request, when no token is configured): never closed to make room.
+    bool authenticated = false;
+    bool counted = true;  // in `connections` and `clients`; not once closed to make room
+    std::chrono::steady_clock::time_point waiting_since;  // for its current request
+  };
+  std::map<std::uint64_t, connection> conns;  // every session until it ends
   std::size_t connections = 0;
   std::map<asio::ip::address, std::size_t> clients;  // connections by peer address
   std::shared_ptr<asio::steady_timer> conns_changed;
@@ -192,7 +187,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(tcp::socket socket);
   asio::awaitable<void> linger(beast::tcp_stream& stream, std::uint64_t conn);
-  std::optional<api_error> over_capacity(std::size_t from_client) const;
+  std::optional<api_error> make_room(const asio::ip::address& peer);
+  bool close_oldest_unproven(const asio::ip::address* from);
+  void uncount(connection& c);
   std::optional<api_error> misdirected(const request& req) const;
   asio::awaitable<bool> write(beast::tcp_stream& stream, response res, bool keep_alive);
   asio::awaitable<bool> handle(beast::tcp_stream& stream, request& req, std::uint64_t conn);
@@ -231,7 +228,7 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
   res.keep_alive(keep_alive && !stopped);
   // No page may be framed, whatever its own <meta> policy says: a saved report's cannot say
   // frame-ancestors, which only a header can.
-  if (is_html(res[http::field::content_type])) {
+  if (has_media_type(res[http::field::content_type], "text/html")) {
     if (res.find("Content-Security-Policy") == res.end())
       res.set("Content-Security-Policy", "frame-ancestors 'none'");
     res.set(http::field::x_frame_options, "DENY");
@@ -242,12 +239,12 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
   co_return !ec && res.keep_alive();
 }
 
-// After refusing a request whose body is still coming: half-close and read the rest away (up to
-// twice the body cap, within the idle timeout, until stop()), so the client reads the answer
-// instead of a reset.
+// After refusing a request whose body is still coming (never after a refused header): half-close
+// and read the rest away (up to twice the body cap, within the idle timeout, until stop()), so the
+// client reads the answer instead of a reset.
 asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream, std::uint64_t conn) {
   if (stopped) co_return;
-  interruptible[conn] = &stream;
+  conns.at(conn).interruptible = true;
   boost::system::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   std::vector<char> sink(std::size_t{64} << 10);
@@ -261,16 +258,43 @@ asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream, std::uint6
   }
 }
 
-std::optional<api_error> server::impl::over_capacity(std::size_t from_client) const {
+void server::impl::uncount(connection& c) {
+  if (!c.counted) return;
+  c.counted = false;
+  if (--clients[c.peer] == 0) clients.erase(c.peer);
+  --connections;
+}
+
+// Closes the connection (from `from`, if given) that has waited longest for its request without
+// ever sending the token: one that is not being answered and has proved nothing.
+bool server::impl::close_oldest_unproven(const asio::ip::address* from) {
+  auto oldest = conns.end();
+  for (auto it = conns.begin(); it != conns.end(); ++it) {
+    auto& c = it->second;
+    if (!c.counted || !c.interruptible || c.authenticated || (from && c.peer != *from)) continue;
+    // Ids grow with time: the first of equal times is the older.
+    if (oldest == conns.end() || c.waiting_since < oldest->second.waiting_since) oldest = it;
+  }
+  if (oldest == conns.end()) return false;
+  uncount(oldest->second);
+  boost::system::error_code ec;
+  oldest->second.stream->socket().close(ec);  // its session ends with the aborted read
+  return true;
+}
+
+// A newcomer from `peer` beyond a cap takes the place of an unproven connection (one from the
+// same address for the per-address cap), so silent connections cannot lock a client with the
+// token out; with none to close, the newcomer is refused.
+std::optional<api_error> server::impl::make_room(const asio::ip::address& peer) {
   std::optional<api_error> e;
-  if (connections > config.max_connections)
-    e = make_error(
-        503, "too_many_connections",
-        "the server holds at most " + std::to_string(config.max_connections) + " connections");
-  else if (from_client > config.max_connections_per_client)
+  if (clients[peer] > config.max_connections_per_client && !close_oldest_unproven(&peer))
     e = make_error(503, "too_many_connections",
                    "the server holds at most " + std::to_string(config.max_connections_per_client) +
                        " connections from one address");
+  else if (connections > config.max_connections && !close_oldest_unproven(nullptr))
+    e = make_error(
+        503, "too_many_connections",
+        "the server holds at most " + std::to_string(config.max_connections) + " connections");
   if (e) e->retry_after = 1;
   return e;
 }
@@ -281,22 +305,24 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
   const auto peer = socket.remote_endpoint(ignored).address();
   beast::tcp_stream stream(std::move(socket));
   const auto conn = ++next_conn;
+  auto& entry = conns[conn];
+  entry.stream = &stream;
+  entry.peer = peer;
+  entry.waiting_since = std::chrono::steady_clock::now();
   ++connections;
-  const auto from_client = ++clients[peer];
+  ++clients[peer];
   struct leave {
     impl* s;
     std::uint64_t conn;
-    asio::ip::address peer;
     ~leave() {
-      s->interruptible.erase(conn);
-      if (--s->clients[peer] == 0) s->clients.erase(peer);
-      --s->connections;
+      s->uncount(s->conns.at(conn));
+      s->conns.erase(conn);
       s->conns_changed->cancel();
       s->conns_changed =
           std::make_shared<asio::steady_timer>(s->ex, asio::steady_timer::time_point::max());
     }
-  } guard{this, conn, peer};
-  if (auto e = over_capacity(from_client)) {
+  } guard{this, conn};
+  if (auto e = make_room(peer)) {
     co_await write(stream, error_response(*e), false);
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
     co_return;
@@ -312,27 +338,39 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
     // A new connection's first header must come within header_timeout; a kept-alive one may
     // stay quiet for idle_timeout.
     stream.expires_after(first ? config.header_timeout : config.idle_timeout);
-    interruptible[conn] = &stream;
+    conns.at(conn).interruptible = true;
+    if (!first) conns.at(conn).waiting_since = std::chrono::steady_clock::now();
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser,
                                                     asio::as_tuple(asio::use_awaitable));
+    // The token proves a connection as soon as its header has come, before its body is read.
+    if (!ec && !config.token.empty() &&
+        bearer_matches(parser.get()[http::field::authorization], config.token))
+      conns.at(conn).authenticated = true;
     // Beast refuses a Content-Length over the body limit while reading the header; a chunked
     // body is refused when it grows past the limit.
     beast::error_code failed = ec;
+    bool in_body = false;
     if (!failed && !parser.is_done()) {
       stream.expires_after(config.idle_timeout);
+      in_body = true;
       auto [ec2, n2] =
           co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
       failed = ec2;
     }
-    interruptible.erase(conn);
+    conns.at(conn).interruptible = false;
     if (failed) {
       if (auto refusal = read_refusal(failed, parser, config)) {
         co_await write(stream, error_response(*refusal), false);
-        co_await linger(stream, conn);
+        // Only a body may still be coming (a 413 on the Content-Length included): after a
+        // refused header nothing more is due, and lingering would hold the connection's place
+        // for idle_timeout instead of header_timeout.
+        if (in_body || failed == http::error::body_limit) co_await linger(stream, conn);
       }
       co_return;
     }
     first = false;
+    // With no token configured, any whole request proves its connection.
+    if (config.token.empty()) conns.at(conn).authenticated = true;
     auto req = parser.release();
     if (!co_await handle(stream, req, conn)) co_return;
   }
@@ -380,7 +418,7 @@ asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& r
   // request may only be text/plain or a form).
   if (req.method() != http::verb::get && !req.body().empty() &&
       !is_json_media_type(req[http::field::content_type]))
-    co_return co_await write(stream, error_response(not_json(req[http::field::content_type])),
+    co_return co_await write(stream, error_response(body_not_json(req[http::field::content_type])),
                              keep);
   if (m->spec->r == route::run_events) {
     co_await events(stream, req, *t, m->run_id);
@@ -415,7 +453,6 @@ api_error parameter_error(std::string parameter, std::string why) {
 response page(std::string html) {
   auto res = make_response(http::status::ok, "text/html; charset=utf-8", std::move(html));
   res.set("Content-Security-Policy", detail::dashboard_csp());
-  res.set("X-Frame-Options", "DENY");
   res.set("Referrer-Policy", "no-referrer");
   return res;
 }
@@ -655,8 +692,9 @@ asio::awaitable<void> server::stop() {
   co_await s->runs.stop();
   // Connections waiting for or reading a request, or lingering, are closed; the others end after
   // their answer (an event stream after its run's end, which has come now).
-  for (auto& [id, stream] : s->interruptible) stream->socket().close(ec);
-  while (s->connections > 0) {
+  for (auto& [id, c] : s->conns)
+    if (c.interruptible) c.stream->socket().close(ec);
+  while (!s->conns.empty()) {
     auto t = s->conns_changed;
     co_await t->async_wait(asio::as_tuple(asio::use_awaitable));
   }

@@ -1,11 +1,12 @@
 // The server's connection limits, which the command line does not expose small enough to test
-// through `mira serve`: the connection caps (503 with Retry-After, then closed), the header
-// timeout against a client that never finishes its header, and the idle timeout of a
-// kept-alive connection, the body cap (413 whether the body announces its length or grows past
-// the cap in chunks), and hostile clients: oversized trailers and chunk extensions, foreign
-// Host and Origin, non-JSON bodies, 401s that would hold a connection, and stop() with a
-// client in the middle of a body. The server runs on the test's own io_context; plain Asio
-// sockets are the clients. Every wait is on the socket (its answer or its end), with a watchdog.
+// through `mira serve`: the connection caps (room made by closing the oldest connection that never
+// sent the token, else 503 with Retry-After, then closed), the header timeout against a client that
+// never finishes its header, and the idle timeout of a kept-alive connection, the body cap (413
+// whether the body announces its length or grows past the cap in chunks), and hostile clients:
+// oversized trailers and chunk extensions, foreign Host and Origin, non-JSON bodies, 401s and
+// refused headers that would hold a connection, and stop() with a client in the middle of a body.
+// The server runs on the test's own io_context; plain Asio sockets are the clients. Every wait is
+// on the socket (its answer or its end), with a watchdog.
 #define BOOST_TEST_MODULE serve_limits
 #include <mira/serve/server.hpp>
 
@@ -183,6 +184,29 @@ BOOST_AUTO_TEST_CASE(a_quiet_kept_alive_connection_is_closed) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_refused_header_is_answered_and_closed_at_once) {
+  // One connection allowed and timeouts far beyond the bound: a refused header that lingered
+  // would hold the server's only place for idle_timeout.
+  auto c = small_config();
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(60);
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        tcp::socket bad(ex);
+        co_await bad.async_connect(ep, asio::use_awaitable);
+        auto t0 = std::chrono::steady_clock::now();
+        std::string request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nNo colon\r\n\r\n";
+        co_await asio::async_write(bad, asio::buffer(request), asio::use_awaitable);
+        auto answer = co_await read_to_end(bad);
+        BOOST_TEST(answer.rfind("HTTP/1.1 400", 0) == 0u, answer);
+        BOOST_TEST(answer.find("\"code\":\"bad_request\"") != std::string::npos, answer);
+        BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)));
+        // `bad` is still open on this side; its place is free all the same.
+        co_await still_serving(ep);
+      },
+      c);
+}
+
 BOOST_AUTO_TEST_CASE(a_body_announced_over_the_cap_is_refused_before_it_is_read) {
   refused_as_too_large(post_runs + "Content-Length: 2048\r\n\r\n");
 }
@@ -316,6 +340,50 @@ BOOST_AUTO_TEST_CASE(one_address_cannot_fill_the_connection_table) {
         BOOST_TEST(third.find("from one address") != std::string::npos, third);
       },
       c);
+}
+
+// A full table (`max_connections`, or `max_connections_per_client`: every client here is
+// 127.0.0.1) of three, held by a client with the token and two silent connections: a newcomer takes
+// the place of the older silent one, and the one with the token keeps its own.
+void a_full_table_makes_room(std::size_t max_connections, std::size_t per_client) {
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  c.max_connections = max_connections;
+  c.max_connections_per_client = per_client;
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(30);  // a failure ends, not hangs
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string with_token =
+            "GET /v1/version HTTP/1.1\r\nHost: localhost\r\n"
+            "Authorization: Bearer 0123456789abcdef0123\r\n";
+        tcp::socket proven(ex), older(ex), newer(ex), newcomer(ex);
+        co_await proven.async_connect(ep, asio::use_awaitable);
+        auto ok = co_await ask(proven, with_token + "\r\n");  // now waiting, with the token
+        BOOST_TEST(ok.rfind("HTTP/1.1 200", 0) == 0u, ok);
+        // The accept queue is in order: both are the server's before the newcomer is.
+        co_await older.async_connect(ep, asio::use_awaitable);
+        co_await newer.async_connect(ep, asio::use_awaitable);
+        co_await newcomer.async_connect(ep, asio::use_awaitable);
+        auto answer = co_await ask(newcomer, with_token + "\r\n");
+        BOOST_TEST(answer.rfind("HTTP/1.1 200", 0) == 0u, answer);
+        if (answer.rfind("HTTP/1.1 200", 0) != 0) co_return;
+        BOOST_TEST((co_await read_to_end(older)).empty());  // closed by the server
+        // The newer silent one and the one with the token are still served.
+        auto still = co_await ask(newer, with_token + "\r\n");
+        BOOST_TEST(still.rfind("HTTP/1.1 200", 0) == 0u, still);
+        auto again = co_await ask(proven, with_token + "\r\n");
+        BOOST_TEST(again.rfind("HTTP/1.1 200", 0) == 0u, again);
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(a_full_table_closes_its_oldest_silent_connection_for_a_newcomer) {
+  a_full_table_makes_room(3, 32);
+}
+
+BOOST_AUTO_TEST_CASE(an_address_at_its_cap_closes_its_oldest_silent_connection_for_a_newcomer) {
+  a_full_table_makes_room(10, 3);
 }
 
 BOOST_AUTO_TEST_CASE(stop_closes_connections_in_the_middle_of_a_request) {

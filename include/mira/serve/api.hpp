@@ -113,8 +113,13 @@ bool host_allowed(std::string_view host, std::string_view listen_address,
 bool origin_allowed(std::string_view origin, std::string_view host,
                     std::span<const std::string> allowed);
 
-/// Whether a Content-Type value is application/json (parameters such as charset aside).
+/// Whether a Content-Type value is the media type `type` ("text/html"), compared without case,
+/// parameters such as charset aside.
+bool has_media_type(std::string_view content_type, std::string_view type);
+/// has_media_type(content_type, "application/json").
 bool is_json_media_type(std::string_view content_type);
+/// The 415 for a request body that is not application/json, naming the `content_type` given.
+api_error body_not_json(std::string_view content_type);
 
 /// A study on the allow-list: its name and the command that starts it (never from a request).
 struct study_entry {

@@ -95,12 +95,18 @@ BOOST_AUTO_TEST_CASE(a_state_changing_request_must_come_from_this_origin) {
     BOOST_TEST(!origin_allowed(bad, "127.0.0.1:8750", named), bad);
 }
 
-BOOST_AUTO_TEST_CASE(json_media_types_are_recognised_with_parameters) {
+BOOST_AUTO_TEST_CASE(media_types_are_recognised_with_parameters) {
   BOOST_TEST(is_json_media_type("application/json"));
   BOOST_TEST(is_json_media_type("Application/JSON; charset=utf-8"));
   for (auto bad : {"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
                    "application/jsonx"})
     BOOST_TEST(!is_json_media_type(bad), bad);
+  BOOST_TEST(has_media_type("Text/HTML; charset=utf-8", "text/html"));
+  BOOST_TEST(!has_media_type("text/htmlx", "text/html"));
+  // The server's 415 for any POST body and the decoders' are one error.
+  auto refused = decode_run_request("text/plain", R"({"study":"demo"})");
+  BOOST_TEST(refused.error().message == body_not_json("text/plain").message);
+  BOOST_TEST(refused.error().details == body_not_json("text/plain").details);
 }
 
 BOOST_AUTO_TEST_CASE(errors_have_one_shape) {
