@@ -76,11 +76,12 @@ struct run_args {
   std::string experiment;
   std::size_t experiment_parallel = 1;
   // serve: where to listen, the allow-listed studies (NAME=CMD), the bearer token's file, and
-  // how many runs may go at once.
+  // how many runs may go at once and how many cases one may plan.
   std::string listen = "127.0.0.1:8750";
   std::vector<std::string> serve_studies;
   std::string token_file;
   std::size_t max_runs = 4;
+  std::size_t max_cases = 100000;
 };
 
 enum class command {

@@ -29,7 +29,9 @@ struct server_config {
   /// Required as `Authorization: Bearer <token>` on every API route when not empty.
   std::string token;
   std::filesystem::path results_dir = "results";
-  std::size_t max_runs = 4;                           // runs going at once; one more is 429
+  std::size_t max_runs = 4;  // runs going (and catalogs loading) at once; one more is 429
+  /// The cases one run may plan: a bigger selection is refused (413) before anything starts.
+  std::size_t max_cases = 100000;
   std::size_t max_connections = 256;                  // one more is answered 503 and closed
   std::size_t max_body_bytes = std::size_t{1} << 20;  // 413 beyond
   std::size_t max_header_bytes = std::size_t{16} << 10;
