@@ -26,6 +26,10 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <deque>
 #include <random>
@@ -767,6 +771,11 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   end(*run, ended, *failure);
   prep.reset();  // the store's lock is released before the run counts as ended
   forget_old_runs();
+#ifdef __GLIBC__
+  // Once this frame (the run's reports and writer) is gone too: glibc keeps a big run's freed
+  // memory for reuse unless told to give it back.
+  asio::post(ex_, [] { ::malloc_trim(0); });
+#endif
   release();
   owner.reset();  // last: the server may go with it
 }
