@@ -131,8 +131,9 @@ class run_manager {
   std::map<std::string, boost::json::object> catalogs_;           // by study name, listed once
   std::map<std::string, std::shared_ptr<catalog_load>> loading_;  // by study name
   std::weak_ptr<void> owner_;
-  std::size_t active_ = 0;                              // runs being planned or going
-  std::shared_ptr<boost::asio::steady_timer> changed_;  // cancelled when active_ drops
+  std::size_t active_ = 0;  // runs being planned or going, and catalog loads
+  std::shared_ptr<boost::asio::steady_timer>
+      changed_;  // cancelled when active_ drops or a run starts
   bool stopping_ = false;
   /// Last: destroyed first, it joins its threads while what they were given still exists.
   boost::asio::thread_pool work_{2};
