@@ -42,7 +42,7 @@ constexpr route_spec route_table[] = {
     {route::studies, "GET", "/v1/studies", true, "The studies on the allow-list",
      "application/json", "401"},
     {route::catalog, "GET", "/v1/studies/{name}/catalog", true,
-     "The study's listing (evals, samples, targets)", "application/json", "401 404 503"},
+     "The study's listing (evals, samples, targets)", "application/json", "401 404 429 503"},
     {route::runs_create, "POST", "/v1/runs", true,
      "Start a run: {study, selection, options}; Idempotency-Key makes a retry return the same run",
      "application/json", "400 401 404 409 413 415 422 429 503"},
@@ -600,9 +600,16 @@ const run_event& event_log::append(std::string type, std::string data) {
 }
 
 std::span<const run_event> event_log::after(std::uint64_t id) const {
-  // Ids are 1..n in order, so the event after `id` is at index `id`.
-  if (id >= events_.size()) return {};
-  return std::span<const run_event>(events_).subspan(static_cast<std::size_t>(id));
+  // Ids rise in order (with a gap where trim() forgot some).
+  auto it = std::upper_bound(events_.begin(), events_.end(), id,
+                             [](std::uint64_t i, const run_event& e) { return i < e.id; });
+  return std::span<const run_event>(it, events_.end());
+}
+
+void event_log::trim(std::size_t keep) {
+  if (keep < 2 || events_.size() <= keep) return;
+  events_.erase(events_.begin() + 1, events_.end() - static_cast<std::ptrdiff_t>(keep - 1));
+  events_.shrink_to_fit();
 }
 
 std::string openapi_document() {

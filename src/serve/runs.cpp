@@ -26,9 +26,15 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <deque>
 #include <random>
+#include <set>
+#include <type_traits>
 #include <variant>
 
 namespace mira::serve::detail {
@@ -114,6 +120,12 @@ void describe_run(store::run_meta& meta, const protocol::initialize_result& init
   meta.extra["serve"] = json::object{{"study", study.name}, {"request", request}};
 }
 
+json::object page_json(json::array runs, const std::string& next) {
+  json::object o{{"runs", std::move(runs)}};
+  o["next_cursor"] = next.empty() ? json::value(nullptr) : json::value(next);
+  return o;
+}
+
 json::object minimal_request(const std::string& study) {
   return json::object{{"study", study}};
 }
@@ -134,6 +146,39 @@ api_error study_error(const std::string& study, const std::string& what, const e
   return err;
 }
 
+api_error too_many_cases(std::size_t cases, std::size_t max_cases) {
+  return make_error(413, "too_many_cases",
+                    "the selection plans " + std::to_string(cases) +
+                        " cases; this server runs at most " + std::to_string(max_cases) +
+                        " in one run (--max-cases)",
+                    json::object{{"cases", cases}, {"max_cases", max_cases}});
+}
+
+// Plans `sel`, refused when it has more than `max_cases` cases: when the request sets trials,
+// before the plan is made (its size is the cases of one trial times the trials).
+tl::expected<plan::plan, api_error> plan_within(const protocol::list_result& list,
+                                                const plan::selection& sel, std::size_t max_cases) {
+  if (sel.trials && *sel.trials > 1) {
+    auto one = sel;
+    one.trials = 1;
+    auto base = plan::make_plan(list, one);
+    if (!base) return tl::unexpected(selection_error(base.error().message));
+    auto cases = base->cases.size() * static_cast<std::size_t>(*sel.trials);
+    if (cases > max_cases) return tl::unexpected(too_many_cases(cases, max_cases));
+  }
+  auto p = plan::make_plan(list, sel);
+  if (!p) return tl::unexpected(selection_error(p.error().message));
+  if (p->cases.size() > max_cases)
+    return tl::unexpected(too_many_cases(p->cases.size(), max_cases));
+  return std::move(*p);
+}
+
+// A session that ended saved the run's summary; one that did not (the process died) left only
+// its records.
+bool last_session_ended(const store::run_meta& m) {
+  return !m.sessions.empty() && !m.sessions.back().finished.empty();
+}
+
 std::string state_of_saved(const store::run_meta& m) {
   if (m.sessions.empty()) return "interrupted";
   auto& last = m.sessions.back();
@@ -143,7 +188,9 @@ std::string state_of_saved(const store::run_meta& m) {
   return "stopped";
 }
 
-json::object saved_status(const store::run_meta& m) {
+// `saved`: the run's records, for a run whose last session did not end (its meta.json has no
+// summary of it).
+json::object saved_status(const store::run_meta& m, const std::vector<store::saved_case>* saved) {
   json::object o{{"run_id", m.run_id},         {"live", false},        {"study", m.study},
                  {"state", state_of_saved(m)}, {"started", m.started}, {"finished", m.finished},
                  {"seconds", m.seconds()}};
@@ -151,7 +198,20 @@ json::object saved_status(const store::run_meta& m) {
     if (auto* name = s->get_object().if_contains("study"); name && name->is_string())
       o["study"] = *name;
   std::size_t total = 0, done = 0;
-  if (m.summary) {
+  if (saved) {
+    std::array<std::size_t, 7> counts{};
+    for (auto& c : *saved) {
+      auto* status = c.record.if_contains("status");
+      if (!status || !status->is_string()) continue;
+      for (auto s : all_states)
+        if (to_string(s) == std::string_view(status->get_string()))
+          ++counts[static_cast<std::size_t>(s)];
+    }
+    for (auto s : all_states)
+      if (s != case_state::cancelled) done += counts[static_cast<std::size_t>(s)];
+    o["counts"] = counts_json(counts);
+    total = std::max(done, m.sessions.empty() ? 0 : m.sessions.back().planned);
+  } else if (m.summary) {
     o["summary"] = *m.summary;
     if (auto* c = m.summary->if_contains("counts"); c && c->is_object()) {
       o["counts"] = *c;
@@ -177,6 +237,107 @@ tl::expected<void, api_error> run_exists(const fs::path& results, const std::str
   if (!fs::exists(results / id / "meta.json", ec))
     return tl::unexpected(make_error(404, "run_not_found", "no run '" + id + "'"));
   return {};
+}
+
+// A saved run's status from its folder: its meta.json, and its records when its last session
+// did not end.
+tl::expected<json::object, api_error> read_saved_status(const fs::path& results,
+                                                        const std::string& id) {
+  if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
+  auto meta = store::load_run_meta(results, id);
+  if (!meta) return tl::unexpected(make_error(500, "store_error", meta.error().message()));
+  if (last_session_ended(*meta)) return saved_status(*meta, nullptr);
+  auto run = store::load_run(results, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+  return saved_status(run->meta, &run->cases);
+}
+
+// A page of saved runs, newest first (ids sort by start time), after `cursor`: each with its
+// status, or nothing for the ids in `live` (the caller has theirs). Also the next cursor.
+std::pair<std::vector<std::pair<std::string, std::optional<json::object>>>, std::string> saved_page(
+    const fs::path& results, std::size_t limit, const std::string& cursor,
+    const std::set<std::string>& live) {
+  std::vector<std::string> ids;
+  boost::system::error_code ec;
+  for (fs::directory_iterator it(results, ec), end; !ec && it != end; it.increment(ec)) {
+    auto name = it->path().filename().string();
+    if (check_run_id(name) || !fs::exists(it->path() / "meta.json")) continue;
+    ids.push_back(std::move(name));
+  }
+  std::sort(ids.begin(), ids.end(), std::greater<>());
+  std::vector<std::pair<std::string, std::optional<json::object>>> items;
+  std::string next;
+  for (auto& id : ids) {
+    if (!cursor.empty() && id >= cursor) continue;
+    if (items.size() == limit) {
+      next = items.back().first;
+      break;
+    }
+    if (live.count(id)) {
+      items.emplace_back(id, std::nullopt);
+    } else if (auto s = read_saved_status(results, id)) {
+      items.emplace_back(id, std::move(*s));
+    }
+  }
+  return {std::move(items), std::move(next)};
+}
+
+// The records of a run, as NDJSON, of the given states (comma-separated; all without).
+tl::expected<std::string, api_error> read_cases(const fs::path& results, const std::string& id,
+                                                const std::optional<std::string>& states) {
+  std::vector<std::string> wanted;
+  if (states) {
+    std::string_view v = *states;
+    while (!v.empty()) {
+      auto comma = v.find(',');
+      auto name = v.substr(0, comma);
+      if (std::none_of(std::begin(all_states), std::end(all_states),
+                       [&](case_state s) { return to_string(s) == name; }))
+        return tl::unexpected(make_error(
+            400, "invalid_parameter",
+            "state: '" + std::string(name) +
+                "' is not one of passed, failed, na, skipped, cancelled, error, executed",
+            json::object{{"parameter", "state"}}));
+      wanted.emplace_back(name);
+      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+    }
+  }
+  if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
+  auto run = store::load_run(results, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+  std::string out;
+  for (auto& c : run->cases) {
+    auto* status = c.record.if_contains("status");
+    if (!wanted.empty() && (!status || !status->is_string() ||
+                            std::find(wanted.begin(), wanted.end(),
+                                      std::string_view(status->get_string())) == wanted.end()))
+      continue;
+    protocol::append_json_text(out, c.record);
+    out += '\n';
+  }
+  return out;
+}
+
+// A saved run's report in `format`: its content type and text.
+tl::expected<std::pair<std::string, std::string>, api_error> render_report(
+    const fs::path& results, const std::string& id, const std::string& format) {
+  static const std::map<std::string, std::string> types{
+      {"json", "application/json"},           {"jsonl", "application/x-ndjson"},
+      {"csv", "text/csv; charset=utf-8"},     {"junit", "application/xml"},
+      {"md", "text/markdown; charset=utf-8"}, {"html", "text/html; charset=utf-8"}};
+  auto type = types.find(format);
+  if (type == types.end())
+    return tl::unexpected(
+        make_error(400, "invalid_parameter",
+                   "format: '" + format + "' is not one of json, jsonl, csv, junit, md, html",
+                   json::object{{"parameter", "format"}}));
+  if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
+  auto run = store::load_run(results, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+  auto [p, rep] = run->as_report();
+  rep.seconds = run->meta.seconds();
+  auto s = aggregate::summarize(p, rep.cases, nullptr);
+  return std::pair{type->second, report::render(format, p, rep, s)};
 }
 
 // The study of a run: one process or a pool, as `mira run --procs` makes them.
@@ -238,6 +399,56 @@ struct run_manager::prepared {
   std::shared_ptr<study_output> output;
 };
 
+struct run_manager::session_ended {
+  schedule::run_report session;  // this session's, over the plan
+  std::optional<std::pair<plan::plan, schedule::run_report>> whole;  // when it is not `session`
+  json::object summary;                                              // the whole run's
+  std::string stopped;  // why the session stopped, as meta.json says it; empty when done
+  schedule::run_report& whole_report() { return whole ? whole->second : session; }
+};
+
+struct run_manager::catalog_load {
+  explicit catalog_load(asio::any_io_executor ex)
+      : done(std::move(ex), asio::steady_timer::time_point::max()) {}
+  std::optional<tl::expected<json::object, api_error>> result;
+  asio::steady_timer done;
+};
+
+namespace {
+
+// Runs `*job` on `pool` and completes with its result (or its exception) on the handler's
+// executor. Only pointers go through the initiation: the job stays in the awaiting frame.
+template <class Job>
+struct post_to_pool {
+  asio::thread_pool* pool;
+  template <class Handler>
+  void operator()(Handler handler, Job* job) const {
+    asio::post(*pool, [handler = std::move(handler), job]() mutable {
+      using result = std::invoke_result_t<Job&>;
+      std::exception_ptr e;
+      result r{};
+      try {
+        r = (*job)();
+      } catch (...) {
+        e = std::current_exception();
+      }
+      auto ex = asio::get_associated_executor(handler);
+      asio::post(ex, [handler = std::move(handler), e, r = std::move(r)]() mutable {
+        std::move(handler)(e, std::move(r));
+      });
+    });
+  }
+};
+
+}  // namespace
+
+template <class F>
+asio::awaitable<std::invoke_result_t<F&>> run_manager::off_executor(F& job) {
+  return asio::async_initiate<const asio::use_awaitable_t<>,
+                              void(std::exception_ptr, std::invoke_result_t<F&>)>(
+      post_to_pool<F>{&work_}, asio::use_awaitable, &job);
+}
+
 run_manager::run_manager(asio::any_io_executor ex, const server_config& config)
     : ex_(std::move(ex)), config_(config), changed_(new_notify(ex_)) {}
 
@@ -266,6 +477,10 @@ tl::expected<void, api_error> run_manager::admit() const {
 
 void run_manager::release() {
   --active_;
+  notify_changed();
+}
+
+void run_manager::notify_changed() {
   changed_->cancel();
   changed_ = new_notify(ex_);
 }
@@ -361,10 +576,19 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(
   };
   if (!prep) co_return co_await fail(prep.error());
   if (stopping_) co_return co_await fail(admit().error());
-  auto planned = plan::make_plan(prep->list, r.selection);
-  if (!planned) co_return co_await fail(selection_error(planned.error().message));
-  prep->p = std::move(*planned);
-  auto id = ready(*prep);
+  // Planning, opening the store and choosing the cases to run take seconds over a big run: off
+  // the executor. `prep` is this coroutine's alone until the run starts.
+  auto plan_and_open = [&,
+                        max_cases = config_.max_cases]() -> tl::expected<std::string, api_error> {
+    auto planned = plan_within(prep->list, r.selection, max_cases);
+    if (!planned) return tl::unexpected(planned.error());
+    prep->p = std::move(*planned);
+    auto made = ready(*prep);
+    if (made && prep->resumed.todo.size() < prep->p.cases.size())
+      for (auto i : prep->resumed.todo) prep->todo.cases.push_back(prep->p.cases[i]);
+    return made;
+  };
+  auto id = co_await off_executor(plan_and_open);
   if (!id) co_return co_await fail(id.error());
 
   auto run = std::make_shared<live_run>(ex_);
@@ -373,6 +597,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(
   runs_[run->id] = run;
   asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
                  asio::detached);
+  notify_changed();  // a stop under way cancels it
   co_return run->id;
 }
 
@@ -461,9 +686,7 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   auto& resumed = prep->resumed;
   begin(*run, *prep);
 
-  const bool partial = resumed.todo.size() < p.cases.size();
-  if (partial)
-    for (auto i : resumed.todo) prep->todo.cases.push_back(p.cases[i]);
+  const bool partial = resumed.todo.size() < p.cases.size();  // launch made prep->todo
   const plan::plan& to_run = partial ? prep->todo : p;
 
   auto failure = std::make_shared<std::optional<std::string>>();
@@ -539,27 +762,21 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   co_await asio::post(ex, asio::use_awaitable);  // the save failures reported, if any
   co_await shutdown(*prep->conn);
 
-  // The session's report over the plan: reused cases and the ones run now, in plan order.
-  auto report = store::session_report(p, resumed, std::move(part));
-  auto& s = st.session();
-  s.seconds = report.seconds;
-  s.ran = 0;
-  for (auto i : resumed.todo) s.ran += report.cases[i].state != case_state::cancelled;
-  if (report.stopped == schedule::stop_reason::interrupted)
-    s.stopped = run->interrupted ? "interrupted" : "cancelled";
-  else if (report.stopped != schedule::stop_reason::none)
-    s.stopped = std::string(to_string(report.stopped));
-  st.append_stderr(prep->output->text());
-  auto whole = store::whole_run(p, report, resumed);
-  auto& whole_plan = whole ? whole->first : p;
-  auto& whole_report = whole ? whole->second : report;
-  auto summary = aggregate::summarize(whole_plan, whole_report.cases, &prep->list);
-  report::finish_run(st, whole_plan, whole_report, summary);
+  // The session's and the whole run's reports, the summary and the run's files: seconds over a
+  // big run, so off the executor. The study is gone; nothing else touches `prep` now.
+  auto end_it = [prep, part = std::move(part), interrupted = run->interrupted]() mutable {
+    return end_session(*prep, std::move(part), interrupted);
+  };
+  auto ended = co_await off_executor(end_it);
   prep->output->store = nullptr;
-
-  end(*run, report, whole_report, summary, s.stopped, *failure);
+  end(*run, ended, *failure);
   prep.reset();  // the store's lock is released before the run counts as ended
   forget_old_runs();
+#ifdef __GLIBC__
+  // Once this frame (the run's reports and writer) is gone too: glibc keeps a big run's freed
+  // memory for reuse unless told to give it back.
+  asio::post(ex_, [] { ::malloc_trim(0); });
+#endif
   release();
   owner.reset();  // last: the server may go with it
 }
@@ -600,10 +817,37 @@ void run_manager::begin(live_run& run, prepared& prep) {
                                     {"counts", counts_json(run.counts)}});
 }
 
-void run_manager::end(live_run& run, const schedule::run_report& session_report,
-                      const schedule::run_report& whole, const aggregate::summary& summary,
-                      const std::string& stopped, const std::optional<std::string>& failure) {
-  run.summary = aggregate::summary_json(summary, whole);
+run_manager::session_ended run_manager::end_session(prepared& prep, schedule::run_report part,
+                                                    bool interrupted) {
+  auto& p = prep.p;
+  auto& st = *prep.store;
+  session_ended e;
+  // The session's report over the plan: reused cases and the ones run now, in plan order.
+  e.session = store::session_report(p, prep.resumed, std::move(part));
+  auto& report = e.session;
+  auto& s = st.session();
+  s.seconds = report.seconds;
+  s.ran = 0;
+  for (auto i : prep.resumed.todo) s.ran += report.cases[i].state != case_state::cancelled;
+  if (report.stopped == schedule::stop_reason::interrupted)
+    s.stopped = interrupted ? "interrupted" : "cancelled";
+  else if (report.stopped != schedule::stop_reason::none)
+    s.stopped = std::string(to_string(report.stopped));
+  e.stopped = s.stopped;
+  st.append_stderr(prep.output->text());
+  e.whole = store::whole_run(p, report, prep.resumed);
+  auto& whole_plan = e.whole ? e.whole->first : p;
+  auto summary = aggregate::summarize(whole_plan, e.whole_report().cases, &prep.list);
+  report::finish_run(st, whole_plan, e.whole_report(), summary);
+  e.summary = aggregate::summary_json(summary, e.whole_report());
+  return e;
+}
+
+void run_manager::end(live_run& run, session_ended& ended,
+                      const std::optional<std::string>& failure) {
+  auto& session_report = ended.session;
+  auto& stopped = ended.stopped;
+  run.summary = std::move(ended.summary);
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.t0).count();
   run.state = stopped.empty()                                        ? "done"
               : (stopped == "cancelled" || stopped == "interrupted") ? stopped
@@ -612,7 +856,7 @@ void run_manager::end(live_run& run, const schedule::run_report& session_report,
     run.stop_reason = std::string(to_string(session_report.stopped));
   run.stop_message = failure ? *failure : session_report.stop_message;
   for (auto& c : run.counts) c = 0;
-  for (auto& r : whole.cases) ++run.counts[static_cast<std::size_t>(r.state)];
+  for (auto& r : ended.whole_report().cases) ++run.counts[static_cast<std::size_t>(r.state)];
   run.in_progress = 0;
   run.finished = true;
   json::object e{{"state", run.state},
@@ -622,6 +866,8 @@ void run_manager::end(live_run& run, const schedule::run_report& session_report,
                  {"seconds", run.seconds}};
   if (!run.stop_reason.empty()) e["stop_reason"] = run.stop_reason;
   run.publish("end", std::move(e));
+  // Its case events are in its folder now; an ended run kept in memory stays small.
+  run.events.trim(kept_ended_events);
 }
 
 tl::expected<json::object, api_error> run_manager::cancel(const std::string& id) {
@@ -648,38 +894,31 @@ bool run_manager::exists(const std::string& id) const {
   return live(id) || run_exists(config_.results_dir, id);
 }
 
-tl::expected<json::object, api_error> run_manager::status(const std::string& id) const {
-  if (auto run = live(id)) return run->status();
-  if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
-  auto meta = store::load_run_meta(config_.results_dir, id);
-  if (!meta) return tl::unexpected(make_error(500, "store_error", meta.error().message()));
-  return saved_status(*meta);
+asio::awaitable<tl::expected<json::object, api_error>> run_manager::status(std::string id) {
+  if (auto run = live(id)) co_return run->status();
+  auto read = [results = config_.results_dir, id] { return read_saved_status(results, id); };
+  co_return co_await off_executor(read);
 }
 
-tl::expected<json::object, api_error> run_manager::list(std::size_t limit,
-                                                        const std::string& cursor) const {
-  std::vector<std::string> ids;
-  boost::system::error_code ec;
-  for (fs::directory_iterator it(config_.results_dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    auto name = it->path().filename().string();
-    if (check_run_id(name) || !fs::exists(it->path() / "meta.json")) continue;
-    ids.push_back(std::move(name));
-  }
-  std::sort(ids.begin(), ids.end(), std::greater<>());  // ids sort by start time: newest first
-  json::array items;
-  std::string next;
-  for (auto& id : ids) {
-    if (!cursor.empty() && id >= cursor) continue;
-    if (items.size() == limit) {
-      next = items.back().as_object().at("run_id").as_string().c_str();
-      break;
+asio::awaitable<tl::expected<json::object, api_error>> run_manager::list(std::size_t limit,
+                                                                         std::string cursor) {
+  std::set<std::string> live_ids;
+  for (auto& [id, run] : runs_) live_ids.insert(id);
+  auto read = [results = config_.results_dir, limit, cursor, live_ids] {
+    return saved_page(results, limit, cursor, live_ids);
+  };
+  auto [items, next] = co_await off_executor(read);
+  json::array runs;
+  for (auto& [id, saved] : items) {
+    if (saved) {
+      runs.push_back(std::move(*saved));
+    } else if (auto run = live(id)) {
+      runs.push_back(run->status());
+    } else if (auto s = co_await status(id)) {  // forgotten meanwhile: its folder has it
+      runs.push_back(std::move(*s));
     }
-    if (auto s = status(id)) items.push_back(std::move(*s));
   }
-  json::object o{{"runs", std::move(items)}};
-  o["next_cursor"] = next.empty() ? json::value(nullptr) : json::value(next);
-  return o;
+  co_return page_json(std::move(runs), next);
 }
 
 asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std::string name) {
@@ -688,79 +927,66 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std:
     co_return tl::unexpected(
         make_error(404, "study_not_found", "no study '" + name + "' on the allow-list"));
   if (auto it = catalogs_.find(name); it != catalogs_.end()) co_return it->second;
-  auto prep = co_await prepare(*study, {});
-  if (!prep) co_return tl::unexpected(prep.error());
-  co_await shutdown(*prep->conn);
-  auto o = catalog_json(name, prep->init, prep->list);
-  catalogs_[name] = o;
-  co_return o;
-}
-
-tl::expected<std::string, api_error> run_manager::cases(
-    const std::string& id, const std::optional<std::string>& states) const {
-  std::vector<std::string> wanted;
-  if (states) {
-    std::string_view v = *states;
-    while (!v.empty()) {
-      auto comma = v.find(',');
-      auto name = v.substr(0, comma);
-      if (std::none_of(std::begin(all_states), std::end(all_states),
-                       [&](case_state s) { return to_string(s) == name; }))
-        return tl::unexpected(make_error(
-            400, "invalid_parameter",
-            "state: '" + std::string(name) +
-                "' is not one of passed, failed, na, skipped, cancelled, error, executed",
-            json::object{{"parameter", "state"}}));
-      wanted.emplace_back(name);
-      v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+  if (auto it = loading_.find(name); it != loading_.end()) {
+    auto load = it->second;
+    while (!load->result) co_await load->done.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_return *load->result;
+  }
+  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
+  ++active_;
+  auto load = std::make_shared<catalog_load>(ex_);
+  loading_[name] = load;
+  // On every path (an exception too) the waiters are woken and the place is freed.
+  struct finish {
+    run_manager* m;
+    std::string name;
+    std::shared_ptr<catalog_load> load;
+    ~finish() {
+      if (!load->result)
+        load->result = tl::unexpected(make_error(500, "internal_error", "the catalog failed"));
+      m->loading_.erase(name);
+      load->done.cancel();
+      m->release();
     }
+  } guard{this, name, load};
+  auto prep = co_await prepare(*study, {});
+  if (!prep) {
+    load->result = tl::unexpected(prep.error());
+    co_return *load->result;
   }
-  if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
-  auto run = store::load_run(config_.results_dir, id);
-  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
-  std::string out;
-  for (auto& c : run->cases) {
-    auto* status = c.record.if_contains("status");
-    if (!wanted.empty() && (!status || !status->is_string() ||
-                            std::find(wanted.begin(), wanted.end(),
-                                      std::string_view(status->get_string())) == wanted.end()))
-      continue;
-    protocol::append_json_text(out, c.record);
-    out += '\n';
-  }
-  return out;
+  co_await shutdown(*prep->conn);
+  catalogs_[name] = catalog_json(name, prep->init, prep->list);
+  load->result = catalogs_[name];
+  co_return *load->result;
 }
 
-tl::expected<std::pair<std::string, std::string>, api_error> run_manager::report(
-    const std::string& id, const std::string& format) const {
-  static const std::map<std::string, std::string> types{
-      {"json", "application/json"},           {"jsonl", "application/x-ndjson"},
-      {"csv", "text/csv; charset=utf-8"},     {"junit", "application/xml"},
-      {"md", "text/markdown; charset=utf-8"}, {"html", "text/html; charset=utf-8"}};
-  auto type = types.find(format);
-  if (type == types.end())
-    return tl::unexpected(
-        make_error(400, "invalid_parameter",
-                   "format: '" + format + "' is not one of json, jsonl, csv, junit, md, html",
-                   json::object{{"parameter", "format"}}));
-  if (auto ok = run_exists(config_.results_dir, id); !ok) return tl::unexpected(ok.error());
-  auto run = store::load_run(config_.results_dir, id);
-  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
-  auto [p, rep] = run->as_report();
-  rep.seconds = run->meta.seconds();
-  auto s = aggregate::summarize(p, rep.cases, nullptr);
-  return std::pair{type->second, report::render(format, p, rep, s)};
+asio::awaitable<tl::expected<std::string, api_error>> run_manager::cases(
+    std::string id, std::optional<std::string> states) {
+  auto read = [results = config_.results_dir, id, states] {
+    return read_cases(results, id, states);
+  };
+  co_return co_await off_executor(read);
+}
+
+asio::awaitable<tl::expected<std::pair<std::string, std::string>, api_error>> run_manager::report(
+    std::string id, std::string format) {
+  auto render = [results = config_.results_dir, id, format] {
+    return render_report(results, id, format);
+  };
+  co_return co_await off_executor(render);
 }
 
 asio::awaitable<void> run_manager::stop() {
   stopping_ = true;
-  for (auto& [id, run] : runs_)
-    if (!run->finished) {
-      run->interrupted = true;
-      run->state = "cancelling";
-      run->cancel.emit(asio::cancellation_type::terminal);
-    }
+  // A run planned off the executor when the stop came starts meanwhile: each wake-up cancels
+  // the runs that have not been.
   while (active_ > 0) {
+    for (auto& [id, run] : runs_)
+      if (!run->finished && !run->interrupted) {
+        run->interrupted = true;
+        run->state = "cancelling";
+        run->cancel.emit(asio::cancellation_type::terminal);
+      }
     auto t = changed_;
     co_await t->async_wait(asio::as_tuple(asio::use_awaitable));
   }

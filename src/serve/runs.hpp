@@ -1,7 +1,8 @@
 // The server's run manager: starts runs of allow-listed studies through the library (spawn,
 // initialize, list, plan, run_plan, the run store), keeps each live run's state and event log,
-// cancels, resumes, and answers for saved runs from the results directory. Runs on the
-// server's executor; nothing here knows HTTP.
+// cancels, resumes, and answers for saved runs from the results directory. Its state lives on
+// the server's executor; what takes long over a big run (planning, loading a saved run,
+// rendering a report, ending a session) runs on its own worker threads. Nothing here knows HTTP.
 #pragma once
 
 #include <mira/aggregate/summary.hpp>
@@ -12,6 +13,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 
 #include <array>
@@ -20,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace mira::serve::detail {
 
@@ -60,20 +63,27 @@ class run_manager {
   tl::expected<boost::json::object, api_error> cancel(const std::string& id);
 
   std::shared_ptr<live_run> live(const std::string& id) const;
-  tl::expected<boost::json::object, api_error> status(const std::string& id) const;
-  tl::expected<boost::json::object, api_error> list(std::size_t limit,
-                                                    const std::string& cursor) const;
+  /// A live run's state, or a saved one's from its folder (an interrupted session's counts from
+  /// its saved records).
+  boost::asio::awaitable<tl::expected<boost::json::object, api_error>> status(std::string id);
+  boost::asio::awaitable<tl::expected<boost::json::object, api_error>> list(std::size_t limit,
+                                                                            std::string cursor);
+  /// The study's initialize and listing. One load per study at a time: concurrent requests
+  /// share it, and it holds a place among the runs (max_runs) while it goes.
   boost::asio::awaitable<tl::expected<boost::json::object, api_error>> catalog(std::string name);
-  tl::expected<std::string, api_error> cases(const std::string& id,
-                                             const std::optional<std::string>& states) const;
+  boost::asio::awaitable<tl::expected<std::string, api_error>> cases(
+      std::string id, std::optional<std::string> states);
   /// The report's content type and text.
-  tl::expected<std::pair<std::string, std::string>, api_error> report(
-      const std::string& id, const std::string& format) const;
+  boost::asio::awaitable<tl::expected<std::pair<std::string, std::string>, api_error>> report(
+      std::string id, std::string format);
 
   /// What a going run keeps alive (the server that owns this manager).
   void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
   /// Ended runs whose events are kept in memory.
   static constexpr std::size_t kept_ended_runs = 64;
+  /// The events an ended run keeps (its start, its last progress and its end are among them):
+  /// its case events are in its folder (/cases), so 64 ended runs stay small.
+  static constexpr std::size_t kept_ended_events = 128;
 
   /// Whether a saved or live run of this id exists.
   bool exists(const std::string& id) const;
@@ -97,21 +107,36 @@ class run_manager {
                                        std::shared_ptr<void> owner);
   void forget_old_runs();
   void begin(live_run& run, prepared& prep);
-  void end(live_run& run, const schedule::run_report& session_report,
-           const schedule::run_report& whole, const aggregate::summary& summary,
-           const std::string& stopped, const std::optional<std::string>& failure);
+  struct session_ended;
+  /// Ends the session in the store (reports, summary, meta.json): work for the worker threads.
+  static session_ended end_session(prepared& prep, schedule::run_report part, bool interrupted);
+  /// The run's final state and its "end" event, from what end_session made (its summary taken).
+  void end(live_run& run, session_ended& ended, const std::optional<std::string>& failure);
   const study_entry* find_study(const std::string& name) const;
   tl::expected<void, api_error> admit() const;
-  void release();  // a run being planned or going has ended
+  void release();         // a run being planned or going has ended
+  void notify_changed();  // wakes stop()
+  /// `job()` on the worker threads, resumed on the awaiting coroutine's executor with its result.
+  /// `job` touches only what it captures, never the manager's state, and is a named local of the
+  /// awaiting coroutine: g++ 12 destroys a temporary in a co_await expression twice (a lambda
+  /// passed by value there was seen freed twice).
+  template <class F>
+  boost::asio::awaitable<std::invoke_result_t<F&>> off_executor(F& job);
+  /// A catalog being loaded: its waiters wait on `done` until `result` is set.
+  struct catalog_load;
 
   boost::asio::any_io_executor ex_;
   const server_config& config_;
   std::map<std::string, std::shared_ptr<live_run>> runs_;
-  std::map<std::string, boost::json::object> catalogs_;  // by study name, listed once
+  std::map<std::string, boost::json::object> catalogs_;           // by study name, listed once
+  std::map<std::string, std::shared_ptr<catalog_load>> loading_;  // by study name
   std::weak_ptr<void> owner_;
-  std::size_t active_ = 0;                              // runs being planned or going
-  std::shared_ptr<boost::asio::steady_timer> changed_;  // cancelled when active_ drops
+  std::size_t active_ = 0;  // runs being planned or going, and catalog loads
+  std::shared_ptr<boost::asio::steady_timer>
+      changed_;  // cancelled when active_ drops or a run starts
   bool stopping_ = false;
+  /// Last: destroyed first, it joins its threads while what they were given still exists.
+  boost::asio::thread_pool work_{2};
 };
 
 }  // namespace mira::serve::detail

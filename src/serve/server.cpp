@@ -48,6 +48,7 @@ std::optional<std::string> validate(const server_config& c) {
       if (c.studies[i].name == c.studies[j].name)
         return "the study name '" + c.studies[i].name + "' is given twice";
   if (c.max_runs == 0) return "the run limit must be at least 1";
+  if (c.max_cases == 0) return "the case limit must be at least 1";
   if (c.max_connections == 0) return "the connection limit must be at least 1";
   if (c.max_connections_per_client == 0)
     return "the per-client connection limit must be at least 1";
@@ -195,7 +196,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<bool> handle(beast::tcp_stream& stream, request& req, std::uint64_t conn);
   asio::awaitable<tl::expected<response, api_error>> answer(const route_match& m,
                                                             const request_target& t, request& req);
-  tl::expected<response, api_error> answer_now(const route_match& m, const request_target& t);
+  tl::expected<response, api_error> answer_now(const route_match& m);
   asio::awaitable<void> events(beast::tcp_stream& stream, request& req, const request_target& t,
                                const std::string& id);
 };
@@ -465,8 +466,7 @@ tl::expected<response, api_error> json_result(http::status s,
 
 }  // namespace
 
-tl::expected<response, api_error> server::impl::answer_now(const route_match& m,
-                                                           const request_target& t) {
+tl::expected<response, api_error> server::impl::answer_now(const route_match& m) {
   switch (m.spec->r) {
     case route::healthz:
       return json_response(
@@ -488,31 +488,6 @@ tl::expected<response, api_error> server::impl::answer_now(const route_match& m,
       json::array names;
       for (auto& s : config.studies) names.push_back(json::object{{"name", s.name}});
       return json_response(http::status::ok, json::object{{"studies", std::move(names)}});
-    }
-    case route::runs_list: {
-      std::size_t limit = 50;
-      if (auto l = t.param("limit")) {
-        auto n = parse_last_event_id(*l);  // a plain decimal number
-        if (!n || *n < 1 || *n > 200)
-          return tl::unexpected(parameter_error("limit", "a number from 1 to 200"));
-        limit = static_cast<std::size_t>(*n);
-      }
-      auto cursor = t.param("cursor").value_or("");
-      if (!cursor.empty())
-        if (auto why = check_run_id(cursor)) return tl::unexpected(parameter_error("cursor", *why));
-      return json_result(http::status::ok, runs.list(limit, cursor));
-    }
-    case route::run_get:
-      return json_result(http::status::ok, runs.status(m.run_id));
-    case route::run_cases: {
-      auto text = runs.cases(m.run_id, t.param("state"));
-      if (!text) return tl::unexpected(text.error());
-      return make_response(http::status::ok, "application/x-ndjson", std::move(*text));
-    }
-    case route::run_report: {
-      auto r = runs.report(m.run_id, t.param("format").value_or("json"));
-      if (!r) return tl::unexpected(r.error());
-      return make_response(http::status::ok, r->first, std::move(r->second));
     }
     case route::run_cancel:
       return json_result(http::status::accepted, runs.cancel(m.run_id));
@@ -536,6 +511,33 @@ asio::awaitable<tl::expected<response, api_error>> server::impl::answer(const ro
   switch (m.spec->r) {
     case route::catalog:
       co_return json_result(http::status::ok, co_await runs.catalog(m.study));
+    // What reads a saved run's folder is done off the executor (run_manager).
+    case route::runs_list: {
+      std::size_t limit = 50;
+      if (auto l = t.param("limit")) {
+        auto n = parse_last_event_id(*l);  // a plain decimal number
+        if (!n || *n < 1 || *n > 200)
+          co_return tl::unexpected(parameter_error("limit", "a number from 1 to 200"));
+        limit = static_cast<std::size_t>(*n);
+      }
+      auto cursor = t.param("cursor").value_or("");
+      if (!cursor.empty())
+        if (auto why = check_run_id(cursor))
+          co_return tl::unexpected(parameter_error("cursor", *why));
+      co_return json_result(http::status::ok, co_await runs.list(limit, cursor));
+    }
+    case route::run_get:
+      co_return json_result(http::status::ok, co_await runs.status(m.run_id));
+    case route::run_cases: {
+      auto text = co_await runs.cases(m.run_id, t.param("state"));
+      if (!text) co_return tl::unexpected(text.error());
+      co_return make_response(http::status::ok, "application/x-ndjson", std::move(*text));
+    }
+    case route::run_report: {
+      auto r = co_await runs.report(m.run_id, t.param("format").value_or("json"));
+      if (!r) co_return tl::unexpected(r.error());
+      co_return make_response(http::status::ok, r->first, std::move(r->second));
+    }
     case route::runs_create: {
       std::string key(req["Idempotency-Key"]);
       if (req.find("Idempotency-Key") != req.end() && !idempotency_keys::valid_key(key))
@@ -573,7 +575,7 @@ asio::awaitable<tl::expected<response, api_error>> server::impl::answer(const ro
       co_return accepted(*id);
     }
     default:
-      co_return answer_now(m, t);
+      co_return answer_now(m);
   }
 }
 
@@ -606,7 +608,7 @@ asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, request& r
   };
   if (!run) {
     // A saved run this server did not run: its end, once.
-    auto s = runs.status(id);
+    auto s = co_await runs.status(id);
     if (!s) {
       co_await write(stream, error_response(s.error()), false);
       co_return;

@@ -6,22 +6,32 @@
 // oversized trailers and chunk extensions, foreign Host and Origin, non-JSON bodies, 401s and
 // refused headers that would hold a connection, and stop() with a client in the middle of a body.
 // The server runs on the test's own io_context; plain Asio sockets are the clients. Every wait is
-// on the socket (its answer or its end), with a watchdog.
+// on the socket (its answer or its end), with a watchdog. Then the run manager's limits: big
+// plans and reports off the server's executor, --max-cases, one catalog load per study, an
+// interrupted run's counts.
 #define BOOST_TEST_MODULE serve_limits
+#include <mira/plan/plan.hpp>
 #include <mira/serve/server.hpp>
+#include <mira/store/records.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -431,4 +441,209 @@ BOOST_AUTO_TEST_CASE(stop_closes_connections_in_the_middle_of_a_request) {
   BOOST_TEST(done);
   BOOST_TEST((stop_took < std::chrono::seconds(10)),
              std::chrono::duration<double>(stop_took).count() << " s");
+}
+
+// The run manager's limits, with the example study and a server on a thread of its own, so that
+// a client on the test's thread sees when the server's executor is held up.
+namespace {
+
+namespace store = mira::store;
+
+struct threaded_server {
+  asio::io_context ctx{1};
+  mira::serve::server srv;
+  tcp::endpoint ep;
+  std::thread thread;
+  explicit threaded_server(mira::serve::server_config c) : srv(ctx.get_executor(), std::move(c)) {
+    auto started = srv.start();
+    BOOST_REQUIRE(started);
+    ep = *started;
+    thread = std::thread([this] { ctx.run_for(std::chrono::seconds(120)); });  // a watchdog
+  }
+  ~threaded_server() {
+    asio::co_spawn(ctx, srv.stop(), asio::detached);
+    thread.join();
+  }
+};
+
+mira::serve::server_config runs_config(const std::string& study_command) {
+  mira::serve::server_config c;
+  c.port = 0;
+  c.studies.push_back({"example", {"/bin/sh", "-c", study_command}});
+  char tmpl[] = "/tmp/mira-serve-runs-XXXXXX";
+  c.results_dir = ::mkdtemp(tmpl);
+  return c;
+}
+
+// One request on its own connection (Connection: close): everything the server sends.
+std::string http(tcp::endpoint ep, const std::string& method, const std::string& target,
+                 const std::string& body = "") {
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(ep);
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+  if (!body.empty())
+    req +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  asio::write(s, asio::buffer(req));
+  std::string out;
+  char buf[65536];
+  boost::system::error_code ec;
+  while (!ec) out.append(buf, s.read_some(asio::buffer(buf), ec));
+  return out;
+}
+
+// Sends `method target body` and asks /healthz again and again until its answer comes: the
+// slowest /healthz answer, in seconds, and the request's answer.
+std::pair<double, std::string> healthz_while(tcp::endpoint ep, const std::string& method,
+                                             const std::string& target,
+                                             const std::string& body = "") {
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(ep);
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+  if (!body.empty())
+    req +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  asio::write(s, asio::buffer(req));
+  double worst = 0;
+  int asked = 0;
+  while (s.available() == 0) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto health = http(ep, "GET", "/healthz");
+    BOOST_TEST(health.rfind("HTTP/1.1 200", 0) == 0u);
+    worst = std::max(worst,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    ++asked;
+  }
+  BOOST_TEST(asked > 0);
+  std::string out;
+  char buf[65536];
+  boost::system::error_code ec;
+  while (!ec) out.append(buf, s.read_some(asio::buffer(buf), ec));
+  return {worst, out};
+}
+
+// A saved run of `n` cases, its last session begun and never ended (as a killed server leaves
+// it): passed, failed and error in turn. Its id.
+std::string saved_run(const std::filesystem::path& results, std::size_t n, std::size_t planned) {
+  const std::string id = "20261201T000000Z-0001";
+  auto st = store::run_store::create(results, id, store::layout::compact);
+  BOOST_REQUIRE(st);
+  store::run_session session;
+  session.planned = planned;
+  BOOST_REQUIRE(!st->begin_session(std::move(session)));
+  auto writer = st->writer();
+  BOOST_REQUIRE(writer);
+  const mira::schedule::case_state states[] = {mira::schedule::case_state::passed,
+                                               mira::schedule::case_state::failed,
+                                               mira::schedule::case_state::error};
+  for (std::size_t i = 0; i < n; ++i) {
+    mira::plan::planned_case c;
+    c.params.eval = "echo";
+    c.params.sample = "case-" + std::to_string(i);
+    c.params.target = "sim";
+    c.key = mira::plan::case_key(c.params);
+    mira::schedule::case_record r;
+    r.state = states[i % 3];
+    r.attempts = 1;
+    auto record = store::encode_case(c, r);
+    record["output"] = std::string(1000, 'x');  // about what a small study answers
+    (*writer)->submit(c.key, boost::json::serialize(record),
+                      [](boost::system::error_code ec) { BOOST_TEST(!ec); });
+  }
+  (*writer)->drain();
+  return id;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_big_report_does_not_hold_up_healthz) {
+  auto c = runs_config("exec " MIRA_EXAMPLE_STUDY);
+  auto id = saved_run(c.results_dir, 150000, 150000);
+  threaded_server s(c);
+  // Rendering 150 000 cases takes seconds; the server answers others meanwhile.
+  auto [worst, report] = healthz_while(s.ep, "GET", "/v1/runs/" + id + "/report?format=html");
+  BOOST_TEST(report.rfind("HTTP/1.1 200", 0) == 0u);
+  BOOST_TEST(worst < 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_big_plan_does_not_hold_up_healthz) {
+  auto c = runs_config("exec " MIRA_EXAMPLE_STUDY);
+  c.max_cases = 4000000;
+  threaded_server s(c);
+  // The results directory becomes a file: the request is planned, then fails to make its run
+  // folder (500), so what the test times is the planning alone, not the run's start.
+  std::filesystem::remove_all(c.results_dir);
+  std::ofstream(c.results_dir) << "not a directory\n";
+  // 39 cases a trial: 3.5 million cases to plan.
+  auto [worst, answer] = healthz_while(s.ep, "POST", "/v1/runs",
+                                       R"({"study":"example","selection":{"trials":90000}})");
+  BOOST_TEST(answer.rfind("HTTP/1.1 500", 0) == 0u, answer.substr(0, 300));
+  BOOST_TEST(answer.find("\"code\":\"store_error\"") != std::string::npos);
+  BOOST_TEST(worst < 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_plan_over_max_cases_is_refused_before_anything_starts) {
+  auto c = runs_config("exec " MIRA_EXAMPLE_STUDY);
+  c.max_cases = 100;
+  threaded_server s(c);
+  for (auto trials : {"10", "100000"}) {  // 390 cases, and 3.9 million: neither is planned
+    auto answer = http(s.ep, "POST", "/v1/runs",
+                       std::string(R"({"study":"example","selection":{"trials":)") + trials + "}}");
+    BOOST_TEST(answer.rfind("HTTP/1.1 413", 0) == 0u, answer);
+    BOOST_TEST(answer.find("\"code\":\"too_many_cases\"") != std::string::npos, answer);
+    BOOST_TEST(answer.find("\"max_cases\":100") != std::string::npos, answer);
+  }
+  auto answer = http(s.ep, "POST", "/v1/runs", R"({"study":"example","selection":{"trials":10}})");
+  BOOST_TEST(answer.find("plans 390 cases") != std::string::npos, answer);
+  BOOST_TEST(std::filesystem::is_empty(c.results_dir));  // no run folder
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_catalog_requests_start_the_study_once) {
+  char tmpl[] = "/tmp/mira-serve-starts-XXXXXX";
+  std::string starts = std::string(::mkdtemp(tmpl)) + "/starts";
+  auto c = runs_config("echo started >> " + starts + "; exec " MIRA_EXAMPLE_STUDY);
+  threaded_server s(c);
+  asio::io_context io;
+  std::vector<tcp::socket> clients;
+  const std::string req =
+      "GET /v1/studies/example/catalog HTTP/1.1\r\nHost: localhost\r\n"
+      "Connection: close\r\n\r\n";
+  for (int i = 0; i < 20; ++i) {  // all sent before any is read
+    clients.emplace_back(io);
+    clients.back().connect(s.ep);
+    asio::write(clients.back(), asio::buffer(req));
+  }
+  for (auto& client : clients) {
+    std::string out;
+    char buf[65536];
+    boost::system::error_code ec;
+    while (!ec) out.append(buf, client.read_some(asio::buffer(buf), ec));
+    BOOST_TEST(out.rfind("HTTP/1.1 200", 0) == 0u, out.substr(0, 300));
+  }
+  std::ifstream in(starts);
+  std::string line;
+  int started = 0;
+  while (std::getline(in, line)) ++started;
+  BOOST_TEST(started == 1);
+}
+
+BOOST_AUTO_TEST_CASE(an_interrupted_runs_status_counts_its_saved_records) {
+  auto c = runs_config("exec " MIRA_EXAMPLE_STUDY);
+  auto id = saved_run(c.results_dir, 30, 50);  // 10 passed, 10 failed, 10 error of 50
+  threaded_server s(c);
+  auto answer = http(s.ep, "GET", "/v1/runs/" + id);
+  BOOST_REQUIRE(answer.rfind("HTTP/1.1 200", 0) == 0u);
+  auto status = boost::json::parse(answer.substr(answer.find("\r\n\r\n") + 4)).as_object();
+  BOOST_TEST(status.at("state").as_string() == "interrupted");
+  BOOST_TEST(status.at("done").to_number<int>() == 30);
+  BOOST_TEST(status.at("total").to_number<int>() == 50);
+  auto& counts = status.at("counts").as_object();
+  BOOST_TEST(counts.at("passed").to_number<int>() == 10);
+  BOOST_TEST(counts.at("failed").to_number<int>() == 10);
+  BOOST_TEST(counts.at("error").to_number<int>() == 10);
+  BOOST_TEST(status.at("resumable").as_bool());
 }

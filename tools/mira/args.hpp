@@ -76,12 +76,14 @@ struct run_args {
   std::string experiment;
   std::size_t experiment_parallel = 1;
   // serve: where to listen, the allow-listed studies (NAME=CMD), the bearer token's file, the
-  // Host names allowed besides loopback, and how many runs may go at once.
+  // Host names allowed besides loopback, how many runs may go at once and how many cases one
+  // may plan.
   std::string listen = "127.0.0.1:8750";
   std::vector<std::string> serve_studies;
   std::string token_file;
   std::vector<std::string> allowed_hosts;
   std::size_t max_runs = 4;
+  std::size_t max_cases = 100000;
 };
 
 enum class command {

@@ -542,6 +542,12 @@ const flag_spec table[] = {
      [](run_args& o, const std::string& f, const std::string& v) {
        o.max_runs = static_cast<std::size_t>(whole_number(f, v, 1, 1000));
      }},
+    {"--max-cases", "", "N", bit(command::serve), hs::scheduling,
+     "the cases one run may plan (default 100000); a bigger selection\nis answered 413 before "
+     "anything starts",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.max_cases = static_cast<std::size_t>(whole_number(f, v, 1, 100000000));
+     }},
     {"--fix", "", "", bit(command::doctor), hs::saved,
      "create a missing results dir and a starter mira.toml, and\nrebuild a run's unreadable "
      "meta.json from its records\n(kept as meta.json.damaged; nothing is removed)",

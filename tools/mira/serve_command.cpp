@@ -72,6 +72,7 @@ serve::server_config config_from(const run_args& a, const config::config& projec
   c.allowed_hosts = a.allowed_hosts;
   c.results_dir = a.results_dir;
   c.max_runs = a.max_runs;
+  c.max_cases = a.max_cases;
   if (auto why = serve::validate(c)) throw usage_error{*why};
   return c;
 }

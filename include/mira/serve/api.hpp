@@ -197,13 +197,16 @@ std::string sse_frame(const run_event& e);
 /// A Last-Event-ID value: a decimal id, or nothing when it is not one.
 std::optional<std::uint64_t> parse_last_event_id(std::string_view v);
 
-/// A run's events, kept for the run's lifetime so a client can resume from any id.
+/// A run's events, kept while it goes so a client can resume from any id.
 class event_log {
  public:
   const run_event& append(std::string type, std::string data);
   /// The events after `id` (all of them for 0).
   std::span<const run_event> after(std::uint64_t id) const;
   std::uint64_t last_id() const { return events_.empty() ? 0 : events_.back().id; }
+  /// Keeps the first event and the newest `keep - 1` (ids unchanged): a client resuming from a
+  /// forgotten id gets what is left.
+  void trim(std::size_t keep);
 
  private:
   std::vector<run_event> events_;

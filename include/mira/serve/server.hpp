@@ -32,7 +32,9 @@ struct server_config {
   /// (misdirected, 421, otherwise); a POST's Origin must be this server's or one of these.
   std::vector<std::string> allowed_hosts;
   std::filesystem::path results_dir = "results";
-  std::size_t max_runs = 4;                           // runs going at once; one more is 429
+  std::size_t max_runs = 4;  // runs going (and catalogs loading) at once; one more is 429
+  /// The cases one run may plan: a bigger selection is refused (413) before anything starts.
+  std::size_t max_cases = 100000;
   std::size_t max_connections = 256;                  // one more is answered 503 and closed
   std::size_t max_connections_per_client = 32;        // from one address; the same beyond
   std::size_t max_body_bytes = std::size_t{1} << 20;  // 413 beyond

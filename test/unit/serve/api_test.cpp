@@ -198,6 +198,26 @@ BOOST_AUTO_TEST_CASE(the_event_log_resumes_after_any_id_without_a_gap) {
   BOOST_TEST(!parse_last_event_id("123456789012345678901"));
 }
 
+// An ended run keeps its first event and its newest ones; ids stay, and a client resuming from
+// a forgotten id gets what is left.
+BOOST_AUTO_TEST_CASE(a_trimmed_event_log_keeps_its_first_and_newest_events_and_their_ids) {
+  event_log log;
+  for (int i = 0; i < 10; ++i) log.append(i == 0 ? "start" : "case", "{}");
+  log.trim(4);
+  BOOST_TEST(log.last_id() == 10u);
+  auto all = log.after(0);
+  BOOST_REQUIRE(all.size() == 4u);
+  BOOST_TEST(all[0].id == 1u);
+  BOOST_TEST(all[0].type == "start");
+  BOOST_TEST(all[1].id == 8u);
+  BOOST_TEST(log.after(1).front().id == 8u);
+  BOOST_TEST(log.after(5).size() == 3u);  // 5 was forgotten: 8, 9, 10
+  BOOST_TEST(log.after(9).front().id == 10u);
+  BOOST_TEST(log.after(10).empty());
+  log.append("end", "{}");
+  BOOST_TEST(log.after(10).front().id == 11u);
+}
+
 BOOST_AUTO_TEST_CASE(allow_list_entries_split_their_command_like_a_shell) {
   auto e = parse_study_entry("demo=python3 'my study.py' --x \"a b\" c\\ d");
   BOOST_REQUIRE(e);
