@@ -463,6 +463,8 @@ struct threaded_server {
   ~threaded_server() {
     asio::co_spawn(ctx, srv.stop(), asio::detached);
     thread.join();
+    std::error_code ec;
+    std::filesystem::remove_all(srv.config().results_dir, ec);  // a big run's folder, too
   }
 };
 
@@ -629,6 +631,7 @@ BOOST_AUTO_TEST_CASE(concurrent_catalog_requests_start_the_study_once) {
   int started = 0;
   while (std::getline(in, line)) ++started;
   BOOST_TEST(started == 1);
+  std::filesystem::remove_all(std::filesystem::path(starts).parent_path());
 }
 
 BOOST_AUTO_TEST_CASE(an_interrupted_runs_status_counts_its_saved_records) {
