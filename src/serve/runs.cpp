@@ -403,7 +403,8 @@ struct run_manager::session_ended {
   schedule::run_report session;  // this session's, over the plan
   std::optional<std::pair<plan::plan, schedule::run_report>> whole;  // when it is not `session`
   json::object summary;                                              // the whole run's
-  std::string stopped;  // why the session stopped, as meta.json says it; empty when done
+  std::string stopped;            // why the session stopped, as meta.json says it; empty when done
+  store::write_error unfinished;  // the file that could not be written: the run is not finished
   schedule::run_report& whole_report() { return whole ? whole->second : session; }
 };
 
@@ -684,15 +685,14 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   auto& p = prep->p;
   auto& st = *prep->store;
   auto& resumed = prep->resumed;
-  begin(*run, *prep);
-
   const bool partial = resumed.todo.size() < p.cases.size();  // launch made prep->todo
   const plan::plan& to_run = partial ? prep->todo : p;
 
   auto failure = std::make_shared<std::optional<std::string>>();
+  if (auto e = begin(*run, *prep)) *failure = e.message();
   auto ex = ex_;
   auto writer = st.writer();
-  if (!writer) *failure = writer.error().message();
+  if (!writer && !*failure) *failure = writer.error().message();
   const std::size_t progress_every = std::max<std::size_t>(1, to_run.cases.size() / 100);
   std::size_t starts = 0, finished_attempts = 0;
 
@@ -712,14 +712,17 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
     if (r.state != case_state::cancelled) {
       ++run->done;
       if (writer && *writer)
-        (*writer)->submit(c.key, protocol::to_json_text(store::encode_case(c, r)),
-                          [ex, failure, key = c.key](boost::system::error_code ec) {
-                            if (!ec) return;
-                            asio::post(ex, [failure, key, ec] {
-                              if (!*failure)
-                                *failure = "cannot save the result of " + key + ": " + ec.message();
-                            });
-                          });
+        // The file that failed is asked on the writer's thread, where the callback runs.
+        (*writer)->submit(
+            c.key, protocol::to_json_text(store::encode_case(c, r)),
+            [ex, failure, key = c.key, w = writer->get()](boost::system::error_code ec) {
+              if (!ec) return;
+              auto message = "cannot save the result of " + key + " to " +
+                             w->file_of(key).string() + ": " + ec.message();
+              asio::post(ex, [failure, message = std::move(message)]() mutable {
+                if (!*failure) *failure = std::move(message);
+              });
+            });
     }
     json::object e{
         {"key", c.key},           {"state", to_string(r.state)},
@@ -751,6 +754,18 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
     };
   }
   auto body = [&]() -> asio::awaitable<schedule::run_report> {
+    if (*failure) {
+      // Nothing can be saved: no case runs, as its result would be lost. Each stays not run.
+      schedule::run_report none;
+      none.cases.resize(to_run.cases.size());
+      for (auto& c : none.cases) {
+        c.state = case_state::cancelled;
+        c.message = "not run: " + **failure;
+      }
+      none.stopped = schedule::stop_reason::requested;
+      none.stop_message = **failure;
+      co_return none;
+    }
     if (auto* pool = std::get_if<study_pool>(&*prep->conn))
       co_return co_await schedule::run_plan(*pool, to_run, policy, hooks);
     co_return co_await schedule::run_plan(std::get<host_handle>(*prep->conn), to_run, policy,
@@ -791,7 +806,7 @@ void run_manager::forget_old_runs() {
   for (std::size_t i = 0; i + kept_ended_runs < ended.size(); ++i) runs_.erase(ended[i]);
 }
 
-void run_manager::begin(live_run& run, prepared& prep) {
+store::write_error run_manager::begin(live_run& run, prepared& prep) {
   auto& st = *prep.store;
   prep.output->store = &st;
   store::run_session session;
@@ -799,7 +814,7 @@ void run_manager::begin(live_run& run, prepared& prep) {
   session.config = json::object{{"serve", st.meta().extra["serve"]}};
   session.planned = prep.p.cases.size();
   session.reused = prep.resumed.reused;
-  st.begin_session(std::move(session));
+  auto failed = st.begin_session(std::move(session));
   // The reused cases count from the start.
   run.total = prep.p.cases.size();
   run.reused = prep.resumed.reused;
@@ -815,6 +830,7 @@ void run_manager::begin(live_run& run, prepared& prep) {
                                     {"total", run.total},
                                     {"reused", run.reused},
                                     {"counts", counts_json(run.counts)}});
+  return failed;
 }
 
 run_manager::session_ended run_manager::end_session(prepared& prep, schedule::run_report part,
@@ -838,7 +854,7 @@ run_manager::session_ended run_manager::end_session(prepared& prep, schedule::ru
   e.whole = store::whole_run(p, report, prep.resumed);
   auto& whole_plan = e.whole ? e.whole->first : p;
   auto summary = aggregate::summarize(whole_plan, e.whole_report().cases, &prep.list);
-  report::finish_run(st, whole_plan, e.whole_report(), summary);
+  e.unfinished = report::finish_run(st, whole_plan, e.whole_report(), summary);
   e.summary = aggregate::summary_json(summary, e.whole_report());
   return e;
 }
@@ -855,6 +871,12 @@ void run_manager::end(live_run& run, session_ended& ended,
   if (session_report.stopped != schedule::stop_reason::none)
     run.stop_reason = std::string(to_string(session_report.stopped));
   run.stop_message = failure ? *failure : session_report.stop_message;
+  if (ended.unfinished) {
+    // Every case saved, but not its report files or meta.json: a resume finishes it.
+    run.state = "stopped";
+    run.stop_reason = "unfinished";
+    run.stop_message = "cannot finish run " + run.id + ": " + ended.unfinished.message();
+  }
   for (auto& c : run.counts) c = 0;
   for (auto& r : ended.whole_report().cases) ++run.counts[static_cast<std::size_t>(r.state)];
   run.in_progress = 0;

@@ -8,6 +8,7 @@
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/serve/server.hpp>
+#include <mira/store/files.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -106,7 +107,9 @@ class run_manager {
   boost::asio::awaitable<void> execute(std::shared_ptr<live_run> run, std::shared_ptr<prepared> p,
                                        std::shared_ptr<void> owner);
   void forget_old_runs();
-  void begin(live_run& run, prepared& prep);
+  /// The session begun in the store and the run's start published; the file that could not be
+  /// written, if any (then no case runs).
+  store::write_error begin(live_run& run, prepared& prep);
   struct session_ended;
   /// Ends the session in the store (reports, summary, meta.json): work for the worker threads.
   static session_ended end_session(prepared& prep, schedule::run_report part, bool interrupted);

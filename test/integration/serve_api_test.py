@@ -26,6 +26,8 @@ import urllib.request
 MIRA, STUDY, CHROMIUM = sys.argv[1:4]
 del sys.argv[1:4]
 GUARD = 120  # seconds: a deadlock guard, never a synchronisation
+# test/faults/fault_fs.c, which makes chosen file system calls fail (set by CTest).
+FAULT_FS = os.environ.get("MIRA_FAULT_FS")
 EXAMPLE_CASES = 41  # the example study's plan without a selection
 TOKEN = "t0ken-for-the-serve-test-0123456789"
 
@@ -33,7 +35,8 @@ TOKEN = "t0ken-for-the-serve-test-0123456789"
 class Server:
     """A `mira serve` process on a free loopback port."""
 
-    def __init__(self, results, studies, token=None, max_runs=4, listen="127.0.0.1:0", extra=()):
+    def __init__(self, results, studies, token=None, max_runs=4, listen="127.0.0.1:0", extra=(),
+                 env=None):
         self.dir = tempfile.mkdtemp(prefix="mira-serve-")
         args = [MIRA, "serve", "--listen", listen, "--max-runs", str(max_runs), *extra]
         if results:
@@ -47,7 +50,8 @@ class Server:
             args += ["--token-file", path]
         self.token = token
         self.stderr = open(os.path.join(self.dir, "stderr"), "w+")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+                                     env=dict(os.environ, **(env or {})))
         line = self.proc.stdout.readline()
         m = re.match(r"listening on http://127\.0\.0\.1:(\d+)/", line)
         if not m:
@@ -413,6 +417,40 @@ class ServeMiraToml(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(tmp, "saved", run, "meta.json")))
         finally:
             s.close()
+
+
+@unittest.skipUnless(FAULT_FS, "MIRA_FAULT_FS (test/faults/fault_fs.c) is not set")
+class ServeStoreFaults(unittest.TestCase):
+    """A run whose files cannot be written ends stopped, saying which file, as `mira run` does."""
+
+    def run_under(self, path, op, after=0):
+        results = os.path.join(tempfile.mkdtemp(prefix="mira-serve-faults-"), "results")
+        s = Server(results, ["demo=" + STUDY],
+                   env={"LD_PRELOAD": FAULT_FS, "MIRA_FAULT_PATH": path, "MIRA_FAULT_OP": op,
+                        "MIRA_FAULT_AFTER": str(after), "MIRA_FAULT_ERRNO": "ENOSPC",
+                        # Under AddressSanitizer the shim comes before its runtime: allowed, as
+                        # nothing of it is instrumented.
+                        "ASAN_OPTIONS": ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
+                                                                "verify_asan_link_order=0"]))})
+        self.addCleanup(s.close)
+        run = s.start_run({"study": "demo"})
+        end = s.wait_end(run)[-1]["data"]
+        status, _, data = s.json("GET", "/v1/runs/" + run)
+        self.assertEqual(status, 200)
+        return end, data
+
+    def test_a_finish_that_cannot_write_its_report_is_a_stopped_run_naming_the_file(self):
+        end, data = self.run_under("report.json", "create")
+        self.assertEqual((end["state"], data["state"]), ("stopped", "stopped"))
+        self.assertEqual(data["done"], EXAMPLE_CASES)  # every case was saved
+        self.assertIn("report.json", data["stop_message"])
+        self.assertIn("No space left on device", data["stop_message"])
+
+    def test_a_result_that_cannot_be_saved_stops_the_run_naming_the_file(self):
+        end, data = self.run_under("/cases/", "create", after=2)
+        self.assertEqual(data["state"], "stopped")
+        self.assertIn("result.json", data["stop_message"])
+        self.assertIn("No space left on device", data["stop_message"])
 
 
 class ServeLifecycle(unittest.TestCase):
