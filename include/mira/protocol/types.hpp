@@ -27,7 +27,7 @@ using axis_params = std::map<std::string, std::string>;
 /// An open-ended member of a result (a case's input and expected output, a transcript's metadata
 /// and output), kept as JSON text and parsed when read. The host persists a result's whole text
 /// and reads these members rarely, so building them as Boost.JSON values for every answer was
-/// the larger part of what a typical answer cost over a minimal one (docs/performance.md,
+/// the larger part of what a typical answer cost over a minimal one (docs/performance-log.md,
 /// "Typical answers").
 ///
 /// T is json::array, json::object or json::value. A default-constructed one holds the empty T;
