@@ -477,18 +477,24 @@ mira::serve::server_config runs_config(const std::string& study_command) {
   return c;
 }
 
-// One request on its own connection (Connection: close): everything the server sends.
-std::string http(tcp::endpoint ep, const std::string& method, const std::string& target,
-                 const std::string& body = "") {
-  asio::io_context io;
-  tcp::socket s(io);
-  s.connect(ep);
+// Writes `method target body` on `s` as one request (Connection: close).
+void send_request(tcp::socket& s, const std::string& method, const std::string& target,
+                  const std::string& body) {
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
   if (!body.empty())
     req +=
         "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n" + body;
   asio::write(s, asio::buffer(req));
+}
+
+// One request on its own connection (Connection: close): everything the server sends.
+std::string http(tcp::endpoint ep, const std::string& method, const std::string& target,
+                 const std::string& body = "") {
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(ep);
+  send_request(s, method, target, body);
   std::string out;
   char buf[65536];
   boost::system::error_code ec;
@@ -504,12 +510,7 @@ std::pair<double, std::string> healthz_while(tcp::endpoint ep, const std::string
   asio::io_context io;
   tcp::socket s(io);
   s.connect(ep);
-  std::string req = method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
-  if (!body.empty())
-    req +=
-        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  asio::write(s, asio::buffer(req));
+  send_request(s, method, target, body);
   double worst = 0;
   int asked = 0;
   while (s.available() == 0) {

@@ -42,6 +42,18 @@ saved_case saved(const std::string& sample, case_state state) {
   return {c.key, encode_case(c, r)};
 }
 
+// Saves a passed record of each sample through the store's writer, and waits until they are.
+void save_passed(run_store& w, const std::vector<std::string>& samples) {
+  auto writer = w.writer();
+  BOOST_REQUIRE(writer.has_value());
+  for (auto& sample : samples) {
+    auto c = saved(sample, case_state::passed);
+    (*writer)->submit(c.key, json::serialize(c.record),
+                      [](boost::system::error_code ec) { BOOST_TEST(!ec); });
+  }
+  (*writer)->drain();
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(run_store_tests)
@@ -278,16 +290,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_record_with_a_later_record_of_its_case_is_superse
   const std::string id = "20261130T081502Z-3fa9";
   auto w = run_store::create(results, id, layout::compact);
   BOOST_REQUIRE(w.has_value());
-  auto save = [&](const std::vector<std::string>& samples) {
-    auto writer = w->writer();
-    BOOST_REQUIRE(writer.has_value());
-    for (auto& sample : samples) {
-      auto c = saved(sample, case_state::passed);
-      (*writer)->submit(c.key, json::serialize(c.record),
-                        [](boost::system::error_code ec) { BOOST_TEST(!ec); });
-    }
-    (*writer)->drain();
-  };
+  auto save = [&](const std::vector<std::string>& samples) { save_passed(*w, samples); };
   save({"a", "b", "c"});
   // Flip one byte inside the record of b (the second line), away from its key.
   auto segment = w->path() / "segments" / "000001.ndjson";
@@ -325,16 +328,7 @@ BOOST_AUTO_TEST_CASE(a_damaged_key_naming_another_case_supersedes_nothing_while_
   run_session session;
   session.planned = 3;
   BOOST_TEST(!w->begin_session(session));
-  auto save = [&](const std::vector<std::string>& samples) {
-    auto writer = w->writer();
-    BOOST_REQUIRE(writer.has_value());
-    for (auto& sample : samples) {
-      auto c = saved(sample, case_state::passed);
-      (*writer)->submit(c.key, json::serialize(c.record),
-                        [](boost::system::error_code ec) { BOOST_TEST(!ec); });
-    }
-    (*writer)->drain();
-  };
+  auto save = [&](const std::vector<std::string>& samples) { save_passed(*w, samples); };
   save({"a", "b", "c"});
   auto segment = w->path() / "segments" / "000001.ndjson";
   std::string bytes;
