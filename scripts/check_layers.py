@@ -44,7 +44,7 @@ for f in files:
         to = layer(tuple(target.split("/")))
         if to is None or to == own:
             continue
-        if rank[to] > rank[own] or (rank[to] == rank[own]):
+        if rank[to] >= rank[own]:
             bad.append(f"{f.relative_to(root)}: {own} includes {target} ({to})")
 for b in bad:
     print(b, file=sys.stderr)

@@ -410,7 +410,7 @@ struct run_manager::session_ended {
 
 struct run_manager::catalog_load {
   explicit catalog_load(asio::any_io_executor ex)
-      : done(std::move(ex), asio::steady_timer::time_point::max()) {}
+      : done(ex, asio::steady_timer::time_point::max()) {}
   std::optional<tl::expected<json::object, api_error>> result;
   asio::steady_timer done;
 };
@@ -778,14 +778,19 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
   co_await shutdown(*prep->conn);
 
   // The session's and the whole run's reports, the summary and the run's files: seconds over a
-  // big run, so off the executor. The study is gone; nothing else touches `prep` now.
-  auto end_it = [prep, part = std::move(part), interrupted = run->interrupted]() mutable {
-    return end_session(*prep, std::move(part), interrupted);
+  // big run, so off the executor. The study's stderr reader may still run here (a child of the
+  // study can hold its stderr open), so its text is taken now and its events no longer reach
+  // the store; then nothing else touches `prep` until the job is done.
+  auto stderr_text = prep->output->text();
+  prep->output->store = nullptr;
+  auto end_it = [p = prep.get(), part = std::move(part), interrupted = run->interrupted,
+                 failed = *failure, err = std::move(stderr_text)]() mutable {
+    return end_session(*p, std::move(part), interrupted, failed, err);
   };
   auto ended = co_await off_executor(end_it);
-  prep->output->store = nullptr;
   end(*run, ended, *failure);
-  prep.reset();  // the store's lock is released before the run counts as ended
+  if (writer) writer->reset();  // before the store it writes into
+  prep.reset();                 // the store's lock is released before the run counts as ended
   forget_old_runs();
 #ifdef __GLIBC__
   // Once this frame (the run's reports and writer) is gone too: glibc keeps a big run's freed
@@ -834,13 +839,20 @@ store::write_error run_manager::begin(live_run& run, prepared& prep) {
 }
 
 run_manager::session_ended run_manager::end_session(prepared& prep, schedule::run_report part,
-                                                    bool interrupted) {
+                                                    bool interrupted,
+                                                    const std::optional<std::string>& failure,
+                                                    const std::string& stderr_text) {
   auto& p = prep.p;
   auto& st = *prep.store;
   session_ended e;
   // The session's report over the plan: reused cases and the ones run now, in plan order.
   e.session = store::session_report(p, prep.resumed, std::move(part));
   auto& report = e.session;
+  if (failure && report.stopped == schedule::stop_reason::none) {
+    // A result that could not be saved, reported after the last case had ended.
+    report.stopped = schedule::stop_reason::requested;
+    report.stop_message = *failure;
+  }
   auto& s = st.session();
   s.seconds = report.seconds;
   s.ran = 0;
@@ -850,7 +862,7 @@ run_manager::session_ended run_manager::end_session(prepared& prep, schedule::ru
   else if (report.stopped != schedule::stop_reason::none)
     s.stopped = std::string(to_string(report.stopped));
   e.stopped = s.stopped;
-  st.append_stderr(prep.output->text());
+  st.append_stderr(stderr_text);
   e.whole = store::whole_run(p, report, prep.resumed);
   auto& whole_plan = e.whole ? e.whole->first : p;
   auto summary = aggregate::summarize(whole_plan, e.whole_report().cases, &prep.list);

@@ -112,7 +112,10 @@ class run_manager {
   store::write_error begin(live_run& run, prepared& prep);
   struct session_ended;
   /// Ends the session in the store (reports, summary, meta.json): work for the worker threads.
-  static session_ended end_session(prepared& prep, schedule::run_report part, bool interrupted);
+  /// `failure`: why results could not be saved, if they could not (the session then stopped).
+  static session_ended end_session(prepared& prep, schedule::run_report part, bool interrupted,
+                                   const std::optional<std::string>& failure,
+                                   const std::string& stderr_text);
   /// The run's final state and its "end" event, from what end_session made (its summary taken).
   void end(live_run& run, session_ended& ended, const std::optional<std::string>& failure);
   const study_entry* find_study(const std::string& name) const;

@@ -115,11 +115,13 @@ std::filesystem::path temp_path_for(const std::filesystem::path& path) {
   return dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rng() % 1000000000));
 }
 
-void sync_directory(const std::filesystem::path& dir) {
+boost::system::error_code sync_directory(const std::filesystem::path& dir) {
   int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
+  if (fd < 0) return {errno, boost::system::system_category()};
+  boost::system::error_code ec;
+  if (::fsync(fd) != 0) ec = {errno, boost::system::system_category()};
   ::close(fd);
+  return ec;
 }
 
 boost::system::error_code write_new_file(const std::filesystem::path& path,
@@ -154,8 +156,8 @@ boost::system::error_code replace_with(const std::filesystem::path& tmp,
     ::unlink(tmp.c_str());
     return errno_code(e);
   }
-  detail::sync_directory(path.parent_path());
-  return {};
+  // The new contents are in place; without this sync a crash could still bring back the old.
+  return detail::sync_directory(path.parent_path());
 }
 
 }  // namespace

@@ -52,6 +52,13 @@ void remove_if_empty(const fs::path& dir) {
   ::rmdir(dir.c_str());
 }
 
+// Makes what was created, renamed or removed in `dir` durable; a failure is noted: the records
+// are whole either way.
+void sync_noting(const fs::path& dir, convert_counts& counts) {
+  if (auto ec = store::detail::sync_directory(dir))
+    counts.notes.push_back("cannot sync " + dir.string() + ": " + ec.message());
+}
+
 result to_compact(const fs::path& run) {
   auto folder = folder_of(run);
   if (!folder) return fail("no per-case layout to convert: " + folder.error());
@@ -103,7 +110,7 @@ result to_compact(const fs::path& run) {
     remove_if_empty(entry.path());
   }
   remove_if_empty(run / "cases");
-  store::detail::sync_directory(run);
+  sync_noting(run, counts);
   return counts;
 }
 
@@ -185,9 +192,9 @@ result to_per_case(const fs::path& run) {
     }
     ++counts.removed_files;
   }
-  store::detail::sync_directory(dir);
+  sync_noting(dir, counts);
   remove_if_empty(dir);
-  store::detail::sync_directory(run);
+  sync_noting(run, counts);
   return counts;
 }
 

@@ -112,9 +112,10 @@ loaded_run load_folder(const fs::path& folder, run_meta meta,
   }
   // A flipped bit in a damaged line's key can name another case, which has a record: the case
   // of the line would then be lost unseen. So a damaged line counts as superseded only while
-  // the run has a record of every case its last session planned.
+  // the run has a record of every case its last session planned (a run with no session, made
+  // by another host or rebuilt by doctor, vouches for none).
   const std::size_t planned = run.meta.sessions.empty() ? 0 : run.meta.sessions.back().planned;
-  const bool whole = planned == 0 || records.size() >= planned;
+  const bool whole = planned > 0 && records.size() >= planned;  // unknown: nothing is vouched for
   for (auto& s : superseded)
     if (whole)
       run.superseded.push_back(s.problem + ", superseded by a later record of " + s.key);
@@ -176,22 +177,27 @@ class folder_lock {
     if (::flock(dir, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
       ::close(dir);
-      if (err != EWOULDBLOCK)
-        return fail(errc::io, "cannot lock " + folder.string() + ": " + std::strerror(err));
-      return fail(errc::in_use, in_use());
+      if (err == EWOULDBLOCK) return fail(errc::in_use, in_use());
+      // A file system that locks no directory (NFS emulates flock with a write lock, which a
+      // directory cannot take): .lock alone holds the run there.
+      dir = -1;
     }
     // .lock too: a host of an earlier version locks only it, and a file's lock reaches the
     // server on network file systems where a directory's may stay local to one node.
     int text = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int err = errno;
     if (text >= 0 && ::flock(text, LOCK_EX | LOCK_NB) != 0) {
-      int err = errno;
+      err = errno;
       ::close(text);
+      text = -1;
       if (err == EWOULDBLOCK) {
-        ::close(dir);
+        if (dir >= 0) ::close(dir);
         return fail(errc::in_use, in_use());
       }
-      text = -1;
     }
+    if (dir < 0 && text < 0)
+      return fail(errc::io, "cannot lock " + folder.string() + " or " + file.string() + ": " +
+                                std::strerror(err));
     // The locks hold whether or not the text can be written: it only serves the message.
     if (text >= 0) {
       auto me = "pid " + std::to_string(::getpid()) + " on host " + hostname() + "\n";
@@ -433,6 +439,11 @@ tl::expected<run_store, error> run_store::create(const fs::path& results_dir,
   if (!fs::create_directory(path, ec) || ec)
     return fail(ec ? errc::io : errc::exists, "cannot create run folder " + path.string() + ": " +
                                                   (ec ? ec.message() : std::string("it exists")));
+  // The folder's entry in results/ made durable: without it a crash could lose the whole run.
+  if (auto e = detail::sync_directory(results_dir)) {
+    ::rmdir(path.c_str());
+    return fail(errc::io, "cannot sync " + results_dir.string() + ": " + e.message());
+  }
   // The lock before anything is written in the folder.
   auto lock = folder_lock::take(path);
   if (!lock) {

@@ -333,7 +333,8 @@ tl::expected<std::unique_ptr<segment_writer>, std::string> segment_writer::open(
     if (ec)
       return tl::make_unexpected("cannot create segment directory " + dir.string() + ": " +
                                  ec.message());
-    store::detail::sync_directory(dir.parent_path());
+    if (auto e = store::detail::sync_directory(dir.parent_path()))
+      return tl::make_unexpected("cannot sync " + dir.parent_path().string() + ": " + e.message());
   }
   int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0)

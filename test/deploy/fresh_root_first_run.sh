@@ -10,23 +10,33 @@
 # if given). Exit 77 without root.
 set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "fresh_root_first_run: needs root (debootstrap, chroot)"; exit 77; }
+# In a mount namespace of its own, private: the root's /proc, /sys and /dev go with it, and no
+# unmount can reach the host's.
+if [ -z "${MIRA_FRESH_ROOT_NS:-}" ]; then
+  exec unshare --mount --propagation private env MIRA_FRESH_ROOT_NS=1 "$0" "$@"
+fi
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 root="${1:-}"
+scratch=""
 if [ -z "$root" ]; then
-  root="$(mktemp -d)/root"
+  scratch="$(mktemp -d)"
+  root="$scratch/root"
 fi
+# The mounts first (private to this namespace, so the host keeps its own), then a root this
+# script made; --one-file-system never follows a mount that is left.
+cleanup() {
+  for m in proc sys dev; do umount -R "$root/$m" 2> /dev/null || true; done
+  [ -z "$scratch" ] || rm -rf --one-file-system "$scratch"
+}
+trap cleanup EXIT
 if [ ! -x "$root/bin/sh" ]; then
   command -v debootstrap > /dev/null || "$repo/scripts/install_packages.sh" debootstrap
   debootstrap --variant=minbase --include=ca-certificates,git bookworm "$root" \
     http://deb.debian.org/debian > "$root.debootstrap.log" 2>&1
 fi
-mounted=()
-cleanup() { for m in "${mounted[@]}"; do umount -l "$m" || true; done; }
-trap cleanup EXIT
 for m in proc sys dev; do
   mkdir -p "$root/$m"
   mount --rbind "/$m" "$root/$m"
-  mounted+=("$root/$m")
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 rm -rf "$root/src"

@@ -176,6 +176,23 @@ BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_fails_naming_the_file) {
   }
 }
 
+// Opening: the new run folder's entry in results/ cannot be made durable (the first fsync of a
+// run is that of results/). The run fails naming the folder, and no run folder is left.
+BOOST_AUTO_TEST_CASE(a_run_folder_whose_entry_cannot_be_synced_is_not_used) {
+  for (auto store : {"compact", "per-case"}) {
+    BOOST_TEST_CONTEXT(store) {
+      temp_dir dir;
+      fault f{"/results", "fsync", 0, EIO};
+      auto r = run(dir, std::string("--store ") + store, dir / "record", &f);
+      BOOST_TEST(r.code == 3);
+      BOOST_TEST(r.err.find("cannot sync " + dir / "results") != std::string::npos, r.err);
+      BOOST_TEST(r.err.find(std::strerror(EIO)) != std::string::npos, r.err);
+      BOOST_TEST(runs_in(dir / "record").empty());
+      BOOST_TEST(fs::is_empty(dir.path / "results"));
+    }
+  }
+}
+
 // Mid-run: the third record's write (or its folder, temporary file or rename) fails. The compact
 // layout writes a batch of records at once, and how many a batch holds depends on timing, so
 // there the first batch's write fails (a third might never come).

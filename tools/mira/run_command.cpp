@@ -218,7 +218,7 @@ std::optional<store_input> open_store(const std::vector<std::string>& args, cons
     if (!s) {
       std::fprintf(stderr, "mira: --resume: %s\n", printable(s.error().message()).c_str());
       // Another process holding the run is a host condition, not a usage mistake.
-      rc = s.error().code == store::errc::in_use ? exit_host_error : exit_usage;
+      rc = exit_for(s.error());
       return std::nullopt;
     }
     in.store = std::move(*s);

@@ -39,6 +39,15 @@ inline constexpr int exit_host_error = 3;
 inline constexpr int exit_stopped = 4;
 inline constexpr int exit_interrupted = 130;
 
+// A saved run that cannot be opened: a usage error when the request named something wrong (no
+// such run, a bad id, another study), a host error when the run or the disk is the trouble (in
+// use, unreadable, the file system refused).
+inline int exit_for(const store::error& e) {
+  using store::errc;
+  return e.code == errc::in_use || e.code == errc::io || e.code == errc::corrupt ? exit_host_error
+                                                                                 : exit_usage;
+}
+
 // Progress on stderr while a run goes: on a terminal a live line redrawn every half second
 // (cleared around every other stderr line, so study output never garbles it); elsewhere a
 // heartbeat line every --heartbeat seconds.

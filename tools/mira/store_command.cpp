@@ -27,7 +27,7 @@ int cmd_store(const std::vector<std::string>& args) {
   auto run = store::run_store::open(a.results_dir, run_id);
   if (!run) {
     std::fprintf(stderr, "mira: %s\n", printable(run.error().message()).c_str());
-    return run.error().code == store::errc::in_use ? exit_host_error : exit_usage;
+    return exit_for(run.error());
   }
   if (run->meta().layout == *to) {
     std::fprintf(stderr, "run %s already has the %s layout\n", run_id.c_str(),

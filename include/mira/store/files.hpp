@@ -124,8 +124,9 @@ class output_file {
 namespace detail {
 /// All of `bytes` to `fd`, retrying short writes and EINTR.
 boost::system::error_code write_all(int fd, std::string_view bytes);
-/// fsync of a directory (best effort), so the entries created or renamed in it are durable.
-void sync_directory(const std::filesystem::path& dir);
+/// fsync of a directory, so the entries created or renamed in it are durable; why it could not
+/// be opened or synced.
+boost::system::error_code sync_directory(const std::filesystem::path& dir);
 /// ".<name>.tmp-<random>" beside `path`: where a new version is written before the rename.
 std::filesystem::path temp_path_for(const std::filesystem::path& path);
 /// Creates `path` (which must not exist) with `contents`; fsyncs it when `sync`. Removes it

@@ -290,6 +290,9 @@ BOOST_AUTO_TEST_CASE(a_damaged_record_with_a_later_record_of_its_case_is_superse
   const std::string id = "20261130T081502Z-3fa9";
   auto w = run_store::create(results, id, layout::compact);
   BOOST_REQUIRE(w.has_value());
+  run_session session;
+  session.planned = 3;
+  BOOST_TEST(!w->begin_session(session));
   auto save = [&](const std::vector<std::string>& samples) { save_passed(*w, samples); };
   save({"a", "b", "c"});
   // Flip one byte inside the record of b (the second line), away from its key.
