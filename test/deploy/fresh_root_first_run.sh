@@ -5,7 +5,9 @@
 # report.html -- build/examples/example_study` runs under `time`. Then it checks that the run
 # wrote report.html, that none of the tests' and CI's packages were installed, and how many
 # objects the build compiled (at most 90), and prints the figures.
-# Needs root and Debian's package mirror. Usage: fresh_root_first_run.sh [ROOT_DIR]
+# With --tests, README command 2 (`scripts/test.sh`) runs there instead, after command 1, and
+# must pass: every package the tests use installed by the project's scripts.
+# Needs root and Debian's package mirror. Usage: fresh_root_first_run.sh [--tests] [ROOT_DIR]
 # (default: a new temporary directory; an existing root made by an earlier call is reused only
 # if given). Exit 77 without root.
 set -euo pipefail
@@ -16,6 +18,11 @@ if [ -z "${MIRA_FRESH_ROOT_NS:-}" ]; then
   exec unshare --mount --propagation private env MIRA_FRESH_ROOT_NS=1 "$0" "$@"
 fi
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
+tests=0
+if [ "${1:-}" = "--tests" ]; then
+  tests=1
+  shift
+fi
 root="${1:-}"
 scratch=""
 if [ -z "$root" ]; then
@@ -42,6 +49,18 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 rm -rf "$root/src"
 git clone -q --no-hardlinks "$repo" "$root/src"
 
+if [ "$tests" = 1 ]; then
+  chroot "$root" /bin/bash -c 'cd /src && scripts/setup.sh > /src/first-run.log 2>&1'
+  start=$(date +%s.%N)
+  status=0
+  chroot "$root" /bin/bash -c 'cd /src && CI=true scripts/test.sh < /dev/null' \
+    > "$root/src/tests.log" 2>&1 || status=$?
+  end=$(date +%s.%N)
+  grep -E 'tests passed|consumers|skipped:' "$root/src/tests.log" || true
+  printf 'fresh_root_first_run: README command 2 exited %d after %.0f s\n' "$status" \
+    "$(python3 -c "print($end - $start)")"
+  exit "$status"
+fi
 start=$(date +%s.%N)
 chroot "$root" /bin/bash -c 'cd /src && { time (scripts/setup.sh && build/mira run --format html \
   --out report.html -- build/examples/example_study) ; } > /src/first-run.log 2>&1'
