@@ -585,6 +585,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(
     if (!planned) return tl::unexpected(planned.error());
     prep->p = std::move(*planned);
     auto made = ready(*prep);
+    if (!made) prep->p = {};  // a big plan takes long to free: here, not on the executor
     if (made && prep->resumed.todo.size() < prep->p.cases.size())
       for (auto i : prep->resumed.todo) prep->todo.cases.push_back(prep->p.cases[i]);
     return made;
