@@ -28,9 +28,12 @@ cleanup() {
     # Only the daemons this test started, by the pids they wrote; then wait until they are gone.
     pids="$(cat "$SLURM_LOCAL_DIR/ctld.pid" "$SLURM_LOCAL_DIR/d.pid" 2> /dev/null || true)"
     bash "$tool" stop || true
-    if [ "$started_munge" = 1 ] && [ -f /run/munge/munged.pid ]; then
-      pids="$pids $(cat /run/munge/munged.pid)"
-      kill "$(cat /run/munge/munged.pid)" 2> /dev/null || true
+    # Read once: the stop above may be ending munged, which removes its pid file meanwhile.
+    munged=""
+    [ "$started_munge" = 1 ] && munged="$(cat /run/munge/munged.pid 2> /dev/null || true)"
+    if [ -n "$munged" ]; then
+      pids="$pids $munged"
+      kill "$munged" 2> /dev/null || true
     fi
     for pid in $pids; do
       for _ in $(seq 1 300); do
