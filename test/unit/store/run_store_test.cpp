@@ -54,6 +54,22 @@ void save_passed(run_store& w, const std::vector<std::string>& samples) {
   (*writer)->drain();
 }
 
+// A compact run of three saved cases (a, b, c) whose session planned three.
+run_store three_saved_cases(const fs::path& results) {
+  auto w = run_store::create(results, "20261130T081502Z-3fa9", layout::compact);
+  BOOST_REQUIRE(w.has_value());
+  run_session session;
+  session.planned = 3;
+  BOOST_TEST(!w->begin_session(session));
+  save_passed(*w, {"a", "b", "c"});
+  return std::move(*w);
+}
+
+std::string read_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(run_store_tests)
@@ -286,32 +302,20 @@ BOOST_AUTO_TEST_CASE(a_finish_that_cannot_write_a_report_names_it_and_leaves_the
 // superseded, not a loss: the run reads whole. One whose case has no later record is unreadable.
 BOOST_AUTO_TEST_CASE(a_damaged_record_with_a_later_record_of_its_case_is_superseded) {
   mira::test::temp_dir d;
-  auto results = d.path / "results";
-  const std::string id = "20261130T081502Z-3fa9";
-  auto w = run_store::create(results, id, layout::compact);
-  BOOST_REQUIRE(w.has_value());
-  run_session session;
-  session.planned = 3;
-  BOOST_TEST(!w->begin_session(session));
-  auto save = [&](const std::vector<std::string>& samples) { save_passed(*w, samples); };
-  save({"a", "b", "c"});
+  auto w = three_saved_cases(d.path / "results");
   // Flip one byte inside the record of b (the second line), away from its key.
-  auto segment = w->path() / "segments" / "000001.ndjson";
-  std::string bytes;
-  {
-    std::ifstream in(segment, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  auto segment = w.path() / "segments" / "000001.ndjson";
+  auto bytes = read_bytes(segment);
   auto second = bytes.find('\n') + 1;
   auto flip = bytes.find('\n', second) - 3;
   bytes[flip] = static_cast<char>(bytes[flip] ^ 1);
   std::ofstream(segment, std::ios::binary | std::ios::trunc) << bytes;
-  auto before = w->load();
+  auto before = w.load();
   BOOST_TEST(before.cases.size() == 2u);
   BOOST_TEST(before.unreadable.size() == 1u);
   BOOST_TEST(before.superseded.empty());
-  save({"b"});
-  auto after = w->load();
+  save_passed(w, {"b"});
+  auto after = w.load();
   BOOST_TEST(after.cases.size() == 3u);
   BOOST_TEST(after.unreadable.empty());
   BOOST_REQUIRE(after.superseded.size() == 1u);
@@ -325,31 +329,20 @@ BOOST_AUTO_TEST_CASE(a_damaged_record_with_a_later_record_of_its_case_is_superse
 // "echo/c@sim"): the line is not superseded while the run lacks a record of a planned case.
 BOOST_AUTO_TEST_CASE(a_damaged_key_naming_another_case_supersedes_nothing_while_a_case_is_missing) {
   mira::test::temp_dir d;
-  const std::string id = "20261130T081502Z-3fa9";
-  auto w = run_store::create(d.path / "results", id, layout::compact);
-  BOOST_REQUIRE(w.has_value());
-  run_session session;
-  session.planned = 3;
-  BOOST_TEST(!w->begin_session(session));
-  auto save = [&](const std::vector<std::string>& samples) { save_passed(*w, samples); };
-  save({"a", "b", "c"});
-  auto segment = w->path() / "segments" / "000001.ndjson";
-  std::string bytes;
-  {
-    std::ifstream in(segment, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  auto w = three_saved_cases(d.path / "results");
+  auto segment = w.path() / "segments" / "000001.ndjson";
+  auto bytes = read_bytes(segment);
   auto second = bytes.find('\n') + 1;
   auto key = bytes.find("echo/b@sim", second);
   BOOST_REQUIRE(key < bytes.find('\n', second));
   bytes[key + 5] = 'c';  // 'b' ^ 1
   std::ofstream(segment, std::ios::binary | std::ios::trunc) << bytes;
-  auto before = w->load();
+  auto before = w.load();
   BOOST_TEST(before.cases.size() == 2u);
   BOOST_TEST(before.unreadable.size() == 1u);
   BOOST_TEST(before.superseded.empty());
-  save({"b"});  // what a resume does: b is missing, so it runs again
-  auto after = w->load();
+  save_passed(w, {"b"});  // what a resume does: b is missing, so it runs again
+  auto after = w.load();
   BOOST_TEST(after.cases.size() == 3u);
   BOOST_TEST(after.unreadable.empty());
   BOOST_TEST(after.superseded.size() == 1u);
