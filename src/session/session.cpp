@@ -1,0 +1,723 @@
+// The session (session/session.hpp): named steps over the layers below — start the study,
+// plan, open the run store or the artifacts, run the plan with every finished case saved off
+// the event loop, end the session with the run's report files — and nothing of its own about
+// how a caller shows it.
+#include <mira/session/session.hpp>
+
+#include <mira/protocol/json_text.hpp>
+#include <mira/report/render.hpp>
+#include <mira/store/artifacts.hpp>
+#include <mira/store/batch_writer.hpp>
+#include <mira/store/files.hpp>
+#include <mira/store/records.hpp>
+#include <mira/version.hpp>
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <random>
+#include <type_traits>
+
+namespace mira {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using schedule::case_state;
+
+namespace {
+
+struct session_category_impl : boost::system::error_category {
+  const char* name() const noexcept override { return "mira.session"; }
+  std::string message(int ev) const override {
+    switch (static_cast<session_errc>(ev)) {
+      case session_errc::study_failed:
+        return "the study could not be started";
+      case session_errc::study_incapable:
+        return "the study lacks a capability";
+      case session_errc::invalid_selection:
+        return "invalid selection";
+      case session_errc::too_many_cases:
+        return "too many cases";
+      case session_errc::nothing_to_run:
+        return "nothing to run";
+      case session_errc::artifacts_unusable:
+        return "the artifacts cannot be used";
+      case session_errc::refused:
+        return "refused";
+      case session_errc::cancelled:
+        return "cancelled";
+    }
+    return "unknown session error";
+  }
+};
+
+}  // namespace
+
+const boost::system::error_category& session_category() noexcept {
+  static const session_category_impl c;
+  return c;
+}
+
+boost::system::error_code make_error_code(session_errc e) noexcept {
+  return {static_cast<int>(e), session_category()};
+}
+
+bool session_outcome::resumable() const {
+  return !run_id.empty() && (report.stopped != schedule::stop_reason::none || unfinished ||
+                             summary.count(case_state::cancelled) > 0);
+}
+
+namespace detail {
+
+// What the study says besides its answers: each process's stderr (its last MiB: a flood must
+// not grow the host, nor push out what another process of a pool said), kept for
+// study.stderr.log, and its notifications, appended to events.ndjson as they come. Shared with
+// the study's callbacks, which may run after the session (a child of the study can hold its
+// stderr open): once `closed`, nothing is passed on.
+struct study_log {
+  static constexpr std::size_t max_stderr = std::size_t{1} << 20;
+  struct tail {
+    std::deque<std::string> lines;
+    std::size_t bytes = 0;
+  };
+  std::map<std::size_t, tail> tails;  // by slot
+  store::run_store* store = nullptr;
+  bool closed = false;
+  std::function<void(std::size_t, std::string_view)> on_line;
+  std::function<void(const std::string*, const notification&)> on_notification;
+
+  void line(std::size_t slot, std::string_view l) {
+    if (closed) return;
+    auto& t = tails[slot];
+    t.lines.emplace_back(l);
+    t.bytes += l.size() + 1;
+    while (t.bytes > max_stderr && !t.lines.empty()) {
+      t.bytes -= t.lines.front().size() + 1;
+      t.lines.pop_front();
+    }
+    if (on_line) on_line(slot, l);
+  }
+  void event(const std::string* key, const notification& n) {
+    if (closed) return;
+    if (store) {
+      json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
+                     {"method", n.method},
+                     {"params", n.params}};
+      store->append_event(protocol::to_json_text(o));
+    }
+    if (on_notification) on_notification(key, n);
+  }
+  /// Each process's tail in turn; a pool's lines start with "[study N] ".
+  std::string text() const {
+    std::string out;
+    for (auto& [slot, t] : tails)
+      for (auto& l : t.lines) {
+        if (slot != 0) out += "[study " + std::to_string(slot) + "] ";
+        (out += l) += '\n';
+      }
+    return out;
+  }
+};
+
+struct session_state {
+  session_options o;
+  asio::any_io_executor ex;
+  std::optional<study_connection> conn;
+  bool own_study = false;  // started by the session, so shut down by it
+  protocol::list_result list;
+  json::object fingerprints;
+  plan::plan p;
+  std::optional<store::run_store> store;
+  store::resume_plan resumed;
+  std::optional<store::artifact_dir> artifacts;
+  std::map<std::string, json::object> stored;  // artifacts by key
+  std::string id;
+  fs::path folder;
+  std::vector<std::string> warnings;
+  std::string stop_label = "interrupted";
+  std::string begin_failure;  // the session could not begin: no case runs
+  std::shared_ptr<study_log> log = std::make_shared<study_log>();
+  bool ran = false;
+
+  void warn(std::string text) {
+    if (o.hooks.on_warning) o.hooks.on_warning(text);
+    warnings.push_back(std::move(text));
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::session_state;
+
+session_error make_session_error(boost::system::error_code code, std::string text,
+                                 std::vector<std::string> tail = {}) {
+  return session_error{code, std::move(text), std::move(tail)};
+}
+
+session_error from_store(const store::error& e) {
+  return {e.code, e.text, {}};
+}
+
+// Runs `*job` on `ex` and completes with its result (or its exception) on the awaiting
+// coroutine's executor. Only a pointer goes through the initiation: the job stays in the
+// awaiting frame (g++ 12 destroys a temporary in a co_await expression twice).
+template <class Job>
+struct post_job {
+  asio::any_io_executor ex;
+  template <class Handler>
+  void operator()(Handler handler, Job* job) const {
+    asio::post(ex, [handler = std::move(handler), job]() mutable {
+      using result = std::invoke_result_t<Job&>;
+      std::exception_ptr e;
+      std::optional<result> r;
+      try {
+        r.emplace((*job)());
+      } catch (...) {
+        e = std::current_exception();
+      }
+      auto home = asio::get_associated_executor(handler);
+      asio::post(home, [handler = std::move(handler), e, r = std::move(r)]() mutable {
+        std::move(handler)(e, r ? std::move(*r) : std::invoke_result_t<Job&>{});
+      });
+    });
+  }
+};
+
+// `job()` where the session's long steps run (see session_options::work_executor).
+template <class F>
+asio::awaitable<std::invoke_result_t<F&>> on_work(const session_state& st, F& job) {
+  if (!st.o.work_executor) co_return job();
+  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>,
+                                          void(std::exception_ptr, std::invoke_result_t<F&>)>(
+      post_job<F>{*st.o.work_executor}, asio::use_awaitable, &job);
+}
+
+// The plan of `sel`, refused when it has more than `max_cases` cases (0: no limit): when the
+// selection sets trials, before the plan is made (its size is one trial's cases times them).
+tl::expected<plan::plan, session_error> plan_within(const protocol::list_result& list,
+                                                    const plan::selection& sel,
+                                                    std::size_t max_cases) {
+  auto too_many = [&](std::size_t cases) {
+    return make_session_error(session_errc::too_many_cases,
+                              "the selection plans " + std::to_string(cases) + " cases; at most " +
+                                  std::to_string(max_cases) + " run in one session");
+  };
+  if (max_cases > 0 && sel.trials && *sel.trials > 1) {
+    auto one = sel;
+    one.trials = 1;
+    auto base = plan::make_plan(list, one);
+    if (!base)
+      return tl::unexpected(
+          make_session_error(session_errc::invalid_selection, base.error().message));
+    auto cases = base->cases.size() * static_cast<std::size_t>(*sel.trials);
+    if (cases > max_cases) return tl::unexpected(too_many(cases));
+  }
+  auto p = plan::make_plan(list, sel);
+  if (!p)
+    return tl::unexpected(make_session_error(session_errc::invalid_selection, p.error().message));
+  if (max_cases > 0 && p->cases.size() > max_cases)
+    return tl::unexpected(too_many(p->cases.size()));
+  return std::move(*p);
+}
+
+session_error study_error(const error& e, const char* step) {
+  return make_session_error(
+      e.code == errc::timed_out ? e.code : make_error_code(session_errc::study_failed),
+      e.code == errc::timed_out ? e.diag.message : std::string(step) + ": " + e.message(),
+      e.diag.stderr_tail);
+}
+
+// The launch with the session's log behind each process's stderr and notifications.
+study_launch logged(study_launch launch, const std::shared_ptr<detail::study_log>& log,
+                    const session_hooks& hooks) {
+  auto base = launch.host_options_for;
+  launch.host_options_for = [base, log](std::size_t slot) {
+    auto h = base ? base(slot) : host_options{};
+    h.on_stderr_line = [log, slot, theirs = std::move(h.on_stderr_line)](std::string_view line) {
+      log->line(slot, line);
+      if (theirs) theirs(line);
+    };
+    h.on_notification = [log, theirs = std::move(h.on_notification)](const notification& n) {
+      log->event(nullptr, n);
+      if (theirs) theirs(n);
+    };
+    return h;
+  };
+  if (!launch.on_pool_restart && hooks.on_restart) launch.on_pool_restart = hooks.on_restart;
+  return launch;
+}
+
+// The artifacts of session_mode::execute (made) or score (read, the plan cut down to the cases
+// that have one).
+std::optional<session_error> open_artifacts(session_state& st) {
+  auto& o = st.o;
+  const bool execute = o.mode == session_mode::execute;
+  auto dir =
+      execute ? store::artifact_dir::create(o.artifacts) : store::artifact_dir::open(o.artifacts);
+  if (!dir) return make_session_error(session_errc::artifacts_unusable, std::string(dir.error()));
+  st.artifacts = std::move(*dir);
+  std::vector<std::string> unreadable;
+  st.stored = st.artifacts->load(&unreadable);
+  for (auto& u : unreadable)
+    st.warn("cannot read the artifact " + u + "; " +
+            (execute ? "that case is executed again" : "it is left out"));
+  auto& init = st.conn->study();
+  if (auto meta = st.artifacts->load_meta()) {
+    auto* made_by = meta->if_contains("study");
+    if (made_by && made_by->is_string() && made_by->get_string() != init.study)
+      st.warn("the artifacts in " + o.artifacts.string() + " were made by study '" +
+              std::string(made_by->get_string()) + "'");
+  }
+  if (execute) {
+    if (auto ec = st.artifacts->save_meta(json::object{{"study", init.study},
+                                                       {"study_version", init.study_version},
+                                                       {"host_version", version},
+                                                       {"fingerprints", st.fingerprints}}))
+      st.warn("cannot write " + (o.artifacts / "meta.json").string() + ": " + ec.message());
+    return std::nullopt;
+  }
+  plan::plan scorable;
+  for (auto& c : st.p.cases)
+    if (st.stored.count(c.key)) scorable.cases.push_back(c);
+  if (scorable.cases.empty())
+    return make_session_error(
+        session_errc::nothing_to_run,
+        "nothing to score: no artifact in " + o.artifacts.string() + " matches the selection");
+  if (scorable.cases.size() < st.p.cases.size())
+    st.warn(std::to_string(st.p.cases.size() - scorable.cases.size()) + " of " +
+            std::to_string(st.p.cases.size()) + " planned case(s) have no artifact in " +
+            o.artifacts.string() + "; scoring the other " + std::to_string(scorable.cases.size()));
+  scorable.evals = std::move(st.p.evals);
+  st.p = std::move(scorable);
+  return std::nullopt;
+}
+
+// Every planned case to run, nothing reused.
+void run_everything(session_state& st) {
+  st.resumed.todo.resize(st.p.cases.size());
+  for (std::size_t i = 0; i < st.p.cases.size(); ++i) st.resumed.todo[i] = i;
+}
+
+// The run store of a saving session: a new run, or the saved one (locked) and what it lacks.
+asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
+  auto& save = *st.o.save;
+  auto& init = st.conn->study();
+  if (save.resume.empty()) {
+    tl::expected<store::run_store, store::error> made = tl::unexpected(store::error{});
+    if (!save.new_id.empty()) {
+      made = store::run_store::create(save.results_dir, save.new_id, save.layout);
+    } else {
+      // A clash of two new ids (the same second, the same 16 random bits) is tried again.
+      std::random_device rd;
+      for (int attempt = 0; attempt < 8; ++attempt) {
+        made =
+            store::run_store::create(save.results_dir,
+                                     store::new_run_id(std::chrono::system_clock::now(),
+                                                       static_cast<std::uint16_t>(rd() & 0xffff)),
+                                     save.layout);
+        if (made || made.error().code != store::errc::exists) break;
+      }
+    }
+    if (!made) co_return from_store(made.error());
+    st.store.emplace(std::move(*made));
+    run_everything(st);
+  } else {
+    auto opened = store::run_store::open(save.results_dir, save.resume);
+    if (!opened) co_return from_store(opened.error());
+    st.store.emplace(std::move(*opened));
+    // Reading a big run and deciding what it lacks take seconds: where long steps run.
+    auto decide = [&st, &save, &init]() -> tl::expected<store::resume_plan, store::error> {
+      auto saved = st.store->load();
+      for (auto& u : saved.unreadable)
+        st.warnings.push_back("cannot read " + u + "; that case runs again");
+      for (auto& u : saved.superseded) st.warnings.push_back(u);
+      return store::plan_resume(saved, st.p, init, st.fingerprints, st.o.selection.seed,
+                                save.resume_options);
+    };
+    auto before = st.warnings.size();
+    auto decided = co_await on_work(st, decide);
+    // The warnings gathered off the executor are told here, on it.
+    if (st.o.hooks.on_warning)
+      for (auto i = before; i < st.warnings.size(); ++i) st.o.hooks.on_warning(st.warnings[i]);
+    if (!decided) co_return from_store(decided.error());
+    st.resumed = std::move(*decided);
+    for (auto& w : st.resumed.warnings) st.warn(w);
+  }
+  st.id = st.store->id();
+  st.folder = st.store->path();
+  // Who made the run, kept from the first session on (a Rust host's run gains ours).
+  auto& meta = st.store->meta();
+  if (meta.study.empty() || meta.made_by_rust_host) {
+    meta.study = init.study;
+    meta.study_version = init.study_version;
+  }
+  if (!meta.made_by_rust_host) meta.initialize = init.raw;
+  if (meta.study_command.empty()) meta.study_command = st.o.study.command.argv;
+  if (meta.host.empty()) meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
+  meta.fingerprints = st.fingerprints;
+  if (save.describe) save.describe(meta);
+  st.log->store = &*st.store;
+  if (auto failed = st.store->write_files(save.files)) {
+    st.begin_failure = failed.message();
+    co_return std::nullopt;
+  }
+  auto entry = std::move(save.entry);  // begin_session adds the start time, host and pid
+  entry.planned = st.p.cases.size();
+  entry.reused = st.resumed.reused;
+  if (auto failed = st.store->begin_session(std::move(entry))) st.begin_failure = failed.message();
+  co_return std::nullopt;
+}
+
+// session_mode::execute: the cases with an artifact already are done.
+void skip_executed(session_state& st) {
+  if (st.stored.empty()) return;
+  auto& resumed = st.resumed;
+  if (resumed.records.empty()) resumed.records.resize(st.p.cases.size());
+  std::vector<std::size_t> todo;
+  for (auto i : resumed.todo) {
+    if (st.stored.count(st.p.cases[i].key)) {
+      resumed.records[i].state = case_state::executed;
+      resumed.records[i].message = "executed earlier";
+      ++resumed.reused;
+    } else {
+      todo.push_back(i);
+    }
+  }
+  resumed.todo = std::move(todo);
+}
+
+asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> open_state(
+    session_options options) {
+  auto st = std::make_unique<session_state>();
+  st->ex = co_await asio::this_coro::executor;
+  st->o = std::move(options);
+  auto& o = st->o;
+  st->log->on_line = o.hooks.on_stderr_line;
+  st->log->on_notification = o.hooks.on_notification;
+  if (o.connection) {
+    st->conn.emplace(std::move(o.connection->connection));
+    st->list = std::move(o.connection->listing);
+    o.connection.reset();
+  } else {
+    auto started = co_await start_study(logged(o.study, st->log, o.hooks));
+    if (!started) {
+      auto cs = co_await asio::this_coro::cancellation_state;
+      if (cs.cancelled() != asio::cancellation_type::none)
+        co_return tl::unexpected(
+            make_session_error(session_errc::cancelled, "cancelled while the study started"));
+      co_return tl::unexpected(study_error(started.error(), "the study could not start"));
+    }
+    st->conn.emplace(std::move(started->connection));
+    st->list = std::move(started->listing);
+    st->own_study = true;
+  }
+  auto& init = st->conn->study();
+  if (o.hooks.on_study) o.hooks.on_study(init, st->conn->processes());
+  // Whatever fails from here shuts a study the session started down.
+  auto fail = [&](session_error e)
+      -> asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> {
+    if (st->own_study) co_await st->conn->shutdown();
+    co_return tl::unexpected(std::move(e));
+  };
+  const char* need = o.mode == session_mode::execute ? "execute"
+                     : o.mode == session_mode::score ? "score"
+                                                     : nullptr;
+  if (need && !init.has_capability(need))
+    co_return co_await fail(
+        make_session_error(session_errc::study_incapable,
+                           std::string(o.mode == session_mode::execute ? "executing" : "scoring") +
+                               " needs the study's '" + need + "' capability, and study '" +
+                               init.study + "' does not advertise it"));
+  auto plan_it = [&st] {
+    st->fingerprints = store::listing_fingerprints(st->list);
+    return plan_within(st->list, st->o.selection, st->o.max_cases);
+  };
+  auto planned = co_await on_work(*st, plan_it);
+  if (!planned) co_return co_await fail(std::move(planned.error()));
+  st->p = std::move(*planned);
+  if (o.refine)
+    if (auto refused = o.refine(st->p, st->list, o.policy))
+      co_return co_await fail(std::move(*refused));
+  if (o.mode != session_mode::run)
+    if (auto e = open_artifacts(*st)) co_return co_await fail(std::move(*e));
+  if (o.save && o.mode != session_mode::execute) {
+    if (auto e = co_await open_store(*st)) co_return co_await fail(std::move(*e));
+  } else {
+    run_everything(*st);
+  }
+  if (o.mode == session_mode::execute) skip_executed(*st);
+  // The listing's samples were needed to plan and to fingerprint the run; after that only
+  // group_by reads them (their metadata). A large run keeps about 70 bytes per sample less.
+  if (o.group_by.empty())
+    for (auto& e : st->list.evals) std::vector<protocol::sample_info>().swap(e.samples);
+  co_return std::move(st);
+}
+
+// Saving a result failed: the first failure stops the run.
+struct save_failures {
+  std::vector<std::string> keys;
+  std::optional<std::string> first;
+};
+
+}  // namespace
+
+session::session(std::unique_ptr<detail::session_state> s) : s_(std::move(s)) {}
+session::session(session&&) noexcept = default;
+session& session::operator=(session&&) noexcept = default;
+session::~session() {
+  // A session opened and never run still holds its study: shut it down on its executor.
+  if (!s_ || s_->ran || !s_->own_study) return;
+  asio::co_spawn(
+      s_->ex, [c = *s_->conn]() mutable -> asio::awaitable<void> { co_await c.shutdown(); },
+      asio::detached);
+}
+
+asio::awaitable<tl::expected<session, session_error>> session::open(session_options o) {
+  auto st = co_await open_state(std::move(o));
+  if (!st) co_return tl::unexpected(std::move(st.error()));
+  co_return session(std::move(*st));
+}
+
+const std::string& session::run_id() const {
+  return s_->id;
+}
+const fs::path& session::folder() const {
+  return s_->folder;
+}
+const plan::plan& session::plan() const {
+  return s_->p;
+}
+const protocol::initialize_result& session::study() const {
+  return s_->conn->study();
+}
+const protocol::list_result& session::listing() const {
+  return s_->list;
+}
+const store::resume_plan& session::resumed() const {
+  return s_->resumed;
+}
+void session::set_stop_label(std::string label) {
+  s_->stop_label = std::move(label);
+}
+asio::any_io_executor session::executor() const {
+  return s_->ex;
+}
+
+asio::awaitable<session_outcome> session::run() {
+  auto& st = *s_;
+  st.ran = true;
+  auto& o = st.o;
+  auto& p = st.p;
+  auto& resumed = st.resumed;
+  auto ex = st.ex;
+  auto& hooks = o.hooks;
+
+  // A fresh run runs the plan itself; only a partial one is copied (a copy of a large plan
+  // costs hundreds of bytes per case).
+  const bool partial = resumed.todo.size() < p.cases.size();
+  plan::plan todo_plan;
+  if (partial)
+    for (auto i : resumed.todo) todo_plan.cases.push_back(p.cases[i]);
+  const plan::plan& to_run = partial ? todo_plan : p;
+  auto full_index = [&](std::size_t j) { return partial ? resumed.todo[j] : j; };
+
+  auto policy = o.policy;
+  std::vector<json::object> transcripts;  // score: by to_run index
+  if (o.mode == session_mode::execute) policy.op = schedule::operation::execute;
+  if (o.mode == session_mode::score) {
+    for (auto& c : to_run.cases) {
+      auto* t = st.stored.at(c.key).if_contains("transcript");
+      transcripts.push_back(t && t->is_object() ? t->get_object() : json::object{});
+    }
+    policy.op = schedule::operation::score;
+    policy.transcript_for = [&](std::size_t j) { return transcripts[j]; };
+  }
+  if (st.own_study && !st.conn->is_pool()) {
+    // A study that dies is started again if it is the same study.
+    policy.respawn = [&st]() -> asio::awaitable<tl::expected<host_handle, error>> {
+      auto launch = logged(st.o.study, st.log, st.o.hooks);
+      auto h = co_await restart_study(
+          launch.command, launch.host_options_for ? launch.host_options_for(0) : host_options{},
+          st.conn->study(), launch.init_timeout);
+      if (!h && h.error().code == errc::timed_out && !launch.init_timeout_name.empty())
+        h.error().diag.message += " (" + launch.init_timeout_name + ")";
+      if (h) st.conn->replace(*h);  // so the final shutdown reaches the live one
+      co_return h;
+    };
+  }
+
+  // Results are saved off the event loop. A result that cannot be saved stops the run:
+  // carrying on would lose more of them. Shared with the writers' callbacks, which may be
+  // posted after this frame is gone.
+  auto failures = std::make_shared<save_failures>();
+  if (!st.begin_failure.empty()) failures->first = st.begin_failure;
+  std::unique_ptr<store::run_store::case_writer> writer;
+  std::optional<store::batch_writer> artifact_writer;
+  if (st.store && !failures->first) {
+    auto w = st.store->writer();
+    if (!w)
+      failures->first = w.error().message();
+    else
+      writer = std::move(*w);
+  } else if (o.mode == session_mode::execute) {
+    artifact_writer.emplace(st.artifacts->path());
+  }
+  // `file_of` is asked on the writer's thread when a save fails: the file that failed.
+  auto on_saved = [ex, failures, tell = hooks.on_save_failed](std::string key, std::string what,
+                                                              std::function<fs::path()> file_of) {
+    return [ex, failures, tell, key = std::move(key), what = std::move(what),
+            file_of = std::move(file_of)](boost::system::error_code ec) {
+      if (!ec) return;
+      auto message =
+          "cannot save " + what + key + " to " + file_of().string() + ": " + ec.message();
+      asio::post(ex, [failures, tell, key, message = std::move(message)]() mutable {
+        failures->keys.push_back(key);
+        if (tell) tell(key, message);
+        if (!failures->first) failures->first = std::move(message);
+      });
+    };
+  };
+
+  schedule::run_hooks run_hooks;
+  run_hooks.on_start = [&](std::size_t j) {
+    if (hooks.on_attempt) hooks.on_attempt(full_index(j));
+  };
+  run_hooks.on_notification = [&](std::size_t j, const notification& n) {
+    st.log->event(&p.cases[full_index(j)].key, n);
+  };
+  run_hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
+    auto i = full_index(j);
+    auto& c = p.cases[i];
+    if (artifact_writer && r.has_result() &&
+        (r.state == case_state::executed || r.state == case_state::skipped)) {
+      auto artifact = store::result_object(r);
+      artifact["key"] = c.key;
+      auto file = st.artifacts->file_for(c.key);
+      artifact_writer->submit(file, protocol::to_json_text(artifact) + "\n",
+                              on_saved(c.key, "the artifact of ", [file] { return file; }));
+    }
+    // A cancelled case is not finished: a resume runs it.
+    if (writer && r.state != case_state::cancelled)
+      writer->submit(c.key, protocol::to_json_text(store::encode_case(c, r)),
+                     on_saved(c.key, "the result of ",
+                              [w = writer.get(), key = c.key] { return w->file_of(key); }));
+    if (hooks.on_case) hooks.on_case(i, r);
+  };
+  run_hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
+    return failures->first;
+  };
+  run_hooks.on_sequential_study = hooks.on_sequential_study;
+  if (hooks.on_restart)
+    run_hooks.on_restart = [tell = hooks.on_restart](const std::string& why) { tell(0, why); };
+
+  schedule::run_report part;
+  if (failures->first) {
+    // Nothing could be saved: no case runs, as its result would be lost. Each stays not run.
+    part.cases.resize(to_run.cases.size());
+    for (auto& c : part.cases) {
+      c.state = case_state::cancelled;
+      c.message = "not run: " + *failures->first;
+    }
+    part.stopped = schedule::stop_reason::requested;
+    part.stop_message = *failures->first;
+  } else {
+    // This operation's cancellation (a Ctrl-C, a deadline, a dropped awaitable) stops the run
+    // as a terminal cancellation of run_plan does: it still completes with the report.
+    asio::cancellation_signal interrupt;
+    auto cs = co_await asio::this_coro::cancellation_state;
+    const bool cancelled_already = cs.cancelled() != asio::cancellation_type::none;
+    cs.slot().assign([&interrupt](asio::cancellation_type t) { interrupt.emit(t); });
+    if (cancelled_already)
+      asio::post(ex, [&interrupt] { interrupt.emit(asio::cancellation_type::terminal); });
+    part = co_await asio::co_spawn(
+        ex, st.conn->run_plan(to_run, policy, run_hooks),
+        asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
+    cs.slot().clear();
+  }
+  if (writer) writer->drain();
+  if (artifact_writer) artifact_writer->drain();
+  co_await asio::post(ex, asio::use_awaitable);  // the save failures they reported, if any
+  if (st.own_study) co_await st.conn->shutdown();
+
+  session_outcome out;
+  out.run_id = st.id;
+  out.folder = st.folder;
+  out.reused = resumed.reused;
+  for (auto& c : part.cases) out.ran += c.state != case_state::cancelled;
+  out.report = store::session_report(p, resumed, std::move(part));
+  auto& report = out.report;
+  if (failures->first && report.stopped == schedule::stop_reason::none) {
+    // A result that could not be saved, reported after the last case had ended.
+    report.stopped = schedule::stop_reason::requested;
+    report.stop_message = *failures->first;
+  }
+  out.unsaved = std::move(failures->keys);
+  // The study's stderr reader may still run (a child of the study can hold it open): its text
+  // is taken now and nothing more reaches the store or the hooks.
+  auto stderr_text = st.log->text();
+  st.log->closed = true;
+  st.log->store = nullptr;
+
+  // The summaries, and the end of a saved session: seconds over a big run, so where long steps
+  // run.
+  auto end_it = [&st, &out, &stderr_text]() -> int {
+    auto& rep = out.report;
+    auto& planned = st.p;
+    out.summary = aggregate::summarize(planned, rep.cases, &st.list, st.o.group_by);
+    if (!st.store) return 0;
+    auto& s = st.store->session();
+    s.seconds = rep.seconds;
+    s.ran = out.ran;
+    if (rep.stopped == schedule::stop_reason::interrupted)
+      s.stopped = st.stop_label;
+    else if (rep.stopped != schedule::stop_reason::none)
+      s.stopped = std::string(to_string(rep.stopped));
+    if (auto e = st.store->append_stderr(stderr_text)) st.warnings.push_back(e.message());
+    // The run's report covers every saved case, also those this session's selection left out.
+    auto whole = store::whole_run(planned, rep, st.resumed);
+    if (!whole) {
+      // finish_run sets the report's seconds to every session's; the caller's stay this one's.
+      const auto seconds = rep.seconds;
+      out.unfinished = report::finish_run(*st.store, planned, rep, out.summary);
+      out.run_summary = aggregate::summary_json(out.summary, rep);
+      rep.seconds = seconds;
+      return 0;
+    }
+    auto whole_summary =
+        aggregate::summarize(whole->first, whole->second.cases, &st.list, st.o.group_by);
+    out.unfinished = report::finish_run(*st.store, whole->first, whole->second, whole_summary);
+    out.run_summary = aggregate::summary_json(whole_summary, whole->second);
+    return 0;
+  };
+  auto before = st.warnings.size();
+  co_await on_work(st, end_it);
+  if (hooks.on_warning)
+    for (auto i = before; i < st.warnings.size(); ++i) hooks.on_warning(st.warnings[i]);
+  writer.reset();    // before the store it writes into
+  st.store.reset();  // the run's lock is released before the session counts as ended
+  out.warnings = std::move(st.warnings);
+  out.plan = std::move(st.p);
+  out.study = st.conn->study();
+  out.listing = std::move(st.list);
+  co_return out;
+}
+
+asio::awaitable<tl::expected<session_outcome, session_error>> run_session(session_options o) {
+  auto s = co_await session::open(std::move(o));
+  if (!s) co_return tl::unexpected(std::move(s.error()));
+  co_return co_await s->run();
+}
+
+}  // namespace mira
