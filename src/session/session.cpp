@@ -145,7 +145,6 @@ struct session_state {
   fs::path folder;
   std::vector<std::string> warnings;
   std::string stop_label = "interrupted";
-  std::string begin_failure;  // the session could not begin: no case runs
   std::shared_ptr<study_log> log = std::make_shared<study_log>();
   bool ran = false;
 
@@ -367,16 +366,16 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
   if (meta.study_command.empty()) meta.study_command = st.o.study.command.argv;
   if (meta.host.empty()) meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
   meta.fingerprints = st.fingerprints;
-  if (save.describe) save.describe(meta);
-  st.log->store = &*st.store;
-  if (auto failed = st.store->write_files(save.files)) {
-    st.begin_failure = failed.message();
-    co_return std::nullopt;
-  }
-  auto entry = std::move(save.entry);  // begin_session adds the start time, host and pid
+  store::run_session entry;  // begin_session adds the start time, host and pid
   entry.planned = st.p.cases.size();
   entry.reused = st.resumed.reused;
-  if (auto failed = st.store->begin_session(std::move(entry))) st.begin_failure = failed.message();
+  if (save.describe) save.describe(meta, entry);
+  st.log->store = &*st.store;
+  // A file that cannot be written here is told, and the cases still run and are saved: their
+  // records are the run, and the end of the session writes meta.json again (or, failing,
+  // leaves the run unfinished for a resume to finish).
+  if (auto failed = st.store->write_files(save.files)) st.warn(failed.message());
+  if (auto failed = st.store->begin_session(std::move(entry))) st.warn(failed.message());
   co_return std::nullopt;
 }
 
@@ -398,8 +397,40 @@ void skip_executed(session_state& st) {
   resumed.todo = std::move(todo);
 }
 
+// The steps of opening between the study and the run: its capability, the plan, the refining
+// hook, the artifacts, the run store.
+asio::awaitable<std::optional<session_error>> plan_and_open(session_state& st) {
+  auto& o = st.o;
+  auto& init = st.conn->study();
+  const char* need = o.mode == session_mode::execute ? "execute"
+                     : o.mode == session_mode::score ? "score"
+                                                     : nullptr;
+  if (need && !init.has_capability(need))
+    co_return make_session_error(
+        session_errc::study_incapable,
+        std::string(o.mode == session_mode::execute ? "executing" : "scoring") +
+            " needs the study's '" + need + "' capability, and study '" + init.study +
+            "' does not advertise it");
+  auto plan_it = [&st] {
+    st.fingerprints = store::listing_fingerprints(st.list);
+    return plan_within(st.list, st.o.selection, st.o.max_cases);
+  };
+  auto planned = co_await on_work(st, plan_it);
+  if (!planned) co_return std::move(planned.error());
+  st.p = std::move(*planned);
+  if (o.refine)
+    if (auto refused = o.refine(st.p, st.list, o.policy)) co_return refused;
+  if (o.mode != session_mode::run)
+    if (auto e = open_artifacts(st)) co_return e;
+  if (o.save && o.mode != session_mode::execute) co_return co_await open_store(st);
+  run_everything(st);
+  co_return std::nullopt;
+}
+
 asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> open_state(
     session_options options) {
+  // A cancellation is an answer here (session_errc::cancelled), not an exception.
+  co_await asio::this_coro::throw_if_cancelled(false);
   auto st = std::make_unique<session_state>();
   st->ex = co_await asio::this_coro::executor;
   st->o = std::move(options);
@@ -411,7 +442,8 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
     st->list = std::move(o.connection->listing);
     o.connection.reset();
   } else {
-    auto started = co_await start_study(logged(o.study, st->log, o.hooks));
+    auto launch = logged(o.study, st->log, o.hooks);
+    auto started = co_await start_study(std::move(launch));
     if (!started) {
       auto cs = co_await asio::this_coro::cancellation_state;
       if (cs.cancelled() != asio::cancellation_type::none)
@@ -423,39 +455,12 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
     st->list = std::move(started->listing);
     st->own_study = true;
   }
-  auto& init = st->conn->study();
-  if (o.hooks.on_study) o.hooks.on_study(init, st->conn->processes());
+  if (o.hooks.on_study) o.hooks.on_study(st->conn->study(), st->conn->processes());
   // Whatever fails from here shuts a study the session started down.
-  auto fail = [&](session_error e)
-      -> asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> {
+  auto failed = co_await plan_and_open(*st);
+  if (failed) {
     if (st->own_study) co_await st->conn->shutdown();
-    co_return tl::unexpected(std::move(e));
-  };
-  const char* need = o.mode == session_mode::execute ? "execute"
-                     : o.mode == session_mode::score ? "score"
-                                                     : nullptr;
-  if (need && !init.has_capability(need))
-    co_return co_await fail(
-        make_session_error(session_errc::study_incapable,
-                           std::string(o.mode == session_mode::execute ? "executing" : "scoring") +
-                               " needs the study's '" + need + "' capability, and study '" +
-                               init.study + "' does not advertise it"));
-  auto plan_it = [&st] {
-    st->fingerprints = store::listing_fingerprints(st->list);
-    return plan_within(st->list, st->o.selection, st->o.max_cases);
-  };
-  auto planned = co_await on_work(*st, plan_it);
-  if (!planned) co_return co_await fail(std::move(planned.error()));
-  st->p = std::move(*planned);
-  if (o.refine)
-    if (auto refused = o.refine(st->p, st->list, o.policy))
-      co_return co_await fail(std::move(*refused));
-  if (o.mode != session_mode::run)
-    if (auto e = open_artifacts(*st)) co_return co_await fail(std::move(*e));
-  if (o.save && o.mode != session_mode::execute) {
-    if (auto e = co_await open_store(*st)) co_return co_await fail(std::move(*e));
-  } else {
-    run_everything(*st);
+    co_return tl::unexpected(std::move(*failed));
   }
   if (o.mode == session_mode::execute) skip_executed(*st);
   // The listing's samples were needed to plan and to fingerprint the run; after that only
@@ -516,6 +521,8 @@ asio::any_io_executor session::executor() const {
 }
 
 asio::awaitable<session_outcome> session::run() {
+  // A cancellation stops the run, which still ends as it should: no co_await may throw for it.
+  co_await asio::this_coro::throw_if_cancelled(false);
   auto& st = *s_;
   st.ran = true;
   auto& o = st.o;
@@ -548,9 +555,11 @@ asio::awaitable<session_outcome> session::run() {
     // A study that dies is started again if it is the same study.
     policy.respawn = [&st]() -> asio::awaitable<tl::expected<host_handle, error>> {
       auto launch = logged(st.o.study, st.log, st.o.hooks);
-      auto h = co_await restart_study(
-          launch.command, launch.host_options_for ? launch.host_options_for(0) : host_options{},
-          st.conn->study(), launch.init_timeout);
+      // Named locals: g++ 12 destroys a temporary in a co_await expression twice.
+      auto options = launch.host_options_for(0);
+      auto original = st.conn->study();
+      auto h = co_await restart_study(std::move(launch.command), std::move(options),
+                                      std::move(original), launch.init_timeout);
       if (!h && h.error().code == errc::timed_out && !launch.init_timeout_name.empty())
         h.error().diag.message += " (" + launch.init_timeout_name + ")";
       if (h) st.conn->replace(*h);  // so the final shutdown reaches the live one
@@ -562,15 +571,16 @@ asio::awaitable<session_outcome> session::run() {
   // carrying on would lose more of them. Shared with the writers' callbacks, which may be
   // posted after this frame is gone.
   auto failures = std::make_shared<save_failures>();
-  if (!st.begin_failure.empty()) failures->first = st.begin_failure;
   std::unique_ptr<store::run_store::case_writer> writer;
   std::optional<store::batch_writer> artifact_writer;
-  if (st.store && !failures->first) {
+  if (st.store) {
     auto w = st.store->writer();
-    if (!w)
+    if (!w) {
       failures->first = w.error().message();
-    else
+      if (hooks.on_save_failed) hooks.on_save_failed("", *failures->first);
+    } else {
       writer = std::move(*w);
+    }
   } else if (o.mode == session_mode::execute) {
     artifact_writer.emplace(st.artifacts->path());
   }

@@ -89,7 +89,8 @@ asio::awaitable<tl::expected<started_study, error>> start_study(study_launch lau
     o.on_restart = launch.on_pool_restart;
     auto pool = co_await study_pool::start(ex, launch.command, std::move(o));
     if (!pool) co_return tl::unexpected(std::move(pool.error()));
-    co_return co_await list_within(study_connection(std::move(*pool)), launch);
+    study_connection started(std::move(*pool));
+    co_return co_await list_within(std::move(started), launch);
   }
   auto options = launch.host_options_for ? launch.host_options_for(0) : host_options{};
   auto host = host_handle::spawn(ex, launch.command, std::move(options));
@@ -105,7 +106,8 @@ asio::awaitable<tl::expected<started_study, error>> start_study(study_launch lau
           timed_out("answer initialize", launch.init_timeout, launch.init_timeout_name));
     co_return tl::unexpected(std::move(std::get<0>(raced).error()));
   }
-  co_return co_await list_within(study_connection(*host, std::move(*std::get<0>(raced))), launch);
+  study_connection started(*host, std::move(*std::get<0>(raced)));
+  co_return co_await list_within(std::move(started), launch);
 }
 
 }  // namespace mira

@@ -132,14 +132,15 @@ BOOST_AUTO_TEST_CASE(execute_and_score_need_the_capability_and_their_flags) {
   auto art = dir / "artifacts";
   auto no_execute = mira_cmd("run --execute-only --artifacts " + art + " -- " + py);
   BOOST_TEST(no_execute.code == 2);
-  BOOST_TEST(no_execute.out.find("--execute-only needs the study's 'execute' capability, and "
-                                 "study 'py-study' does not advertise it") != std::string::npos);
+  BOOST_TEST(no_execute.out.find("--execute-only: executing needs the study's 'execute' "
+                                 "capability, and study 'py-study' does not advertise it") !=
+             std::string::npos);
   BOOST_TEST(
       mira_cmd("run --execute-only --artifacts " + art + " -- " + py + " --caps execute").code ==
       0);
   auto no_score = mira_cmd("score --artifacts " + art + " --dry-run -- " + py + " --caps execute");
   BOOST_TEST(no_score.code == 2);
-  BOOST_TEST(no_score.out.find("mira score needs the study's 'score' capability") !=
+  BOOST_TEST(no_score.out.find("mira score: scoring needs the study's 'score' capability") !=
              std::string::npos);
   BOOST_TEST(mira_cmd("run --execute-only -- " + py).code == 2);
   BOOST_TEST(mira_cmd("run --artifacts " + art + " -- " + py).code == 2);

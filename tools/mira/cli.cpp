@@ -119,13 +119,14 @@ int cmd_list(const std::vector<std::string>& args) {
   if (a.help) return std::fputs(command_help(command::list).c_str(), stdout), exit_ok;
   prepare(command::list, a);
   return run_io([&](int& rc) -> asio::awaitable<void> {
-    auto study = co_await open_study(a);
+    console out;
+    auto study = co_await start_listed_study(a, out);
     if (!study) co_return;
     if (a.json)
-      std::cout << protocol::to_json_text(protocol::encode(study->list)) << '\n';
+      std::cout << protocol::to_json_text(protocol::encode(study->listing)) << '\n';
     else
-      print_list(study->list);
-    co_await study->host.shutdown();
+      print_list(study->listing);
+    co_await study->connection.shutdown();
     rc = exit_ok;
   });
 }
@@ -135,12 +136,13 @@ int cmd_plan(const std::vector<std::string>& args) {
   if (a.help) return std::fputs(command_help(command::plan).c_str(), stdout), exit_ok;
   prepare(command::plan, a);
   return run_io([&](int& rc) -> asio::awaitable<void> {
-    auto pl = co_await open_and_plan(a, rc);
+    console out;
+    auto pl = co_await start_and_plan(a, out, rc);
     if (!pl) co_return;
-    co_await pl->study.host.shutdown();
+    co_await pl->study.connection.shutdown();
     std::optional<store::shard_info> shard;
-    if (!select_shard(a, pl->p, shard, rc)) co_return;
-    print_plan(pl->p, a.json, shard.has_value());
+    if (!select_shard(a, pl->plan, shard, rc)) co_return;
+    print_plan(pl->plan, a.json, shard.has_value());
     rc = exit_ok;
   });
 }

@@ -162,11 +162,12 @@ int cmd_doctor(const std::vector<std::string>& args) {
       std::fflush(stdout);
       bool listed = false;
       run_io([&](int& rc) -> asio::awaitable<void> {
-        auto study = co_await open_study(a);
+        console out;
+        auto study = co_await start_listed_study(a, out);
         if (!study) co_return;
         listed = true;
-        study_findings = config::check_listing(study->list, c);
-        co_await study->host.shutdown();
+        study_findings = config::check_listing(study->listing, c);
+        co_await study->connection.shutdown();
         rc = exit_ok;
       });
       if (!listed)

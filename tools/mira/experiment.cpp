@@ -1,11 +1,12 @@
-// `mira run --experiment PLAN.toml` (see experiment.hpp). Each treatment runs as a child
-// `mira run` of this executable, as in the Rust host, so a treatment is an ordinary saved run and
-// one that crashes cannot take the others down; the parent only schedules the children, prefixes
-// their output with the treatment's name, and compares the runs they saved.
+// `mira run --experiment PLAN.toml` (see experiment.hpp). Each treatment is a session in this
+// process, made from the arguments a `mira run` of it would get, so a treatment is an ordinary
+// saved run; they run side by side on one io_context, each line they write prefixed with the
+// treatment's name, and the runs they saved are compared at the end.
 #include "experiment.hpp"
 
 #include "config_step.hpp"
 #include "flags.hpp"
+#include "run_command.hpp"
 #include "session.hpp"
 
 #include <mira/compare/compare.hpp>
@@ -14,39 +15,28 @@
 
 #include <toml++/toml.h>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
-extern char** environ;
-
 namespace mira::cli {
 
+namespace asio = boost::asio;
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
 namespace {
-
-constexpr const char* env_id = "MIRA_EXPERIMENT_ID";
-constexpr const char* env_treatment = "MIRA_EXPERIMENT_TREATMENT";
-constexpr const char* env_study = "MIRA_EXPERIMENT_STUDY";
-constexpr const char* env_plan = "MIRA_EXPERIMENT_PLAN";
-constexpr const char* env_baseline = "MIRA_EXPERIMENT_BASELINE";
 
 std::string where(const fs::path& file, const toml::source_region& at) {
   return file.string() + ":" + std::to_string(at.begin.line) + ":" +
@@ -268,71 +258,7 @@ std::string resolved_toml(const experiment_plan& p) {
   return os.str();
 }
 
-std::optional<std::string> experiment_study_mismatch(const std::string& study) {
-  const char* want = std::getenv(env_study);
-  if (!want || !std::getenv(env_id) || study == want) return std::nullopt;
-  return "the experiment plan is for study '" + std::string(want) + "' but this study is '" +
-         study + "'";
-}
-
-tl::expected<void, std::string> experiment_annotate(store::run_meta& meta,
-                                                    const fs::path& run_folder) {
-  const char* id = std::getenv(env_id);
-  const char* treatment = std::getenv(env_treatment);
-  const char* plan = std::getenv(env_plan);
-  if (!id || !treatment || !plan) return {};
-  const bool baseline =
-      std::getenv(env_baseline) && std::string(std::getenv(env_baseline)) == "true";
-  meta.extra["experiment"] =
-      json::object{{"id", id}, {"treatment", treatment}, {"baseline", baseline}, {"plan", plan}};
-  // The environment block is left out when mira.toml turns it off; the labels go with it.
-  if (!meta.environment.empty()) {
-    auto& labels = meta.environment["labels"];
-    if (!labels.is_object()) labels = json::object{};
-    labels.as_object()["experiment_id"] = id;
-    labels.as_object()["treatment"] = treatment;
-    labels.as_object()["experiment_baseline"] = baseline ? "true" : "false";
-  }
-  std::ifstream in(plan, std::ios::binary);
-  std::stringstream source;
-  source << in.rdbuf();
-  if (!in) return tl::unexpected("cannot read the experiment plan " + std::string(plan));
-  auto parsed = parse_experiment(source.str(), plan);
-  if (!parsed) return tl::unexpected(parsed.error());
-  for (auto [name, text] :
-       {std::pair<const char*, std::string>{"experiment-source.toml", source.str()},
-        {"experiment.toml", resolved_toml(*parsed)}})
-    if (auto ec = store::write_file_atomic(run_folder / name, text))
-      return tl::unexpected("cannot write " + (run_folder / name).string() + ": " + ec.message());
-  return {};
-}
-
 namespace {
-
-struct child {
-  std::string treatment;
-  pid_t pid = -1;
-  int out = -1;         // the read end of its stdout and stderr
-  std::string partial;  // output after the last newline
-  int status = -1;      // exit code, or 128 + signal
-};
-
-// Writes whole lines of `c`'s output to stderr, each prefixed with the treatment's name.
-void relay(child& c, std::string_view bytes, bool flush_all) {
-  c.partial.append(bytes);
-  std::size_t start = 0;
-  for (auto nl = c.partial.find('\n'); nl != std::string::npos; nl = c.partial.find('\n', start)) {
-    auto line = "[" + c.treatment + "] " + c.partial.substr(start, nl - start + 1);
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    start = nl + 1;
-  }
-  c.partial.erase(0, start);
-  if (flush_all && !c.partial.empty()) {
-    auto line = "[" + c.treatment + "] " + c.partial + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    c.partial.clear();
-  }
-}
 
 // The parent's arguments: its flags without the experiment's own, and the study command after
 // `--` (with the `--`; empty when --study-cmd gave it or a launcher is to).
@@ -363,7 +289,7 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 // What every treatment's `mira run` gets besides the parent's flags: the results directory, the
-// plan's slice, launcher and preset as flags (so each child resolves them through mira.toml as
+// plan's slice, launcher and preset as flags (so each treatment resolves them through mira.toml as
 // any `mira run` does; a slice's globs are command-line selection, under which the preset fills
 // the rest), and the study command after `--` when the command line gave one.
 std::vector<std::string> shared_flags(const experiment_plan& p, const run_args& a) {
@@ -375,79 +301,6 @@ std::vector<std::string> shared_flags(const experiment_plan& p, const run_args& 
   if (!p.launcher.empty()) flags.insert(flags.end(), {"--launcher", p.launcher});
   if (!p.preset.empty()) flags.insert(flags.end(), {"--preset", p.preset});
   return flags;
-}
-
-// Starts `exe run ARGS` with stdout and stderr on a pipe. Fails with errno's message.
-tl::expected<child, std::string> spawn(const std::string& exe, const std::vector<std::string>& args,
-                                       const std::vector<std::string>& env,
-                                       const std::string& treatment) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return tl::unexpected(std::string(std::strerror(errno)));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The parent ignores Ctrl-C while children run (they save and report first); they must not.
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> argv{const_cast<char*>(exe.c_str()), const_cast<char*>("run")};
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  envp.reserve(env.size() + 1);
-  for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  child c;
-  c.treatment = treatment;
-  int rc = ::posix_spawn(&c.pid, exe.c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return tl::unexpected(std::string(std::strerror(rc)));
-  }
-  c.out = fds[0];
-  return c;
-}
-
-std::vector<std::string> child_env(const experiment_plan& p, const std::string& id,
-                                   const fs::path& plan_file, const std::string& treatment) {
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "MIRA_EXPERIMENT_", 16) != 0) env.emplace_back(*e);
-  env.push_back(std::string(env_id) + "=" + id);
-  env.push_back(std::string(env_treatment) + "=" + treatment);
-  env.push_back(std::string(env_study) + "=" + p.study);
-  env.push_back(std::string(env_plan) + "=" + plan_file.string());
-  env.push_back(std::string(env_baseline) + "=" + (treatment == p.baseline ? "true" : "false"));
-  return env;
-}
-
-// The runs of experiment `id` in `results_dir`, by treatment.
-std::map<std::string, std::string> runs_of(const fs::path& results_dir, const std::string& id) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(results_dir, ec)) {
-    if (!e.is_directory(ec)) continue;
-    auto name = e.path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    auto meta = store::load_run_meta(results_dir, name);
-    if (!meta) continue;
-    auto* x = meta->extra.if_contains("experiment");
-    auto* o = x ? x->if_object() : nullptr;
-    if (!o) continue;
-    auto* xid = o->if_contains("id");
-    auto* tr = o->if_contains("treatment");
-    if (xid && xid->is_string() && xid->get_string() == id && tr && tr->is_string())
-      out[std::string(tr->get_string())] = name;
-  }
-  return out;
 }
 
 }  // namespace
@@ -497,14 +350,6 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
   const fs::path results_dir = resolved.results_dir;
   const auto parent = split_parent(args);
   const auto shared = shared_flags(p, resolved);
-  char self[4096];
-  auto len = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) {
-    std::fprintf(stderr, "mira: --experiment: cannot find this executable: %s\n",
-                 std::strerror(errno));
-    return exit_host_error;
-  }
-  const std::string exe(self, static_cast<std::size_t>(len));
   const auto id = "exp-" +
                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
@@ -514,71 +359,52 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
   std::fprintf(stderr, "experiment %s: %zu treatment(s), baseline %s, up to %zu at once\n",
                id.c_str(), p.treatments.size(), printable(p.baseline).c_str(), parallel);
 
-  // Ctrl-C reaches the children (one process group): they stop, save and report; the parent
-  // waits for them and compares what was saved.
-  auto old_int = std::signal(SIGINT, SIG_IGN);
-  std::vector<child> running;
+  // Each treatment: the arguments its own `mira run` would get, parsed and prepared as that
+  // command does, then run as a session here. `parallel` workers take the treatments in turn.
+  const std::string resolved_plan = resolved_toml(p);
   std::map<std::string, int> exit_codes;
+  std::map<std::string, std::string> runs;
   std::size_t next = 0;
-  while (next < p.treatments.size() || !running.empty()) {
-    while (next < p.treatments.size() && running.size() < parallel) {
+  auto worker = [&]() -> asio::awaitable<void> {
+    while (next < p.treatments.size()) {
       auto& t = p.treatments[next++];
-      auto child_argv = parent.flags;
-      child_argv.insert(child_argv.end(), shared.begin(), shared.end());
+      auto treatment_args = parent.flags;
+      treatment_args.insert(treatment_args.end(), shared.begin(), shared.end());
       for (auto& [k, v] : t.env) {
-        child_argv.emplace_back("--study-env");
-        child_argv.push_back(k);
-        child_argv.back().append("=").append(v);
+        treatment_args.emplace_back("--study-env");
+        treatment_args.push_back(k + "=" + v);
       }
-      child_argv.insert(child_argv.end(), parent.tail.begin(), parent.tail.end());
-      auto c = spawn(exe, child_argv, child_env(p, id, plan_file, t.name), t.name);
-      if (!c) {
-        std::fprintf(stderr, "mira: treatment %s could not start: %s\n", printable(t.name).c_str(),
-                     c.error().c_str());
-        exit_codes[t.name] = exit_host_error;
+      treatment_args.insert(treatment_args.end(), parent.tail.begin(), parent.tail.end());
+      console out;
+      out.prefix = "[" + t.name + "] ";
+      out.progress.tty = false;  // lines of several treatments interleave: heartbeats only
+      run_args ta;
+      try {
+        ta = parse_args(command::run, treatment_args);
+        prepare(command::run, ta);
+      } catch (const usage_error& e) {
+        out.line("mira: " + printable(e.message));
+        exit_codes[t.name] = exit_usage;
         continue;
       }
+      treatment_label label{
+          id, t.name, t.name == p.baseline, p.study, plan_file.string(), text.str(), resolved_plan};
       std::fprintf(stderr, "treatment %s: started\n", printable(t.name).c_str());
-      running.push_back(std::move(*c));
+      auto done = co_await run_cases(treatment_args, std::move(ta), false, out, &label);
+      exit_codes[t.name] = done.rc;
+      if (!done.run_id.empty()) runs[t.name] = done.run_id;
+      std::fprintf(stderr, "treatment %s: exit %d\n", printable(t.name).c_str(), done.rc);
     }
-    if (running.empty()) break;
-    std::vector<pollfd> fds;
-    fds.reserve(running.size());
-    for (auto& c : running) fds.push_back({c.out, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (std::size_t i = 0; i < running.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[65536];
-      auto n = ::read(running[i].out, buf, sizeof buf);
-      if (n > 0) {
-        relay(running[i], {buf, static_cast<std::size_t>(n)}, false);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      // End of its output: it has exited or is about to.
-      auto& c = running[i];
-      relay(c, {}, true);
-      ::close(c.out);
-      c.out = -1;
-      int status = 0;
-      while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      c.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      exit_codes[c.treatment] = c.status;
-      std::fprintf(stderr, "treatment %s: exit %d\n", printable(c.treatment).c_str(), c.status);
-    }
-    running.erase(
-        std::remove_if(running.begin(), running.end(), [](const child& c) { return c.out < 0; }),
-        running.end());
-  }
-  std::signal(SIGINT, old_int);
+  };
+  run_io([&](int& rc) -> asio::awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    for (std::size_t i = 0; i < std::min(parallel, p.treatments.size()); ++i)
+      asio::co_spawn(ex, worker(), asio::detached);
+    rc = exit_ok;
+  });
 
-  // A treatment ran when its child exited 0 (every case passed) or 1 (some failed): anything
-  // else is a treatment that did not run to the end, reported and left out of the comparison.
-  auto runs = runs_of(results_dir, id);
+  // A treatment ran when it ended 0 (every case passed) or 1 (some failed): anything else is a
+  // treatment that did not run to the end, reported and left out of the comparison.
   bool failed = false;
   for (auto& t : p.treatments) {
     int code = exit_codes.count(t.name) ? exit_codes[t.name] : exit_host_error;

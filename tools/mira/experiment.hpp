@@ -1,11 +1,9 @@
 // `mira run --experiment PLAN.toml`: the plan format of the Rust mira CLI (study, launcher,
 // preset, [slice], [[treatments]] with env, [compare]), each treatment an ordinary saved run
-// made by a child `mira run`, and the comparison of every treatment against the baseline.
+// made by a session in this process, and the comparison of every treatment against the baseline.
 #pragma once
 
 #include "args.hpp"
-
-#include <mira/store/run_meta.hpp>
 
 #include <tl/expected.hpp>
 
@@ -46,16 +44,5 @@ std::string resolved_toml(const experiment_plan& p);
 /// pass rate dropped significantly against the baseline; 2 for a bad plan or flags; 3 when a
 /// treatment could not run or be compared.
 int run_experiment(const std::vector<std::string>& args, const run_args& a);
-
-/// In a `mira run` an experiment started (MIRA_EXPERIMENT_* in its environment), why its study
-/// is not the plan's; nothing otherwise.
-std::optional<std::string> experiment_study_mismatch(const std::string& study);
-
-/// In such a run: labels meta.json (extra.experiment {id, treatment, baseline} and the
-/// environment labels experiment_id, treatment, experiment_baseline) and archives the plan in
-/// the run folder as experiment-source.toml (verbatim) and experiment.toml (resolved). A no-op
-/// outside an experiment.
-tl::expected<void, std::string> experiment_annotate(store::run_meta& meta,
-                                                    const std::filesystem::path& run_folder);
 
 }  // namespace mira::cli

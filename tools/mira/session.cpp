@@ -8,7 +8,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -24,76 +23,117 @@ namespace mira::cli {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
-using namespace asio::experimental::awaitable_operators;
 
-progress_line& the_progress() {
-  static progress_line p;
-  return p;
+int exit_for(const session_error& e) {
+  if (e.code.category() == store::category()) return exit_for(store::error{e.code, e.text});
+  if (e.code == session_errc::invalid_selection || e.code == session_errc::study_incapable ||
+      e.code == session_errc::too_many_cases || e.code == session_errc::nothing_to_run ||
+      e.code == session_errc::refused)
+    return exit_usage;
+  return exit_host_error;
 }
 
-// Every line the CLI writes on stderr while a run goes passes here.
-void stderr_line(const std::string& text) {
-  auto& p = the_progress();
-  p.clear();
-  std::fprintf(stderr, "%s\n", text.c_str());
-  if (p.tty && p.active) p.draw();
+std::string progress_line::text() const {
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "[%zu/%zu] %zu passed · %zu failed · %zu n/a · %zu in progress · %.1f/s · %.0f s",
+                done, total, passed, failed, na, starts - finished_attempts, rate, secs);
+  std::string t = buf;
+  if (rate > 0 && done < total) {
+    std::snprintf(buf, sizeof buf, " · ETA %.0f s", static_cast<double>(total - done) / rate);
+    t += buf;
+  }
+  return t;
 }
 
-void run_log::event(const std::string* key, const notification& n) {
-  if (!store) return;
-  json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
-                 {"method", n.method},
-                 {"params", n.params}};
-  store->append_event(protocol::to_json_text(o));
+void progress_line::clear() {
+  if (tty && shown) std::fputs("\r\x1b[K", stderr);
+  shown = false;
 }
 
-run_log& the_log() {
-  static run_log log;
-  return log;
+void progress_line::draw() {
+  if (!active) return;
+  if (tty) {
+    std::fprintf(stderr, "\r\x1b[K%s", text().c_str());
+    shown = true;
+  } else {
+    std::fprintf(stderr, "progress: %s\n", text().c_str());
+  }
+  std::fflush(stderr);
 }
 
-host_options cli_host_options(const run_args& a, std::size_t slot) {
+void console::line(const std::string& text) {
+  progress.clear();
+  std::fprintf(stderr, "%s%s\n", prefix.c_str(), text.c_str());
+  if (progress.tty && progress.active) progress.draw();
+}
+
+host_options cli_host_options(const run_args& a) {
   host_options o;
   o.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(a.idle_timeout);
   o.host_name = "mira-cpp";
-  o.on_notification = [](const notification& n) {
-    the_log().event(nullptr, n);
-    if (n.method != "log") return;
-    auto* m = n.params.if_contains("message");
-    if (m && m->is_string()) stderr_line("  study: " + printable(m->get_string()));
-  };
-  auto prefix = slot == 0 ? std::string("[study] ") : "[study " + std::to_string(slot) + "] ";
-  o.on_stderr_line = [slot, prefix](std::string_view line) {
-    the_log().stderr_line(line, slot);
-    stderr_line(prefix + printable(line));
-  };
   return o;
 }
 
-asio::awaitable<void> study_processes::shutdown() {
-  if (auto* pool = std::get_if<study_pool>(&conn))
-    co_await pool->shutdown();
-  else
-    co_await std::get<host_handle>(conn).shutdown();
+study_launch launch_of(const run_args& a) {
+  study_launch l;
+  l.command = command_for(a);
+  l.processes = a.procs;
+  auto j = a.policy.concurrency.max_concurrent;
+  l.max_in_flight_per_process = (j + a.procs - 1) / a.procs;
+  l.host_options_for = [o = cli_host_options(a)](std::size_t) { return o; };
+  l.init_timeout = std::chrono::ceil<std::chrono::milliseconds>(a.init_timeout);
+  l.init_timeout_name = "--init-timeout";
+  l.max_restarts = a.policy.max_restarts;
+  l.restart_backoff =
+      std::chrono::duration_cast<std::chrono::milliseconds>(a.policy.restart_backoff);
+  return l;
 }
 
-asio::awaitable<schedule::run_report> run_study(study_processes& study, const plan::plan& p,
-                                                schedule::run_policy policy,
-                                                schedule::run_hooks hooks) {
-  if (auto* pool = std::get_if<study_pool>(&study.conn))
-    co_return co_await schedule::run_plan(*pool, p, std::move(policy), std::move(hooks));
-  hooks.on_sequential_study = [] {
-    stderr_line(
-        "mira: the study answers one request at a time; --procs N runs N copies of it "
-        "(e.g. --procs " +
-        std::to_string(std::max(2u, std::thread::hardware_concurrency())) + ")");
+namespace {
+
+void print_study(console& out, const protocol::initialize_result& init, std::size_t procs) {
+  auto line = "study " + printable(init.study) + (init.study_version.empty() ? "" : " ") +
+              printable(init.study_version) + " · protocol " + printable(init.protocol_version) +
+              " · " + std::to_string(init.evals) + " evals";
+  if (procs > 1) line += " · " + std::to_string(procs) + " processes";
+  out.line(line);
+}
+
+}  // namespace
+
+session_hooks shown_on(console& out, std::size_t procs) {
+  session_hooks h;
+  h.on_study = [&out](const protocol::initialize_result& init, std::size_t n) {
+    print_study(out, init, n);
+  };
+  h.on_warning = [&out](const std::string& w) { out.line("mira: warning: " + printable(w)); };
+  h.on_notification = [&out](const std::string* key, const notification& n) {
+    if (n.method != "log") return;
+    auto* m = n.params.if_contains("message");
+    if (!m || !m->is_string()) return;
+    out.line(key ? "  study [" + printable(*key) + "]: " + printable(m->get_string())
+                 : "  study: " + printable(m->get_string()));
+  };
+  h.on_stderr_line = [&out](std::size_t slot, std::string_view line) {
+    out.line((slot == 0 ? std::string("[study] ") : "[study " + std::to_string(slot) + "] ") +
+             printable(line));
   };
   // Why the study goes (how it died, or how long it hung), not just that it did.
-  hooks.on_restart = [](const std::string& why) {
-    stderr_line("mira: starting the study again: " + printable(why));
+  h.on_restart = [&out](std::size_t slot, const std::string& why) {
+    out.line(slot == 0 ? "mira: starting the study again: " + printable(why)
+                       : "mira: study " + std::to_string(slot) + " " + printable(why));
   };
-  co_return co_await schedule::run_plan(std::get<host_handle>(study.conn), p, std::move(policy),
-                                        std::move(hooks));
+  if (procs <= 1)
+    h.on_sequential_study = [&out] {
+      out.line(
+          "mira: the study answers one request at a time; --procs N runs N copies of it "
+          "(e.g. --procs " +
+          std::to_string(std::max(2u, std::thread::hardware_concurrency())) + ")");
+    };
+  return h;
 }
 
 std::string first_line_of(const std::string& command) {
@@ -147,17 +187,6 @@ json::object environment_json(const std::vector<std::pair<std::string, std::stri
   return env;
 }
 
-// Starts the same study again for run_plan, refusing one that is not the same study.
-asio::awaitable<tl::expected<host_handle, error>> restart_study(
-    const run_args& a, protocol::initialize_result original) {
-  auto limit = std::chrono::ceil<std::chrono::milliseconds>(a.init_timeout);
-  auto host =
-      co_await mira::restart_study(command_for(a), cli_host_options(a), std::move(original), limit);
-  if (!host && host.error().code == errc::timed_out)
-    host.error().diag.message += " (--init-timeout)";
-  co_return host;
-}
-
 // The study's command line and environment: the host's environment unless --study-env-clear,
 // plus each --study-env (KEY=VALUE, or KEY to pass the host's own value).
 study_command command_for(const run_args& a) {
@@ -185,118 +214,44 @@ study_command command_for(const run_args& a) {
   return cmd;
 }
 
-namespace {
-
-void print_study(const protocol::initialize_result& init, std::size_t procs) {
-  std::fprintf(stderr, "study %s%s%s · protocol %s · %lld evals", printable(init.study).c_str(),
-               init.study_version.empty() ? "" : " ", printable(init.study_version).c_str(),
-               printable(init.protocol_version).c_str(), static_cast<long long>(init.evals));
-  if (procs > 1) std::fprintf(stderr, " · %zu processes", procs);
-  std::fprintf(stderr, "\n");
-}
-
-// Every page of the listing (from a handle or a pool) within --init-timeout; prints what went
-// wrong otherwise.
-template <class Study>
-asio::awaitable<std::optional<protocol::list_result>> list_within(Study& study, const run_args& a) {
-  asio::steady_timer timer(co_await asio::this_coro::executor, a.init_timeout);
-  auto listed =
-      co_await (study.list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (listed.index() == 1) {
-    std::fprintf(stderr,
-                 "mira: the study did not finish listing its evals within %g s (--init-timeout)\n",
-                 std::chrono::duration<double>(a.init_timeout).count());
-    co_return std::nullopt;
-  }
-  auto list = std::move(std::get<0>(listed));
-  if (!list) {
-    std::fprintf(stderr, "mira: list failed: %s\n", list.error().message().c_str());
-    co_return std::nullopt;
-  }
-  co_return std::move(*list);
-}
-
-// --procs N > 1: N processes started and initialized at once, listed once.
-asio::awaitable<std::optional<opened>> open_pool(const run_args& a) {
-  auto ex = co_await asio::this_coro::executor;
-  pool_options o;
-  o.processes = a.procs;
-  auto j = a.policy.concurrency.max_concurrent;
-  o.max_in_flight_per_process = (j + a.procs - 1) / a.procs;
-  o.host_options_for = [&a](std::size_t slot) { return cli_host_options(a, slot); };
-  o.init_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(a.init_timeout);
-  o.max_restarts = a.policy.max_restarts;
-  o.restart_backoff =
-      std::chrono::duration_cast<std::chrono::milliseconds>(a.policy.restart_backoff);
-  o.on_restart = [](std::size_t slot, const std::string& what) {
-    stderr_line("mira: study " + std::to_string(slot) + " " + printable(what));
+asio::awaitable<std::optional<started_study>> start_listed_study(const run_args& a, console& out) {
+  auto hooks = shown_on(out, a.procs);
+  auto launch = launch_of(a);
+  // Without a session, the study's own output is shown straight from its host options.
+  launch.host_options_for = [&a, hooks](std::size_t slot) {
+    auto o = cli_host_options(a);
+    o.on_stderr_line = [hooks, slot](std::string_view l) { hooks.on_stderr_line(slot, l); };
+    o.on_notification = [hooks](const notification& n) { hooks.on_notification(nullptr, n); };
+    return o;
   };
-  auto pool = co_await study_pool::start(ex, command_for(a), std::move(o));
-  if (!pool) {
-    std::fprintf(stderr, "mira: starting %zu study processes failed: %s\n", a.procs,
-                 pool.error().message().c_str());
-    for (auto& l : pool.error().diag.stderr_tail)
-      std::fprintf(stderr, "  | %s\n", printable(l).c_str());
+  launch.on_pool_restart = hooks.on_restart;
+  auto started = co_await start_study(std::move(launch));
+  if (!started) {
+    auto& e = started.error();
+    out.line("mira: " + printable(e.code == errc::timed_out ? e.diag.message : e.message()));
+    for (auto& l : e.diag.stderr_tail) out.line("  | " + printable(l));
     co_return std::nullopt;
   }
-  auto init = pool->study();
-  print_study(init, a.procs);
-  auto list = co_await list_within(*pool, a);
-  if (!list) {
-    co_await pool->shutdown();
-    co_return std::nullopt;
-  }
-  co_return opened{std::move(*pool), std::move(init), std::move(*list)};
+  print_study(out, started->connection.study(), started->connection.processes());
+  co_return std::move(*started);
 }
 
-}  // namespace
-
-asio::awaitable<std::optional<opened>> open_study(const run_args& a) {
-  if (a.procs > 1) co_return co_await open_pool(a);
-  auto ex = co_await asio::this_coro::executor;
-  auto host = host_handle::spawn(ex, command_for(a), cli_host_options(a));
-  if (!host) {
-    std::fprintf(stderr, "mira: %s\n", host.error().message().c_str());
-    co_return std::nullopt;
-  }
-  // A study that never answers (a build that hangs, a blocked import) must not hang the host.
-  asio::steady_timer timer(ex, a.init_timeout);
-  auto raced =
-      co_await (host->initialize() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (raced.index() == 1) {
-    std::fprintf(stderr, "mira: the study did not answer initialize within %g s (--init-timeout)\n",
-                 std::chrono::duration<double>(a.init_timeout).count());
-    co_return std::nullopt;
-  }
-  auto init = std::move(std::get<0>(raced));
-  if (!init) {
-    std::fprintf(stderr, "mira: initialize failed: %s\n", init.error().message().c_str());
-    for (auto& l : init.error().diag.stderr_tail)
-      std::fprintf(stderr, "  | %s\n", printable(l).c_str());
-    co_return std::nullopt;
-  }
-  print_study(*init, 1);
-  auto list = co_await list_within(*host, a);
-  if (!list) co_return std::nullopt;
-  co_return opened{std::move(*host), std::move(*init), std::move(*list)};
-}
-
-asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc) {
-  auto study = co_await open_study(a);
+asio::awaitable<std::optional<study_with_plan>> start_and_plan(const run_args& a, console& out,
+                                                               int& rc) {
+  auto study = co_await start_listed_study(a, out);
   if (!study) co_return std::nullopt;
-  auto p = plan::make_plan(study->list, a.selection);
+  auto p = plan::make_plan(study->listing, a.selection);
   if (!p) {
     // A glob may come from the preset rather than from the flag the message names.
     auto from = a.preset.empty() ? std::string()
                                  : " (--preset " + a.preset +
                                        " gives the selection flags the command line leaves out)";
-    std::fprintf(stderr, "mira: %s%s\n", printable(p.error().message).c_str(),
-                 printable(from).c_str());
-    co_await study->host.shutdown();
+    out.line("mira: " + printable(p.error().message) + printable(from));
+    co_await study->connection.shutdown();
     rc = exit_usage;
     co_return std::nullopt;
   }
-  co_return planned{std::move(*study), std::move(*p)};
+  co_return study_with_plan{std::move(*study), std::move(*p)};
 }
 
 int run_io(std::function<asio::awaitable<void>(int& rc)> body) {

@@ -1,5 +1,5 @@
-// What the `mira` commands share: exit codes, the study launch (spawn, initialize, list, plan,
-// restart), progress and the study's stderr/notifications while a run goes, and report output.
+// What the `mira` commands share: exit codes, how the study is started and shown (its stderr,
+// notifications, progress while a run goes), and report output.
 #pragma once
 
 #include "args.hpp"
@@ -9,6 +9,7 @@
 #include <mira/pool.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/report/render.hpp>
+#include <mira/session/session.hpp>
 #include <mira/store/run_store.hpp>
 #include <mira/version.hpp>
 
@@ -19,12 +20,9 @@
 
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
-#include <variant>
 
 namespace mira::cli {
 
@@ -48,6 +46,10 @@ inline int exit_for(const store::error& e) {
                                                                                  : exit_usage;
 }
 
+/// A session that could not run: a usage error when the request was wrong (the selection, the
+/// study's capabilities, a saved run of another study), a host error otherwise.
+int exit_for(const session_error& e);
+
 // Progress on stderr while a run goes: on a terminal a live line redrawn every half second
 // (cleared around every other stderr line, so study output never garbles it); elsewhere a
 // heartbeat line every --heartbeat seconds.
@@ -59,132 +61,56 @@ struct progress_line {
   std::size_t starts = 0, finished_attempts = 0;  // their difference: attempts under way
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
 
-  std::string text() const {
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  "[%zu/%zu] %zu passed · %zu failed · %zu n/a · %zu in progress · %.1f/s · %.0f s",
-                  done, total, passed, failed, na, starts - finished_attempts, rate, secs);
-    std::string t = buf;
-    if (rate > 0 && done < total) {
-      std::snprintf(buf, sizeof buf, " · ETA %.0f s", static_cast<double>(total - done) / rate);
-      t += buf;
-    }
-    return t;
-  }
-  void clear() {
-    if (tty && shown) std::fputs("\r\x1b[K", stderr);
-    shown = false;
-  }
-  void draw() {
-    if (!active) return;
-    if (tty) {
-      std::fprintf(stderr, "\r\x1b[K%s", text().c_str());
-      shown = true;
-    } else {
-      std::fprintf(stderr, "progress: %s\n", text().c_str());
-    }
-    std::fflush(stderr);
-  }
+  std::string text() const;
+  void clear();
+  void draw();
 };
 
-progress_line& the_progress();
+/// Where a command writes on stderr while a run goes: every line passes here, so the progress
+/// line is cleared around it. `prefix` starts every line (an experiment's treatment name).
+struct console {
+  progress_line progress;
+  std::string prefix;
 
-// Every line the CLI writes on stderr while a run goes passes here.
-void stderr_line(const std::string& text);
-
-// What a run folder keeps besides results: every notification, appended to events.ndjson as it
-// comes (when a run store is open), and the study's stderr (the last MiB of each process: a
-// flood must not grow the host, nor push out what another process of a pool said), appended to
-// study.stderr.log when the session ends.
-struct run_log {
-  static constexpr std::size_t max_stderr = std::size_t{1} << 20;
-  struct tail {
-    std::deque<std::string> lines;
-    std::size_t bytes = 0;
-  };
-  std::map<std::size_t, tail> stderr_tails;  // by slot: 0 for a single process, else 1..P
-  store::run_store* store = nullptr;
-
-  void stderr_line(std::string_view line, std::size_t slot = 0) {
-    auto& t = stderr_tails[slot];
-    t.lines.emplace_back(line);
-    t.bytes += line.size() + 1;
-    while (t.bytes > max_stderr && !t.lines.empty()) {
-      t.bytes -= t.lines.front().size() + 1;
-      t.lines.pop_front();
-    }
-  }
-  void event(const std::string* key, const notification& n);
-  /// Each process's tail in turn; a pool's lines start with "[study N] ".
-  std::string stderr_text() const {
-    std::string out;
-    for (auto& [slot, t] : stderr_tails)
-      for (auto& l : t.lines) {
-        if (slot != 0) out += "[study " + std::to_string(slot) + "] ";
-        (out += l) += '\n';
-      }
-    return out;
-  }
+  void line(const std::string& text);
 };
 
-run_log& the_log();
+/// Host options of the CLI (--idle-timeout), without output of their own: the session's hooks
+/// show the study's stderr and notifications.
+host_options cli_host_options(const run_args& a);
 
-/// Host options of the CLI: study log lines and stderr shown (sanitised) and kept for the folder.
-/// `slot`: the process's number in a pool (its stderr lines are shown as "[study N] ..."), or 0.
-host_options cli_host_options(const run_args& a, std::size_t slot = 0);
+/// How the command starts its study: --procs, --init-timeout, the restart limits, the study's
+/// command line and environment (command_for).
+study_launch launch_of(const run_args& a);
 
-/// The study of a command: one process, or a pool of them (--procs > 1).
-struct study_processes {
-  study_processes(host_handle h) : conn(std::move(h)) {}  // NOLINT: implicit by design
-  study_processes(study_pool p) : conn(std::move(p)) {}   // NOLINT
-  study_processes& operator=(host_handle h) {
-    conn = std::move(h);
-    return *this;
-  }
-  /// Every process: graceful, then SIGTERM, then SIGKILL (a pool's all at once).
-  boost::asio::awaitable<void> shutdown();
-  std::variant<host_handle, study_pool> conn;
+/// The session hooks that show the study on `out`: its banner, stderr lines ("[study] ..."),
+/// log notifications, restarts, the --procs advice and warnings.
+session_hooks shown_on(console& out, std::size_t procs);
+
+/// Starts, initializes (within --init-timeout) and lists the study, its output shown on `out`;
+/// prints what went wrong.
+boost::asio::awaitable<std::optional<started_study>> start_listed_study(const run_args& a,
+                                                                        console& out);
+
+/// A started study and the plan of the command's selection.
+struct study_with_plan {
+  started_study study;
+  plan::plan plan;
 };
 
-/// run_plan over the command's study. A single process that answers one request at a time
-/// while several wait gets the --procs advice, once.
-boost::asio::awaitable<schedule::run_report> run_study(study_processes& study, const plan::plan& p,
-                                                       schedule::run_policy policy,
-                                                       schedule::run_hooks hooks);
-
-/// Where the run happened: enough to tell two runs' conditions apart, nothing secret. `labels`
-/// (mira.toml's [environment.labels]) are added as they are.
-boost::json::object environment_json(
-    const std::vector<std::pair<std::string, std::string>>& labels = {});
-
-// Starts the study, initializes it and lists every page; prints what went wrong otherwise.
-struct opened {
-  study_processes host;
-  protocol::initialize_result init;
-  protocol::list_result list;
-};
-
-/// Starts the same study again for run_plan, refusing one that is not the same study.
-boost::asio::awaitable<tl::expected<host_handle, error>> restart_study(
-    const run_args& a, protocol::initialize_result original);
+/// Starts the study and plans the selection; on a planning error the study is shut down, the
+/// error printed and `rc` set to the usage exit code.
+boost::asio::awaitable<std::optional<study_with_plan>> start_and_plan(const run_args& a,
+                                                                      console& out, int& rc);
 
 /// The study's command line and environment: the host's environment unless --study-env-clear,
 /// plus each --study-env (KEY=VALUE, or KEY to pass the host's own value).
 study_command command_for(const run_args& a);
 
-/// Starts, initializes (within --init-timeout) and lists the study; prints what went wrong.
-boost::asio::awaitable<std::optional<opened>> open_study(const run_args& a);
-
-// Opens the study and plans the selection; on a planning error the study is shut down, the
-// error printed and `rc` set to the usage exit code.
-struct planned {
-  opened study;
-  plan::plan p;
-};
-
-boost::asio::awaitable<std::optional<planned>> open_and_plan(const run_args& a, int& rc);
+/// Where the run happened: enough to tell two runs' conditions apart, nothing secret. `labels`
+/// (mira.toml's [environment.labels]) are added as they are.
+boost::json::object environment_json(
+    const std::vector<std::pair<std::string, std::string>>& labels = {});
 
 /// Runs `body` (which sets the exit code) on a fresh io_context.
 int run_io(std::function<boost::asio::awaitable<void>(int& rc)> body);

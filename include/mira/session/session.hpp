@@ -81,13 +81,12 @@ struct save_options {
   std::string new_id;
   store::layout layout = store::layout::per_case;
   store::resume_options resume_options;
-  /// Filled into meta.json before the session begins, after the session filled in the study,
-  /// its version, initialize, the host and the fingerprints (where the run had none yet).
-  std::function<void(store::run_meta&)> describe;
+  /// Fills in meta.json and this session's entry of it before the session begins, after the
+  /// session filled in the study, its version, initialize, the host and the fingerprints (where
+  /// the run had none yet) and the entry's planned and reused counts.
+  std::function<void(store::run_meta&, store::run_session& entry)> describe;
   /// Written into the run folder when the session begins (e.g. an archived plan).
   std::vector<store::report_file> files;
-  /// This session's entry in meta.json; planned, reused, start, host and pid are filled in.
-  store::run_session entry;
 };
 
 /// What the session does with each case.
@@ -118,7 +117,8 @@ struct session_hooks {
   std::function<void(std::size_t slot, const std::string& why)> on_restart;
   /// One process answers one request at a time while several wait (see run_hooks).
   std::function<void()> on_sequential_study;
-  /// A finished case could not be saved (the run then stops): what, where and why.
+  /// A finished case could not be saved (the run then stops): what, where and why. An empty
+  /// key: the run's writer could not be opened, and no case runs.
   std::function<void(const std::string& key, const std::string& text)> on_save_failed;
 };
 
