@@ -648,13 +648,15 @@ asio::awaitable<session_outcome> session::run() {
     asio::cancellation_signal interrupt;
     auto cs = co_await asio::this_coro::cancellation_state;
     const bool cancelled_already = cs.cancelled() != asio::cancellation_type::none;
-    cs.slot().assign([&interrupt](asio::cancellation_type t) { interrupt.emit(t); });
+    auto slot = cs.slot();  // unconnected when the caller can never cancel
+    if (slot.is_connected())
+      slot.assign([&interrupt](asio::cancellation_type t) { interrupt.emit(t); });
     if (cancelled_already)
       asio::post(ex, [&interrupt] { interrupt.emit(asio::cancellation_type::terminal); });
     part = co_await asio::co_spawn(
         ex, st.conn->run_plan(to_run, policy, run_hooks),
         asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
-    cs.slot().clear();
+    if (slot.is_connected()) slot.clear();
   }
   if (writer) writer->drain();
   if (artifact_writer) artifact_writer->drain();

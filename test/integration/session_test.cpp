@@ -1,0 +1,176 @@
+// mira::session against a real study process: what a cancellation does in each state of a
+// session (written down in docs/session.md), a resume through it, and its typed errors.
+#include "common/run_co.hpp"
+#include "common/temp_dir.hpp"
+#include "integration/process_util.hpp"
+
+#include <mira/session/session.hpp>
+#include <mira/store/run_store.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <ostream>
+
+namespace asio = boost::asio;
+namespace bdata = boost::unit_test::data;
+namespace fs = std::filesystem;
+using namespace mira;
+using namespace mira::test;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+std::size_t runs_in(const fs::path& results) {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (fs::directory_iterator it(results, ec), end; !ec && it != end; it.increment(ec)) ++n;
+  return n;
+}
+
+session_options slow_session(const fs::path& results, int run_ms) {
+  session_options o;
+  o.study.command = py_study({"--run-ms", std::to_string(run_ms)});
+  o.save.emplace();
+  o.save->results_dir = results;
+  return o;
+}
+
+// When the caller cancels, and what the session then answers.
+enum class when { never, while_starting, at_first_attempt };
+
+struct cancel_row {
+  when at;
+  bool opened;                    // completes with an outcome (else session_errc::cancelled)
+  schedule::stop_reason stopped;  // of the outcome
+  bool resumable;
+  std::size_t folders;  // run folders made
+};
+
+std::ostream& operator<<(std::ostream& os, const cancel_row& r) {
+  return os << "cancel " << static_cast<int>(r.at);
+}
+
+const cancel_row cancel_table[] = {
+    {when::never, true, schedule::stop_reason::none, false, 1},
+    {when::while_starting, false, schedule::stop_reason::none, false, 0},
+    {when::at_first_attempt, true, schedule::stop_reason::interrupted, true, 1},
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(session_tests)
+
+BOOST_DATA_TEST_CASE(a_cancellation_in_each_state_of_a_session, bdata::make(cancel_table), row) {
+  temp_dir dir;
+  auto results = dir.path / "results";
+  // The slow study waits 20 s per case unless cancelled: only a cancellation ends it early.
+  auto o = slow_session(results, row.at == when::never ? 0 : 20000);
+  asio::cancellation_signal cancel;
+  if (row.at == when::at_first_attempt)
+    o.hooks.on_attempt = [&](std::size_t) { cancel.emit(asio::cancellation_type::terminal); };
+  auto result = run_co(
+      [&](asio::io_context& ctx) -> asio::awaitable<tl::expected<session_outcome, session_error>> {
+        if (row.at == when::while_starting)  // once the session has begun to start the study
+          asio::post(ctx, [&] {
+            asio::post(ctx, [&] { cancel.emit(asio::cancellation_type::terminal); });
+          });
+        co_return co_await async_run_session(
+            ctx.get_executor(), std::move(o),
+            asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+      });
+  BOOST_TEST(result.has_value() == row.opened, (result ? "" : result.error().message()));
+  if (result) {
+    BOOST_TEST(result->stopped() == row.stopped);
+    BOOST_TEST(result->resumable() == row.resumable);
+    BOOST_TEST(!result->run_id.empty());
+    // Every finished case is saved; what was cancelled is not, so a resume runs it.
+    auto saved = store::load_run(results, result->run_id);
+    BOOST_REQUIRE(saved);
+    BOOST_TEST(saved->cases.size() == result->ran);
+    BOOST_TEST(saved->meta.sessions.back().stopped ==
+               (row.stopped == schedule::stop_reason::none ? "" : "interrupted"));
+  } else {
+    BOOST_TEST(result.error().code == make_error_code(session_errc::cancelled));
+  }
+  BOOST_TEST(runs_in(results) == row.folders);
+  BOOST_TEST(no_children_left());
+}
+
+// A dropped awaitable (the loser of `||`) stops the run as a cancellation does, and the run it
+// saved is resumed by a second session, which runs only what the first lacked.
+BOOST_AUTO_TEST_CASE(a_dropped_session_leaves_a_run_that_a_second_session_finishes) {
+  temp_dir dir;
+  auto results = dir.path / "results";
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    asio::steady_timer timer(ctx, std::chrono::milliseconds(300));
+    auto raced = co_await (run_session(slow_session(results, 20000)) ||
+                           timer.async_wait(asio::as_tuple(asio::use_awaitable)));
+    BOOST_TEST(raced.index() == 1u);
+  });
+  BOOST_REQUIRE(runs_in(results) == 1u);
+  auto id = fs::directory_iterator(results)->path().filename().string();
+  auto first = store::load_run(results, id);
+  BOOST_REQUIRE(first);
+  BOOST_TEST(first->meta.sessions.back().stopped == "interrupted");
+
+  auto o = slow_session(results, 0);
+  o.save->resume = id;
+  auto second = run_co(
+      [&](asio::io_context&) -> asio::awaitable<tl::expected<session_outcome, session_error>> {
+        return run_session(std::move(o));
+      });
+  BOOST_REQUIRE(second.has_value());
+  BOOST_TEST(second->run_id == id);
+  BOOST_TEST(second->stopped() == schedule::stop_reason::none);
+  BOOST_TEST(second->reused + second->ran == second->plan.cases.size());
+  BOOST_TEST(!second->resumable());
+  BOOST_TEST(store::load_run(results, id)->cases.size() == second->plan.cases.size());
+}
+
+// Errors are typed: a caller decides on the code, never on the text.
+BOOST_AUTO_TEST_CASE(errors_carry_the_layer_code_that_caused_them) {
+  temp_dir dir;
+  auto run = [&](session_options o) {
+    return run_co(
+        [&](asio::io_context&) -> asio::awaitable<tl::expected<session_outcome, session_error>> {
+          return run_session(std::move(o));
+        });
+  };
+  auto bad_glob = slow_session(dir.path / "results", 0);
+  bad_glob.selection.evals = {"no-such-eval"};
+  auto e = run(std::move(bad_glob));
+  BOOST_REQUIRE(!e);
+  BOOST_TEST(e.error().code == make_error_code(session_errc::invalid_selection),
+             e.error().message());
+
+  auto missing = slow_session(dir.path / "results", 0);
+  missing.save->resume = "20990101T000000Z-0000";
+  e = run(std::move(missing));
+  BOOST_REQUIRE(!e);
+  BOOST_TEST(e.error().code == store::make_error_code(store::errc::not_found), e.error().message());
+
+  auto capped = slow_session(dir.path / "results", 0);
+  capped.max_cases = 1;
+  e = run(std::move(capped));
+  BOOST_REQUIRE(!e);
+  BOOST_TEST(e.error().code == make_error_code(session_errc::too_many_cases), e.error().message());
+
+  session_options no_study;
+  no_study.study.command.argv = {"/nonexistent/study"};
+  e = run(std::move(no_study));
+  BOOST_REQUIRE(!e);
+  BOOST_TEST(e.error().code == make_error_code(session_errc::study_failed), e.error().message());
+  BOOST_TEST(runs_in(dir.path / "results") == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
