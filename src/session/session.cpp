@@ -209,9 +209,12 @@ tl::expected<plan::plan, session_error> plan_within(const protocol::list_result&
                                                     const plan::selection& sel,
                                                     std::size_t max_cases) {
   auto too_many = [&](std::size_t cases) {
-    return make_session_error(session_errc::too_many_cases,
-                              "the selection plans " + std::to_string(cases) + " cases; at most " +
-                                  std::to_string(max_cases) + " run in one session");
+    auto e =
+        make_session_error(session_errc::too_many_cases,
+                           "the selection plans " + std::to_string(cases) + " cases; at most " +
+                               std::to_string(max_cases) + " run in one session");
+    e.cases = cases;
+    return e;
   };
   if (max_cases > 0 && sel.trials && *sel.trials > 1) {
     auto one = sel;
