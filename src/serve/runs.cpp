@@ -7,6 +7,7 @@
 #include <mira/host.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include <mira/report/escape.hpp>
 #include <mira/report/render.hpp>
 #include <mira/session/session.hpp>
 #include <mira/session/study.hpp>
@@ -29,6 +30,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <type_traits>
 
@@ -429,6 +431,14 @@ session_options session_of(const study_entry& study, const run_request& r, const
 }
 
 void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally) {
+  // The server's log: what a run's session warns of (a resume's notes, a file of the run that
+  // could not be written as the session began).
+  hooks.on_warning = [tally](const std::string& text) {
+    auto& run = *tally->run;
+    auto which = run.id.empty() ? "a new run of study '" + run.study + "'" : "run " + run.id;
+    std::fprintf(stderr, "mira serve: warning: %s: %s\n", which.c_str(),
+                 report::printable(text).c_str());
+  };
   hooks.on_attempt = [tally](std::size_t) { tally->attempt(); };
   hooks.on_case = [tally](std::size_t i, const schedule::case_record& r) { tally->finished(i, r); };
   hooks.on_save_failed = [tally](const std::string&, const std::string& text) {
@@ -581,6 +591,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(const 
   place held(*this);
   auto run = std::make_shared<live_run>(ex_);
   run->study = study.name;
+  run->id = resume;  // a new run's when its session has opened
   auto tally = std::make_shared<run_tally>();
   tally->run = run;
   auto o = session_of(study, r, config_, work_.get_executor());
