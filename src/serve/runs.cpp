@@ -1,26 +1,24 @@
-// The run manager (runs.hpp): each run is named steps over the library, as `mira run` takes
-// them — start and list the study, plan, open the run store, run_plan with a writer saving each
-// finished case, end the session with the reports — with the run's state and events kept for
-// the API.
+// The run manager (runs.hpp): a run is one mira::session, opened (its id answers the request)
+// and then run, its hooks keeping the run's state and events for the API; saved runs are read
+// from their folders.
 #include "serve/runs.hpp"
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/host.hpp>
-#include <mira/pool.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include <mira/report/escape.hpp>
 #include <mira/report/render.hpp>
-#include <mira/schedule/run_plan.hpp>
+#include <mira/session/session.hpp>
+#include <mira/session/study.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_store.hpp>
-#include <mira/version.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/parse.hpp>
@@ -31,18 +29,16 @@
 #endif
 
 #include <algorithm>
-#include <deque>
-#include <random>
+#include <cmath>
+#include <cstdio>
 #include <set>
 #include <type_traits>
-#include <variant>
 
 namespace mira::serve::detail {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
-using namespace asio::experimental::awaitable_operators;
 using schedule::case_state;
 
 namespace {
@@ -66,35 +62,6 @@ std::string now_iso() {
   return store::iso_utc(std::chrono::duration_cast<std::chrono::seconds>(t).count());
 }
 
-// What the study writes on stderr (its last MiB) and its notifications, for the run folder.
-struct study_output {
-  static constexpr std::size_t max_bytes = std::size_t{1} << 20;
-  std::deque<std::string> lines;
-  std::size_t bytes = 0;
-  store::run_store* store = nullptr;
-
-  void line(std::string_view l) {
-    lines.emplace_back(l);
-    bytes += l.size() + 1;
-    while (bytes > max_bytes && !lines.empty()) {
-      bytes -= lines.front().size() + 1;
-      lines.pop_front();
-    }
-  }
-  std::string text() const {
-    std::string out;
-    for (auto& l : lines) (out += l) += '\n';
-    return out;
-  }
-  void event(const std::string* key, const notification& n) {
-    if (!store) return;
-    json::object o{{"key", key ? json::value(*key) : json::value(nullptr)},
-                   {"method", n.method},
-                   {"params", n.params}};
-    store->append_event(protocol::to_json_text(o));
-  }
-};
-
 // Built outside the coroutines: g++ 12 rejects a braced list and co_await in one expression.
 api_error selection_error(std::string message) {
   return make_error(422, "invalid_selection", std::move(message),
@@ -104,20 +71,6 @@ api_error selection_error(std::string message) {
 api_error unknown_study(const std::string& name) {
   return make_error(422, "unknown_study", "study: '" + name + "' is not on the allow-list",
                     json::object{{"member", "study"}});
-}
-
-// Who made a new run and how, as `mira run` records it, plus what a resume needs: the study's
-// allow-list name and the request.
-void describe_run(store::run_meta& meta, const protocol::initialize_result& init,
-                  const protocol::list_result& list, const study_entry& study,
-                  const json::object& request) {
-  meta.study = init.study;
-  meta.study_version = init.study_version;
-  meta.initialize = init.raw;
-  meta.study_command = study.argv;
-  meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
-  meta.fingerprints = store::listing_fingerprints(list);
-  meta.extra["serve"] = json::object{{"study", study.name}, {"request", request}};
 }
 
 json::object page_json(json::array runs, const std::string& next) {
@@ -136,14 +89,27 @@ json::object catalog_json(const std::string& name, const protocol::initialize_re
       {"study", name}, {"initialize", init.raw}, {"listing", protocol::encode(list)}};
 }
 
-api_error study_error(const std::string& study, const std::string& what, const error& e) {
+// A count in a summary's "counts" (a JSON number); 0 when it is not one.
+std::size_t count_of(const json::value& v) {
+  return v.is_int64()    ? static_cast<std::size_t>(v.get_int64())
+         : v.is_uint64() ? static_cast<std::size_t>(v.get_uint64())
+                         : 0;
+}
+
+api_error study_unavailable(const std::string& study, const std::string& why,
+                            const std::vector<std::string>& stderr_tail) {
   json::array tail;
-  for (auto& l : e.diag.stderr_tail) tail.emplace_back(l);
-  auto err =
-      make_error(503, "study_unavailable", "study '" + study + "' " + what + ": " + e.message(),
-                 json::object{{"study", study}, {"stderr_tail", std::move(tail)}});
+  for (auto& l : stderr_tail) tail.emplace_back(l);
+  auto err = make_error(503, "study_unavailable", "study '" + study + "' is unavailable: " + why,
+                        json::object{{"study", study}, {"stderr_tail", std::move(tail)}});
   err.retry_after = 5;
   return err;
+}
+
+api_error shutting_down() {
+  auto e = make_error(503, "shutting_down", "the server is stopping; it takes no new runs");
+  e.retry_after = 10;
+  return e;
 }
 
 api_error too_many_cases(std::size_t cases, std::size_t max_cases) {
@@ -154,23 +120,45 @@ api_error too_many_cases(std::size_t cases, std::size_t max_cases) {
                     json::object{{"cases", cases}, {"max_cases", max_cases}});
 }
 
-// Plans `sel`, refused when it has more than `max_cases` cases: when the request sets trials,
-// before the plan is made (its size is the cases of one trial times the trials).
-tl::expected<plan::plan, api_error> plan_within(const protocol::list_result& list,
-                                                const plan::selection& sel, std::size_t max_cases) {
-  if (sel.trials && *sel.trials > 1) {
-    auto one = sel;
-    one.trials = 1;
-    auto base = plan::make_plan(list, one);
-    if (!base) return tl::unexpected(selection_error(base.error().message));
-    auto cases = base->cases.size() * static_cast<std::size_t>(*sel.trials);
-    if (cases > max_cases) return tl::unexpected(too_many_cases(cases, max_cases));
-  }
-  auto p = plan::make_plan(list, sel);
-  if (!p) return tl::unexpected(selection_error(p.error().message));
-  if (p->cases.size() > max_cases)
-    return tl::unexpected(too_many_cases(p->cases.size(), max_cases));
-  return std::move(*p);
+// A session that could not open, as the API says it: `store_what` leads a store failure's
+// message (what the store was asked to do).
+api_error open_error(const session_error& e, const std::string& study, std::size_t max_cases,
+                     const std::string& store_what) {
+  if (e.code == session_errc::invalid_selection) return selection_error(e.text);
+  if (e.code == session_errc::too_many_cases) return too_many_cases(e.cases, max_cases);
+  if (e.code == session_errc::study_failed || e.code == mira::errc::timed_out)
+    return study_unavailable(study, e.text, e.stderr_tail);
+  if (e.code == session_errc::cancelled) return shutting_down();
+  if (e.code == store::errc::in_use) return make_error(409, "run_locked", e.text);
+  if (e.code == store::errc::incompatible) return make_error(422, "cannot_resume", e.text);
+  if (e.code.category() == store::category())
+    return make_error(500, "store_error", store_what + e.text);
+  return make_error(500, "internal_error", e.text);
+}
+
+// Refusals a session's `refine` gives (built outside the coroutines, see above).
+session_error refusal(session_errc code, std::string text) {
+  return session_error{make_error_code(code), std::move(text), {}};
+}
+
+host_options serve_host_options(std::size_t) {
+  host_options h;
+  h.host_name = "mira-cpp";
+  return h;
+}
+
+// How a run's or a catalog's study is started: the allow-list's command, `procs` processes (a
+// pool beyond one) sharing the request's concurrency.
+study_launch launch_of(const study_entry& study, const run_options& o,
+                       std::chrono::milliseconds init_timeout) {
+  study_launch l;
+  l.command.argv = study.argv;
+  l.processes = o.procs.value_or(1);
+  auto j = o.concurrency.value_or(schedule::concurrency_policy{}.max_concurrent);
+  l.max_in_flight_per_process = (j + l.processes - 1) / l.processes;
+  l.host_options_for = serve_host_options;
+  l.init_timeout = init_timeout;
+  return l;
 }
 
 // A session that ended saved the run's summary; one that did not (the process died) left only
@@ -216,9 +204,7 @@ json::object saved_status(const store::run_meta& m, const std::vector<store::sav
     if (auto* c = m.summary->if_contains("counts"); c && c->is_object()) {
       o["counts"] = *c;
       for (auto& [k, v] : c->get_object()) {
-        auto n = v.is_int64()    ? static_cast<std::size_t>(v.get_int64())
-                 : v.is_uint64() ? static_cast<std::size_t>(v.get_uint64())
-                                 : 0;
+        auto n = count_of(v);
         total += n;
         if (k != "cancelled") done += n;
       }
@@ -340,16 +326,6 @@ tl::expected<std::pair<std::string, std::string>, api_error> render_report(
   return std::pair{type->second, report::render(format, p, rep, s)};
 }
 
-// The study of a run: one process or a pool, as `mira run --procs` makes them.
-using connection = std::variant<host_handle, study_pool>;
-
-asio::awaitable<void> shutdown(connection& c) {
-  if (auto* pool = std::get_if<study_pool>(&c))
-    co_await pool->shutdown();
-  else
-    co_await std::get<host_handle>(c).shutdown();
-}
-
 }  // namespace
 
 live_run::live_run(asio::any_io_executor e) : notify(new_notify(e)), ex(std::move(e)) {}
@@ -386,27 +362,153 @@ json::object live_run::status() const {
   return o;
 }
 
-struct run_manager::prepared {
-  std::optional<connection> conn;  // set once the study answered
-  protocol::initialize_result init;
-  protocol::list_result list;
-  plan::plan p;
-  plan::plan todo;  // the cases to run when a resume runs fewer than p's
-  std::optional<store::run_store> store;
-  store::resume_plan resumed;
-  run_options options;
-  study_entry study;
-  std::shared_ptr<study_output> output;
+void live_run::stop(std::string label) {
+  stop_label = std::move(label);
+  if (going) going->set_stop_label(stop_label);
+  if (state == "cancelling") return;  // stopped already: only its name changes
+  state = "cancelling";
+  // Once: a second cancellation would reach the session's end (the study's shutdown).
+  if (going) cancel.emit(asio::cancellation_type::terminal);
+}
+
+// What a run's session hooks keep up to date, on the server's executor: the live run's counts,
+// its attempts in flight and its events. The hooks share it; the session keeps them until it
+// goes.
+struct run_tally {
+  std::shared_ptr<live_run> run;
+  const plan::plan* plan = nullptr;  // the session's, once it is open
+  std::size_t starts = 0, finished_attempts = 0;
+  std::size_t progress_every = 1;
+  std::optional<std::string> save_failure;  // the first result that could not be saved
+
+  void attempt() {
+    ++starts;
+    run->in_progress = starts - finished_attempts;
+  }
+
+  void finished(std::size_t i, const schedule::case_record& r) {
+    auto& live = *run;
+    finished_attempts += static_cast<std::size_t>(r.attempts);
+    live.in_progress = starts - finished_attempts;
+    ++live.counts[static_cast<std::size_t>(r.state)];
+    if (r.state != case_state::cancelled) ++live.done;  // a cancelled case is not finished
+    json::object e{
+        {"key", plan->cases[i].key}, {"state", to_string(r.state)},
+        {"attempts", r.attempts},    {"latency_ms", std::round(r.latency_seconds * 1e6) / 1e3},
+        {"done", live.done},         {"total", live.total}};
+    if (!r.message.empty()) e["message"] = r.message;
+    live.publish("case", std::move(e));
+    if (live.done % progress_every == 0 || live.done == live.total)
+      live.publish("progress", json::object{{"done", live.done},
+                                            {"total", live.total},
+                                            {"in_progress", live.in_progress},
+                                            {"counts", counts_json(live.counts)}});
+  }
 };
 
-struct run_manager::session_ended {
-  schedule::run_report session;  // this session's, over the plan
-  std::optional<std::pair<plan::plan, schedule::run_report>> whole;  // when it is not `session`
-  json::object summary;                                              // the whole run's
-  std::string stopped;            // why the session stopped, as meta.json says it; empty when done
-  store::write_error unfinished;  // the file that could not be written: the run is not finished
-  schedule::run_report& whole_report() { return whole ? whole->second : session; }
-};
+namespace {
+
+// The session of a run of `study`: the request's selection and options within the server's
+// limits, saved as `mira run` saves a run, plus what a resume reads back (meta.json's "serve":
+// the study's allow-list name and the request), its long steps on `work`.
+session_options session_of(const study_entry& study, const run_request& r, const server_config& c,
+                           asio::any_io_executor work) {
+  session_options o;
+  o.study = launch_of(study, r.options, c.init_timeout);
+  o.selection = r.selection;
+  o.max_cases = c.max_cases;
+  o.policy = to_policy(r.options);
+  o.work_executor = std::move(work);
+  auto& save = o.save.emplace();
+  save.results_dir = c.results_dir;
+  save.describe = [serve = json::object{{"study", study.name}, {"request", r.body}}](
+                      store::run_meta& meta, store::run_session& entry) {
+    meta.extra["serve"] = serve;
+    entry.argv = {"mira", "serve"};
+    entry.config = json::object{{"serve", serve}};
+  };
+  return o;
+}
+
+void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally) {
+  // The server's log: what a run's session warns of (a resume's notes, a file of the run that
+  // could not be written as the session began).
+  hooks.on_warning = [tally](const std::string& text) {
+    auto& run = *tally->run;
+    auto which = run.id.empty() ? "a new run of study '" + run.study + "'" : "run " + run.id;
+    std::fprintf(stderr, "mira serve: warning: %s: %s\n", which.c_str(),
+                 report::printable(text).c_str());
+  };
+  hooks.on_attempt = [tally](std::size_t) { tally->attempt(); };
+  hooks.on_case = [tally](std::size_t i, const schedule::case_record& r) { tally->finished(i, r); };
+  hooks.on_save_failed = [tally](const std::string&, const std::string& text) {
+    if (!tally->save_failure) tally->save_failure = text;
+  };
+}
+
+// The opened session's run goes live: its counts start with the cases it reuses.
+void publish_start(live_run& run, run_tally& tally, const session& s) {
+  run.id = s.run_id();
+  run.total = s.plan().cases.size();
+  run.reused = s.resumed().reused;
+  run.started = now_iso();
+  run.t0 = std::chrono::steady_clock::now();
+  for (auto& r : s.resumed().records)
+    if (r.attempts > 0 || r.state != case_state::cancelled) {
+      ++run.counts[static_cast<std::size_t>(r.state)];
+      ++run.done;
+    }
+  tally.plan = &s.plan();
+  tally.progress_every = std::max<std::size_t>(1, s.resumed().todo.size() / 100);
+  run.publish("start", json::object{{"run_id", run.id},
+                                    {"study", run.study},
+                                    {"total", run.total},
+                                    {"reused", run.reused},
+                                    {"counts", counts_json(run.counts)}});
+}
+
+// The run's final state and its "end" event, from the session's outcome (its summary taken).
+void publish_end(live_run& run, const run_tally& tally, session_outcome& out) {
+  const auto& report = out.report;
+  run.summary = std::move(out.run_summary);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.t0).count();
+  // As meta.json names the stop.
+  run.state = report.stopped == schedule::stop_reason::none          ? "done"
+              : report.stopped == schedule::stop_reason::interrupted ? run.stop_label
+                                                                     : "stopped";
+  if (report.stopped != schedule::stop_reason::none)
+    run.stop_reason = std::string(to_string(report.stopped));
+  run.stop_message = tally.save_failure ? *tally.save_failure : report.stop_message;
+  if (out.unfinished) {
+    // Every case saved, but not its report files or meta.json: a resume finishes it.
+    run.state = "stopped";
+    run.stop_reason = "unfinished";
+    run.stop_message = "cannot finish run " + run.id + ": " + out.unfinished.message();
+  }
+  // The whole run's counts (also the saved cases this session's selection left out).
+  run.counts = {};
+  auto* counts = run.summary.if_contains("counts");
+  if (counts && counts->is_object()) {
+    for (auto s : all_states)
+      if (auto* n = counts->get_object().if_contains(to_string(s)))
+        run.counts[static_cast<std::size_t>(s)] = count_of(*n);
+  } else {
+    for (auto& r : report.cases) ++run.counts[static_cast<std::size_t>(r.state)];
+  }
+  run.in_progress = 0;
+  run.finished = true;
+  json::object e{{"state", run.state},
+                 {"counts", counts_json(run.counts)},
+                 {"done", run.done},
+                 {"total", run.total},
+                 {"seconds", run.seconds}};
+  if (!run.stop_reason.empty()) e["stop_reason"] = run.stop_reason;
+  run.publish("end", std::move(e));
+  // Its case events are in its folder now; an ended run kept in memory stays small.
+  run.events.trim(run_manager::kept_ended_events);
+}
+
+}  // namespace
 
 struct run_manager::catalog_load {
   explicit catalog_load(asio::any_io_executor ex)
@@ -460,11 +562,7 @@ const study_entry* run_manager::find_study(const std::string& name) const {
 }
 
 tl::expected<void, api_error> run_manager::admit() const {
-  if (stopping_) {
-    auto e = make_error(503, "shutting_down", "the server is stopping; it takes no new runs");
-    e.retry_after = 10;
-    return tl::unexpected(e);
-  }
+  if (stopping_) return tl::unexpected(shutting_down());
   if (active_ >= config_.max_runs) {
     auto e =
         make_error(429, "too_many_runs",
@@ -486,118 +584,37 @@ void run_manager::notify_changed() {
   changed_ = new_notify(ex_);
 }
 
-namespace {
-
-api_error not_in_time(const std::string& study, const char* what) {
-  auto e =
-      make_error(503, "study_unavailable", "study '" + study + "' did not " + what + " in time",
-                 json::object{{"study", study}});
-  e.retry_after = 5;
-  return e;
-}
-
-// The listing of a started study (one process or a pool) before `timer` fires; on any failure
-// the study is shut down.
-template <class Connection>
-asio::awaitable<tl::expected<protocol::list_result, api_error>> list_in_time(
-    Connection& conn, asio::steady_timer& timer, const std::string& study) {
-  auto listed = co_await (conn.list_all() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (listed.index() == 0 && std::get<0>(listed)) co_return std::move(*std::get<0>(listed));
-  co_await conn.shutdown();
-  if (listed.index() == 1) co_return tl::unexpected(not_in_time(study, "list its evals"));
-  co_return tl::unexpected(study_error(study, "failed to list", std::get<0>(listed).error()));
-}
-
-}  // namespace
-
-asio::awaitable<tl::expected<run_manager::prepared, api_error>> run_manager::prepare(
-    const study_entry& study, const run_options& o) {
-  prepared p;
-  p.study = study;
-  p.options = o;
-  p.output = std::make_shared<study_output>();
-  auto out = p.output;
-  auto options = [out] {
-    host_options h;
-    h.host_name = "mira-cpp";
-    h.on_stderr_line = [out](std::string_view line) { out->line(line); };
-    h.on_notification = [out](const notification& n) { out->event(nullptr, n); };
-    return h;
-  };
-  study_command cmd;
-  cmd.argv = study.argv;
-  asio::steady_timer timer(ex_, config_.init_timeout);
-  if (o.procs && *o.procs > 1) {
-    pool_options po;
-    po.processes = *o.procs;
-    auto j = o.concurrency.value_or(schedule::concurrency_policy{}.max_concurrent);
-    po.max_in_flight_per_process = (j + *o.procs - 1) / *o.procs;
-    po.host_options_for = [options](std::size_t) { return options(); };
-    po.init_timeout = config_.init_timeout;
-    auto pool = co_await study_pool::start(ex_, cmd, std::move(po));
-    if (!pool) co_return tl::unexpected(study_error(study.name, "did not start", pool.error()));
-    p.init = pool->study();
-    auto list = co_await list_in_time(*pool, timer, study.name);
-    if (!list) co_return tl::unexpected(list.error());
-    p.list = std::move(*list);
-    p.conn = std::move(*pool);
-    co_return p;
-  }
-  auto host = host_handle::spawn(ex_, cmd, options());
-  if (!host) co_return tl::unexpected(study_error(study.name, "did not start", host.error()));
-  auto inited =
-      co_await (host->initialize() || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (inited.index() == 1) {
-    co_await host->shutdown();
-    co_return tl::unexpected(not_in_time(study.name, "answer initialize"));
-  }
-  auto& init = std::get<0>(inited);
-  if (!init) {
-    co_await host->shutdown();
-    co_return tl::unexpected(study_error(study.name, "failed to initialize", init.error()));
-  }
-  p.init = std::move(*init);
-  timer.expires_after(config_.init_timeout);
-  auto list = co_await list_in_time(*host, timer, study.name);
-  if (!list) co_return tl::unexpected(list.error());
-  p.list = std::move(*list);
-  p.conn = std::move(*host);
-  co_return p;
-}
-
-asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(
-    const study_entry& study, const run_request& r,
-    std::function<tl::expected<std::string, api_error>(prepared&)> ready) {
-  ++active_;
-  auto prep = co_await prepare(study, r.options);
-  auto fail = [&](api_error e) -> asio::awaitable<tl::expected<std::string, api_error>> {
-    if (prep) co_await shutdown(*prep->conn);
-    release();
-    co_return tl::unexpected(std::move(e));
-  };
-  if (!prep) co_return co_await fail(prep.error());
-  if (stopping_) co_return co_await fail(admit().error());
-  // Planning, opening the store and choosing the cases to run take seconds over a big run: off
-  // the executor. `prep` is this coroutine's alone until the run starts.
-  auto plan_and_open = [&,
-                        max_cases = config_.max_cases]() -> tl::expected<std::string, api_error> {
-    auto planned = plan_within(prep->list, r.selection, max_cases);
-    if (!planned) return tl::unexpected(planned.error());
-    prep->p = std::move(*planned);
-    auto made = ready(*prep);
-    if (!made) prep->p = {};  // a big plan takes long to free: here, not on the executor
-    if (made && prep->resumed.todo.size() < prep->p.cases.size())
-      for (auto i : prep->resumed.todo) prep->todo.cases.push_back(prep->p.cases[i]);
-    return made;
-  };
-  auto id = co_await off_executor(plan_and_open);
-  if (!id) co_return co_await fail(id.error());
-
+asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(const study_entry& study,
+                                                                          run_request r,
+                                                                          std::string resume,
+                                                                          resume_request rr) {
+  place held(*this);
   auto run = std::make_shared<live_run>(ex_);
-  run->id = *id;
   run->study = study.name;
+  run->id = resume;  // a new run's when its session has opened
+  auto tally = std::make_shared<run_tally>();
+  tally->run = run;
+  auto o = session_of(study, r, config_, work_.get_executor());
+  o.save->resume = resume;
+  o.save->resume_options = store::resume_options{rr.retry_errors, rr.retry_failed, false};
+  watch(o.hooks, tally);
+  // Refused before anything is saved: a new run that plans nothing, or a server that began to
+  // stop meanwhile (a stop that comes later cancels the run once it has started).
+  o.refine = [this, fresh = resume.empty()](plan::plan& p, const protocol::list_result&,
+                                            schedule::run_policy&) -> std::optional<session_error> {
+    if (stopping_) return refusal(session_errc::cancelled, "the server is stopping");
+    if (fresh && p.cases.empty())
+      return refusal(session_errc::invalid_selection, "no cases match the selection");
+    return std::nullopt;
+  };
+  auto opened = co_await mira::session::open(std::move(o));
+  if (!opened) {
+    auto what = resume.empty() ? std::string("cannot create the run: ") : std::string();
+    co_return tl::unexpected(open_error(opened.error(), study.name, config_.max_cases, what));
+  }
+  publish_start(*run, *tally, *opened);
   runs_[run->id] = run;
-  asio::co_spawn(ex_, execute(run, std::make_shared<prepared>(std::move(*prep)), owner_.lock()),
+  asio::co_spawn(ex_, execute(run, std::move(*opened), tally, std::move(held), owner_.lock()),
                  asio::detached);
   notify_changed();  // a stop under way cancels it
   co_return run->id;
@@ -607,28 +624,9 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_req
   if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
   auto* study = find_study(r.study);
   if (!study) co_return tl::unexpected(unknown_study(r.study));
-  // A new run folder for the plan, every case to run.
-  auto ready = [&](prepared& prep) -> tl::expected<std::string, api_error> {
-    if (prep.p.cases.empty())
-      return tl::unexpected(selection_error("no cases match the selection"));
-    std::random_device rd;
-    tl::expected<store::run_store, store::error> created = tl::unexpected(store::error{});
-    for (int attempt = 0; attempt < 8 && !created; ++attempt)
-      created =
-          store::run_store::create(config_.results_dir,
-                                   store::new_run_id(std::chrono::system_clock::now(),
-                                                     static_cast<std::uint16_t>(rd() & 0xffff)),
-                                   store::layout::per_case);
-    if (!created)
-      return tl::unexpected(
-          make_error(500, "store_error", "cannot create the run: " + created.error().message()));
-    prep.store.emplace(std::move(*created));
-    describe_run(prep.store->meta(), prep.init, prep.list, *study, r.body);
-    prep.resumed.todo.resize(prep.p.cases.size());
-    for (std::size_t i = 0; i < prep.p.cases.size(); ++i) prep.resumed.todo[i] = i;
-    return prep.store->id();
-  };
-  co_return co_await launch(*study, r, ready);
+  std::string new_run;
+  resume_request none;
+  co_return co_await launch(*study, std::move(r), new_run, none);
 }
 
 asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::string id,
@@ -657,149 +655,34 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
   if (request.empty()) request = minimal_request(study->name);
   auto decoded = decode_run_request("application/json", json::serialize(request));
   if (!decoded) co_return tl::unexpected(decoded.error());
-
-  auto opened = store::run_store::open(config_.results_dir, id);
-  if (!opened) {
-    if (opened.error().code == store::errc::in_use)
-      co_return tl::unexpected(make_error(409, "run_locked", opened.error().message()));
-    co_return tl::unexpected(make_error(500, "store_error", opened.error().message()));
-  }
-  // The saved run's folder (locked since it was opened), the cases it lacks to run.
-  auto ready = [&](prepared& prep) -> tl::expected<std::string, api_error> {
-    prep.store.emplace(std::move(*opened));
-    store::resume_options o{rr.retry_errors, rr.retry_failed, false};
-    auto decided =
-        store::plan_resume(prep.store->load(), prep.p, prep.init,
-                           store::listing_fingerprints(prep.list), decoded->selection.seed, o);
-    if (!decided)
-      return tl::unexpected(make_error(422, "cannot_resume", decided.error().message()));
-    prep.resumed = std::move(*decided);
-    prep.store->meta().fingerprints = store::listing_fingerprints(prep.list);
-    return id;
-  };
-  co_return co_await launch(*study, *decoded, ready);
+  co_return co_await launch(*study, std::move(*decoded), id, rr);
 }
 
-asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
-                                           std::shared_ptr<prepared> prep,
+asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run, mira::session s,
+                                           std::shared_ptr<run_tally> tally, place held,
                                            std::shared_ptr<void> owner) {
-  auto& p = prep->p;
-  auto& st = *prep->store;
-  auto& resumed = prep->resumed;
-  const bool partial = resumed.todo.size() < p.cases.size();  // launch made prep->todo
-  const plan::plan& to_run = partial ? prep->todo : p;
-
-  auto failure = std::make_shared<std::optional<std::string>>();
-  if (auto e = begin(*run, *prep)) *failure = e.message();
-  auto ex = ex_;
-  auto writer = st.writer();
-  if (!writer && !*failure) *failure = writer.error().message();
-  const std::size_t progress_every = std::max<std::size_t>(1, to_run.cases.size() / 100);
-  std::size_t starts = 0, finished_attempts = 0;
-
-  schedule::run_hooks hooks;
-  hooks.on_start = [&](std::size_t) {
-    ++starts;
-    run->in_progress = starts - finished_attempts;
-  };
-  hooks.on_notification = [&](std::size_t j, const notification& n) {
-    prep->output->event(&to_run.cases[j].key, n);
-  };
-  hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
-    finished_attempts += static_cast<std::size_t>(r.attempts);
-    run->in_progress = starts - finished_attempts;
-    ++run->counts[static_cast<std::size_t>(r.state)];
-    auto& c = to_run.cases[j];
-    if (r.state != case_state::cancelled) {
-      ++run->done;
-      if (writer && *writer)
-        // The file that failed is asked on the writer's thread, where the callback runs.
-        (*writer)->submit(
-            c.key, protocol::to_json_text(store::encode_case(c, r)),
-            [ex, failure, key = c.key, w = writer->get()](boost::system::error_code ec) {
-              if (!ec) return;
-              auto message = "cannot save the result of " + key + " to " +
-                             w->file_of(key).string() + ": " + ec.message();
-              asio::post(ex, [failure, message = std::move(message)]() mutable {
-                if (!*failure) *failure = std::move(message);
-              });
-            });
-    }
-    json::object e{
-        {"key", c.key},           {"state", to_string(r.state)},
-        {"attempts", r.attempts}, {"latency_ms", std::round(r.latency_seconds * 1e6) / 1e3},
-        {"done", run->done},      {"total", run->total}};
-    if (!r.message.empty()) e["message"] = r.message;
-    run->publish("case", std::move(e));
-    if (run->done % progress_every == 0 || run->done == run->total)
-      run->publish("progress", json::object{{"done", run->done},
-                                            {"total", run->total},
-                                            {"in_progress", run->in_progress},
-                                            {"counts", counts_json(run->counts)}});
-  };
-  hooks.stop_after = [failure](std::size_t, const schedule::case_record&) { return *failure; };
-
-  auto policy = to_policy(prep->options);
-  if (std::holds_alternative<host_handle>(*prep->conn)) {
-    // A study that dies is started again, as `mira run` does, if it is the same study.
-    policy.respawn = [this, prep]() -> asio::awaitable<tl::expected<host_handle, error>> {
-      study_command cmd;
-      cmd.argv = prep->study.argv;
-      host_options h;
-      auto out = prep->output;
-      h.on_stderr_line = [out](std::string_view line) { out->line(line); };
-      auto next =
-          co_await restart_study(std::move(cmd), std::move(h), prep->init, config_.init_timeout);
-      if (next) prep->conn = *next;
-      co_return next;
-    };
-  }
-  auto body = [&]() -> asio::awaitable<schedule::run_report> {
-    if (*failure) {
-      // Nothing can be saved: no case runs, as its result would be lost. Each stays not run.
-      schedule::run_report none;
-      none.cases.resize(to_run.cases.size());
-      for (auto& c : none.cases) {
-        c.state = case_state::cancelled;
-        c.message = "not run: " + **failure;
-      }
-      none.stopped = schedule::stop_reason::requested;
-      none.stop_message = **failure;
-      co_return none;
-    }
-    if (auto* pool = std::get_if<study_pool>(&*prep->conn))
-      co_return co_await schedule::run_plan(*pool, to_run, policy, hooks);
-    co_return co_await schedule::run_plan(std::get<host_handle>(*prep->conn), to_run, policy,
-                                          hooks);
-  };
-  auto part = co_await asio::co_spawn(
-      ex, body(), asio::bind_cancellation_slot(run->cancel.slot(), asio::use_awaitable));
-  if (writer && *writer) (*writer)->drain();
-  co_await asio::post(ex, asio::use_awaitable);  // the save failures reported, if any
-  co_await shutdown(*prep->conn);
-
-  // The session's and the whole run's reports, the summary and the run's files: seconds over a
-  // big run, so off the executor. The study's stderr reader may still run here (a child of the
-  // study can hold its stderr open), so its text is taken now and its events no longer reach
-  // the store; then nothing else touches `prep` until the job is done.
-  auto stderr_text = prep->output->text();
-  prep->output->store = nullptr;
-  auto end_it = [p = prep.get(), part = std::move(part), interrupted = run->interrupted,
-                 failed = *failure, err = std::move(stderr_text)]() mutable {
-    return end_session(*p, std::move(part), interrupted, failed, err);
-  };
-  auto ended = co_await off_executor(end_it);
-  end(*run, ended, *failure);
-  if (writer) writer->reset();  // before the store it writes into
-  prep.reset();                 // the store's lock is released before the run counts as ended
+  // Locals, so that whatever ends this body (an exception too) gives the place back first and
+  // lets the server go last.
+  auto server = std::move(owner);
+  auto place_held = std::move(held);
+  struct attached {
+    live_run& run;
+    ~attached() { run.going = nullptr; }
+  } attach{*run};
+  run->going = &s;
+  s.set_stop_label(run->stop_label);
+  // Stopped before this coroutine began, when the signal had no handler to reach.
+  if (run->state == "cancelling")
+    asio::post(ex_, [run] { run->cancel.emit(asio::cancellation_type::terminal); });
+  auto token = asio::bind_cancellation_slot(run->cancel.slot(), asio::use_awaitable);
+  auto outcome = co_await s.async_run(token);
+  publish_end(*run, *tally, outcome);
   forget_old_runs();
 #ifdef __GLIBC__
-  // Once this frame (the run's reports and writer) is gone too: glibc keeps a big run's freed
+  // Once this frame (the run's plan and reports) is gone too: glibc keeps a big run's freed
   // memory for reuse unless told to give it back.
   asio::post(ex_, [] { ::malloc_trim(0); });
 #endif
-  release();
-  owner.reset();  // last: the server may go with it
 }
 
 void run_manager::forget_old_runs() {
@@ -812,99 +695,6 @@ void run_manager::forget_old_runs() {
   for (std::size_t i = 0; i + kept_ended_runs < ended.size(); ++i) runs_.erase(ended[i]);
 }
 
-store::write_error run_manager::begin(live_run& run, prepared& prep) {
-  auto& st = *prep.store;
-  prep.output->store = &st;
-  store::run_session session;
-  session.argv = {"mira", "serve"};
-  session.config = json::object{{"serve", st.meta().extra["serve"]}};
-  session.planned = prep.p.cases.size();
-  session.reused = prep.resumed.reused;
-  auto failed = st.begin_session(std::move(session));
-  // The reused cases count from the start.
-  run.total = prep.p.cases.size();
-  run.reused = prep.resumed.reused;
-  run.started = now_iso();
-  run.t0 = std::chrono::steady_clock::now();
-  for (auto& r : prep.resumed.records)
-    if (r.attempts > 0 || r.state != case_state::cancelled) {
-      ++run.counts[static_cast<std::size_t>(r.state)];
-      ++run.done;
-    }
-  run.publish("start", json::object{{"run_id", run.id},
-                                    {"study", run.study},
-                                    {"total", run.total},
-                                    {"reused", run.reused},
-                                    {"counts", counts_json(run.counts)}});
-  return failed;
-}
-
-run_manager::session_ended run_manager::end_session(prepared& prep, schedule::run_report part,
-                                                    bool interrupted,
-                                                    const std::optional<std::string>& failure,
-                                                    const std::string& stderr_text) {
-  auto& p = prep.p;
-  auto& st = *prep.store;
-  session_ended e;
-  // The session's report over the plan: reused cases and the ones run now, in plan order.
-  e.session = store::session_report(p, prep.resumed, std::move(part));
-  auto& report = e.session;
-  if (failure && report.stopped == schedule::stop_reason::none) {
-    // A result that could not be saved, reported after the last case had ended.
-    report.stopped = schedule::stop_reason::requested;
-    report.stop_message = *failure;
-  }
-  auto& s = st.session();
-  s.seconds = report.seconds;
-  s.ran = 0;
-  for (auto i : prep.resumed.todo) s.ran += report.cases[i].state != case_state::cancelled;
-  if (report.stopped == schedule::stop_reason::interrupted)
-    s.stopped = interrupted ? "interrupted" : "cancelled";
-  else if (report.stopped != schedule::stop_reason::none)
-    s.stopped = std::string(to_string(report.stopped));
-  e.stopped = s.stopped;
-  st.append_stderr(stderr_text);
-  e.whole = store::whole_run(p, report, prep.resumed);
-  auto& whole_plan = e.whole ? e.whole->first : p;
-  auto summary = aggregate::summarize(whole_plan, e.whole_report().cases, &prep.list);
-  e.unfinished = report::finish_run(st, whole_plan, e.whole_report(), summary);
-  e.summary = aggregate::summary_json(summary, e.whole_report());
-  return e;
-}
-
-void run_manager::end(live_run& run, session_ended& ended,
-                      const std::optional<std::string>& failure) {
-  auto& session_report = ended.session;
-  auto& stopped = ended.stopped;
-  run.summary = std::move(ended.summary);
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.t0).count();
-  run.state = stopped.empty()                                        ? "done"
-              : (stopped == "cancelled" || stopped == "interrupted") ? stopped
-                                                                     : "stopped";
-  if (session_report.stopped != schedule::stop_reason::none)
-    run.stop_reason = std::string(to_string(session_report.stopped));
-  run.stop_message = failure ? *failure : session_report.stop_message;
-  if (ended.unfinished) {
-    // Every case saved, but not its report files or meta.json: a resume finishes it.
-    run.state = "stopped";
-    run.stop_reason = "unfinished";
-    run.stop_message = "cannot finish run " + run.id + ": " + ended.unfinished.message();
-  }
-  for (auto& c : run.counts) c = 0;
-  for (auto& r : ended.whole_report().cases) ++run.counts[static_cast<std::size_t>(r.state)];
-  run.in_progress = 0;
-  run.finished = true;
-  json::object e{{"state", run.state},
-                 {"counts", counts_json(run.counts)},
-                 {"done", run.done},
-                 {"total", run.total},
-                 {"seconds", run.seconds}};
-  if (!run.stop_reason.empty()) e["stop_reason"] = run.stop_reason;
-  run.publish("end", std::move(e));
-  // Its case events are in its folder now; an ended run kept in memory stays small.
-  run.events.trim(kept_ended_events);
-}
-
 tl::expected<json::object, api_error> run_manager::cancel(const std::string& id) {
   auto run = live(id);
   if (!run) {
@@ -913,10 +703,7 @@ tl::expected<json::object, api_error> run_manager::cancel(const std::string& id)
   }
   if (run->finished)
     return tl::unexpected(make_error(409, "run_not_active", "run '" + id + "' has ended"));
-  if (run->state != "cancelling") {
-    run->state = "cancelling";
-    run->cancel.emit(asio::cancellation_type::terminal);
-  }
+  if (run->state != "cancelling") run->stop("cancelled");
   return run->status();
 }
 
@@ -968,10 +755,10 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std:
     co_return *load->result;
   }
   if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
-  ++active_;
+  place held(*this);
   auto load = std::make_shared<catalog_load>(ex_);
   loading_[name] = load;
-  // On every path (an exception too) the waiters are woken and the place is freed.
+  // On every path (an exception too) the waiters are woken, and then the place is given back.
   struct finish {
     run_manager* m;
     std::string name;
@@ -981,16 +768,17 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std:
         load->result = tl::unexpected(make_error(500, "internal_error", "the catalog failed"));
       m->loading_.erase(name);
       load->done.cancel();
-      m->release();
     }
   } guard{this, name, load};
-  auto prep = co_await prepare(*study, {});
-  if (!prep) {
-    load->result = tl::unexpected(prep.error());
+  auto launch = launch_of(*study, run_options{}, config_.init_timeout);
+  auto started = co_await start_study(std::move(launch));
+  if (!started) {
+    auto& e = started.error();
+    load->result = tl::unexpected(study_unavailable(name, e.message(), e.diag.stderr_tail));
     co_return *load->result;
   }
-  co_await shutdown(*prep->conn);
-  catalogs_[name] = catalog_json(name, prep->init, prep->list);
+  co_await started->connection.shutdown();
+  catalogs_[name] = catalog_json(name, started->connection.study(), started->listing);
   load->result = catalogs_[name];
   co_return *load->result;
 }
@@ -1013,14 +801,13 @@ asio::awaitable<tl::expected<std::pair<std::string, std::string>, api_error>> ru
 
 asio::awaitable<void> run_manager::stop() {
   stopping_ = true;
-  // A run planned off the executor when the stop came starts meanwhile: each wake-up cancels
+  // A run whose session was opening when the stop came starts meanwhile: each wake-up cancels
   // the runs that have not been.
   while (active_ > 0) {
     for (auto& [id, run] : runs_)
       if (!run->finished && !run->interrupted) {
         run->interrupted = true;
-        run->state = "cancelling";
-        run->cancel.emit(asio::cancellation_type::terminal);
+        run->stop("interrupted");
       }
     auto t = changed_;
     co_await t->async_wait(asio::as_tuple(asio::use_awaitable));

@@ -1,7 +1,8 @@
-// The server's run manager: starts runs of allow-listed studies through the library (spawn,
-// initialize, list, plan, run_plan, the run store), keeps each live run's state and event log,
-// cancels, resumes, and answers for saved runs from the results directory. Its state lives on
-// the server's executor; what takes long over a big run (planning, loading a saved run,
+// The server's run manager: starts and resumes runs of allow-listed studies, each one
+// mira::session (the library's saved run: the study, the plan, the run store, the run with every
+// case saved, the end with the run's files), keeps each live run's state and event log from the
+// session's hooks, cancels, and answers for saved runs from the results directory. Its state
+// lives on the server's executor; what takes long over a big run (planning, reading a saved run,
 // rendering a report, ending a session) runs on its own worker threads. Nothing here knows HTTP.
 #pragma once
 
@@ -18,12 +19,16 @@
 #include <boost/json/object.hpp>
 
 #include <array>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
+
+namespace mira {
+class session;
+}
 
 namespace mira::serve::detail {
 
@@ -42,15 +47,25 @@ struct live_run {
   double seconds = 0;
   boost::json::object summary;  // when finished
   std::string stop_reason, stop_message;
+  /// How meta.json names a stop: "cancelled" (a client's cancel) or "interrupted" (the server's).
+  std::string stop_label = "interrupted";
   event_log events;
   /// Waiters on new events wait on this timer; publish() cancels it and makes a new one.
   std::shared_ptr<boost::asio::steady_timer> notify;
   boost::asio::cancellation_signal cancel;
   boost::asio::any_io_executor ex;
+  /// The run's session while its coroutine runs it (in that coroutine's frame).
+  mira::session* going = nullptr;
 
   void publish(std::string type, boost::json::object data);
   boost::json::object status() const;
+  /// Stops the run, its stop named `label`; a second stop only renames it. A run whose
+  /// coroutine has not begun is stopped when it begins (the signal has no handler before).
+  void stop(std::string label);
 };
+
+/// What a run's session hooks keep: the live run's counts, attempts and events (runs.cpp).
+struct run_tally;
 
 class run_manager {
  public:
@@ -94,33 +109,35 @@ class run_manager {
   boost::asio::awaitable<void> stop();
 
  private:
-  struct prepared;
-  boost::asio::awaitable<tl::expected<prepared, api_error>> prepare(const study_entry& study,
-                                                                    const run_options& o);
-  /// What start and resume share: counts the run as active, prepares the study, plans the
-  /// request's selection, lets `ready` open the run's store (its id, or why not) and starts the
-  /// run. On any failure the study is shut down and the run no longer counts.
-  boost::asio::awaitable<tl::expected<std::string, api_error>> launch(
-      const study_entry& study, const run_request& r,
-      std::function<tl::expected<std::string, api_error>(prepared&)> ready);
-  /// `owner` (the server) is kept alive until the run has ended and been saved.
-  boost::asio::awaitable<void> execute(std::shared_ptr<live_run> run, std::shared_ptr<prepared> p,
+  /// A place among the runs (max_runs) while a run is opened or goes, or a catalog loads. It is
+  /// given back when it goes, on every path (an exception out of a run's coroutine too).
+  class place {
+   public:
+    explicit place(run_manager& m) : m_(&m) { ++m_->active_; }
+    place(place&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+    place& operator=(place&&) = delete;
+    ~place() {
+      if (m_) m_->release();
+    }
+
+   private:
+    run_manager* m_;
+  };
+  /// What start and resume share: takes a place, opens the session of `r` (`resume`: that saved
+  /// run's id, else a new run) and starts it. Its id, or why it could not open.
+  boost::asio::awaitable<tl::expected<std::string, api_error>> launch(const study_entry& study,
+                                                                      run_request r,
+                                                                      std::string resume,
+                                                                      resume_request rr);
+  /// Runs the opened session and ends the live run from its outcome. `owner` (the server) is
+  /// kept alive until the run has ended and been saved.
+  boost::asio::awaitable<void> execute(std::shared_ptr<live_run> run, mira::session s,
+                                       std::shared_ptr<run_tally> tally, place held,
                                        std::shared_ptr<void> owner);
   void forget_old_runs();
-  /// The session begun in the store and the run's start published; the file that could not be
-  /// written, if any (then no case runs).
-  store::write_error begin(live_run& run, prepared& prep);
-  struct session_ended;
-  /// Ends the session in the store (reports, summary, meta.json): work for the worker threads.
-  /// `failure`: why results could not be saved, if they could not (the session then stopped).
-  static session_ended end_session(prepared& prep, schedule::run_report part, bool interrupted,
-                                   const std::optional<std::string>& failure,
-                                   const std::string& stderr_text);
-  /// The run's final state and its "end" event, from what end_session made (its summary taken).
-  void end(live_run& run, session_ended& ended, const std::optional<std::string>& failure);
   const study_entry* find_study(const std::string& name) const;
   tl::expected<void, api_error> admit() const;
-  void release();         // a run being planned or going has ended
+  void release();         // a place is given back
   void notify_changed();  // wakes stop()
   /// `job()` on the worker threads, resumed on the awaiting coroutine's executor with its result.
   /// `job` touches only what it captures, never the manager's state, and is a named local of the
@@ -137,7 +154,7 @@ class run_manager {
   std::map<std::string, boost::json::object> catalogs_;           // by study name, listed once
   std::map<std::string, std::shared_ptr<catalog_load>> loading_;  // by study name
   std::weak_ptr<void> owner_;
-  std::size_t active_ = 0;  // runs being planned or going, and catalog loads
+  std::size_t active_ = 0;  // places taken: runs being opened or going, and catalog loads
   std::shared_ptr<boost::asio::steady_timer>
       changed_;  // cancelled when active_ drops or a run starts
   bool stopping_ = false;

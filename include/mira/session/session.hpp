@@ -68,6 +68,8 @@ struct session_error {
   boost::system::error_code code;
   std::string text;
   std::vector<std::string> stderr_tail;
+  /// session_errc::too_many_cases: the cases the selection plans (a service reports the figure).
+  std::size_t cases = 0;
 
   const std::string& message() const { return text; }
 };
