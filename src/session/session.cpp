@@ -430,10 +430,8 @@ asio::awaitable<std::optional<session_error>> plan_and_open(session_state& st) {
   co_return std::nullopt;
 }
 
-asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> open_state(
+asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> open_steps(
     session_options options) {
-  // A cancellation is an answer here (session_errc::cancelled), not an exception.
-  co_await asio::this_coro::throw_if_cancelled(false);
   auto st = std::make_unique<session_state>();
   st->ex = co_await asio::this_coro::executor;
   st->o = std::move(options);
@@ -477,6 +475,17 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
   co_return std::move(st);
 }
 
+// A cancellation is an answer here (session_errc::cancelled), not an exception; the caller's
+// own setting is given back.
+asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> open_state(
+    session_options options) {
+  const bool throws = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  auto opened = co_await open_steps(std::move(options));
+  co_await asio::this_coro::throw_if_cancelled(throws);
+  co_return opened;
+}
+
 // Saving a result failed: the first failure stops the run.
 struct save_failures {
   std::vector<std::string> keys;
@@ -491,9 +500,12 @@ session& session::operator=(session&&) noexcept = default;
 session::~session() {
   // A session opened and never run still holds its study: shut it down on its executor.
   if (!s_ || s_->ran || !s_->own_study) return;
-  asio::co_spawn(
-      s_->ex, [c = *s_->conn]() mutable -> asio::awaitable<void> { co_await c.shutdown(); },
-      asio::detached);
+  try {
+    asio::co_spawn(
+        s_->ex, [c = *s_->conn]() mutable -> asio::awaitable<void> { co_await c.shutdown(); },
+        asio::detached);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): no memory to start it; the handle kills it
+  }
 }
 
 asio::awaitable<tl::expected<session, session_error>> session::open(session_options o) {
@@ -529,7 +541,15 @@ asio::any_io_executor session::executor() const {
 
 asio::awaitable<session_outcome> session::run() {
   // A cancellation stops the run, which still ends as it should: no co_await may throw for it.
+  // The caller's own setting is given back (a nested awaitable shares it).
+  const bool throws = co_await asio::this_coro::throw_if_cancelled();
   co_await asio::this_coro::throw_if_cancelled(false);
+  auto out = co_await run_steps();
+  co_await asio::this_coro::throw_if_cancelled(throws);
+  co_return out;
+}
+
+asio::awaitable<session_outcome> session::run_steps() {
   auto& st = *s_;
   st.ran = true;
   auto& o = st.o;

@@ -276,7 +276,7 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
       std::cout << protocol::to_json_text(store::encode_case(session_plan->cases[i], r)) << '\n'
                 << std::flush;
   };
-  o.hooks.on_save_failed = [&](const std::string& key, const std::string& text) {
+  o.hooks.on_save_failed = [&](const std::string&, const std::string& text) {
     out.line("mira: error: " + printable(text));
   };
 

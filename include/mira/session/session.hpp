@@ -217,6 +217,7 @@ class session {
 
  private:
   explicit session(std::unique_ptr<detail::session_state> s);
+  boost::asio::awaitable<session_outcome> run_steps();
   boost::asio::any_io_executor executor() const;
   std::unique_ptr<detail::session_state> s_;
 };
