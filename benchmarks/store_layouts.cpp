@@ -93,7 +93,7 @@ figures per_case(const fs::path& root, const std::vector<record>& records) {
   auto t0 = clock_type::now();
   auto folder = mira::store::run_folder::create(root, "per-case");
   if (!folder) {
-    std::fprintf(stderr, "%s\n", folder.error().c_str());
+    std::fprintf(stderr, "%s\n", folder.error().message().c_str());
     std::exit(1);
   }
   std::atomic<std::size_t> failed{0};
@@ -119,7 +119,7 @@ figures compact(const fs::path& root, const std::vector<record>& records) {
   auto t0 = clock_type::now();
   auto writer = mira::store::segment_writer::open(dir);
   if (!writer) {
-    std::fprintf(stderr, "%s\n", writer.error().c_str());
+    std::fprintf(stderr, "%s\n", writer.error().message().c_str());
     std::exit(1);
   }
   std::atomic<std::size_t> failed{0};

@@ -268,7 +268,7 @@ std::optional<session_error> open_artifacts(session_state& st) {
   const bool execute = o.mode == session_mode::execute;
   auto dir =
       execute ? store::artifact_dir::create(o.artifacts) : store::artifact_dir::open(o.artifacts);
-  if (!dir) return make_session_error(session_errc::artifacts_unusable, std::string(dir.error()));
+  if (!dir) return make_session_error(session_errc::artifacts_unusable, dir.error().message());
   st.artifacts = std::move(*dir);
   std::vector<std::string> unreadable;
   st.stored = st.artifacts->load(&unreadable);

@@ -11,22 +11,26 @@ namespace json = boost::json;
 namespace {
 // Case keys always hold '/' and '@', so no encoded key is "meta".
 constexpr const char* meta_name = "meta.json";
+
+tl::unexpected<error> fail(errc e, std::string text) {
+  return tl::make_unexpected(error{make_error_code(e), std::move(text)});
+}
 }  // namespace
 
-tl::expected<artifact_dir, std::string> artifact_dir::create(const fs::path& dir) {
+tl::expected<artifact_dir, error> artifact_dir::create(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir, ec))
-    return tl::make_unexpected("cannot create the artifacts directory " + dir.string() + ": " +
-                               (ec ? ec.message() : std::string("not a directory")));
+    return fail(errc::io, "cannot create the artifacts directory " + dir.string() + ": " +
+                              (ec ? ec.message() : std::string("not a directory")));
   return artifact_dir(dir);
 }
 
-tl::expected<artifact_dir, std::string> artifact_dir::open(const fs::path& dir) {
+tl::expected<artifact_dir, error> artifact_dir::open(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    return tl::make_unexpected("no artifacts directory " + dir.string() +
-                               " (make one with mira run --execute-only --artifacts DIR)");
+    return fail(errc::not_found, "no artifacts directory " + dir.string() +
+                                     " (make one with mira run --execute-only --artifacts DIR)");
   return artifact_dir(dir);
 }
 

@@ -26,10 +26,10 @@ namespace json = boost::json;
 
 namespace {
 
-using result = tl::expected<convert_counts, std::string>;
+using result = tl::expected<convert_counts, error>;
 
-tl::unexpected<std::string> fail(std::string message) {
-  return tl::make_unexpected(std::move(message));
+tl::unexpected<error> fail(boost::system::error_code code, std::string message) {
+  return tl::make_unexpected(error{code, std::move(message)});
 }
 
 // Failures reported by writer callbacks (on the writer's thread).
@@ -43,7 +43,7 @@ struct failures {
   }
 };
 
-tl::expected<run_folder, std::string> folder_of(const fs::path& run) {
+tl::expected<run_folder, error> folder_of(const fs::path& run) {
   return run_folder::open(run.parent_path(), run.filename().string());
 }
 
@@ -61,15 +61,17 @@ void sync_noting(const fs::path& dir, convert_counts& counts) {
 
 result to_compact(const fs::path& run) {
   auto folder = folder_of(run);
-  if (!folder) return fail("no per-case layout to convert: " + folder.error());
+  if (!folder)
+    return fail(folder.error().code, "no per-case layout to convert: " + folder.error().message());
   std::vector<std::string> unreadable;
   auto cases = folder->load_cases(&unreadable);
   if (!unreadable.empty())
-    return fail(std::to_string(unreadable.size()) + " unreadable case file(s) in " +
-                (run / "cases").string() + " (the first: " + unreadable.front() +
-                "); nothing converted");
+    return fail(errc::corrupt, std::to_string(unreadable.size()) + " unreadable case file(s) in " +
+                                   (run / "cases").string() + " (the first: " + unreadable.front() +
+                                   "); nothing converted");
   auto writer = segment_writer::open(run / "segments");
-  if (!writer) return fail(writer.error() + "; the per-case layout is intact");
+  if (!writer)
+    return fail(writer.error().code, writer.error().message() + "; the per-case layout is intact");
   failures failed;
   for (auto& [key, record] : cases)
     (*writer)->submit(key, protocol::to_json_text(record),
@@ -82,8 +84,9 @@ result to_compact(const fs::path& run) {
   counts.notes = (*writer)->repairs();  // a torn tail left by an earlier, interrupted writer
   writer->reset();                      // drains: every callback has run
   if (failed.count)
-    return fail("cannot append " + failed.first + " (" + std::to_string(failed.count) + " of " +
-                std::to_string(cases.size()) + " records failed); the per-case layout is intact");
+    return fail(errc::io, "cannot append " + failed.first + " (" + std::to_string(failed.count) +
+                              " of " + std::to_string(cases.size()) +
+                              " records failed); the per-case layout is intact");
 
   counts.records = cases.size();
   // Remove only files whose record the segments now hold, as read again now.
@@ -118,22 +121,25 @@ result to_per_case(const fs::path& run) {
   auto dir = run / "segments";
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    return fail("no compact layout to convert in " + run.string() + " (no segments folder)");
+    return fail(errc::not_found,
+                "no compact layout to convert in " + run.string() + " (no segments folder)");
   // The writer's lock: no segment_writer may append while the segments are read and removed.
   int lock_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lock_fd < 0) return fail("cannot open " + dir.string() + ": " + std::strerror(errno));
+  if (lock_fd < 0)
+    return fail(errc::io, "cannot open " + dir.string() + ": " + std::strerror(errno));
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } lock{lock_fd};
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0)
-    return fail("segment directory " + dir.string() + " is in use by a writer");
+    return fail(errc::in_use, "segment directory " + dir.string() + " is in use by a writer");
 
   auto files = list_segments(dir);
   auto scan = read_segments(dir);
   if (scan.damaged_lines)
-    return fail(std::to_string(scan.damaged_lines) + " damaged line(s) in " + dir.string() +
-                " (the first: " + scan.problems.front() + "); nothing converted");
+    return fail(errc::corrupt, std::to_string(scan.damaged_lines) + " damaged line(s) in " +
+                                   dir.string() + " (the first: " + scan.problems.front() +
+                                   "); nothing converted");
   convert_counts counts;
   counts.notes = scan.problems;  // torn tails: writes no callback ever confirmed
 
@@ -147,16 +153,16 @@ result to_per_case(const fs::path& run) {
     auto& r = scan.records[i];
     auto v = json::parse(r.json, ec, {}, mira::detail::host_parse_options());
     if (ec || !v.is_object())
-      return fail("the record of " + r.key + " in " + dir.string() +
-                  " does not parse; nothing converted");
+      return fail(errc::corrupt, "the record of " + r.key + " in " + dir.string() +
+                                     " does not parse; nothing converted");
     auto& o = v.as_object();
     auto* k = o.if_contains("key");
     if (!k) {
       o["key"] = r.key;  // run_folder::load_cases finds a case by its record's "key"
       texts.emplace_back(i, protocol::to_json_text(o) + "\n");
     } else if (!k->is_string() || k->get_string() != r.key) {
-      return fail("the record of " + r.key + " in " + dir.string() +
-                  " names another key; nothing converted");
+      return fail(errc::corrupt, "the record of " + r.key + " in " + dir.string() +
+                                     " names another key; nothing converted");
     } else {
       texts.emplace_back(i, r.json + "\n");
     }
@@ -164,10 +170,10 @@ result to_per_case(const fs::path& run) {
 
   fs::create_directories(run / "cases", ec);
   if (ec)
-    return fail("cannot create " + (run / "cases").string() + ": " + ec.message() +
-                "; the compact layout is intact");
+    return fail(errc::io, "cannot create " + (run / "cases").string() + ": " + ec.message() +
+                              "; the compact layout is intact");
   auto folder = folder_of(run);
-  if (!folder) return fail(folder.error());
+  if (!folder) return tl::make_unexpected(folder.error());
   failures failed;
   {
     batch_writer writer(run);
@@ -181,8 +187,9 @@ result to_per_case(const fs::path& run) {
     writer.drain();
   }
   if (failed.count)
-    return fail("cannot write " + failed.first + " (" + std::to_string(failed.count) + " of " +
-                std::to_string(texts.size()) + " records failed); the compact layout is intact");
+    return fail(errc::io, "cannot write " + failed.first + " (" + std::to_string(failed.count) +
+                              " of " + std::to_string(texts.size()) +
+                              " records failed); the compact layout is intact");
 
   counts.records = texts.size();
   for (auto& file : files) {
@@ -200,7 +207,7 @@ result to_per_case(const fs::path& run) {
 
 }  // namespace
 
-tl::expected<convert_counts, std::string> convert_run_layout(const fs::path& run_dir, layout to) {
+tl::expected<convert_counts, error> convert_run_layout(const fs::path& run_dir, layout to) {
   auto run = run_dir.lexically_normal();
   if (run.filename().empty()) run = run.parent_path();
   return to == layout::compact ? to_compact(run) : to_per_case(run);

@@ -58,7 +58,7 @@ tl::expected<input, merge_error> read_input(const fs::path& folder) {
     return refuse("run " + folder.string() + ": " + std::to_string(run->unreadable.size()) +
                   " saved result(s) cannot be read, the first: " + run->unreadable.front());
   auto shard = shard_of(run->meta);
-  if (!shard) return refuse(shard.error());
+  if (!shard) return refuse(shard.error().message());
   if (!*shard)
     return refuse("run " + folder.string() +
                   " is not a shard run (its meta.json has no \"shard\": made without --shard)");

@@ -11,31 +11,38 @@ namespace mira::store {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-tl::expected<run_folder, std::string> run_folder::create(const fs::path& results_dir,
-                                                         const std::string& run_id) {
+namespace {
+
+tl::unexpected<error> fail(errc e, std::string text) {
+  return tl::make_unexpected(error{make_error_code(e), std::move(text)});
+}
+
+}  // namespace
+
+tl::expected<run_folder, error> run_folder::create(const fs::path& results_dir,
+                                                   const std::string& run_id) {
   if (auto why = invalid_run_id(run_id))
-    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+    return fail(errc::invalid_id, "run id \"" + run_id + "\": " + *why);
   std::error_code ec;
   fs::create_directories(results_dir, ec);
-  if (ec) return tl::make_unexpected("cannot create " + results_dir.string() + ": " + ec.message());
+  if (ec) return fail(errc::io, "cannot create " + results_dir.string() + ": " + ec.message());
   auto path = results_dir / run_id;
   if (!fs::create_directory(path, ec) || ec)
-    return tl::make_unexpected("cannot create run folder " + path.string() + ": " +
-                               (ec ? ec.message() : std::string("it exists")));
+    return fail(ec ? errc::io : errc::exists, "cannot create run folder " + path.string() + ": " +
+                                                  (ec ? ec.message() : std::string("it exists")));
   fs::create_directory(path / "cases", ec);
-  if (ec)
-    return tl::make_unexpected("cannot create " + (path / "cases").string() + ": " + ec.message());
+  if (ec) return fail(errc::io, "cannot create " + (path / "cases").string() + ": " + ec.message());
   return run_folder(std::move(path), run_id);
 }
 
-tl::expected<run_folder, std::string> run_folder::open(const fs::path& results_dir,
-                                                       const std::string& run_id) {
+tl::expected<run_folder, error> run_folder::open(const fs::path& results_dir,
+                                                 const std::string& run_id) {
   if (auto why = invalid_run_id(run_id))
-    return tl::make_unexpected("run id \"" + run_id + "\": " + *why);
+    return fail(errc::invalid_id, "run id \"" + run_id + "\": " + *why);
   auto path = results_dir / run_id;
   std::error_code ec;
   if (!fs::is_directory(path / "cases", ec))
-    return tl::make_unexpected("no saved run \"" + run_id + "\" in " + results_dir.string());
+    return fail(errc::not_found, "no saved run \"" + run_id + "\" in " + results_dir.string());
   return run_folder(std::move(path), run_id);
 }
 

@@ -156,7 +156,10 @@ json::object run_meta::to_json() const {
   return o;
 }
 
-tl::expected<run_meta, std::string> run_meta::from_json(const json::object& o) {
+tl::expected<run_meta, error> run_meta::from_json(const json::object& o) {
+  auto fail = [](errc e, std::string text) {
+    return tl::make_unexpected(error{make_error_code(e), std::move(text)});
+  };
   run_meta m;
   for (auto& [k, v] : o)
     if (!is_known(k)) m.extra.emplace(k, v);
@@ -176,23 +179,23 @@ tl::expected<run_meta, std::string> run_meta::from_json(const json::object& o) {
     return m;
   }
   if (study && !study->is_object())
-    return tl::make_unexpected("\"study\" is neither an object nor a string");
+    return fail(errc::corrupt, "\"study\" is neither an object nor a string");
   if (study) {
     m.initialize = study->get_object();
     m.study = text(m.initialize, "study");
     m.study_version = text(m.initialize, "study_version");
   }
   if (auto* f = o.if_contains("format"); f && !f->is_number())
-    return tl::make_unexpected("\"format\" is not a number");
+    return fail(errc::corrupt, "\"format\" is not a number");
   m.format = static_cast<int>(integer(o, "format"));
   if (m.format > current_format)
-    return tl::make_unexpected("format " + std::to_string(m.format) +
-                               " is newer than this host reads (" + std::to_string(current_format) +
-                               ")");
+    return fail(errc::incompatible, "format " + std::to_string(m.format) +
+                                        " is newer than this host reads (" +
+                                        std::to_string(current_format) + ")");
   m.run_id = text(o, "run_id");
   if (auto* l = o.if_contains("layout")) {
     auto parsed = l->is_string() ? layout_from_string(l->get_string()) : std::nullopt;
-    if (!parsed) return tl::make_unexpected("\"layout\" is not \"per-case\" or \"compact\"");
+    if (!parsed) return fail(errc::corrupt, "\"layout\" is not \"per-case\" or \"compact\"");
     m.layout = *parsed;
   }
   m.started = text(o, "started");

@@ -140,7 +140,9 @@ tl::expected<run_meta, error> read_meta(const fs::path& folder, const std::strin
   auto o = read_json_object(folder / "meta.json");
   if (!o) return fail(errc::corrupt, (folder / "meta.json").string() + ": not a JSON object");
   auto m = run_meta::from_json(*o);
-  if (!m) return fail(errc::corrupt, (folder / "meta.json").string() + ": " + m.error());
+  if (!m)
+    return tl::make_unexpected(
+        error{m.error().code, (folder / "meta.json").string() + ": " + m.error().message()});
   if (m->run_id.empty()) m->run_id = id;
   return std::move(*m);
 }
@@ -539,7 +541,7 @@ tl::expected<std::unique_ptr<run_store::case_writer>, error> run_store::writer()
   if (s_->meta.layout == layout::per_case)
     return std::make_unique<per_case_writer>(s_->path, &s_->dirs);
   auto w = segment_writer::open(s_->path / "segments");
-  if (!w) return fail(errc::io, w.error());
+  if (!w) return tl::make_unexpected(std::move(w.error()));
   return std::make_unique<compact_writer>(std::move(*w));
 }
 

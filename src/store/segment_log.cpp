@@ -325,30 +325,31 @@ segment_scan read_segments(const fs::path& dir) {
   return out;
 }
 
-tl::expected<std::unique_ptr<segment_writer>, std::string> segment_writer::open(
-    const fs::path& dir, segment_options options) {
+tl::expected<std::unique_ptr<segment_writer>, error> segment_writer::open(const fs::path& dir,
+                                                                          segment_options options) {
+  auto io = [](std::string message) {
+    return tl::make_unexpected(error{make_error_code(errc::io), std::move(message)});
+  };
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     fs::create_directories(dir, ec);
-    if (ec)
-      return tl::make_unexpected("cannot create segment directory " + dir.string() + ": " +
-                                 ec.message());
+    if (ec) return io("cannot create segment directory " + dir.string() + ": " + ec.message());
     if (auto e = store::detail::sync_directory(dir.parent_path()))
-      return tl::make_unexpected("cannot sync " + dir.parent_path().string() + ": " + e.message());
+      return io("cannot sync " + dir.parent_path().string() + ": " + e.message());
   }
   int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0)
-    return tl::make_unexpected("cannot open segment directory " + dir.string() + ": " +
-                               errno_text(errno));
-  auto fail = [&](std::string message, int fd = -1) {
+    return io("cannot open segment directory " + dir.string() + ": " + errno_text(errno));
+  auto fail = [&](std::string message, int fd = -1, errc code = errc::io) {
     if (fd >= 0) ::close(fd);
     ::close(dir_fd);
-    return tl::make_unexpected(std::move(message));
+    return tl::make_unexpected(error{make_error_code(code), std::move(message)});
   };
   if (::flock(dir_fd, LOCK_EX | LOCK_NB) != 0)
-    return fail(errno == EWOULDBLOCK
-                    ? "segment directory " + dir.string() + " is in use by another writer"
-                    : "cannot lock segment directory " + dir.string() + ": " + errno_text(errno));
+    return errno == EWOULDBLOCK
+               ? fail("segment directory " + dir.string() + " is in use by another writer", -1,
+                      errc::in_use)
+               : fail("cannot lock segment directory " + dir.string() + ": " + errno_text(errno));
   std::vector<std::string> repairs;
   auto files = list_segments(dir);
   if (files.empty()) {

@@ -62,11 +62,12 @@ json::object shard_info::to_json() const {
           {"shard_cases", shard_cases}};
 }
 
-tl::expected<std::optional<shard_info>, std::string> shard_of(const run_meta& meta) {
+tl::expected<std::optional<shard_info>, error> shard_of(const run_meta& meta) {
   auto* v = meta.extra.if_contains("shard");
   if (!v) return std::nullopt;
   auto bad = [&](const char* why) {
-    return tl::make_unexpected("meta.json of run " + meta.run_id + ": \"shard\" " + why);
+    return tl::make_unexpected(error{make_error_code(errc::corrupt),
+                                     "meta.json of run " + meta.run_id + ": \"shard\" " + why});
   };
   if (!v->is_object()) return bad("is not an object");
   auto& o = v->get_object();

@@ -79,7 +79,7 @@ std::map<std::string, int> saved(const fs::path& run, std::size_t& damaged) {
   }
   std::vector<std::string> unreadable;
   auto folder = mira::store::run_folder::open(run.parent_path(), run.filename().string());
-  BOOST_REQUIRE_MESSAGE(folder, (folder ? "" : folder.error()));
+  BOOST_REQUIRE_MESSAGE(folder, (folder ? "" : folder.error().message()));
   for (auto& [key, record] : folder->load_cases(&unreadable)) ++out[key];
   damaged += unreadable.size();
   return out;

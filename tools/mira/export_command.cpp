@@ -104,7 +104,7 @@ int cmd_export(const std::vector<std::string>& args) {
   if (!a.artifacts.empty()) {
     auto dir = store::artifact_dir::open(a.artifacts);
     if (!dir) {
-      std::fprintf(stderr, "mira: %s\n", printable(dir.error()).c_str());
+      std::fprintf(stderr, "mira: %s\n", printable(dir.error().message()).c_str());
       return exit_usage;
     }
     std::vector<std::string> unreadable;

@@ -21,7 +21,7 @@ bool select_shard(const run_args& a, plan::plan& p, std::optional<store::shard_i
     // A run that cannot be read is reported by the step that opens it.
     if (auto meta = store::load_run_meta(a.results_dir, a.resume)) {
       auto s = store::shard_of(*meta);
-      if (!s) return refuse("--resume: " + s.error());
+      if (!s) return refuse("--resume: " + s.error().message());
       saved = *s;
       if (!saved && a.shard)
         return refuse("--resume: run " + a.resume + " is not a shard run; --shard " +

@@ -36,7 +36,7 @@ int cmd_store(const std::vector<std::string>& args) {
   }
   auto done = store::convert_run_layout(run->path(), *to);
   if (!done) {
-    std::fprintf(stderr, "mira: %s\n", printable(done.error()).c_str());
+    std::fprintf(stderr, "mira: %s\n", printable(done.error().message()).c_str());
     return exit_host_error;
   }
   for (auto& note : done->notes) std::fprintf(stderr, "mira: note: %s\n", printable(note).c_str());

@@ -4,6 +4,7 @@
 // written atomically; one that does not parse is reported and its case executed again.
 #pragma once
 
+#include <mira/store/error.hpp>
 #include <mira/store/files.hpp>
 
 #include <boost/json/object.hpp>
@@ -18,10 +19,10 @@ namespace mira::store {
 
 class artifact_dir {
  public:
-  /// The directory, created when missing.
-  static tl::expected<artifact_dir, std::string> create(const std::filesystem::path& dir);
-  /// An existing directory (for scoring). Fails when there is none.
-  static tl::expected<artifact_dir, std::string> open(const std::filesystem::path& dir);
+  /// The directory, created when missing. Fails with errc::io.
+  static tl::expected<artifact_dir, error> create(const std::filesystem::path& dir);
+  /// An existing directory (for scoring). Fails with errc::not_found when there is none.
+  static tl::expected<artifact_dir, error> open(const std::filesystem::path& dir);
 
   const std::filesystem::path& path() const { return path_; }
 

@@ -15,7 +15,8 @@ enum class errc {
   invalid_id,    // the id cannot name a run folder
   exists,        // a new run's folder is there already
   corrupt,       // a file of the run cannot be read as what it should hold
-  incompatible,  // the saved run does not match what is asked of it (another study or plan)
+  incompatible,  // the saved run does not match what is asked of it (another study or plan),
+                 // or its format is newer than this host reads
   io,            // the file system refused (the message names the file)
 };
 

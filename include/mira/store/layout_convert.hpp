@@ -3,6 +3,7 @@
 // one's files are removed only after that, and only those whose record the new layout now holds.
 #pragma once
 
+#include <mira/store/error.hpp>
 #include <mira/store/run_meta.hpp>
 
 #include <tl/expected.hpp>
@@ -31,8 +32,10 @@ struct convert_counts {
 /// Records already in the new layout (an interrupted conversion) stay; for a key in both, the
 /// old layout's record wins. Takes the segment directory's writer lock while it works; the
 /// caller holds the run (a run_store opened on it, as `mira store convert` does), so no
-/// session writes the folder meanwhile.
-tl::expected<convert_counts, std::string> convert_run_layout(const std::filesystem::path& run_dir,
-                                                             layout to);
+/// session writes the folder meanwhile. Errors: errc::not_found (no old layout to convert),
+/// errc::corrupt (a record it cannot read), errc::in_use (a segment writer holds the
+/// directory), errc::io (a write failed), errc::invalid_id (the folder's name is no run id).
+tl::expected<convert_counts, error> convert_run_layout(const std::filesystem::path& run_dir,
+                                                       layout to);
 
 }  // namespace mira::store

@@ -2,6 +2,7 @@
 // file written atomically, so a host killed at any moment leaves a folder that resumes.
 #pragma once
 
+#include <mira/store/error.hpp>
 #include <mira/store/files.hpp>
 
 #include <boost/json/object.hpp>
@@ -18,12 +19,13 @@ namespace mira::store {
 class run_folder {
  public:
   /// A new run folder `results_dir/run_id` (the results directory is created when missing).
-  /// Fails when the id is invalid or the folder exists.
-  static tl::expected<run_folder, std::string> create(const std::filesystem::path& results_dir,
-                                                      const std::string& run_id);
-  /// An existing run folder, for --resume. Fails when the id is invalid or there is no such run.
-  static tl::expected<run_folder, std::string> open(const std::filesystem::path& results_dir,
-                                                    const std::string& run_id);
+  /// Fails with errc::invalid_id, errc::exists (the folder is there already) or errc::io.
+  static tl::expected<run_folder, error> create(const std::filesystem::path& results_dir,
+                                                const std::string& run_id);
+  /// An existing run folder, for --resume. Fails with errc::invalid_id, or errc::not_found when
+  /// it has no cases/ folder.
+  static tl::expected<run_folder, error> open(const std::filesystem::path& results_dir,
+                                              const std::string& run_id);
 
   const std::filesystem::path& path() const { return path_; }
   const std::string& id() const { return id_; }

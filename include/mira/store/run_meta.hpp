@@ -3,6 +3,8 @@
 // and 2 and the Rust mira CLI's meta.json; fields it does not know are kept as they were.
 #pragma once
 
+#include <mira/store/error.hpp>
+
 #include <boost/json/object.hpp>
 #include <tl/expected.hpp>
 
@@ -65,8 +67,9 @@ struct run_meta {
   double seconds() const;
 
   boost::json::object to_json() const;
-  /// Fails naming the member that has the wrong type.
-  static tl::expected<run_meta, std::string> from_json(const boost::json::object& o);
+  /// Fails with errc::corrupt naming the member that has the wrong type, or errc::incompatible
+  /// when the format is newer than this host reads.
+  static tl::expected<run_meta, error> from_json(const boost::json::object& o);
 };
 
 }  // namespace mira::store

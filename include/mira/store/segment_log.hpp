@@ -3,6 +3,8 @@
 // batch instead of a directory, a file and two renames per case (docs/store.md, "Compact layout").
 #pragma once
 
+#include <mira/store/error.hpp>
+
 #include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>
 
@@ -44,10 +46,11 @@ class segment_writer {
   using done_fn = std::function<void(boost::system::error_code)>;
 
   /// Creates `dir` when missing; scans the last segment and truncates a torn tail (its trailing
-  /// lines that lack '\n' or fail their checksum) before appending. Fails with a message naming
-  /// the file or directory.
-  static tl::expected<std::unique_ptr<segment_writer>, std::string> open(
-      const std::filesystem::path& dir, segment_options options = {});
+  /// lines that lack '\n' or fail their checksum) before appending. Fails with errc::in_use
+  /// while another writer holds the directory, else errc::io; the message names the file or
+  /// directory.
+  static tl::expected<std::unique_ptr<segment_writer>, error> open(const std::filesystem::path& dir,
+                                                                   segment_options options = {});
   /// Writes and reports what is still queued, then stops the thread and releases the lock.
   ~segment_writer();
   segment_writer(const segment_writer&) = delete;

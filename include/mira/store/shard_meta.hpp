@@ -5,6 +5,7 @@
 
 #include <mira/plan/plan.hpp>
 #include <mira/plan/shard.hpp>
+#include <mira/store/error.hpp>
 #include <mira/store/run_meta.hpp>
 
 #include <boost/json/object.hpp>
@@ -33,8 +34,8 @@ std::string plan_fingerprint(const plan::plan& whole, const plan::selection& sel
 /// The selection as JSON (what the fingerprint and a session's configuration record).
 boost::json::object selection_json(const plan::selection& sel);
 
-/// The run's shard, when it is a shard run; an error when meta.json's "shard" is malformed.
-tl::expected<std::optional<shard_info>, std::string> shard_of(const run_meta& meta);
+/// The run's shard, when it is a shard run; errc::corrupt when meta.json's "shard" is malformed.
+tl::expected<std::optional<shard_info>, error> shard_of(const run_meta& meta);
 void set_shard(run_meta& meta, const shard_info& s);
 
 /// One input of a merged run, as meta.json "merged"."shards" lists it.

@@ -27,13 +27,19 @@ BOOST_AUTO_TEST_CASE(create_open_and_their_errors) {
   auto f = run_folder::create(d.path / "results", "20261130T081502Z-3fa9");
   BOOST_REQUIRE(f);
   BOOST_TEST(fs::is_directory(d.path / "results" / "20261130T081502Z-3fa9" / "cases"));
-  BOOST_TEST(!run_folder::create(d.path / "results", "20261130T081502Z-3fa9"));  // exists
-  BOOST_TEST(run_folder::create(d.path / "results", "../escape").error().find("..") !=
-             std::string::npos);
+  auto again = run_folder::create(d.path / "results", "20261130T081502Z-3fa9");
+  BOOST_REQUIRE(!again);
+  BOOST_TEST((again.error().code == errc::exists));
+  auto escape = run_folder::create(d.path / "results", "../escape");
+  BOOST_REQUIRE(!escape);
+  BOOST_TEST((escape.error().code == errc::invalid_id));
+  BOOST_TEST(escape.error().message().find("..") != std::string::npos);
+  BOOST_TEST((run_folder::open(d.path / "results", "../escape").error().code == errc::invalid_id));
   BOOST_TEST(run_folder::open(d.path / "results", "20261130T081502Z-3fa9").has_value());
   auto missing = run_folder::open(d.path / "results", "20990101T000000Z-0000");
   BOOST_REQUIRE(!missing);
-  BOOST_TEST(missing.error().find("no saved run \"20990101T000000Z-0000\"") == 0u);
+  BOOST_TEST((missing.error().code == errc::not_found));
+  BOOST_TEST(missing.error().message().find("no saved run \"20990101T000000Z-0000\"") == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(saved_cases_load_back_by_key_and_torn_files_are_reported) {

@@ -47,7 +47,7 @@ std::string record_for(int i, const std::string& extra = "") {
 // Writes records k0..k(n-1) and waits for all of them; returns how many failed.
 int write_records(const fs::path& dir, int n, segment_options o = {}) {
   auto w = segment_writer::open(dir, o);
-  BOOST_REQUIRE_MESSAGE(w.has_value(), (w ? std::string() : w.error()));
+  BOOST_REQUIRE_MESSAGE(w.has_value(), (w ? std::string() : w.error().message()));
   std::atomic<int> failed{0};
   for (int i = 0; i < n; ++i)
     (*w)->submit("k" + std::to_string(i), record_for(i),
@@ -277,12 +277,15 @@ BOOST_AUTO_TEST_CASE(open_fails_naming_the_directory_and_one_writer_holds_it) {
   write(d.path / "file", "x");
   auto bad = segment_writer::open(d.path / "file" / "segments");
   BOOST_REQUIRE(!bad);
-  BOOST_TEST(bad.error().find((d.path / "file" / "segments").string()) != std::string::npos);
+  BOOST_TEST((bad.error().code == errc::io));
+  BOOST_TEST(bad.error().message().find((d.path / "file" / "segments").string()) !=
+             std::string::npos);
   auto first = segment_writer::open(d.path / "segments");
   BOOST_REQUIRE(first);
   auto second = segment_writer::open(d.path / "segments");
   BOOST_REQUIRE(!second);
-  BOOST_TEST(second.error().find("in use") != std::string::npos);
+  BOOST_TEST((second.error().code == errc::in_use));
+  BOOST_TEST(second.error().message().find("in use") != std::string::npos);
   first->reset();
   BOOST_TEST(segment_writer::open(d.path / "segments").has_value());
 }
@@ -355,13 +358,16 @@ BOOST_AUTO_TEST_CASE(both_ways_with_every_record_and_the_old_files_gone) {
   fs::create_directories(run / "segments");
   write(run / "segments" / "000001.ndjson", R"({"crc32c":"0)");
   auto to_compact = convert_run_layout(run, layout::compact);
-  BOOST_REQUIRE_MESSAGE(to_compact.has_value(), (to_compact ? std::string() : to_compact.error()));
+  BOOST_REQUIRE_MESSAGE(to_compact.has_value(),
+                        (to_compact ? std::string() : to_compact.error().message()));
   BOOST_TEST(to_compact->records == 30u);
   BOOST_TEST(to_compact->removed_files == 30u);
   BOOST_TEST(to_compact->notes.size() == 1u);
   BOOST_TEST(mentions(to_compact->notes, "torn tail dropped in", "truncated"));
   BOOST_TEST(!fs::exists(run / "cases"));
   BOOST_TEST(compact_records(run) == records);
+  auto again = convert_run_layout(run, layout::compact);  // no per-case layout is left
+  BOOST_TEST((!again && again.error().code == errc::not_found));
 
   // A newer record for one key, appended later, is the one converted.
   {
@@ -373,7 +379,7 @@ BOOST_AUTO_TEST_CASE(both_ways_with_every_record_and_the_old_files_gone) {
   // A torn tail (a write no callback confirmed) is dropped and noted, not refused.
   std::ofstream(run / "segments" / "000001.ndjson", std::ios::app) << R"({"crc32c":"0)";
   auto back = convert_run_layout(run, layout::per_case);
-  BOOST_REQUIRE_MESSAGE(back.has_value(), (back ? std::string() : back.error()));
+  BOOST_REQUIRE_MESSAGE(back.has_value(), (back ? std::string() : back.error().message()));
   BOOST_TEST(mentions(back->notes, "torn tail dropped in", "000001.ndjson"));
   BOOST_TEST(back->records == 30u);
   BOOST_TEST(back->removed_files == 1u);  // one segment file
@@ -396,7 +402,8 @@ BOOST_AUTO_TEST_CASE(a_failing_conversion_leaves_the_old_layout_intact) {
   write(run / "segments", "in the way");
   auto failed = convert_run_layout(run, layout::compact);
   BOOST_REQUIRE(!failed);
-  BOOST_TEST(failed.error().find("per-case layout is intact") != std::string::npos);
+  BOOST_TEST((failed.error().code == errc::io));
+  BOOST_TEST(failed.error().message().find("per-case layout is intact") != std::string::npos);
   BOOST_TEST(folder->load_cases() == records);
   fs::remove(run / "segments");
 
@@ -405,11 +412,19 @@ BOOST_AUTO_TEST_CASE(a_failing_conversion_leaves_the_old_layout_intact) {
   write(run / "cases" / "odd" / "result.json", "{\"key\": \"half");
   auto refused = convert_run_layout(run, layout::compact);
   BOOST_REQUIRE(!refused);
-  BOOST_TEST(refused.error().find("unreadable") != std::string::npos);
+  BOOST_TEST((refused.error().code == errc::corrupt));
+  BOOST_TEST(refused.error().message().find("unreadable") != std::string::npos);
   BOOST_TEST(!fs::exists(run / "segments"));
   fs::remove_all(run / "cases" / "odd");
 
   BOOST_REQUIRE(convert_run_layout(run, layout::compact));
+  {
+    // A writer holds the segments: refused as in use.
+    auto w = segment_writer::open(run / "segments");
+    BOOST_REQUIRE(w);
+    auto busy = convert_run_layout(run, layout::per_case);
+    BOOST_TEST((!busy && busy.error().code == errc::in_use));
+  }
   auto segments = list_segments(run / "segments");
   BOOST_REQUIRE(segments.size() == 1u);
   auto bytes = read(segments.front());
@@ -418,7 +433,8 @@ BOOST_AUTO_TEST_CASE(a_failing_conversion_leaves_the_old_layout_intact) {
   write(run / "cases", "in the way");
   auto back = convert_run_layout(run, layout::per_case);
   BOOST_REQUIRE(!back);
-  BOOST_TEST(back.error().find("compact layout is intact") != std::string::npos);
+  BOOST_TEST((back.error().code == errc::io));
+  BOOST_TEST(back.error().message().find("compact layout is intact") != std::string::npos);
   BOOST_TEST(read(segments.front()) == bytes);
   BOOST_TEST(compact_records(run) == records);
   fs::remove(run / "cases");
@@ -429,7 +445,8 @@ BOOST_AUTO_TEST_CASE(a_failing_conversion_leaves_the_old_layout_intact) {
   write(segments.front(), damaged + bytes);  // the damage is not at the tail
   auto refused_back = convert_run_layout(run, layout::per_case);
   BOOST_REQUIRE(!refused_back);
-  BOOST_TEST(refused_back.error().find("damaged") != std::string::npos);
+  BOOST_TEST((refused_back.error().code == errc::corrupt));
+  BOOST_TEST(refused_back.error().message().find("damaged") != std::string::npos);
   BOOST_TEST(read(segments.front()) == damaged + bytes);
   BOOST_TEST(!fs::exists(run / "cases"));
 }
