@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   auto p = mira::plan::make_plan(listing, sel);
   double plan_s = since(t0);
   if (!p) {
-    std::fprintf(stderr, "planning failed: %s\n", p.error().message.c_str());
+    std::fprintf(stderr, "planning failed: %s\n", p.error().message().c_str());
     return 1;
   }
   double rss_planned = bench::rss_mib();

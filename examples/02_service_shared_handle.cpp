@@ -65,7 +65,7 @@ asio::awaitable<void> start(mira::host_handle host, tally* t) {
   mira::plan::selection sel;
   sel.evals = {"greet", "arithmetic", "slow"};
   auto plan = mira::plan::make_plan(*list, sel);
-  if (!plan) co_return (void) std::fprintf(stderr, "%s\n", plan.error().message.c_str());
+  if (!plan) co_return (void) std::fprintf(stderr, "%s\n", plan.error().message().c_str());
   auto ex = co_await asio::this_coro::executor;
   std::vector<mira::protocol::run_params> cases;
   for (auto& c : plan->cases)

@@ -73,7 +73,7 @@ asio::awaitable<int> demo(std::vector<std::string> argv) {
   sel.evals = {"greet", "outage"};
   auto plan = mira::plan::make_plan(*list, sel);
   if (!plan) {
-    std::fprintf(stderr, "%s\n", plan.error().message.c_str());
+    std::fprintf(stderr, "%s\n", plan.error().message().c_str());
     co_return 1;
   }
 

@@ -125,12 +125,12 @@ std::vector<finding> check_listing(const protocol::list_result& list, const conf
   }
   if (list.evals.empty()) return out;
   // What the planner refuses (names with key characters that collide) is an error too.
-  if (auto p = plan::make_plan(list); !p) error(p.error().message);
+  if (auto p = plan::make_plan(list); !p) error(p.error().message());
   for (auto& [name, preset] : c.presets) {
     auto p = plan::make_plan(list, apply_preset(preset, {}));
     if (!p)
       warn("preset " + in_quotes(name) + " (line " + std::to_string(preset.where.line) +
-           "): " + p.error().message);
+           "): " + p.error().message());
     else if (p->cases.empty())
       warn("preset " + in_quotes(name) + " (line " + std::to_string(preset.where.line) +
            ") selects no case");

@@ -252,8 +252,8 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-tl::unexpected<plan_error> fail(std::string m) {
-  return tl::unexpected(plan_error{std::move(m)});
+tl::unexpected<error> fail(errc e, std::string m) {
+  return tl::unexpected(error{make_error_code(e), std::move(m)});
 }
 
 // Cross-product of the eval's axis values that satisfy every --axis constraint on them.
@@ -291,13 +291,14 @@ std::string describe(const case_params& p) {
 
 }  // namespace
 
-tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, const selection& sel) {
+tl::expected<plan, error> make_plan(const protocol::list_result& list, const selection& sel) {
   std::vector<std::string> eval_names;
   for (auto& e : list.evals) eval_names.push_back(e.name);
   for (auto& g : sel.evals)
     if (std::none_of(eval_names.begin(), eval_names.end(),
                      [&](const std::string& n) { return glob_match(g, n); }))
-      return fail("--evals: \"" + g + "\" matches no eval (evals: " + joined(eval_names) + ")");
+      return fail(errc::no_match,
+                  "--evals: \"" + g + "\" matches no eval (evals: " + joined(eval_names) + ")");
 
   std::vector<const protocol::eval_info*> evals;
   for (auto& e : list.evals)
@@ -312,20 +313,23 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
           return std::any_of(e.targets.begin(), e.targets.end(),
                              [&](auto& t) { return glob_match(g, t.label); });
         }))
-      return fail("--targets: \"" + g + "\" matches no target of the selected evals");
+      return fail(errc::no_match,
+                  "--targets: \"" + g + "\" matches no target of the selected evals");
   for (auto& g : sel.samples)
     if (!some([&](auto& e) {
           return std::any_of(e.samples.begin(), e.samples.end(),
                              [&](auto& s) { return glob_match(g, s.id); });
         }))
-      return fail("--samples: \"" + g + "\" matches no sample of the selected evals");
+      return fail(errc::no_match,
+                  "--samples: \"" + g + "\" matches no sample of the selected evals");
   for (auto& tag : sel.tags)
     if (!some([&](auto& e) {
           return std::any_of(e.samples.begin(), e.samples.end(), [&](auto& s) {
             return std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end();
           });
         }))
-      return fail("--tag: no sample of the selected evals has the tag \"" + tag + "\"");
+      return fail(errc::no_match,
+                  "--tag: no sample of the selected evals has the tag \"" + tag + "\"");
   for (auto& [name, globs] : sel.axes) {
     std::vector<std::string> values;
     bool declared = false;
@@ -340,13 +344,14 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
       for (auto* e : evals)
         for (auto& a : e->axes)
           if (std::find(names.begin(), names.end(), a.name) == names.end()) names.push_back(a.name);
-      return fail("--axis: unknown axis \"" + name +
-                  "\" (declared: " + (names.empty() ? std::string("none") : joined(names)) + ")");
+      return fail(errc::no_match, "--axis: unknown axis \"" + name + "\" (declared: " +
+                                      (names.empty() ? std::string("none") : joined(names)) + ")");
     }
     for (auto& g : globs)
       if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); }))
-        return fail(std::string("--axis ").append(name).append(": \"").append(g).append(
-            "\" matches no value (values: " + joined(values) + ")"));
+        return fail(errc::no_match,
+                    std::string("--axis ").append(name).append(": \"").append(g).append(
+                        "\" matches no value (values: " + joined(values) + ")"));
   }
 
   // What each selected eval contributes, first, so the plan is allocated once: a plan of a
@@ -440,7 +445,7 @@ tl::expected<plan, plan_error> make_plan(const protocol::list_result& list, cons
               auto message = "two cases have the key \"" + tc.key +
                              "\": " + describe(out.cases[*it].params) + " and " +
                              describe(tc.params) + " (names contain / @ [ ] , = or #)";
-              return fail(std::move(message));
+              return fail(errc::duplicate_key, std::move(message));
             }
             ++counts.cases;
           }

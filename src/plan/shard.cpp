@@ -28,11 +28,15 @@ std::string quoted(std::string_view name, const char* value) {
   return std::string(name) + "='" + value + "'";
 }
 
+tl::unexpected<error> fail(errc e, std::string m) {
+  return tl::make_unexpected(error{make_error_code(e), std::move(m)});
+}
+
 }  // namespace
 
-tl::expected<shard_spec, std::string> parse_shard(std::string_view text) {
+tl::expected<shard_spec, error> parse_shard(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return tl::make_unexpected("--shard '" + std::string(text) + "': " + why);
+    return fail(errc::invalid_shard, "--shard '" + std::string(text) + "': " + why);
   };
   auto slash = text.find('/');
   if (slash == std::string_view::npos)
@@ -47,22 +51,23 @@ tl::expected<shard_spec, std::string> parse_shard(std::string_view text) {
   return shard_spec{*index, *count};
 }
 
-tl::expected<shard_spec, std::string> shard_from_env(
+tl::expected<shard_spec, error> shard_from_env(
     const std::function<const char*(const char*)>& getenv) {
-  auto number = [&](const char* name) -> tl::expected<std::optional<std::size_t>, std::string> {
+  auto number = [&](const char* name) -> tl::expected<std::optional<std::size_t>, error> {
     const char* v = getenv(name);
     if (!v) return std::nullopt;
     auto n = whole(v);
     if (!n)
-      return tl::make_unexpected("--shard auto: " + quoted(name, v) + " is not a whole number");
+      return fail(errc::invalid_shard,
+                  "--shard auto: " + quoted(name, v) + " is not a whole number");
     return n;
   };
-  auto check = [](shard_spec s, const std::string& from) -> tl::expected<shard_spec, std::string> {
-    if (s.count == 0) return tl::make_unexpected("--shard auto: " + from + " gives 0 shards");
+  auto check = [](shard_spec s, const std::string& from) -> tl::expected<shard_spec, error> {
+    if (s.count == 0) return fail(errc::invalid_shard, "--shard auto: " + from + " gives 0 shards");
     if (s.index >= s.count)
-      return tl::make_unexpected("--shard auto: " + from + " gives shard " +
-                                 std::to_string(s.index) + " of " + std::to_string(s.count) +
-                                 " (the index must be less than the count)");
+      return fail(errc::invalid_shard,
+                  "--shard auto: " + from + " gives shard " + std::to_string(s.index) + " of " +
+                      std::to_string(s.count) + " (the index must be less than the count)");
     return s;
   };
   if (getenv("SLURM_ARRAY_TASK_ID")) {
@@ -75,18 +80,18 @@ tl::expected<shard_spec, std::string> shard_from_env(
     const auto first = min->value_or(0);
     const std::string from = quoted("SLURM_ARRAY_TASK_ID", getenv("SLURM_ARRAY_TASK_ID"));
     if (**id < first)
-      return tl::make_unexpected("--shard auto: " + from +
-                                 " is below SLURM_ARRAY_TASK_MIN=" + std::to_string(first));
+      return fail(errc::invalid_shard, "--shard auto: " + from + " is below SLURM_ARRAY_TASK_MIN=" +
+                                           std::to_string(first));
     if (*count) return check({**id - first, **count}, from + " with SLURM_ARRAY_TASK_COUNT");
     if (*min && *max) {
       if (**max < **min)
-        return tl::make_unexpected(
-            "--shard auto: SLURM_ARRAY_TASK_MAX is below SLURM_ARRAY_TASK_MIN");
+        return fail(errc::invalid_shard,
+                    "--shard auto: SLURM_ARRAY_TASK_MAX is below SLURM_ARRAY_TASK_MIN");
       return check({**id - first, **max - **min + 1}, from + " with SLURM_ARRAY_TASK_MIN/MAX");
     }
-    return tl::make_unexpected(
-        "--shard auto: SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor "
-        "SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX are");
+    return fail(errc::no_shard_env,
+                "--shard auto: SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor "
+                "SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX are");
   }
   if (getenv("JOB_COMPLETION_INDEX")) {
     auto index = number("JOB_COMPLETION_INDEX");
@@ -94,16 +99,16 @@ tl::expected<shard_spec, std::string> shard_from_env(
     auto count = number("MIRA_SHARD_COUNT");
     if (!count) return tl::make_unexpected(count.error());
     if (!*count)
-      return tl::make_unexpected(
-          "--shard auto: JOB_COMPLETION_INDEX is set but MIRA_SHARD_COUNT is not (Kubernetes "
-          "exports no count: set MIRA_SHARD_COUNT to the Job's completions)");
+      return fail(errc::no_shard_env,
+                  "--shard auto: JOB_COMPLETION_INDEX is set but MIRA_SHARD_COUNT is not "
+                  "(Kubernetes exports no count: set MIRA_SHARD_COUNT to the Job's completions)");
     return check(
         {**index, **count},
         quoted("JOB_COMPLETION_INDEX", getenv("JOB_COMPLETION_INDEX")) + " with MIRA_SHARD_COUNT");
   }
-  return tl::make_unexpected(
-      "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX "
-      "(a Kubernetes Indexed Job) is set; give --shard I/N");
+  return fail(errc::no_shard_env,
+              "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor "
+              "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set; give --shard I/N");
 }
 
 std::uint64_t stable_hash(std::string_view text) {

@@ -222,13 +222,13 @@ tl::expected<plan::plan, session_error> plan_within(const protocol::list_result&
     auto base = plan::make_plan(list, one);
     if (!base)
       return tl::unexpected(
-          make_session_error(session_errc::invalid_selection, base.error().message));
+          make_session_error(session_errc::invalid_selection, base.error().message()));
     auto cases = base->cases.size() * static_cast<std::size_t>(*sel.trials);
     if (cases > max_cases) return tl::unexpected(too_many(cases));
   }
   auto p = plan::make_plan(list, sel);
   if (!p)
-    return tl::unexpected(make_session_error(session_errc::invalid_selection, p.error().message));
+    return tl::unexpected(make_session_error(session_errc::invalid_selection, p.error().message()));
   if (max_cases > 0 && p->cases.size() > max_cases)
     return tl::unexpected(too_many(p->cases.size()));
   return std::move(*p);

@@ -248,7 +248,7 @@ const flag_spec table[] = {
      [](run_args& o, const std::string&, const std::string& v) {
        auto spec = v == "auto" ? plan::shard_from_env([](const char* n) { return std::getenv(n); })
                                : plan::parse_shard(v);
-       if (!spec) throw usage_error{printable(spec.error())};
+       if (!spec) throw usage_error{printable(spec.error().message())};
        o.shard = *spec;
      },
      "shard",

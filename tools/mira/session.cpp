@@ -246,7 +246,7 @@ asio::awaitable<std::optional<study_with_plan>> start_and_plan(const run_args& a
     auto from = a.preset.empty() ? std::string()
                                  : " (--preset " + a.preset +
                                        " gives the selection flags the command line leaves out)";
-    out.line("mira: " + printable(p.error().message) + printable(from));
+    out.line("mira: " + printable(p.error().message()) + printable(from));
     co_await study->connection.shutdown();
     rc = exit_usage;
     co_return std::nullopt;

@@ -3,6 +3,7 @@
 // listing; every selection is validated against it.
 #pragma once
 
+#include <mira/plan/error.hpp>
 #include <mira/protocol/types.hpp>
 
 #include <tl/expected.hpp>
@@ -205,10 +206,6 @@ struct plan {
   std::vector<eval_counts> evals;   // the evals that contribute, in listing order
 };
 
-struct plan_error {
-  std::string message;
-};
-
 /// `eval/sample@target` plus a sorted `[k=v,...]` suffix when the case has axis params.
 std::string logical_key(const protocol::run_params& p);
 std::string logical_key(const case_params& p);
@@ -219,11 +216,10 @@ std::string case_key(const case_params& p);
 /// Glob match of the whole of `text`.
 bool glob_match(std::string_view pattern, std::string_view text);
 
-/// Plans the selection. Fails naming the offending flag and value when a glob matches nothing
-/// it could match (an eval, sample, target, tag, axis or axis value), and when two cases would
-/// have the same key (names containing / @ [ ] , = #).
-tl::expected<plan, plan_error> make_plan(const protocol::list_result& list,
-                                         const selection& sel = {});
+/// Plans the selection. Fails naming the offending flag and value: errc::no_match when a glob
+/// matches nothing it could match (an eval, sample, target, tag, axis or axis value),
+/// errc::duplicate_key when two cases would have the same key (names containing / @ [ ] , = #).
+tl::expected<plan, error> make_plan(const protocol::list_result& list, const selection& sel = {});
 
 }  // namespace mira::plan
 

@@ -25,15 +25,17 @@ struct shard_spec {
 /// "I/N" as text, e.g. "2/8".
 std::string to_string(const shard_spec& s);
 
-/// Parses "I/N" (decimal, 0 <= I < N). Fails naming the value and what is wrong with it.
-tl::expected<shard_spec, std::string> parse_shard(std::string_view text);
+/// Parses "I/N" (decimal, 0 <= I < N). Fails with errc::invalid_shard naming the value and what
+/// is wrong with it.
+tl::expected<shard_spec, error> parse_shard(std::string_view text);
 
 /// Reads the environment through `getenv` (returns nullptr for an unset variable):
 /// SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT (the index counted from
 /// SLURM_ARRAY_TASK_MIN when set), or with SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX;
 /// else JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs) with MIRA_SHARD_COUNT (Kubernetes
-/// exports no count). Fails naming the variables when neither is there or a value is malformed.
-tl::expected<shard_spec, std::string> shard_from_env(
+/// exports no count). Fails naming the variables: errc::no_shard_env when neither is there (or
+/// one is without its count), errc::invalid_shard when a value is malformed or out of range.
+tl::expected<shard_spec, error> shard_from_env(
     const std::function<const char*(const char*)>& getenv);
 
 /// FNV-1a, 64 bits, of `text`, followed by a 64-bit finalizer (MurmurHash3's fmix64) so every

@@ -34,7 +34,8 @@ std::vector<std::string> keys(const plan::plan& p) {
 std::string error_of(const plan::selection& sel) {
   auto p = plan::make_plan(listing(), sel);
   BOOST_REQUIRE(!p);
-  return p.error().message;
+  BOOST_TEST((p.error().code == plan::errc::no_match));
+  return p.error().message();
 }
 
 }  // namespace
@@ -238,7 +239,8 @@ BOOST_AUTO_TEST_CASE(colliding_keys_are_an_error_naming_both_cases) {
   BOOST_REQUIRE(l);
   auto p = plan::make_plan(*l);
   BOOST_REQUIRE(!p);
-  BOOST_TEST(p.error().message ==
+  BOOST_TEST((p.error().code == plan::errc::duplicate_key));
+  BOOST_TEST(p.error().message() ==
              "two cases have the key \"a/b/c@t\": eval \"a/b\", sample \"c\", target \"t\" and "
              "eval \"a\", sample \"b/c\", target \"t\" (names contain / @ [ ] , = or #)");
 }
@@ -255,6 +257,15 @@ BOOST_AUTO_TEST_CASE(large_listings_plan_every_case) {
   BOOST_REQUIRE(p);
   BOOST_TEST(p->cases.size() == 200000u);
   BOOST_TEST(p->cases.back().key == "big/199999@sim");
+}
+
+BOOST_AUTO_TEST_CASE(errors_are_codes_in_the_plan_category) {
+  for (auto e : {plan::errc::no_match, plan::errc::duplicate_key, plan::errc::invalid_shard,
+                 plan::errc::no_shard_env}) {
+    boost::system::error_code ec = e;
+    BOOST_TEST(ec.category().name() == std::string("mira.plan"));
+    BOOST_TEST(ec.message() != "unknown plan error");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -34,7 +34,7 @@ plan synthetic(std::size_t logical, std::int64_t trials = 1, std::size_t every =
 }
 
 using env = std::map<std::string, std::string>;
-tl::expected<shard_spec, std::string> from(const env& e) {
+tl::expected<shard_spec, error> from(const env& e) {
   return shard_from_env([&](const char* name) -> const char* {
     auto it = e.find(name);
     return it == e.end() ? nullptr : it->second.c_str();
@@ -53,16 +53,18 @@ BOOST_AUTO_TEST_CASE(parses_i_of_n_and_names_a_bad_value) {
                    "1.0/2", "99999999999/100000000000"}) {
     auto r = parse_shard(bad);
     BOOST_TEST_REQUIRE(!r.has_value(), bad);
-    BOOST_TEST(r.error().find("'" + std::string(bad) + "'") != std::string::npos, r.error());
+    BOOST_TEST((r.error().code == errc::invalid_shard), bad);
+    BOOST_TEST(r.error().message().find("'" + std::string(bad) + "'") != std::string::npos,
+               r.error().message());
   }
-  BOOST_TEST(parse_shard("4/4").error().find("less than N") != std::string::npos);
-  BOOST_TEST(parse_shard("0/0").error().find("at least 1") != std::string::npos);
+  BOOST_TEST(parse_shard("4/4").error().message().find("less than N") != std::string::npos);
+  BOOST_TEST(parse_shard("0/0").error().message().find("at least 1") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(reads_slurm_arrays_and_kubernetes_indexed_jobs) {
   auto spec = [](const env& e) {
     auto r = from(e);
-    return r ? to_string(*r) : "error: " + r.error();
+    return r ? to_string(*r) : "error: " + r.error().message();
   };
   BOOST_TEST(spec({{"SLURM_ARRAY_TASK_ID", "2"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}) == "2/4");
   // An array 1-4: the index counts from SLURM_ARRAY_TASK_MIN.
@@ -82,20 +84,21 @@ BOOST_AUTO_TEST_CASE(reads_slurm_arrays_and_kubernetes_indexed_jobs) {
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_or_malformed_environment_is_named) {
-  auto fails_with = [](const env& e, const std::string& text) {
+  auto fails_with = [](const env& e, const std::string& text, errc code = errc::invalid_shard) {
     auto r = from(e);
     BOOST_TEST_REQUIRE(!r.has_value());
-    BOOST_TEST(r.error().find(text) != std::string::npos, r.error());
+    BOOST_TEST((r.error().code == code), r.error().message());
+    BOOST_TEST(r.error().message().find(text) != std::string::npos, r.error().message());
   };
-  fails_with({}, "neither SLURM_ARRAY_TASK_ID");
-  fails_with({{"JOB_COMPLETION_INDEX", "1"}}, "MIRA_SHARD_COUNT is not");
+  fails_with({}, "neither SLURM_ARRAY_TASK_ID", errc::no_shard_env);
+  fails_with({{"JOB_COMPLETION_INDEX", "1"}}, "MIRA_SHARD_COUNT is not", errc::no_shard_env);
   fails_with({{"JOB_COMPLETION_INDEX", "1"}, {"MIRA_SHARD_COUNT", "four"}},
              "MIRA_SHARD_COUNT='four' is not a whole number");
   fails_with({{"JOB_COMPLETION_INDEX", "4"}, {"MIRA_SHARD_COUNT", "4"}}, "less than the count");
   fails_with({{"JOB_COMPLETION_INDEX", "0"}, {"MIRA_SHARD_COUNT", "0"}}, "gives 0 shards");
   fails_with({{"JOB_COMPLETION_INDEX", "x"}, {"MIRA_SHARD_COUNT", "2"}},
              "JOB_COMPLETION_INDEX='x'");
-  fails_with({{"SLURM_ARRAY_TASK_ID", "1"}}, "neither SLURM_ARRAY_TASK_COUNT");
+  fails_with({{"SLURM_ARRAY_TASK_ID", "1"}}, "neither SLURM_ARRAY_TASK_COUNT", errc::no_shard_env);
   fails_with({{"SLURM_ARRAY_TASK_ID", "-1"}, {"SLURM_ARRAY_TASK_COUNT", "2"}},
              "SLURM_ARRAY_TASK_ID='-1'");
   // A stepped array (0-6:2) is not one shard per index.
