@@ -2,6 +2,8 @@
 // study's crate.
 #include <mira/config/launch.hpp>
 
+#include <mira/command_line.hpp>
+
 #include <toml++/toml.h>
 
 #include <sys/stat.h>
@@ -53,9 +55,9 @@ tl::expected<resolved_launch, std::string> build(launch_mode mode, const std::st
   auto& argv = b.out.argv;
   auto words = [&]() -> tl::expected<std::vector<std::string>, std::string> {
     auto w = split_command_line(value);
-    if (!w) return tl::unexpected(b.out.origin + ": " + w.error());
+    if (!w) return tl::unexpected(b.out.origin + ": " + w.error().message());
     if (w->empty()) return tl::unexpected(b.out.origin + " is empty");
-    return w;
+    return std::move(*w);
   };
   if ((!package.empty() || !manifest_path.empty()) && !is_cargo(mode))
     return tl::unexpected(
@@ -205,45 +207,6 @@ tl::expected<fs::path, std::string> write_cargo_script_crate(const fs::path& scr
 }
 
 }  // namespace
-
-tl::expected<std::vector<std::string>, std::string> split_command_line(std::string_view line) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) words.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-      continue;
-    }
-    in_word = true;
-    if (c == '\\') {
-      if (++i >= line.size()) return tl::unexpected(std::string("ends with a backslash"));
-      word += line[i];
-    } else if (c == '\'') {
-      auto end = line.find('\'', i + 1);
-      if (end == std::string_view::npos)
-        return tl::unexpected(std::string("has an unterminated ' quote"));
-      word.append(line.substr(i + 1, end - i - 1));
-      i = end;
-    } else if (c == '"') {
-      for (++i;; ++i) {
-        if (i >= line.size()) return tl::unexpected(std::string("has an unterminated \" quote"));
-        if (line[i] == '"') break;
-        if (line[i] == '\\' && i + 1 < line.size() &&
-            std::string_view("\\\"$`").find(line[i + 1]) != std::string_view::npos)
-          ++i;
-        word += line[i];
-      }
-    } else {
-      word += c;
-    }
-  }
-  if (in_word) words.push_back(std::move(word));
-  return words;
-}
 
 bool has_inline_script_metadata(std::string_view src) {
   // PEP 723: a line that is exactly "# /// script" opens the block.

@@ -1,4 +1,5 @@
 // The sans-I/O part of the server: routes, targets, errors, request bodies, events.
+#include <mira/command_line.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/serve/api.hpp>
 #include <mira/store/files.hpp>
@@ -238,44 +239,10 @@ tl::expected<study_entry, std::string> parse_study_entry(std::string_view text) 
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
       return tl::unexpected("the study name '" + e.name +
                             "' has a character outside A-Z a-z 0-9 . _ -");
-  // The command split as a POSIX shell splits words: quotes and backslashes, no expansion.
-  std::string word;
-  bool in_word = false;
-  char quote = 0;
-  auto line = text.substr(eq + 1);
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quote == '\'') {
-      if (c == '\'')
-        quote = 0;
-      else
-        word += c;
-    } else if (quote == '"') {
-      if (c == '"') {
-        quote = 0;
-      } else if (c == '\\' && i + 1 < line.size() &&
-                 std::string_view("\\\"$`").find(line[i + 1]) != std::string_view::npos) {
-        word += line[++i];
-      } else {
-        word += c;
-      }
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (c == '\\' && i + 1 < line.size()) {
-      word += line[++i];
-      in_word = true;
-    } else if (c == ' ' || c == '\t') {
-      if (in_word) e.argv.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (quote) return tl::unexpected("the command of study '" + e.name + "' has an open quote");
-  if (in_word) e.argv.push_back(std::move(word));
+  auto argv = split_command_line(text.substr(eq + 1));
+  if (!argv)
+    return tl::unexpected("the command of study '" + e.name + "' " + argv.error().message());
+  e.argv = std::move(*argv);
   if (e.argv.empty()) return tl::unexpected("the study '" + e.name + "' has no command");
   return e;
 }

@@ -3,6 +3,8 @@
 
 #include "flags.hpp"
 
+#include <mira/command_line.hpp>
+
 #include <cctype>
 
 namespace mira::cli {
@@ -16,8 +18,8 @@ bool positional(const std::string& a) {
 }  // namespace
 
 std::vector<std::string> split_command_line(std::string_view line) {
-  auto words = config::split_command_line(line);
-  if (!words) throw usage_error{"--study-cmd " + words.error()};
+  auto words = mira::split_command_line(line);
+  if (!words) throw usage_error{"--study-cmd " + words.error().message()};
   return std::move(*words);
 }
 

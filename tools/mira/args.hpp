@@ -100,8 +100,7 @@ enum class command {
   serve
 };
 
-/// Splits a command line the way a POSIX shell would split words: single quotes, double quotes
-/// (with \\ \" \$ \` escapes), backslash escapes; no expansion. For --study-cmd; a usage_error
+/// mira::split_command_line (mira/command_line.hpp has its rules) for --study-cmd; a usage_error
 /// names the flag.
 std::vector<std::string> split_command_line(std::string_view line);
 

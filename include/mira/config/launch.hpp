@@ -18,6 +18,7 @@
 namespace mira::config {
 
 /// What the command line asked for. At most one of `mode` and `argv` is set (the parser's job).
+/// The command lines of cmd, python and uv are split by mira::split_command_line.
 struct launch_request {
   std::optional<launch_mode> mode;  // --study, --study-script, --study-python, ...
   std::string value;                // that flag's value
@@ -56,10 +57,6 @@ struct resolved_launch {
 /// kinds), a program not on PATH (cargo, node, python3, uv), or nothing to launch at all.
 tl::expected<resolved_launch, std::string> resolve_launch(const launch_request& r, const config& c,
                                                           const system_probe& probe);
-
-/// Splits a command line the way a POSIX shell splits words: single quotes, double quotes (with
-/// \\ \" \$ \` escapes), backslash escapes; no expansion. Errors name the unterminated quote.
-tl::expected<std::vector<std::string>, std::string> split_command_line(std::string_view line);
 
 /// Whether a Python file declares PEP 723 inline script metadata (`# /// script`).
 bool has_inline_script_metadata(std::string_view python_source);

@@ -126,7 +126,7 @@ struct study_entry {
   std::string name;
   std::vector<std::string> argv;
 };
-/// Parses `NAME=COMMAND LINE` (the command split as a POSIX shell would, without expansion).
+/// Parses `NAME=COMMAND LINE`, the command split by mira::split_command_line (command_line.hpp).
 tl::expected<study_entry, std::string> parse_study_entry(std::string_view text);
 
 /// What POST /v1/runs asks for.

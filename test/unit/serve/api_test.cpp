@@ -230,6 +230,7 @@ BOOST_AUTO_TEST_CASE(allow_list_entries_split_their_command_like_a_shell) {
   BOOST_TEST(!parse_study_entry("=cmd").has_value());
   BOOST_TEST(!parse_study_entry("a/b=cmd").has_value());
   BOOST_TEST(!parse_study_entry("x='open").has_value());
+  BOOST_TEST(!parse_study_entry("x=cmd\\").has_value());  // a trailing backslash, as --study-cmd
   BOOST_TEST(!parse_study_entry("x=   ").has_value());
 }
 
