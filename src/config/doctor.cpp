@@ -72,7 +72,7 @@ std::vector<finding> check_config(const config& c, const system_probe& probe) {
   for (auto& w : c.warnings) add(out, severity::warning, w.to_string());
   // What each launcher needs, without writing a single-file study's crate.
   auto dry = probe;
-  dry.cargo_script_crate = [](const fs::path& f) -> tl::expected<fs::path, std::string> {
+  dry.cargo_script_crate = [](const fs::path& f) -> tl::expected<fs::path, error> {
     return f.parent_path() / "Cargo.toml";
   };
   for (auto& [name, l] : c.launchers) {
@@ -83,7 +83,7 @@ std::vector<finding> check_config(const config& c, const system_probe& probe) {
     const bool is_default = name == c.default_launcher;
     add(out, is_default ? severity::error : severity::warning,
         "launcher " + in_quotes(name) + (is_default ? " (default_launcher)" : "") + ": " +
-            got.error());
+            got.error().message());
   }
   return out;
 }

@@ -23,6 +23,10 @@ bool is_cargo(launch_mode m) {
   return m == launch_mode::bin || m == launch_mode::example;
 }
 
+tl::unexpected<error> fail(boost::system::error_code code, std::string text) {
+  return tl::make_unexpected(error{code, std::move(text)});
+}
+
 // A path given to exec must contain a slash, or PATH would be searched for it.
 std::string runnable(const fs::path& p) {
   auto s = p.string();
@@ -34,9 +38,9 @@ struct builder {
   resolved_launch out;
 
   // The program, or an error naming what it is needed for.
-  tl::expected<std::string, std::string> need(const std::string& program, const std::string& why) {
+  tl::expected<std::string, error> need(const std::string& program, const std::string& why) {
     if (!probe.find_program(program))
-      return tl::unexpected(program + " is not on PATH; it is needed to run " + why);
+      return fail(errc::missing_program, program + " is not on PATH; it is needed to run " + why);
     out.programs.push_back(program);
     return program;
   }
@@ -46,27 +50,29 @@ const char* const study_kinds =
     "expected a .py file (python3, or uv run when it has inline script metadata), a .mjs or .js "
     "file (node), a .rs file (cargo), or an executable";
 
-tl::expected<resolved_launch, std::string> build(launch_mode mode, const std::string& value,
-                                                 const std::string& package,
-                                                 const std::string& manifest_path,
-                                                 std::string origin, const system_probe& probe) {
+tl::expected<resolved_launch, error> build(launch_mode mode, const std::string& value,
+                                           const std::string& package,
+                                           const std::string& manifest_path, std::string origin,
+                                           const system_probe& probe) {
   builder b{probe, {}};
   b.out.origin = std::move(origin);
   auto& argv = b.out.argv;
-  auto words = [&]() -> tl::expected<std::vector<std::string>, std::string> {
+  auto words = [&]() -> tl::expected<std::vector<std::string>, error> {
     auto w = split_command_line(value);
-    if (!w) return tl::unexpected(b.out.origin + ": " + w.error().message());
-    if (w->empty()) return tl::unexpected(b.out.origin + " is empty");
+    if (!w) return fail(errc::invalid, b.out.origin + ": " + w.error().message());
+    if (w->empty()) return fail(errc::invalid, b.out.origin + " is empty");
     return std::move(*w);
   };
   if ((!package.empty() || !manifest_path.empty()) && !is_cargo(mode))
-    return tl::unexpected(
-        "--package and --manifest-path go with --study-bin or --study-example (cargo), not with " +
-        b.out.origin);
+    return fail(errc::conflict,
+                "--package and --manifest-path go with --study-bin or --study-example (cargo), "
+                "not with " +
+                    b.out.origin);
   switch (mode) {
     case launch_mode::study: {
       fs::path p = value;
-      if (!probe.is_file(p)) return tl::unexpected(b.out.origin + ": no such file: " + value);
+      if (!probe.is_file(p))
+        return fail(errc::not_found, b.out.origin + ": no such file: " + value);
       auto ext = p.extension().string();
       if (ext == ".py") {
         if (probe.find_program("uv") && has_inline_script_metadata(probe.head(p))) {
@@ -74,30 +80,31 @@ tl::expected<resolved_launch, std::string> build(launch_mode mode, const std::st
           argv = {"uv", "run", value};
         } else {
           auto py = b.need("python3", value);
-          if (!py) return tl::unexpected(py.error());
+          if (!py) return tl::make_unexpected(std::move(py.error()));
           argv = {*py, value};
         }
       } else if (ext == ".mjs" || ext == ".js" || ext == ".cjs") {
         auto node = b.need("node", value);
-        if (!node) return tl::unexpected(node.error());
+        if (!node) return tl::make_unexpected(std::move(node.error()));
         argv = {*node, value};
       } else if (ext == ".rs") {
         return build(launch_mode::script, value, package, manifest_path, b.out.origin, probe);
       } else if (probe.is_executable(p)) {
         argv = {runnable(p)};
       } else {
-        return tl::unexpected("cannot tell how to run " + value + " (" + b.out.origin +
-                              "): " + study_kinds);
+        return fail(errc::invalid,
+                    "cannot tell how to run " + value + " (" + b.out.origin + "): " + study_kinds);
       }
       break;
     }
     case launch_mode::script: {
       fs::path p = value;
-      if (!probe.is_file(p)) return tl::unexpected(b.out.origin + ": no such file: " + value);
+      if (!probe.is_file(p))
+        return fail(errc::not_found, b.out.origin + ": no such file: " + value);
       auto cargo = b.need("cargo", value);
-      if (!cargo) return tl::unexpected(cargo.error());
+      if (!cargo) return tl::make_unexpected(std::move(cargo.error()));
       auto manifest = probe.cargo_script_crate(p);
-      if (!manifest) return tl::unexpected(manifest.error());
+      if (!manifest) return tl::make_unexpected(std::move(manifest.error()));
       argv = {*cargo,
               "run",
               "-q",
@@ -111,9 +118,9 @@ tl::expected<resolved_launch, std::string> build(launch_mode mode, const std::st
     case launch_mode::uv: {
       // python3 WORDS, or uv run WORDS.
       auto w = words();
-      if (!w) return tl::unexpected(w.error());
+      if (!w) return tl::make_unexpected(std::move(w.error()));
       auto program = b.need(mode == launch_mode::python ? "python3" : "uv", value);
-      if (!program) return tl::unexpected(program.error());
+      if (!program) return tl::make_unexpected(std::move(program.error()));
       argv = {*program};
       if (mode == launch_mode::uv) argv.emplace_back("run");
       argv.insert(argv.end(), w->begin(), w->end());
@@ -121,9 +128,9 @@ tl::expected<resolved_launch, std::string> build(launch_mode mode, const std::st
     }
     case launch_mode::bin:
     case launch_mode::example: {
-      if (value.empty()) return tl::unexpected(b.out.origin + " needs a name");
+      if (value.empty()) return fail(errc::invalid, b.out.origin + " needs a name");
       auto cargo = b.need("cargo", "cargo " + std::string(to_string(mode)) + " " + value);
-      if (!cargo) return tl::unexpected(cargo.error());
+      if (!cargo) return tl::make_unexpected(std::move(cargo.error()));
       argv = {*cargo, "run", "-q"};
       if (!package.empty()) argv.insert(argv.end(), {"-p", package});
       argv.insert(argv.end(), {mode == launch_mode::bin ? "--bin" : "--example", value});
@@ -132,7 +139,7 @@ tl::expected<resolved_launch, std::string> build(launch_mode mode, const std::st
     }
     case launch_mode::cmd: {
       auto w = words();
-      if (!w) return tl::unexpected(w.error());
+      if (!w) return tl::make_unexpected(std::move(w.error()));
       argv = std::move(*w);
       break;
     }
@@ -171,9 +178,9 @@ bool write_if_changed(const fs::path& p, const std::string& text) {
   return !ec;
 }
 
-tl::expected<fs::path, std::string> write_cargo_script_crate(const fs::path& script) {
+tl::expected<fs::path, error> write_cargo_script_crate(const fs::path& script) {
   std::ifstream in(script, std::ios::binary);
-  if (!in) return tl::unexpected("cannot read " + script.string());
+  if (!in) return fail(errc::io, "cannot read " + script.string());
   std::ostringstream text;
   text << in.rdbuf();
   std::error_code ec;
@@ -184,25 +191,25 @@ tl::expected<fs::path, std::string> write_cargo_script_crate(const fs::path& scr
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "study_" + name;
   auto crate = make_cargo_script(text.str(), name, abs.parent_path());
-  if (!crate) return tl::unexpected(script.string() + ":" + crate.error());
+  if (!crate) return fail(crate.error().code, script.string() + ":" + crate.error().message());
   const char* tmp = std::getenv("TMPDIR");
   fs::path root = fs::path(tmp && *tmp ? tmp : "/tmp") / "mira-script";
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(abs.string())));
   auto dir = root / (name + "-" + hash);
   fs::create_directories(dir, ec);
-  if (ec) return tl::unexpected("cannot create " + dir.string() + ": " + ec.message());
+  if (ec) return fail(errc::io, "cannot create " + dir.string() + ": " + ec.message());
   // In a shared TMPDIR another user could have made the folders first and put links in them:
   // the crate is written only into folders this user owns, which are then made its alone.
   for (const auto& d : {root, dir}) {
     struct ::stat st {};
     if (::lstat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
         ::chmod(d.c_str(), S_IRWXU) != 0)
-      return tl::unexpected(d.string() + " is not a folder of this user's; set TMPDIR to one");
+      return fail(errc::io, d.string() + " is not a folder of this user's; set TMPDIR to one");
   }
   if (!write_if_changed(dir / "Cargo.toml", crate->manifest) ||
       !write_if_changed(dir / "main.rs", crate->main_rs))
-    return tl::unexpected("cannot write the crate for " + script.string() + " in " + dir.string());
+    return fail(errc::io, "cannot write the crate for " + script.string() + " in " + dir.string());
   return dir / "Cargo.toml";
 }
 
@@ -223,9 +230,9 @@ bool has_inline_script_metadata(std::string_view src) {
   return false;
 }
 
-tl::expected<cargo_script, std::string> make_cargo_script(std::string_view source,
-                                                          const std::string& name,
-                                                          const fs::path& script_dir) {
+tl::expected<cargo_script, error> make_cargo_script(std::string_view source,
+                                                    const std::string& name,
+                                                    const fs::path& script_dir) {
   std::vector<std::string_view> lines;
   for (std::size_t start = 0;;) {
     auto end = source.find('\n', start);
@@ -247,7 +254,8 @@ tl::expected<cargo_script, std::string> make_cargo_script(std::string_view sourc
     std::size_t close = i + 1;
     while (close < lines.size() && !lines[close].starts_with("---")) ++close;
     if (close >= lines.size())
-      return tl::unexpected(std::to_string(front_line) + ": the --- front matter is not closed");
+      return fail(errc::invalid,
+                  std::to_string(front_line) + ": the --- front matter is not closed");
     for (std::size_t k = i; k <= close; ++k) blank[k] = true;
     for (std::size_t k = i + 1; k < close; ++k) (front += lines[k]) += '\n';
   }
@@ -255,9 +263,9 @@ tl::expected<cargo_script, std::string> make_cargo_script(std::string_view sourc
   try {
     manifest = toml::parse(front);
   } catch (const toml::parse_error& e) {
-    return tl::unexpected(std::to_string(front_line + e.source().begin.line) + ":" +
-                          std::to_string(e.source().begin.column) + ": " +
-                          std::string(e.description()));
+    return fail(errc::invalid, std::to_string(front_line + e.source().begin.line) + ":" +
+                                   std::to_string(e.source().begin.column) + ": " +
+                                   std::string(e.description()));
   }
   if (!manifest["package"].is_table()) manifest.insert_or_assign("package", toml::table{});
   auto& package = *manifest["package"].as_table();
@@ -322,24 +330,24 @@ system_probe system_probe::real() {
   return p;
 }
 
-tl::expected<resolved_launch, std::string> resolve_launch(const launch_request& r, const config& c,
-                                                          const system_probe& probe) {
+tl::expected<resolved_launch, error> resolve_launch(const launch_request& r, const config& c,
+                                                    const system_probe& probe) {
   if (!r.argv.empty()) {
     if (!r.package.empty() || !r.manifest_path.empty())
-      return tl::unexpected(std::string(
-          "--package and --manifest-path go with --study-bin or --study-example (cargo)"));
+      return fail(errc::conflict,
+                  "--package and --manifest-path go with --study-bin or --study-example (cargo)");
     return resolved_launch{r.argv, "the command after --", {}};
   }
   const launcher* l = nullptr;
   std::string origin;
   if (!r.launcher.empty()) {
     auto found = c.find_launcher(r.launcher);
-    if (!found) return tl::unexpected(found.error());
+    if (!found) return tl::make_unexpected(found.error());
     l = *found;
     origin = "launcher \"" + l->name + "\" (--launcher)";
   } else if (!r.mode && !c.default_launcher.empty()) {
     auto found = c.find_launcher(c.default_launcher);
-    if (!found) return tl::unexpected(found.error());
+    if (!found) return tl::make_unexpected(found.error());
     l = *found;
     origin = "launcher \"" + l->name + "\" (default_launcher in " + c.file.string() + ")";
   }
@@ -357,10 +365,12 @@ tl::expected<resolved_launch, std::string> resolve_launch(const launch_request& 
     return build(*r.mode, r.value, package, manifest, flag, probe);
   }
   if (l) return build(l->mode, l->value, package, manifest, origin, probe);
-  return tl::unexpected(std::string(
-      "no study to run: give --study PATH (or --study-cmd, --study-python, --study-uv, "
-      "--study-bin, --study-example, --study-script), --launcher NAME, or the study's command "
-      "after `--`; or set default_launcher in mira.toml"));
+  return fail(
+      errc::no_study,
+      std::string(
+          "no study to run: give --study PATH (or --study-cmd, --study-python, --study-uv, "
+          "--study-bin, --study-example, --study-script), --launcher NAME, or the study's command "
+          "after `--`; or set default_launcher in mira.toml"));
 }
 
 }  // namespace mira::config

@@ -324,19 +324,22 @@ std::string_view to_string(launch_mode m) {
   return "cmd";
 }
 
-tl::expected<const preset*, std::string> config::find_preset(std::string_view name) const {
+tl::expected<const preset*, error> config::find_preset(std::string_view name) const {
   auto it = presets.find(name);
   if (it != presets.end()) return &it->second;
-  return tl::unexpected("unknown preset \"" + std::string(name) + "\" (" + known_names(presets) +
-                        (file.empty() ? "; no mira.toml was found" : " in " + file.string()) + ")");
+  return tl::unexpected(
+      error{make_error_code(errc::not_found),
+            "unknown preset \"" + std::string(name) + "\" (" + known_names(presets) +
+                (file.empty() ? "; no mira.toml was found" : " in " + file.string()) + ")"});
 }
 
-tl::expected<const launcher*, std::string> config::find_launcher(std::string_view name) const {
+tl::expected<const launcher*, error> config::find_launcher(std::string_view name) const {
   auto it = launchers.find(name);
   if (it != launchers.end()) return &it->second;
-  return tl::unexpected("unknown launcher \"" + std::string(name) + "\" (" +
-                        known_names(launchers) +
-                        (file.empty() ? "; no mira.toml was found" : " in " + file.string()) + ")");
+  return tl::unexpected(
+      error{make_error_code(errc::not_found),
+            "unknown launcher \"" + std::string(name) + "\" (" + known_names(launchers) +
+                (file.empty() ? "; no mira.toml was found" : " in " + file.string()) + ")"});
 }
 
 std::optional<fs::path> find_config(const fs::path& dir) {

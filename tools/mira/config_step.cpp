@@ -25,14 +25,14 @@ void apply_config(command cmd, run_args& a, const config::config& c) {
   a.environment_labels = c.environment_labels;
   if (!a.preset.empty()) {
     auto p = c.find_preset(a.preset);
-    if (!p) throw usage_error{"--preset: " + p.error()};
+    if (!p) throw usage_error{"--preset: " + p.error().message()};
     a.selection = config::apply_preset(**p, std::move(a.selection));
   }
   const bool launches = cmd == command::list || cmd == command::plan || cmd == command::run ||
                         cmd == command::score || cmd == command::doctor;
   if (!launches) return;
   auto launch = config::resolve_launch(a.launch, c, config::system_probe::real());
-  if (!launch) throw usage_error{launch.error()};
+  if (!launch) throw usage_error{launch.error().message()};
   a.study = std::move(launch->argv);
 }
 

@@ -104,11 +104,6 @@ bool rebuild_damaged_meta(const fs::path& results) {
   return ok;
 }
 
-bool nothing_to_launch(const run_args& a, const config::config& c) {
-  return !a.launch.mode && a.launch.argv.empty() && a.launch.launcher.empty() &&
-         c.default_launcher.empty();
-}
-
 }  // namespace
 
 int cmd_doctor(const std::vector<std::string>& args) {
@@ -146,16 +141,16 @@ int cmd_doctor(const std::vector<std::string>& args) {
   t.section("mira.toml" + (file ? ": " + file->string() : std::string()), config_findings);
 
   // The study.
-  if (nothing_to_launch(a, c)) {
+  auto launch = config::resolve_launch(a.launch, c, config::system_probe::real());
+  if (!launch && launch.error().code == config::errc::no_study) {
     std::printf(
         "study\n  note: no study given (--study PATH, -- CMD, --launcher NAME or "
         "default_launcher): its checks are left out\n");
   } else {
     std::vector<finding> study_findings;
-    auto launch = config::resolve_launch(a.launch, c, config::system_probe::real());
     std::string title = "study";
     if (!launch) {
-      study_findings.push_back({severity::error, launch.error()});
+      study_findings.push_back({severity::error, launch.error().message()});
     } else {
       a.study = launch->argv;
       for (auto& w : a.study) title += " " + w;

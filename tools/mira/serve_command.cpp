@@ -52,7 +52,7 @@ serve::server_config config_from(const run_args& a, const config::config& projec
     auto resolved = config::resolve_launch(r, project, probe);
     if (!resolved)
       throw usage_error{"mira.toml launcher '" + printable(name) +
-                        "': " + printable(resolved.error())};
+                        "': " + printable(resolved.error().message())};
     c.studies.push_back({name, std::move(resolved->argv)});
   }
   if (c.studies.empty())

@@ -5,6 +5,7 @@
 // The file system and PATH are reached through a probe, so resolution is tested without them.
 #pragma once
 
+#include <mira/config/error.hpp>
 #include <mira/config/mira_toml.hpp>
 
 #include <tl/expected.hpp>
@@ -36,8 +37,10 @@ struct system_probe {
   std::function<bool(const std::filesystem::path&)> is_executable;
   /// The first bytes of a file ("" when unreadable): enough to see inline script metadata.
   std::function<std::string(const std::filesystem::path&)> head;
-  /// Writes the cargo crate that runs a single-file Rust study; returns its Cargo.toml.
-  std::function<tl::expected<std::filesystem::path, std::string>(const std::filesystem::path&)>
+  /// Writes the cargo crate that runs a single-file Rust study; returns its Cargo.toml, or
+  /// errc::io (the study cannot be read, the crate cannot be written) or errc::invalid (its
+  /// front matter, from make_cargo_script).
+  std::function<tl::expected<std::filesystem::path, error>(const std::filesystem::path&)>
       cargo_script_crate;
 
   /// PATH, the real file system, and cargo_script_crate writing under $TMPDIR/mira-script.
@@ -52,11 +55,15 @@ struct resolved_launch {
 
 /// The argv for a request: an explicit mode or argv wins; else --launcher NAME; else
 /// `default_launcher`; a launcher's mode is replaced by an explicit one, and --package /
-/// --manifest-path overlay its own. Errors say what is missing: an unknown launcher (listing
-/// the known ones), a file that does not exist, a kind of file with no runner (listing the
-/// kinds), a program not on PATH (cargo, node, python3, uv), or nothing to launch at all.
-tl::expected<resolved_launch, std::string> resolve_launch(const launch_request& r, const config& c,
-                                                          const system_probe& probe);
+/// --manifest-path overlay its own. Errors say what is missing: errc::not_found for an unknown
+/// launcher (the message lists the known ones) or a file that does not exist; errc::invalid for
+/// a kind of file with no runner (listing the kinds), a command line that does not split or is
+/// empty, a cargo mode with no name; errc::conflict for --package or --manifest-path with a
+/// mode other than cargo's; errc::missing_program for a program not on PATH (cargo, node,
+/// python3, uv); errc::no_study when nothing names a study at all; errc::io when a single-file
+/// study's crate cannot be written.
+tl::expected<resolved_launch, error> resolve_launch(const launch_request& r, const config& c,
+                                                    const system_probe& probe);
 
 /// Whether a Python file declares PEP 723 inline script metadata (`# /// script`).
 bool has_inline_script_metadata(std::string_view python_source);
@@ -65,13 +72,14 @@ bool has_inline_script_metadata(std::string_view python_source);
 /// optional `---` TOML front matter with [dependencies] and [package]): its Cargo.toml text,
 /// and the body (front matter replaced by blank lines so compiler messages keep their line
 /// numbers). `name` is the crate's name; relative `path` dependencies are made relative to
-/// `script_dir`. Errors name the script's line.
+/// `script_dir`. Errors (errc::invalid: front matter not closed, or not TOML) name the script's
+/// line.
 struct cargo_script {
   std::string manifest;
   std::string main_rs;
 };
-tl::expected<cargo_script, std::string> make_cargo_script(std::string_view source,
-                                                          const std::string& name,
-                                                          const std::filesystem::path& script_dir);
+tl::expected<cargo_script, error> make_cargo_script(std::string_view source,
+                                                    const std::string& name,
+                                                    const std::filesystem::path& script_dir);
 
 }  // namespace mira::config

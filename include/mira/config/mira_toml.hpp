@@ -6,6 +6,7 @@
 // did-you-mean. The TOML parser stays inside the library: nothing here exposes it.
 #pragma once
 
+#include <mira/config/error.hpp>
 #include <mira/plan/plan.hpp>
 
 #include <tl/expected.hpp>
@@ -96,10 +97,10 @@ struct config {
   /// Unknown keys (with a did-you-mean) and dubious values that do not stop the file loading.
   std::vector<diagnostic> warnings;
 
-  /// The preset of that name; the error lists the known ones.
-  tl::expected<const preset*, std::string> find_preset(std::string_view name) const;
-  /// The launcher of that name; the error lists the known ones.
-  tl::expected<const launcher*, std::string> find_launcher(std::string_view name) const;
+  /// The preset of that name; errc::not_found, whose message lists the known ones.
+  tl::expected<const preset*, error> find_preset(std::string_view name) const;
+  /// The launcher of that name; errc::not_found, whose message lists the known ones.
+  tl::expected<const launcher*, error> find_launcher(std::string_view name) const;
 };
 
 /// The nearest mira.toml: in `dir`, else in each parent up to the root. nullopt: none.

@@ -37,7 +37,7 @@ struct fake_system {
       return f == "meta.py" ? std::string("#!/usr/bin/env -S uv run\n# /// script\n# ///\n")
                             : std::string("print()\n");
     };
-    p.cargo_script_crate = [](const fs::path& f) -> tl::expected<fs::path, std::string> {
+    p.cargo_script_crate = [](const fs::path& f) -> tl::expected<fs::path, cfg::error> {
       return fs::path("/tmp/mira-script") / (f.stem().string() + "-0") / "Cargo.toml";
     };
     return p;
@@ -54,15 +54,25 @@ cfg::launch_request mode(cfg::launch_mode m, std::string value) {
 strings argv_of(const cfg::launch_request& r, const fake_system& sys = {},
                 const cfg::config& c = {}) {
   auto got = cfg::resolve_launch(r, c, sys.probe());
-  BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.error()));
+  BOOST_REQUIRE_MESSAGE(got, (got ? "" : got.error().message()));
   return got->argv;
+}
+
+cfg::error failure(const cfg::launch_request& r, const fake_system& sys = {},
+                   const cfg::config& c = {}) {
+  auto got = cfg::resolve_launch(r, c, sys.probe());
+  BOOST_REQUIRE(!got);
+  return got.error();
 }
 
 std::string error_of(const cfg::launch_request& r, const fake_system& sys = {},
                      const cfg::config& c = {}) {
-  auto got = cfg::resolve_launch(r, c, sys.probe());
-  BOOST_REQUIRE(!got);
-  return got.error();
+  return failure(r, sys, c).message();
+}
+
+boost::system::error_code code_of(const cfg::launch_request& r, const fake_system& sys = {},
+                                  const cfg::config& c = {}) {
+  return failure(r, sys, c).code;
 }
 
 cfg::config config_of(const std::string& text) {
@@ -101,9 +111,12 @@ BOOST_AUTO_TEST_CASE(study_errors_say_what_is_missing) {
              kinds);
   for (auto* kind : {".mjs or .js file (node)", ".rs file (cargo)", "an executable", "uv run"})
     BOOST_TEST(kinds.find(kind) != std::string::npos, kind);
+  BOOST_TEST((code_of(mode(launch_mode::study, "notes.txt")) == cfg::errc::invalid));
   BOOST_TEST(error_of(mode(launch_mode::study, "gone.py")) == "--study: no such file: gone.py");
+  BOOST_TEST((code_of(mode(launch_mode::study, "gone.py")) == cfg::errc::not_found));
   fake_system bare;
   bare.programs.clear();
+  BOOST_TEST((code_of(mode(launch_mode::study, "s.py"), bare) == cfg::errc::missing_program));
   BOOST_TEST(error_of(mode(launch_mode::study, "s.py"), bare) ==
              "python3 is not on PATH; it is needed to run s.py");
   BOOST_TEST(error_of(mode(launch_mode::study, "s.mjs"), bare) ==
@@ -140,9 +153,13 @@ BOOST_AUTO_TEST_CASE(each_mode_builds_its_command) {
   BOOST_TEST(error_of(mode(launch_mode::cmd, "a 'b")) ==
              "--study-cmd: has an unterminated ' quote");
   BOOST_TEST(error_of(mode(launch_mode::cmd, "  ")) == "--study-cmd is empty");
+  BOOST_TEST((code_of(mode(launch_mode::cmd, "a 'b")) == cfg::errc::invalid));
+  BOOST_TEST((code_of(mode(launch_mode::cmd, "  ")) == cfg::errc::invalid));
+  BOOST_TEST((code_of(mode(launch_mode::bin, "")) == cfg::errc::invalid));  // needs a name
   auto py = mode(launch_mode::python, "s.py");
   py.package = "p";
   BOOST_TEST(error_of(py).find("--package and --manifest-path go with --study-bin") == 0u);
+  BOOST_TEST((code_of(py) == cfg::errc::conflict));
 }
 
 BOOST_AUTO_TEST_CASE(launchers_default_and_override) {
@@ -183,7 +200,9 @@ package = "pk"
   unknown.launcher = "jss";
   BOOST_TEST(error_of(unknown, {}, c) ==
              "unknown launcher \"jss\" (known: cargo, js in mira.toml)");
+  BOOST_TEST((code_of(unknown, {}, c) == cfg::errc::not_found));
   BOOST_TEST(error_of(cfg::launch_request{}).find("no study to run: give --study PATH") == 0u);
+  BOOST_TEST((code_of(cfg::launch_request{}) == cfg::errc::no_study));
 }
 
 BOOST_AUTO_TEST_CASE(inline_script_metadata_is_a_whole_line) {
@@ -204,7 +223,7 @@ serde = "1"
 fn main() {}
 )",
                                       "my_study", "/src/studies");
-  BOOST_REQUIRE_MESSAGE(crate, (crate ? "" : crate.error()));
+  BOOST_REQUIRE_MESSAGE(crate, (crate ? "" : crate.error().message()));
   // The body keeps its line numbers.
   BOOST_TEST(crate->main_rs == "\n\n\n\n\n\n\nfn main() {}\n");
   auto& m = crate->manifest;
@@ -216,10 +235,12 @@ fn main() {}
   BOOST_TEST(plain->main_rs == "#![allow(unused)]\nfn main() {}\n");  // an attribute, kept
   auto open = cfg::make_cargo_script("---\n[dependencies]\nfn main() {}\n", "s", "/");
   BOOST_REQUIRE(!open);
-  BOOST_TEST(open.error() == "1: the --- front matter is not closed");
+  BOOST_TEST((open.error().code == cfg::errc::invalid));
+  BOOST_TEST(open.error().message() == "1: the --- front matter is not closed");
   auto bad = cfg::make_cargo_script("---\n[dependencies\n---\n", "s", "/");
   BOOST_REQUIRE(!bad);
-  BOOST_TEST(bad.error().find("2:") == 0u, bad.error());
+  BOOST_TEST((bad.error().code == cfg::errc::invalid));
+  BOOST_TEST(bad.error().message().find("2:") == 0u, bad.error().message());
 }
 
 BOOST_AUTO_TEST_CASE(a_script_crate_is_not_written_into_another_users_folder) {
@@ -229,7 +250,7 @@ BOOST_AUTO_TEST_CASE(a_script_crate_is_not_written_into_another_users_folder) {
   const std::string saved = old ? old : "";
   ::setenv("TMPDIR", t.path.c_str(), 1);
   auto own = cfg::system_probe::real().cargo_script_crate(t.path / "s.rs");
-  BOOST_TEST(own.has_value(), (own ? "" : own.error()));
+  BOOST_TEST(own.has_value(), (own ? "" : own.error().message()));
   BOOST_TEST(((fs::status(t.path / "mira-script").permissions() & fs::perms::all) ==
               fs::perms::owner_all));
   // The same folder made by someone else first (nobody's uid; needs root to set up).
@@ -238,13 +259,26 @@ BOOST_AUTO_TEST_CASE(a_script_crate_is_not_written_into_another_users_folder) {
   if (::chown((t.path / "mira-script").c_str(), 65534, 65534) == 0) {
     auto theirs = cfg::system_probe::real().cargo_script_crate(t.path / "s.rs");
     BOOST_REQUIRE(!theirs.has_value());
-    BOOST_TEST(theirs.error().find("is not a folder of this user's") != std::string::npos,
-               theirs.error());
+    BOOST_TEST((theirs.error().code == cfg::errc::io));
+    BOOST_TEST(theirs.error().message().find("is not a folder of this user's") != std::string::npos,
+               theirs.error().message());
   }
   if (old)
     ::setenv("TMPDIR", saved.c_str(), 1);
   else
     ::unsetenv("TMPDIR");
+}
+
+BOOST_AUTO_TEST_CASE(errors_are_codes_in_the_config_category) {
+  std::set<std::string> messages;
+  for (auto e : {cfg::errc::not_found, cfg::errc::invalid, cfg::errc::conflict,
+                 cfg::errc::missing_program, cfg::errc::no_study, cfg::errc::io}) {
+    boost::system::error_code ec = e;
+    BOOST_TEST(ec.category().name() == std::string("mira.config"));
+    BOOST_TEST(ec.message() != "unknown config error");
+    messages.insert(ec.message());
+  }
+  BOOST_TEST(messages.size() == 6u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
