@@ -66,9 +66,7 @@ schedule::case_record decode_case(const json::object& saved) {
     return v && v->is_string() ? std::string(v->get_string()) : std::string();
   };
   auto status = text("status");
-  for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
-                  case_state::cancelled, case_state::error, case_state::executed})
-    if (status == to_string(st)) r.state = st;
+  if (auto st = schedule::case_state_from_string(status)) r.state = *st;
   if (status.empty()) {
     // A record the Rust mira CLI saved: a bare RunResult, its state read from the verdict.
     auto result = protocol::decode_run_result(saved);
