@@ -3,10 +3,14 @@
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include "protocol/json_rewrite.hpp"
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
 
+#include <charconv>
 #include <cmath>
+#include <vector>
 
 namespace mira::store {
 
@@ -50,6 +54,174 @@ json::object encode_case(const plan::planned_case& c, const schedule::case_recor
   if (!r.message.empty() && r.has_result()) o["host_message"] = r.message;
   if (r.attempts > 0) o["latency_ms"] = std::round(r.latency_seconds * 1e6) / 1e3;
   return o;
+}
+
+namespace {
+
+// The host's members of a saved record, in the order they follow the result's own.
+enum host_field : unsigned { f_key, f_status, f_attempts, f_retried, f_host_message, f_latency_ms };
+constexpr std::string_view host_field_names[] = {
+    "\"key\"", "\"status\"", "\"attempts\"", "\"retried\"", "\"host_message\"", "\"latency_ms\""};
+constexpr unsigned host_field_count = std::size(host_field_names);
+
+// The host's members this record has: key, status and attempts always; the others when they
+// say something.
+unsigned host_fields_of(const schedule::case_record& r) {
+  unsigned fields = 1u << f_key | 1u << f_status | 1u << f_attempts;
+  if (!r.retried.empty()) fields |= 1u << f_retried;
+  if (!r.message.empty() && r.has_result()) fields |= 1u << f_host_message;
+  if (r.attempts > 0) fields |= 1u << f_latency_ms;
+  return fields;
+}
+
+void append_host_value(std::string& out, host_field f, const plan::planned_case& c,
+                       const schedule::case_record& r) {
+  switch (f) {
+    case f_key:
+      return protocol::append_json_string(out, c.key);
+    case f_status:
+      out += '"';
+      out += to_string(r.state);  // a name without anything to escape
+      out += '"';
+      return;
+    case f_attempts: {
+      char buf[16];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, r.attempts);
+      out.append(buf, end);
+      return;
+    }
+    case f_retried: {
+      out += '[';
+      for (std::size_t i = 0; i < r.retried.size(); ++i) {
+        out += i ? ",{\"cause\":" : "{\"cause\":";
+        protocol::append_json_string(out, r.retried[i].cause);
+        out += ",\"message\":";
+        protocol::append_json_string(out, r.retried[i].message);
+        out += '}';
+      }
+      out += ']';
+      return;
+    }
+    case f_host_message:
+      return protocol::append_json_string(out, r.message);
+    case f_latency_ms:
+      return protocol::append_json_number(out, std::round(r.latency_seconds * 1e6) / 1e3);
+  }
+}
+
+// Each of `fields` as a member, after the members already written (`first`: there are none).
+void append_host_fields(std::string& out, unsigned fields, bool first, const plan::planned_case& c,
+                        const schedule::case_record& r) {
+  for (unsigned f = 0; f < host_field_count; ++f) {
+    if (!(fields & (1u << f))) continue;
+    if (!first) out += ',';
+    first = false;
+    out += host_field_names[f];
+    out += ':';
+    append_host_value(out, static_cast<host_field>(f), c, r);
+  }
+}
+
+// The host field a member's name (as written, quotes included) is, among `fields`.
+std::optional<host_field> host_field_named(std::string_view name, unsigned fields) {
+  for (unsigned f = 0; f < host_field_count; ++f)
+    if ((fields & (1u << f)) && name == host_field_names[f]) return static_cast<host_field>(f);
+  return std::nullopt;
+}
+
+// out[at..] is the result's object in the host's form, its members where `members` says: the
+// host's fields are added, each in the place of the result's member of that name if it has one.
+void add_host_fields(std::string& out, std::size_t at,
+                     const std::vector<mira::detail::json_member_span>& members,
+                     const plan::planned_case& c, const schedule::case_record& r) {
+  unsigned fields = host_fields_of(r);
+  bool shared = false;
+  for (auto& m : members)
+    shared = shared || host_field_named(std::string_view(out).substr(m.name, m.name_size), fields);
+  if (!shared) {  // what studies send: the host's fields go at the end
+    out.pop_back();
+    append_host_fields(out, fields, members.empty(), c, r);
+    out += '}';
+    return;
+  }
+  const std::string result = out.substr(at);
+  out.resize(at);
+  out += '{';
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    auto& m = members[i];
+    if (i) out += ',';
+    out.append(result, m.name - at, m.name_size);
+    out += ':';
+    if (auto f =
+            host_field_named(std::string_view(result).substr(m.name - at, m.name_size), fields)) {
+      append_host_value(out, *f, c, r);
+      fields &= ~(1u << *f);
+    } else {
+      out.append(result, m.value - at, m.value_size);
+    }
+  }
+  append_host_fields(out, fields, members.empty(), c, r);
+  out += '}';
+}
+
+// A case without a result: its identity, a failed verdict with the error in its transcript.
+void append_synthesised_result(std::string& out, const plan::planned_case& c,
+                               const schedule::case_record& r) {
+  protocol::append_json(out, c.params);
+  out.pop_back();  // the identity's closing brace
+  out += R"(,"passed":false,"aggregate":0,"scores":[],"transcript":{"final_response":"",)"
+         R"("iterations":0,"tool_calls_count":0,"usage":{"input_tokens":0,"output_tokens":0,)"
+         R"("cost_usd":0})";
+  if (!r.message.empty()) {
+    out += ",\"error\":";
+    protocol::append_json_string(out, r.message);
+  }
+  if (r.state == case_state::na) out += R"(,"error_kind":"infra")";
+  out += r.state == case_state::skipped ? R"(},"skipped":true)" : R"(},"skipped":false)";
+  append_host_fields(out, host_fields_of(r), false, c, r);
+  out += '}';
+}
+
+}  // namespace
+
+void append_case_line(std::string& out, const plan::planned_case& c,
+                      const schedule::case_record& r) {
+  if (!r.has_result()) return append_synthesised_result(out, c, r);
+  const auto at = out.size();
+  std::vector<mira::detail::json_member_span> members;
+  if (mira::detail::rewrite_json(out, r.result_json, &members) && out[at] == '{')
+    return add_host_fields(out, at, members, c, r);
+  // What the rewrite leaves to Boost.JSON (a repeated member name, an exponent of five digits,
+  // nesting deeper than the skim's limit), or a result that is not an object, which counts as
+  // an empty one.
+  out.resize(at);
+  members.clear();
+  out += '{';
+  boost::system::error_code ec;
+  auto v = json::parse(r.result_json, ec, {}, mira::detail::host_parse_options());
+  if (!ec && v.is_object()) {
+    for (auto& [name, value] : v.get_object()) {
+      if (!members.empty()) out += ',';
+      mira::detail::json_member_span m;
+      m.name = out.size();
+      protocol::append_json_string(out, name);
+      m.name_size = out.size() - m.name;
+      out += ':';
+      m.value = out.size();
+      protocol::append_json_text(out, value);
+      m.value_size = out.size() - m.value;
+      members.push_back(m);
+    }
+  }
+  out += '}';
+  add_host_fields(out, at, members, c, r);
+}
+
+std::string case_line(const plan::planned_case& c, const schedule::case_record& r) {
+  std::string out;
+  out.reserve(r.result_json.size() + 256);
+  append_case_line(out, c, r);
+  return out;
 }
 
 std::optional<std::string> key_of(const json::object& record) {
