@@ -715,7 +715,7 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run,
       if (writer && *writer)
         // The file that failed is asked on the writer's thread, where the callback runs.
         (*writer)->submit(
-            c.key, protocol::to_json_text(store::encode_case(c, r)),
+            c.key, store::case_line(c, r),
             [ex, failure, key = c.key, w = writer->get()](boost::system::error_code ec) {
               if (!ec) return;
               auto message = "cannot save the result of " + key + " to " +

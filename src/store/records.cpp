@@ -23,39 +23,6 @@ json::object result_object(const schedule::case_record& r) {
   return !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
 }
 
-json::object encode_case(const plan::planned_case& c, const schedule::case_record& r) {
-  json::object o;
-  if (r.has_result()) {
-    o = result_object(r);
-  } else {
-    o = protocol::encode(c.params);
-    o["passed"] = false;
-    o["aggregate"] = 0.0;
-    o["scores"] = json::array{};
-    json::object t{
-        {"final_response", ""},
-        {"iterations", 0},
-        {"tool_calls_count", 0},
-        {"usage", json::object{{"input_tokens", 0}, {"output_tokens", 0}, {"cost_usd", 0.0}}}};
-    if (!r.message.empty()) t["error"] = r.message;
-    if (r.state == case_state::na) t["error_kind"] = "infra";
-    o["transcript"] = std::move(t);
-    o["skipped"] = r.state == case_state::skipped;
-  }
-  o["key"] = c.key;
-  o["status"] = to_string(r.state);
-  o["attempts"] = r.attempts;
-  if (!r.retried.empty()) {
-    json::array retried;
-    for (auto& e : r.retried)
-      retried.push_back(json::object{{"cause", e.cause}, {"message", e.message}});
-    o["retried"] = std::move(retried);
-  }
-  if (!r.message.empty() && r.has_result()) o["host_message"] = r.message;
-  if (r.attempts > 0) o["latency_ms"] = std::round(r.latency_seconds * 1e6) / 1e3;
-  return o;
-}
-
 namespace {
 
 // The host's members of a saved record, in the order they follow the result's own.

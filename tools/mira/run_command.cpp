@@ -300,8 +300,7 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
   if (stream_jsonl)  // reused cases first; the rest stream as they end
     for (std::size_t i = 0; i < resumed.records.size(); ++i)
       if (resumed.records[i].attempts > 0 || resumed.records[i].state != case_state::cancelled)
-        std::cout << protocol::to_json_text(store::encode_case(p.cases[i], resumed.records[i]))
-                  << '\n';
+        std::cout << store::case_line(p.cases[i], resumed.records[i]) << '\n';
 
   // --execute-only: cases with an artifact already are done.
   if (m == mode::execute_only && !arts.stored.empty()) {
@@ -418,7 +417,7 @@ asio::awaitable<schedule::run_report> run_session(const run_args& a, mode m, ope
     // A cancelled case is not finished: a resumed run runs it.
     const bool saving = writer && r.state != case_state::cancelled;
     if (!saving && !stream_jsonl) return;  // the record is only built to be written
-    auto line = protocol::to_json_text(store::encode_case(c, r));
+    auto line = store::case_line(c, r);
     if (stream_jsonl) std::cout << line << '\n' << std::flush;
     if (saving)
       writer->submit(c.key, std::move(line),

@@ -16,10 +16,6 @@ namespace mira::store {
 /// The record's result (the study's JSON text) as an object; empty without one.
 boost::json::object result_object(const schedule::case_record& r);
 
-/// One case as its saved JSON object: the study's RunResult or, for a case that never produced
-/// one, a synthesised result with the error, plus key, status, attempts, retried, latency_ms.
-boost::json::object encode_case(const plan::planned_case& c, const schedule::case_record& r);
-
 /// The saved record of one case as JSON text on one line, without the '\n': the study's result
 /// (unknown fields kept) or, for a case that never produced one, a synthesised result with the
 /// error, then the host's members `key`, `status`, `attempts`, and `retried`, `host_message`,
@@ -36,7 +32,7 @@ void append_case_line(std::string& out, const plan::planned_case& c,
 /// neither.
 std::optional<std::string> key_of(const boost::json::object& record);
 
-/// A case record read back from an encode_case() object.
+/// A case record read back from a case_line() record, parsed.
 schedule::case_record decode_case(const boost::json::object& saved);
 
 }  // namespace mira::store
