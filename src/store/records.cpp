@@ -8,8 +8,10 @@
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 namespace mira::store {
@@ -198,18 +200,43 @@ std::optional<std::string> key_of(const json::object& record) {
   return plan::case_key(*params);
 }
 
-schedule::case_record decode_case(const json::object& saved) {
+namespace {
+
+// The members of `saved` but the ones named in `skip`, as the text of one object in the host's
+// form: the study's own result, written from the saved record in one pass.
+template <std::size_t N>
+std::string members_but(const json::object& saved, const std::string_view (&skip)[N]) {
+  std::string out;
+  out.reserve(1024);
+  out += '{';
+  for (auto& [name, value] : saved) {
+    if (std::find(std::begin(skip), std::end(skip), name) != std::end(skip)) continue;
+    if (out.size() > 1) out += ',';
+    protocol::append_json_string(out, name);
+    out += ':';
+    protocol::append_json_text(out, value);
+  }
+  out += '}';
+  return out;
+}
+
+constexpr std::string_view only_the_key[] = {"key"};
+constexpr std::string_view the_host_fields[] = {"key",     "status",     "attempts",
+                                                "retried", "latency_ms", "host_message"};
+
+}  // namespace
+
+schedule::case_record decode_case_record(const json::object& saved) {
   schedule::case_record r;
-  auto text = [&](std::string_view k) -> std::string {
+  auto text = [&](std::string_view k) -> std::string_view {
     auto* v = saved.if_contains(k);
-    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+    return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
   };
-  auto status = text("status");
-  if (auto st = schedule::case_state_from_string(status)) r.state = *st;
+  const auto status = text("status");
   if (status.empty()) {
     // A record the Rust mira CLI saved: a bare RunResult, its state read from the verdict.
-    auto result = protocol::decode_run_result(saved);
-    if (result) {
+    auto study = members_but(saved, only_the_key);
+    if (auto result = protocol::decode_run_result_text(study)) {
       bool all_na = !result->scores.empty();
       for (auto& sc : result->scores) all_na = all_na && sc.na;
       r.state = result->skipped  ? case_state::skipped
@@ -217,30 +244,31 @@ schedule::case_record decode_case(const json::object& saved) {
                 : result->passed ? case_state::passed
                                  : case_state::failed;
       r.attempts = 1;
-      json::object study_part = saved;
-      study_part.erase("key");
-      r.result_json = protocol::to_json_text(study_part);
+      r.result_json = std::move(study);
       return r;
     }
   }
+  if (auto st = schedule::case_state_from_string(status)) r.state = *st;
   if (auto* v = saved.if_contains("attempts"); v && v->is_int64())
     r.attempts = static_cast<int>(v->get_int64());
   if (auto* v = saved.if_contains("latency_ms"); v && v->is_number())
     r.latency_seconds = v->to_number<double>() / 1000;
   if (auto* v = saved.if_contains("retried"); v && v->is_array())
     for (auto& e : v->get_array())
-      if (auto* o = e.if_object())
-        r.retried.push_back(
-            {std::string(o->at("cause").as_string()), std::string(o->at("message").as_string())});
+      if (auto* o = e.if_object()) {
+        auto member = [&](std::string_view k) {
+          auto* m = o->if_contains(k);
+          return m && m->is_string() ? std::string(m->get_string()) : std::string();
+        };
+        r.retried.push_back({member("cause"), member("message")});
+      }
   r.message = text("host_message");
   // The study's own result, without the host's fields; cases that never produced one (errors,
   // unavailable targets) were saved with a synthesised result that is not put back.
   if (r.state == case_state::passed || r.state == case_state::failed || r.state == case_state::na ||
       (r.state == case_state::skipped && r.attempts > 0)) {
-    json::object study_part = saved;
-    for (auto k : {"key", "status", "attempts", "retried", "latency_ms", "host_message"})
-      study_part.erase(k);
-    if (protocol::decode_run_result(study_part)) r.result_json = protocol::to_json_text(study_part);
+    auto study = members_but(saved, the_host_fields);
+    if (protocol::decode_run_result_text(study)) r.result_json = std::move(study);
   }
   if (r.message.empty() && !r.has_result()) {
     if (auto* t = saved.if_contains("transcript"); t && t->is_object())

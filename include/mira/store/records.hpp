@@ -32,7 +32,11 @@ void append_case_line(std::string& out, const plan::planned_case& c,
 /// neither.
 std::optional<std::string> key_of(const boost::json::object& record);
 
-/// A case record read back from a case_line() record, parsed.
-schedule::case_record decode_case(const boost::json::object& saved);
+/// The case record of a saved record (case_line()'s text, parsed), read in one pass over its
+/// members: the host's fields, and the study's result as the text of the other members. A
+/// record the Rust mira CLI saved (a bare RunResult, no "status") takes its state from the
+/// verdict. A result is put back only for a case that produced one (passed, failed, N/A, or
+/// skipped by the study) and only when it decodes as a RunResult.
+schedule::case_record decode_case_record(const boost::json::object& saved);
 
 }  // namespace mira::store

@@ -1,6 +1,6 @@
 // The saved case record's codec: case_line() against golden lines (the bytes the DOM recipe it
 // replaced wrote: to_json_text of the parsed result with the host's members set), and
-// decode_case() reading them back to records that write the same lines again.
+// decode_case_record() reading them back to records that write the same lines again.
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/records.hpp>
 
@@ -73,7 +73,7 @@ const std::string python_result =
 
 // A saved record as the loader holds it.
 case_record read_back(const std::string& line) {
-  return decode_case(json::parse(line).as_object());
+  return decode_case_record(json::parse(line).as_object());
 }
 
 const std::vector<attempt_error> two_retries = {{"rate limit", "429 \"slow down\""},
@@ -154,6 +154,32 @@ BOOST_AUTO_TEST_CASE(saved_records_read_back_to_records_that_write_the_same_line
       if (produced || !r.has_result()) BOOST_TEST(case_line(c, back) == line);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_record_the_rust_host_saved_takes_its_state_from_the_verdict) {
+  auto saved = json::parse(R"({"eval":"e","sample":"s","target":"t","passed":false,"aggregate":0,)"
+                           R"("scores":[{"scorer":"x","value":0,"pass":false,"na":true}],)"
+                           R"("transcript":{"final_response":""},"skipped":false,"key":"e/s@t"})")
+                   .as_object();
+  auto r = decode_case_record(saved);
+  BOOST_TEST(r.state == case_state::na);
+  BOOST_TEST(r.attempts == 1);
+  BOOST_TEST(r.result_json ==
+             R"({"eval":"e","sample":"s","target":"t","passed":false,"aggregate":0,)"
+             R"("scores":[{"scorer":"x","value":0,"pass":false,"na":true}],)"
+             R"("transcript":{"final_response":""},"skipped":false})");
+}
+
+BOOST_AUTO_TEST_CASE(the_study_part_keeps_its_member_order_and_odd_host_fields_are_no_error) {
+  // A result member named like a host field is the host's once saved: the rest keep their order
+  // (the DOM recipe's erase moved the last member into the gap).
+  auto r = read_back(R"({"status":"passed","a":1,"b":2,"c":3,"key":"k","attempts":1})");
+  BOOST_TEST(r.result_json == R"({"a":1,"b":2,"c":3})");
+  // retried entries without their strings (a hand-edited file) read as empty, not as a throw.
+  r = read_back(R"({"status":"error","attempts":2,"retried":[{"cause":1},{}, 3]})");
+  BOOST_TEST_REQUIRE(r.retried.size() == 2u);
+  BOOST_TEST(r.retried[0].cause.empty());
+  BOOST_TEST(r.retried[1].message.empty());
 }
 
 BOOST_AUTO_TEST_CASE(append_case_line_appends) {
