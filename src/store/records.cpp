@@ -9,8 +9,10 @@
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <vector>
 
@@ -91,11 +93,29 @@ void append_host_fields(std::string& out, unsigned fields, bool first, const pla
   }
 }
 
+// The host field of each name length (quotes included), -1 for none: each host name has a
+// length of its own, so one comparison tells whether a member is named like one.
+constexpr auto host_field_of_length = [] {
+  std::array<int, 16> t{};
+  t.fill(-1);
+  for (unsigned f = 0; f < host_field_count; ++f) t[host_field_names[f].size()] = int(f);
+  return t;
+}();
+static_assert(
+    [] {
+      for (unsigned f = 0; f < host_field_count; ++f)
+        if (host_field_of_length[host_field_names[f].size()] != int(f)) return false;
+      return true;
+    }(),
+    "two host field names of one length");
+
 // The host field a member's name (as written, quotes included) is, among `fields`.
 std::optional<host_field> host_field_named(std::string_view name, unsigned fields) {
-  for (unsigned f = 0; f < host_field_count; ++f)
-    if ((fields & (1u << f)) && name == host_field_names[f]) return static_cast<host_field>(f);
-  return std::nullopt;
+  if (name.size() >= host_field_of_length.size() || host_field_of_length[name.size()] < 0)
+    return std::nullopt;
+  const auto f = static_cast<unsigned>(host_field_of_length[name.size()]);
+  if (!(fields & (1u << f)) || name != host_field_names[f]) return std::nullopt;
+  return static_cast<host_field>(f);
 }
 
 // out[at..] is the result's object in the host's form, its members where `members` says: the
@@ -157,7 +177,8 @@ void append_case_line(std::string& out, const plan::planned_case& c,
                       const schedule::case_record& r) {
   if (!r.has_result()) return append_synthesised_result(out, c, r);
   const auto at = out.size();
-  std::vector<mira::detail::json_member_span> members;
+  thread_local std::vector<mira::detail::json_member_span> members;  // its capacity kept
+  members.clear();
   if (mira::detail::rewrite_json(out, r.result_json, &members) && out[at] == '{')
     return add_host_fields(out, at, members, c, r);
   // What the rewrite leaves to Boost.JSON (a repeated member name, an exponent of five digits,
