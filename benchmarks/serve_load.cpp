@@ -87,8 +87,7 @@ asio::awaitable<double> library_run(options o, std::string results) {
   mira::schedule::run_hooks hooks;
   hooks.on_result = [&](std::size_t j, const mira::schedule::case_record& r) {
     auto& c = p->cases[j];
-    (*writer)->submit(c.key, mira::store::case_line(c, r),
-                      [](boost::system::error_code) {});
+    (*writer)->submit(c.key, mira::store::case_line(c, r), [](boost::system::error_code) {});
   };
   mira::schedule::run_policy policy;
   policy.concurrency.max_concurrent = o.concurrency;

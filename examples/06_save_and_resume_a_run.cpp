@@ -76,10 +76,9 @@ asio::awaitable<int> save_or_resume(std::string results, std::string run_id,
   hooks.on_result = [&](std::size_t j, const mira::schedule::case_record& r) {
     if (r.state == mira::schedule::case_state::cancelled) return;  // not finished: resumable
     auto& c = todo.cases[j];
-    (*writer)->submit(c.key, store::case_line(c, r),
-                      [](boost::system::error_code ec) {
-                        if (ec) std::fprintf(stderr, "cannot save: %s\n", ec.message().c_str());
-                      });
+    (*writer)->submit(c.key, store::case_line(c, r), [](boost::system::error_code ec) {
+      if (ec) std::fprintf(stderr, "cannot save: %s\n", ec.message().c_str());
+    });
   };
   auto part = co_await mira::schedule::run_plan(*host, todo, {}, hooks);
   (*writer)->drain();
