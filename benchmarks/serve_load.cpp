@@ -14,7 +14,6 @@
 #include <mira/aggregate/summary.hpp>
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
-#include <mira/protocol/json_text.hpp>
 #include <mira/report/render.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/serve/server.hpp>
