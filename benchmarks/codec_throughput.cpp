@@ -9,6 +9,15 @@
 //                   protocol::to_json_text of them (the writer of every other frame)
 //   serialize/text result  a parsed RunResult (scores and costs are doubles) written back by
 //                   json::serialize and by protocol::to_json_text (saved records, reports)
+//   record dom / record line    a finished case's saved record (its result the typical one, or
+//                   the minimal one with `minimal`), as the host wrote it before
+//                   (store::encode_case: the result parsed into a DOM, the host's members set,
+//                   to_json_text; copied below as it was) and as store::case_line writes it
+//                   straight from the record; the bytes are checked equal first
+//   decode dom / decode record  the same record read back from its parsed object: the old
+//                   decode_case (a copy of the object, the host's members erased, written out,
+//                   decoded as a RunResult by the DOM decoder; copied below) and
+//                   store::decode_case_record
 //
 //   codec_throughput [-n ITERATIONS] [--hot] [--only STEP]
 //
@@ -19,11 +28,13 @@
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include <mira/store/records.hpp>
 #include "connection/multiplexer.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -62,6 +73,47 @@ double cpu_seconds() {
 }
 
 std::string only;  // --only: the one step to run
+
+// The saved record as the host built it before case_line: store::encode_case and decode_case as
+// they were, the branches a passed case with a result takes (the reference for the figures).
+json::object old_encode_case(const mira::plan::planned_case& c,
+                             const mira::schedule::case_record& r) {
+  boost::system::error_code ec;
+  auto v = json::parse(r.result_json, ec);
+  json::object o = !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
+  o["key"] = c.key;
+  o["status"] = to_string(r.state);
+  o["attempts"] = r.attempts;
+  if (!r.retried.empty()) {
+    json::array retried;
+    for (auto& e : r.retried)
+      retried.push_back(json::object{{"cause", e.cause}, {"message", e.message}});
+    o["retried"] = std::move(retried);
+  }
+  if (!r.message.empty() && r.has_result()) o["host_message"] = r.message;
+  if (r.attempts > 0) o["latency_ms"] = std::round(r.latency_seconds * 1e6) / 1e3;
+  return o;
+}
+
+mira::schedule::case_record old_decode_case(const json::object& saved) {
+  mira::schedule::case_record r;
+  auto text = [&](std::string_view k) -> std::string {
+    auto* v = saved.if_contains(k);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+  };
+  if (auto st = mira::schedule::case_state_from_string(text("status"))) r.state = *st;
+  if (auto* v = saved.if_contains("attempts"); v && v->is_int64())
+    r.attempts = static_cast<int>(v->get_int64());
+  if (auto* v = saved.if_contains("latency_ms"); v && v->is_number())
+    r.latency_seconds = v->to_number<double>() / 1000;
+  r.message = text("host_message");
+  json::object study_part = saved;
+  for (auto k : {"key", "status", "attempts", "retried", "latency_ms", "host_message"})
+    study_part.erase(k);
+  if (mira::protocol::decode_run_result(study_part))
+    r.result_json = mira::protocol::to_json_text(study_part);
+  return r;
+}
 
 template <class F>
 void measure(const char* name, std::size_t n, std::size_t bytes, F&& f) {
@@ -166,5 +218,46 @@ int main(int argc, char** argv) {
     out = mira::protocol::to_json_text(result);
     sink += out.size();
   });
+
+  // A finished case of the echo eval, as `mira run` saves it.
+  mira::plan::planned_case c;
+  c.params.eval = "bench";
+  c.params.sample = "s";
+  c.params.target = "sim";
+  c.key = mira::plan::case_key(c.params);
+  mira::schedule::case_record rec;
+  rec.state = mira::schedule::case_state::passed;
+  rec.attempts = 1;
+  rec.latency_seconds = 0.0123;
+  for (const char* payload : {"typical", "minimal"}) {
+    rec.result_json = payload == std::string_view("typical")
+                          ? std::string(bench::typical_run_result)
+                          : minimal_line.substr(17, minimal_line.size() - 18);
+    const auto saved = mira::store::case_line(c, rec);
+    if (saved != mira::protocol::to_json_text(old_encode_case(c, rec))) {
+      std::fprintf(stderr, "codec_throughput: case_line and the old encode_case differ\n");
+      return 1;
+    }
+    std::printf("(%s result: %zu-byte record)\n", payload, saved.size());
+    measure("record dom", n, saved.size(), [&](std::size_t) {
+      out = mira::protocol::to_json_text(old_encode_case(c, rec));
+      sink += out.size();
+    });
+    measure("record line", n, saved.size(), [&](std::size_t) {
+      out = mira::store::case_line(c, rec);
+      sink += out.size();
+    });
+    const auto object = json::parse(saved).as_object();
+    if (old_decode_case(object).result_json !=
+        mira::store::decode_case_record(object).result_json) {
+      std::fprintf(stderr, "codec_throughput: decode_case_record and the old decode differ\n");
+      return 1;
+    }
+    measure("decode dom", n, saved.size(),
+            [&](std::size_t) { sink += old_decode_case(object).result_json.size(); });
+    measure("decode record", n, saved.size(), [&](std::size_t) {
+      sink += mira::store::decode_case_record(object).result_json.size();
+    });
+  }
   return sink == 0;  // keeps the work observable
 }

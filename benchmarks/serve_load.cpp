@@ -14,7 +14,6 @@
 #include <mira/aggregate/summary.hpp>
 #include <mira/host.hpp>
 #include <mira/plan/plan.hpp>
-#include <mira/protocol/json_text.hpp>
 #include <mira/report/render.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/serve/server.hpp>
@@ -87,8 +86,7 @@ asio::awaitable<double> library_run(options o, std::string results) {
   mira::schedule::run_hooks hooks;
   hooks.on_result = [&](std::size_t j, const mira::schedule::case_record& r) {
     auto& c = p->cases[j];
-    (*writer)->submit(c.key, mira::protocol::to_json_text(mira::store::encode_case(c, r)),
-                      [](boost::system::error_code) {});
+    (*writer)->submit(c.key, mira::store::case_line(c, r), [](boost::system::error_code) {});
   };
   mira::schedule::run_policy policy;
   policy.concurrency.max_concurrent = o.concurrency;

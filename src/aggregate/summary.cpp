@@ -283,9 +283,7 @@ json::object rate_json(const aggregate::rate& r) {
 
 json::object summary_json(const summary& s, const schedule::run_report& report) {
   json::object counts;
-  for (auto st : {case_state::passed, case_state::failed, case_state::na, case_state::skipped,
-                  case_state::cancelled, case_state::error, case_state::executed})
-    counts[to_string(st)] = s.count(st);
+  for (auto st : schedule::all_case_states) counts[to_string(st)] = s.count(st);
   json::object matrix;
   for (auto& [key, r] : s.matrix) {
     auto& row = matrix[key.first];

@@ -413,8 +413,13 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
             const aggregate::summary& s, const text_sink& out) {
   if (format == "csv") return csv_report(p, report, out);
   if (format == "jsonl") {
-    for (std::size_t i = 0; i < p.cases.size(); ++i)
-      out(protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])) + "\n");
+    std::string line;
+    for (std::size_t i = 0; i < p.cases.size(); ++i) {
+      line.clear();
+      store::append_case_line(line, p.cases[i], report.cases[i]);
+      line += '\n';
+      out(line);
+    }
     return out(
         protocol::to_json_text(json::object{{"summary", aggregate::summary_json(s, report)}}) +
         "\n");
@@ -425,8 +430,12 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   // {"summary": ..., "cases": [...]}, one case at a time.
   out("{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) +
       ",\"cases\":[");
-  for (std::size_t i = 0; i < p.cases.size(); ++i)
-    out((i ? "," : "") + protocol::to_json_text(store::encode_case(p.cases[i], report.cases[i])));
+  std::string item;
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    item.assign(i ? "," : "");
+    store::append_case_line(item, p.cases[i], report.cases[i]);
+    out(item);
+  }
   out("]}\n");
 }
 

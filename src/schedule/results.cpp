@@ -7,23 +7,14 @@
 namespace mira::schedule {
 
 std::string_view to_string(case_state s) {
-  switch (s) {
-    case case_state::passed:
-      return "passed";
-    case case_state::failed:
-      return "failed";
-    case case_state::na:
-      return "na";
-    case case_state::skipped:
-      return "skipped";
-    case case_state::cancelled:
-      return "cancelled";
-    case case_state::error:
-      return "error";
-    case case_state::executed:
-      return "executed";
-  }
-  return "?";
+  auto i = static_cast<std::size_t>(s);
+  return i < case_state_count ? case_state_names[i].name : "?";
+}
+
+std::optional<case_state> case_state_from_string(std::string_view name) {
+  for (auto& [state, n] : case_state_names)
+    if (n == name) return state;
+  return std::nullopt;
 }
 
 std::string_view to_string(stop_reason r) {

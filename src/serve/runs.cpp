@@ -43,11 +43,9 @@ using schedule::case_state;
 
 namespace {
 
-constexpr case_state all_states[] = {case_state::passed,  case_state::failed,    case_state::na,
-                                     case_state::skipped, case_state::cancelled, case_state::error,
-                                     case_state::executed};
+constexpr auto& all_states = schedule::all_case_states;
 
-json::object counts_json(const std::array<std::size_t, 7>& counts) {
+json::object counts_json(const std::array<std::size_t, schedule::case_state_count>& counts) {
   json::object o;
   for (auto s : all_states) o[to_string(s)] = counts[static_cast<std::size_t>(s)];
   return o;
@@ -187,13 +185,12 @@ json::object saved_status(const store::run_meta& m, const std::vector<store::sav
       o["study"] = *name;
   std::size_t total = 0, done = 0;
   if (saved) {
-    std::array<std::size_t, 7> counts{};
+    std::array<std::size_t, schedule::case_state_count> counts{};
     for (auto& c : *saved) {
       auto* status = c.record.if_contains("status");
       if (!status || !status->is_string()) continue;
-      for (auto s : all_states)
-        if (to_string(s) == std::string_view(status->get_string()))
-          ++counts[static_cast<std::size_t>(s)];
+      if (auto s = schedule::case_state_from_string(status->get_string()))
+        ++counts[static_cast<std::size_t>(*s)];
     }
     for (auto s : all_states)
       if (s != case_state::cancelled) done += counts[static_cast<std::size_t>(s)];
@@ -277,13 +274,14 @@ tl::expected<std::string, api_error> read_cases(const fs::path& results, const s
     while (!v.empty()) {
       auto comma = v.find(',');
       auto name = v.substr(0, comma);
-      if (std::none_of(std::begin(all_states), std::end(all_states),
-                       [&](case_state s) { return to_string(s) == name; }))
+      if (!schedule::case_state_from_string(name)) {
+        std::string names;
+        for (auto st : all_states)
+          names += (names.empty() ? "" : ", ") + std::string(to_string(st));
         return tl::unexpected(make_error(
-            400, "invalid_parameter",
-            "state: '" + std::string(name) +
-                "' is not one of passed, failed, na, skipped, cancelled, error, executed",
+            400, "invalid_parameter", "state: '" + std::string(name) + "' is not one of " + names,
             json::object{{"parameter", "state"}}));
+      }
       wanted.emplace_back(name);
       v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
     }

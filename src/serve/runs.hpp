@@ -41,8 +41,9 @@ struct live_run {
   bool finished = false;
   bool interrupted = false;  // cancelled by the server's stop, not by a request
   std::size_t total = 0, reused = 0, done = 0, in_progress = 0;
-  std::array<std::size_t, 7> counts{};  // by case_state, this session's and the reused
-  std::string started;                  // UTC, ISO 8601
+  std::array<std::size_t, schedule::case_state_count>
+      counts{};         // by case_state, this session's and the reused
+  std::string started;  // UTC, ISO 8601
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   double seconds = 0;
   boost::json::object summary;  // when finished

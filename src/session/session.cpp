@@ -647,7 +647,7 @@ asio::awaitable<session_outcome> session::run_steps() {
     }
     // A cancelled case is not finished: a resume runs it.
     if (writer && r.state != case_state::cancelled)
-      writer->submit(c.key, protocol::to_json_text(store::encode_case(c, r)),
+      writer->submit(c.key, store::case_line(c, r),
                      on_saved(c.key, "the result of ",
                               [w = writer.get(), key = c.key] { return w->file_of(key); }));
     if (hooks.on_case) hooks.on_case(i, r);

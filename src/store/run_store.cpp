@@ -299,7 +299,7 @@ std::pair<plan::plan, schedule::run_report> loaded_run::as_report() const {
   report.cases.reserve(cases.size());
   for (auto& c : cases) {
     p.cases.push_back(planned_case_of(c));
-    report.cases.push_back(decode_case(c.record));
+    report.cases.push_back(decode_case_record(c.record));
   }
   report.seconds = meta.seconds();
   return out;
@@ -369,7 +369,7 @@ tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::
     planned.insert(p.cases[i].key);
     auto it = saved.find(p.cases[i].key);
     if (it != saved.end()) {
-      auto rec = decode_case(it->second->record);
+      auto rec = decode_case_record(it->second->record);
       bool again = rec.state == case_state::cancelled ||
                    (options.retry_errors &&
                     (rec.state == case_state::error || rec.state == case_state::na)) ||
@@ -385,7 +385,7 @@ tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::
   for (auto& c : run.cases) {
     if (planned.count(c.key)) continue;
     out.outside.cases.push_back(planned_case_of(c));
-    out.outside_records.push_back(decode_case(c.record));
+    out.outside_records.push_back(decode_case_record(c.record));
   }
   return out;
 }

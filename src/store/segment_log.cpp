@@ -4,6 +4,7 @@
 #include <mira/store/files.hpp>
 #include <mira/store/segment_log.hpp>
 #include "protocol/json_scan.hpp"
+#include "store/batch_thread.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -390,59 +391,26 @@ segment_writer::segment_writer(fs::path dir, segment_options options, int dir_fd
       fd_(fd),
       number_(number),
       size_(size),
-      repairs_(std::move(repairs)) {
-  if (options_.max_queued == 0) options_.max_queued = 1;
-  thread_ = std::thread([this] { run(); });
-}
+      repairs_(std::move(repairs)),
+      thread_(std::make_unique<detail::batch_thread>(
+          options_.max_queued, [this](auto batch, auto result) { write_batch(batch, result); })) {}
 
 fs::path segment_writer::current_segment() const {
   return segment_path(dir_, number_.load());
 }
 
 segment_writer::~segment_writer() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_one();
-  thread_.join();
+  thread_->stop();  // before the segment and the directory (the lock) are closed
   if (fd_ >= 0) ::close(fd_);
   ::close(dir_fd_);  // releases the lock
 }
 
 void segment_writer::submit(std::string key, std::string record_json, done_fn done) {
-  {
-    std::unique_lock lock(mutex_);
-    room_.wait(lock, [&] { return queue_.size() < options_.max_queued; });
-    queue_.push_back({std::move(key), std::move(record_json), std::move(done)});
-    ++submitted_;
-  }
-  wake_.notify_one();
+  thread_->submit({std::move(key), std::move(record_json), std::move(done)});
 }
 
 void segment_writer::drain() {
-  std::unique_lock lock(mutex_);
-  auto target = submitted_;
-  drained_.wait(lock, [&] { return completed_ >= target; });
-}
-
-void segment_writer::run() {
-  for (;;) {
-    std::deque<item> batch;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left
-      batch.swap(queue_);
-    }
-    room_.notify_all();
-    write_batch(batch);
-    {
-      std::lock_guard lock(mutex_);
-      completed_ += batch.size();
-    }
-    drained_.notify_all();
-  }
+  thread_->drain();
 }
 
 boost::system::error_code segment_writer::append(std::string_view bytes) {
@@ -465,9 +433,9 @@ boost::system::error_code segment_writer::next_segment() {
   return {};
 }
 
-void segment_writer::write_batch(std::deque<item>& batch) {
+void segment_writer::write_batch(std::span<const detail::batch_item> batch,
+                                 std::span<boost::system::error_code> result) {
   const auto invalid = make_error_code(boost::system::errc::invalid_argument);
-  std::vector<boost::system::error_code> result(batch.size());
   std::string out;
   std::size_t first_pending = 0;  // the items whose lines are in `out` start here
   // Appends `out` and makes it durable; its items (those before `upto`) get the outcome. On
@@ -491,7 +459,7 @@ void segment_writer::write_batch(std::deque<item>& batch) {
   };
   for (std::size_t i = 0; i < batch.size(); ++i) {
     auto before = out.size();
-    if (!encode_line(out, batch[i].key, batch[i].json)) {
+    if (!encode_line(out, batch[i].target, batch[i].bytes)) {
       result[i] = invalid;
       continue;
     }
@@ -506,8 +474,6 @@ void segment_writer::write_batch(std::deque<item>& batch) {
     }
   }
   commit(batch.size());
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    if (batch[i].done) batch[i].done(result[i]);
 }
 
 }  // namespace mira::store

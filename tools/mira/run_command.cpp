@@ -273,8 +273,7 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
     progress.failed += r.state == case_state::failed || r.state == case_state::error;
     progress.na += r.state == case_state::na;
     if (stream_jsonl)
-      std::cout << protocol::to_json_text(store::encode_case(session_plan->cases[i], r)) << '\n'
-                << std::flush;
+      std::cout << store::case_line(session_plan->cases[i], r) << '\n' << std::flush;
   };
   o.hooks.on_save_failed = [&](const std::string&, const std::string& text) {
     out.line("mira: error: " + printable(text));
@@ -312,8 +311,7 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   if (stream_jsonl)  // reused cases first; the rest stream as they end
     for (std::size_t i = 0; i < resumed.records.size(); ++i)
       if (resumed.records[i].attempts > 0 || resumed.records[i].state != case_state::cancelled)
-        std::cout << protocol::to_json_text(store::encode_case(plan.cases[i], resumed.records[i]))
-                  << '\n';
+        std::cout << store::case_line(plan.cases[i], resumed.records[i]) << '\n';
 
   progress.total = resumed.todo.size();
   session_outcome done;

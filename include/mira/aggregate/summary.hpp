@@ -77,7 +77,7 @@ struct target_totals {
 };
 
 struct summary {
-  std::array<std::size_t, 7> counts{};  // indexed by schedule::case_state
+  std::array<std::size_t, schedule::case_state_count> counts{};  // indexed by case_state
   std::size_t count(schedule::case_state s) const { return counts[static_cast<std::size_t>(s)]; }
   rate overall;
   std::vector<std::string> eval_order, target_order;  // first seen in the plan

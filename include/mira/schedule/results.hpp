@@ -4,6 +4,8 @@
 
 #include <mira/protocol/types.hpp>
 
+#include <array>
+#include <cstddef>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -12,7 +14,8 @@
 
 namespace mira::schedule {
 
-/// How a case ended. N/A, skipped and cancelled are outside pass-rate denominators.
+/// How a case ended. N/A, skipped and cancelled are outside pass-rate denominators. A new state
+/// gets its name in case_state_names below.
 enum class case_state {
   passed,
   failed,     // the subject failed (or timed out, unless timeouts count as infra)
@@ -22,7 +25,42 @@ enum class case_state {
   error,      // the study rejected the request, or the connection failed
   executed,   // operation::execute: the transcript is in, the verdict comes from a later score
 };
+
+/// The one table of case states and their names (saved records, reports, the server's counts),
+/// in declaration order: entry i is the state whose value is i.
+struct case_state_name {
+  case_state state;
+  std::string_view name;
+};
+inline constexpr std::array<case_state_name, 7> case_state_names{{
+    {case_state::passed, "passed"},
+    {case_state::failed, "failed"},
+    {case_state::na, "na"},
+    {case_state::skipped, "skipped"},
+    {case_state::cancelled, "cancelled"},
+    {case_state::error, "error"},
+    {case_state::executed, "executed"},
+}};
+inline constexpr std::size_t case_state_count = case_state_names.size();
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < case_state_count; ++i)
+        if (static_cast<std::size_t>(case_state_names[i].state) != i) return false;
+      return true;
+    }(),
+    "case_state_names: entry i is the state whose value is i");
+
+/// Every case state, in declaration order: for counting or listing them all.
+inline constexpr std::array<case_state, case_state_count> all_case_states = [] {
+  std::array<case_state, case_state_count> states{};
+  for (std::size_t i = 0; i < case_state_count; ++i) states[i] = case_state_names[i].state;
+  return states;
+}();
+
+/// The state's name ("passed", "na", ...).
 std::string_view to_string(case_state s);
+/// The state a name stands for; nothing for a name that is none of them.
+std::optional<case_state> case_state_from_string(std::string_view name);
 std::ostream& operator<<(std::ostream& os, case_state s);
 
 /// One attempt that did not give the final outcome, and why it was retried.

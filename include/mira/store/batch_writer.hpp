@@ -9,15 +9,16 @@
 
 #include <boost/system/error_code.hpp>
 
-#include <condition_variable>
-#include <deque>
 #include <filesystem>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 
 namespace mira::store {
+
+namespace detail {
+class batch_thread;
+}  // namespace detail
 
 class batch_writer {
  public:
@@ -39,22 +40,8 @@ class batch_writer {
   void drain();
 
  private:
-  struct item {
-    std::filesystem::path path;
-    std::string contents;
-    done_fn done;
-  };
-  void run();
-  void write_batch(std::deque<item>& batch);
-
   int root_fd_ = -1;
-  std::mutex mutex_;
-  std::condition_variable wake_, drained_, room_;
-  std::size_t max_queued_;
-  std::deque<item> queue_;
-  std::size_t submitted_ = 0, completed_ = 0;
-  bool stopping_ = false;
-  std::thread thread_;
+  std::unique_ptr<detail::batch_thread> thread_;  // the queue and the thread (batch_thread.hpp)
 };
 
 }  // namespace mira::store

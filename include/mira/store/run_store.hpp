@@ -37,7 +37,7 @@ struct report_file {
   std::function<void(const std::function<void(std::string_view)>& sink)> render;
 };
 
-/// One saved case: its record as encode_case() makes it (a record the Rust host saved gains
+/// One saved case: its record as case_line() writes it (a record the Rust host saved gains
 /// "key", computed from its identity as the Rust host computes it).
 struct saved_case {
   std::string key;
@@ -154,7 +154,7 @@ class run_store {
    public:
     using done_fn = std::function<void(boost::system::error_code)>;
     virtual ~case_writer() = default;
-    /// `record`: encode_case()'s object as JSON text, without a newline.
+    /// `record`: case_line()'s text, without a newline.
     virtual void submit(const std::string& key, std::string record, done_fn done) = 0;
     /// Blocks until everything submitted is written and reported.
     virtual void drain() = 0;

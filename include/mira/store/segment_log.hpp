@@ -9,20 +9,22 @@
 #include <tl/expected.hpp>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 namespace mira::store {
+
+namespace detail {
+class batch_thread;
+struct batch_item;
+}  // namespace detail
 
 struct segment_options {
   std::size_t segment_bytes = 64 << 20;  // rotate to a new segment file beyond this
@@ -70,15 +72,11 @@ class segment_writer {
   std::filesystem::path current_segment() const;
 
  private:
-  struct item {
-    std::string key;
-    std::string json;
-    done_fn done;
-  };
   segment_writer(std::filesystem::path dir, segment_options options, int dir_fd, int fd,
                  std::uint64_t number, std::uint64_t size, std::vector<std::string> repairs);
-  void run();
-  void write_batch(std::deque<item>& batch);
+  /// On the writer's thread: each item's target is the record's key, its bytes the record.
+  void write_batch(std::span<const detail::batch_item> batch,
+                   std::span<boost::system::error_code> result);
   boost::system::error_code append(std::string_view bytes);
   boost::system::error_code next_segment();
 
@@ -90,13 +88,7 @@ class segment_writer {
   std::uint64_t size_ = 0;                 // durable bytes in the current segment
   boost::system::error_code error_;        // sticky: see the class comment
   std::vector<std::string> repairs_;
-
-  std::mutex mutex_;
-  std::condition_variable wake_, drained_, room_;
-  std::deque<item> queue_;
-  std::size_t submitted_ = 0, completed_ = 0;
-  bool stopping_ = false;
-  std::thread thread_;
+  std::unique_ptr<detail::batch_thread> thread_;  // the queue and the thread (batch_thread.hpp)
 };
 
 struct segment_record {

@@ -34,7 +34,7 @@ store::saved_case saved(const std::string& eval, const std::string& sample, case
   schedule::case_record r;
   r.state = st;
   r.attempts = 1;
-  return {c.key, store::encode_case(c, r)};
+  return {c.key, boost::json::parse(store::case_line(c, r)).as_object()};
 }
 
 store::loaded_run run(const std::string& id, std::vector<store::saved_case> cases,

@@ -1,5 +1,6 @@
 // How a case ends (schedule::final_state): one row per kind of final attempt, and the same
-// state whichever way the retry predicate went (the table in docs/pipelines.md).
+// state whichever way the retry predicate went (the table in docs/pipelines.md); and the names
+// of the states, read back.
 #include <mira/schedule/classify.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -26,6 +27,20 @@ struct row {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(final_state_tests)
+
+BOOST_AUTO_TEST_CASE(every_state_has_one_name_that_reads_back) {
+  BOOST_TEST(all_case_states.size() == case_state_count);
+  for (std::size_t i = 0; i < all_case_states.size(); ++i) {
+    auto s = all_case_states[i];
+    BOOST_TEST(static_cast<std::size_t>(s) == i);  // declaration order
+    BOOST_TEST((case_state_from_string(to_string(s)) == s));
+    for (std::size_t j = 0; j < i; ++j) BOOST_TEST(to_string(s) != to_string(all_case_states[j]));
+  }
+  BOOST_TEST(to_string(case_state::na) == "na");
+  BOOST_TEST(to_string(case_state::executed) == "executed");
+  BOOST_TEST(!case_state_from_string("Passed").has_value());
+  BOOST_TEST(!case_state_from_string("").has_value());
+}
 
 BOOST_AUTO_TEST_CASE(the_final_attempt_alone_decides) {
   const row rows[] = {

@@ -69,7 +69,7 @@ fs::path save_shard(const fs::path& dir, const std::string& id, const plan::plan
     mira::schedule::case_record r;
     r.state = case_state::passed;
     r.attempts = 1;
-    (*w)->submit(part.cases[i].key, json::serialize(encode_case(part.cases[i], r)), [](auto) {});
+    (*w)->submit(part.cases[i].key, case_line(part.cases[i], r), [](auto) {});
     saved.cases.push_back(part.cases[i]);
     report.cases.push_back(r);
   }
@@ -243,7 +243,7 @@ BOOST_FIXTURE_TEST_CASE(a_case_in_two_shards_is_refused, fixture) {
   r.state = case_state::failed;
   fs::create_directories(bad / "cases" / encode_key(shard0.cases[0].key));
   std::ofstream(bad / "cases" / encode_key(shard0.cases[0].key) / "result.json")
-      << json::serialize(encode_case(shard0.cases[0], r)) << "\n";
+      << case_line(shard0.cases[0], r) << "\n";
   refused({runs[0], runs[1], bad}, "case " + shard0.cases[0].key + " is in");
 }
 
