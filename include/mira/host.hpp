@@ -142,11 +142,12 @@ boost::asio::io_context* io_context_of(const Executor&) noexcept {
 }
 
 using impl_ptr = std::shared_ptr<host_impl>;
-using home_t = boost::asio::io_context*;
 /// Starts one request. The (params, result) pair names its row of the method table
 /// (src/host/methods.cpp), where it is instantiated for each protocol method.
+/// `handler_context` is io_context_of(the handler's executor).
 template <class Params, class Result>
-void start(const impl_ptr&, Params, request_options, handler_t<Result>, home_t);
+void start(const impl_ptr&, Params, request_options, handler_t<Result>,
+           boost::asio::io_context* handler_context);
 void start_list_all(const impl_ptr&, request_options, handler_t<protocol::list_result>);
 void start_shutdown(const impl_ptr&, handler_t<exit_status>);
 
@@ -176,9 +177,9 @@ struct initiate {
     } else if constexpr (std::is_same_v<Call, shutdown_call>) {
       start_shutdown(impl, handler_t<Result>(std::forward<Handler>(h)));
     } else {
-      home_t home = io_context_of(boost::asio::get_associated_executor(h));
+      auto* handler_context = io_context_of(boost::asio::get_associated_executor(h));
       start<Call, Result>(impl, std::move(call), std::move(opts),
-                          handler_t<Result>(std::forward<Handler>(h)), home);
+                          handler_t<Result>(std::forward<Handler>(h)), handler_context);
     }
   }
 };

@@ -548,16 +548,16 @@ asio::awaitable<tl::expected<response, api_error>> server::impl::answer(const ro
       if (!decoded) co_return tl::unexpected(decoded.error());
       if (!key.empty()) {
         auto seen = keys.begin(key, req.body());
-        using o = idempotency_keys::outcome;
-        if (seen.what == o::conflict)
+        using outcome = idempotency_keys::outcome;
+        if (seen.what == outcome::conflict)
           co_return tl::unexpected(
               make_error(409, "idempotency_conflict",
                          "this Idempotency-Key was used with another request body"));
-        if (seen.what == o::in_progress)
+        if (seen.what == outcome::in_progress)
           co_return tl::unexpected(
               make_error(409, "idempotency_in_progress",
                          "a request with this Idempotency-Key is still being answered; retry it"));
-        if (seen.what == o::replay) co_return created(seen.run_id, true);
+        if (seen.what == outcome::replay) co_return created(seen.run_id, true);
       }
       auto id = co_await runs.start(std::move(*decoded));
       if (!id) {
