@@ -228,7 +228,10 @@ bool bearer_matches(std::string_view authorization, std::string_view token) {
   return scheme_ok && diff == 0;
 }
 
-tl::expected<study_entry, std::string> parse_study_entry(std::string_view text) {
+namespace {
+
+// NAME=COMMAND as a study_entry, or what is wrong with it.
+tl::expected<study_entry, std::string> read_study_entry(std::string_view text) {
   auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0)
     return tl::unexpected("expected NAME=COMMAND, got '" + std::string(text) + "'");
@@ -278,6 +281,14 @@ tl::expected<study_entry, std::string> parse_study_entry(std::string_view text) 
   if (in_word) e.argv.push_back(std::move(word));
   if (e.argv.empty()) return tl::unexpected("the study '" + e.name + "' has no command");
   return e;
+}
+
+}  // namespace
+
+tl::expected<study_entry, error> parse_study_entry(std::string_view text) {
+  auto e = read_study_entry(text);
+  if (!e) return tl::unexpected(error{errc::invalid_study_entry, std::move(e.error())});
+  return std::move(*e);
 }
 
 namespace {

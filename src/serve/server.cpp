@@ -35,23 +35,28 @@ namespace json = boost::json;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
-std::optional<std::string> validate(const server_config& c) {
+std::optional<error> validate(const server_config& c) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(c.address, ec);
-  if (ec) return "the listen address '" + c.address + "' is not an IP address";
+  if (ec)
+    return error{errc::invalid_address,
+                 "the listen address '" + c.address + "' is not an IP address"};
   if (!address.is_loopback() && c.token.empty())
-    return "listening on " + c.address +
-           ", which is not a loopback address, needs a token (--token-file)";
-  if (c.studies.empty()) return "no study is allowed (--study NAME=CMD)";
+    return error{errc::token_required,
+                 "listening on " + c.address +
+                     ", which is not a loopback address, needs a token (--token-file)"};
+  if (c.studies.empty()) return error{errc::no_study, "no study is allowed (--study NAME=CMD)"};
   for (std::size_t i = 0; i < c.studies.size(); ++i)
     for (std::size_t j = i + 1; j < c.studies.size(); ++j)
       if (c.studies[i].name == c.studies[j].name)
-        return "the study name '" + c.studies[i].name + "' is given twice";
-  if (c.max_runs == 0) return "the run limit must be at least 1";
-  if (c.max_cases == 0) return "the case limit must be at least 1";
-  if (c.max_connections == 0) return "the connection limit must be at least 1";
+        return error{errc::duplicate_study,
+                     "the study name '" + c.studies[i].name + "' is given twice"};
+  if (c.max_runs == 0) return error{errc::invalid_limit, "the run limit must be at least 1"};
+  if (c.max_cases == 0) return error{errc::invalid_limit, "the case limit must be at least 1"};
+  if (c.max_connections == 0)
+    return error{errc::invalid_limit, "the connection limit must be at least 1"};
   if (c.max_connections_per_client == 0)
-    return "the per-client connection limit must be at least 1";
+    return error{errc::invalid_limit, "the per-client connection limit must be at least 1"};
   return std::nullopt;
 }
 
@@ -653,13 +658,14 @@ server::~server() {
   impl_->acceptor.close(ec);
 }
 
-tl::expected<tcp::endpoint, std::string> server::start() {
-  if (auto why = validate(impl_->config)) return tl::unexpected(*why);
+tl::expected<tcp::endpoint, error> server::start() {
+  if (auto why = validate(impl_->config)) return tl::unexpected(std::move(*why));
   boost::system::error_code ec;
   std::filesystem::create_directories(impl_->config.results_dir, ec);
   if (ec)
-    return tl::unexpected("cannot create the results directory " +
-                          impl_->config.results_dir.string() + ": " + ec.message());
+    return tl::unexpected(error{errc::results_dir_unusable, "cannot create the results directory " +
+                                                                impl_->config.results_dir.string() +
+                                                                ": " + ec.message()});
   tcp::endpoint ep(asio::ip::make_address(impl_->config.address), impl_->config.port);
   auto& a = impl_->acceptor;
   a.open(ep.protocol(), ec);
@@ -668,8 +674,10 @@ tl::expected<tcp::endpoint, std::string> server::start() {
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     a.close();
-    return tl::unexpected("cannot listen on " + impl_->config.address + ":" +
-                          std::to_string(impl_->config.port) + ": " + ec.message());
+    return tl::unexpected(
+        error{ec == asio::error::address_in_use ? errc::address_in_use : errc::bind_failed,
+              "cannot listen on " + impl_->config.address + ":" +
+                  std::to_string(impl_->config.port) + ": " + ec.message()});
   }
   impl_->runs.set_owner(impl_);
   asio::co_spawn(impl_->ex, impl_->accept_loop(), asio::detached);

@@ -7,6 +7,7 @@
 
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/run_plan.hpp>
+#include <mira/serve/error.hpp>
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -127,7 +128,8 @@ struct study_entry {
   std::vector<std::string> argv;
 };
 /// Parses `NAME=COMMAND LINE` (the command split as a POSIX shell would, without expansion).
-tl::expected<study_entry, std::string> parse_study_entry(std::string_view text);
+/// Fails with errc::invalid_study_entry, saying what is wrong.
+tl::expected<study_entry, error> parse_study_entry(std::string_view text);
 
 /// What POST /v1/runs asks for.
 struct run_options {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mira/serve/api.hpp>
+#include <mira/serve/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -50,9 +51,11 @@ struct server_config {
   std::chrono::milliseconds event_interval{20};
 };
 
-/// Why the server must not start with `c` (a non-loopback address without a token, no study,
-/// a duplicated study name, zero limits), or nothing.
-std::optional<std::string> validate(const server_config& c);
+/// Why the server must not start with `c` (an address that is not an IP address, a
+/// non-loopback address without a token, no study, a duplicated study name, zero limits), or
+/// nothing. The code is errc::invalid_address, token_required, no_study, duplicate_study or
+/// invalid_limit.
+std::optional<error> validate(const server_config& c);
 
 /// The server. Construct, start(), and co_await stop() before the executor's context goes away.
 /// A run still going when the server object is destroyed keeps what it needs alive until it
@@ -68,8 +71,10 @@ class server {
   server& operator=(const server&) = delete;
 
   /// Validates the configuration, binds and starts accepting. Runs saved in results_dir are
-  /// listed (and resumable) from then on.
-  tl::expected<boost::asio::ip::tcp::endpoint, std::string> start();
+  /// listed (and resumable) from then on. Fails with validate()'s error, or with
+  /// errc::results_dir_unusable, errc::address_in_use or errc::bind_failed (the message names
+  /// the directory or the address and the system's reason).
+  tl::expected<boost::asio::ip::tcp::endpoint, error> start();
   /// The bound endpoint (the chosen port when the configuration said 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
 

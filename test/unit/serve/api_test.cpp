@@ -226,11 +226,11 @@ BOOST_AUTO_TEST_CASE(allow_list_entries_split_their_command_like_a_shell) {
   BOOST_TEST(e->argv[1] == "my study.py");
   BOOST_TEST(e->argv[3] == "a b");
   BOOST_TEST(e->argv[4] == "c d");
-  BOOST_TEST(!parse_study_entry("nocommand").has_value());
-  BOOST_TEST(!parse_study_entry("=cmd").has_value());
-  BOOST_TEST(!parse_study_entry("a/b=cmd").has_value());
-  BOOST_TEST(!parse_study_entry("x='open").has_value());
-  BOOST_TEST(!parse_study_entry("x=   ").has_value());
+  for (auto bad : {"nocommand", "=cmd", "a/b=cmd", "x='open", "x=   "}) {
+    auto r = parse_study_entry(bad);
+    BOOST_TEST(!r.has_value(), bad);
+    if (!r) BOOST_TEST((r.error().code == errc::invalid_study_entry), bad);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_openapi_document_describes_every_route) {
