@@ -13,7 +13,8 @@
 //     -o build-fuzz/serve_fuzzer
 //   build-fuzz/serve_fuzzer -max_total_time=60 -max_len=4096 build-fuzz/corpus-serve
 //   fuzz/corpus/serve
-#include <mira/serve/api.hpp>
+#include <mira/serve/server.hpp>
+#include "serve/api.hpp"
 
 #include <boost/json/parse.hpp>
 

@@ -1,6 +1,9 @@
-// The sans-I/O part of the server: routes, targets, errors, request bodies, events.
+// The sans-I/O part of the server: routes, targets, errors, request bodies, events; and the
+// allow-list's NAME=COMMAND entries (server.hpp).
+#include "serve/api.hpp"
+
 #include <mira/protocol/json_text.hpp>
-#include <mira/serve/api.hpp>
+#include <mira/serve/server.hpp>
 #include <mira/store/files.hpp>
 
 #include <boost/asio/ip/address.hpp>

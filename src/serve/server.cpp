@@ -4,6 +4,7 @@
 #include <mira/protocol/types.hpp>
 #include <mira/serve/server.hpp>
 #include <mira/version.hpp>
+#include "serve/api.hpp"
 #include "serve/dashboard.hpp"
 #include "serve/runs.hpp"
 

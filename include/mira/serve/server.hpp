@@ -3,7 +3,6 @@
 // `mira run` does. It runs on the executor it is given, beside the program's other work.
 #pragma once
 
-#include <mira/serve/api.hpp>
 #include <mira/serve/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -17,9 +16,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mira::serve {
+
+/// A study on the allow-list: its name and the command that starts it (never from a request).
+struct study_entry {
+  std::string name;
+  std::vector<std::string> argv;
+};
+/// Parses `NAME=COMMAND LINE` (the command split as a POSIX shell would, without expansion).
+/// Fails with errc::invalid_study_entry, saying what is wrong.
+tl::expected<study_entry, error> parse_study_entry(std::string_view text);
 
 struct server_config {
   /// Where to listen. Loopback by default; any other address needs `token`.

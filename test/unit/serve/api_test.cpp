@@ -1,7 +1,8 @@
 // The server's sans-I/O layer, driven directly: targets, the route table and its OpenAPI
 // document, run ids, the bearer check, request bodies (415/400/422), Idempotency-Key
 // bookkeeping, the event log behind Last-Event-ID, and the dashboard's page rules.
-#include <mira/serve/api.hpp>
+#include "serve/api.hpp"
+#include <mira/serve/server.hpp>
 #include "serve/dashboard.hpp"
 
 #include <boost/json/parse.hpp>
