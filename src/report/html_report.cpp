@@ -8,6 +8,7 @@
 
 #include <mira/store/files.hpp>
 #include "report/html_page.hpp"
+#include "store/digest.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,6 +5,7 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/serve/server.hpp>
 #include <mira/store/files.hpp>
+#include "store/digest.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json/parse.hpp>

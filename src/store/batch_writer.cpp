@@ -1,6 +1,7 @@
 // Batched atomic writes on a thread of their own (see batch_writer.hpp).
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
+#include "store/file_helpers.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

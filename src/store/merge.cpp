@@ -8,6 +8,7 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
+#include "store/file_helpers.hpp"
 
 #include <fcntl.h>
 #include <stdio.h>

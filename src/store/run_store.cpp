@@ -10,6 +10,8 @@
 #include <mira/store/run_folder.hpp>
 #include <mira/store/segment_log.hpp>
 #include "protocol/json_scan.hpp"
+#include "store/digest.hpp"
+#include "store/file_helpers.hpp"
 
 #include <boost/json/parse.hpp>
 

@@ -4,6 +4,7 @@
 #include <mira/store/files.hpp>
 #include <mira/store/segment_log.hpp>
 #include "protocol/json_scan.hpp"
+#include "store/file_helpers.hpp"
 
 #include <boost/json/parse.hpp>
 
