@@ -20,6 +20,7 @@
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
 #include "connection/multiplexer.hpp"
+#include "protocol/text_decoder.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -4,6 +4,7 @@
 #include "host_impl.hpp"
 
 #include <mira/protocol/json_text.hpp>
+#include "protocol/text_decoder.hpp"
 
 namespace mira::detail {
 
