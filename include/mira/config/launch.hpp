@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mira::config {
@@ -60,21 +61,5 @@ tl::expected<resolved_launch, std::string> resolve_launch(const launch_request& 
 /// Splits a command line the way a POSIX shell splits words: single quotes, double quotes (with
 /// \\ \" \$ \` escapes), backslash escapes; no expansion. Errors name the unterminated quote.
 tl::expected<std::vector<std::string>, std::string> split_command_line(std::string_view line);
-
-/// Whether a Python file declares PEP 723 inline script metadata (`# /// script`).
-bool has_inline_script_metadata(std::string_view python_source);
-
-/// The crate for a single-file Rust study (cargo's script format: an optional `#!` line, an
-/// optional `---` TOML front matter with [dependencies] and [package]): its Cargo.toml text,
-/// and the body (front matter replaced by blank lines so compiler messages keep their line
-/// numbers). `name` is the crate's name; relative `path` dependencies are made relative to
-/// `script_dir`. Errors name the script's line.
-struct cargo_script {
-  std::string manifest;
-  std::string main_rs;
-};
-tl::expected<cargo_script, std::string> make_cargo_script(std::string_view source,
-                                                          const std::string& name,
-                                                          const std::filesystem::path& script_dir);
 
 }  // namespace mira::config
