@@ -1,5 +1,6 @@
 // The run pipeline (see run_plan.hpp): the scheduler's decisions turned into requests.
 #include <mira/schedule/run_plan.hpp>
+#include "schedule/scheduler.hpp"
 #include "schedule/sequential_study.hpp"
 
 #include <boost/asio/as_tuple.hpp>

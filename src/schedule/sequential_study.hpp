@@ -4,7 +4,7 @@
 // feeds it and calls run_hooks::on_sequential_study.
 #pragma once
 
-#include <mira/schedule/scheduler.hpp>
+#include <mira/schedule/policy.hpp>
 
 #include <cstdint>
 #include <optional>

@@ -7,8 +7,8 @@
 #include <mira/plan/plan.hpp>
 #include <mira/pool.hpp>
 #include <mira/schedule/classify.hpp>
+#include <mira/schedule/policy.hpp>
 #include <mira/schedule/results.hpp>
-#include <mira/schedule/scheduler.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
