@@ -70,8 +70,11 @@ using notification_handler = std::function<void(const notification&)>;
 struct host_options {
   std::string host_name = "mira-cpp";
   std::size_t max_line_bytes = std::size_t{64} << 20;
+  /// The host's diagnostics, and the study's stderr lines when on_stderr_line is not set (as
+  /// log_source::study_stderr records). Empty: dropped.
   log_sink log = stderr_log_sink();
-  /// Each line the study writes on stderr. Default: "[study] <line>" on the host's stderr.
+  /// Each line the study writes on stderr. Default: a study_stderr record to `log`, which
+  /// stderr_log_sink writes as "[study] <line>".
   std::function<void(std::string_view)> on_stderr_line;
   std::size_t stderr_tail_lines = 20;  // kept for error diagnostics
   /// Notifications not correlated with a live request (request_id 0 or unknown).

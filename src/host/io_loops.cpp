@@ -163,10 +163,11 @@ void host_impl::stderr_line(std::string_view line) {
   tail_.emplace_back(line.substr(0, 1024));
   while (tail_.size() > opts_.stderr_tail_lines) tail_.pop_front();
   if (opts_.on_stderr_line) return opts_.on_stderr_line(line);
-  std::string out = "[study] ";
-  out += line;
-  out += '\n';
-  std::fwrite(out.data(), 1, out.size(), stderr);
+  log_record r;
+  r.message = line;
+  r.study = study_name_;
+  r.source = log_source::study_stderr;
+  opts_.log(r);
 }
 
 }  // namespace mira::detail

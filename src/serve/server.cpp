@@ -21,7 +21,6 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -218,13 +217,17 @@ asio::awaitable<void> server::impl::accept_loop() {
       co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
-    asio::co_spawn(ex, session(std::move(socket)), [](std::exception_ptr e) {
+    asio::co_spawn(ex, session(std::move(socket)), [self](std::exception_ptr e) {
       // A connection's failure is its own: reported, never the server's end.
       if (!e) return;
       try {
         std::rethrow_exception(e);
       } catch (const std::exception& x) {
-        std::fprintf(stderr, "mira serve: a connection failed: %s\n", x.what());
+        std::string message = std::string("a server connection failed: ") + x.what();
+        log_record r;
+        r.level = log_level::error;
+        r.message = message;
+        if (self->config.log) self->config.log(r);
       }
     });
   }

@@ -3,6 +3,7 @@
 // `mira run` does. It runs on the executor it is given, beside the program's other work.
 #pragma once
 
+#include <mira/log.hpp>
 #include <mira/serve/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -58,6 +59,8 @@ struct server_config {
   /// An event stream sends what came within this much of its last write together (0: each
   /// event at once), so a busy run costs each client a write per interval, not per event.
   std::chrono::milliseconds event_interval{20};
+  /// The server's own diagnostics (a connection that failed with an exception).
+  log_sink log = stderr_log_sink();
 };
 
 /// Why the server must not start with `c` (an address that is not an IP address, a
