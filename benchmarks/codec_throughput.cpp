@@ -30,6 +30,7 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/records.hpp>
 #include "connection/multiplexer.hpp"
+#include "protocol/text_decoder.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -195,7 +195,7 @@ load_result served_run(const options& o, const std::string& results) {
   mira::serve::server srv(server_ctx.get_executor(), config);
   auto ep = srv.start();
   if (!ep) {
-    std::fprintf(stderr, "%s\n", ep.error().c_str());
+    std::fprintf(stderr, "%s\n", ep.error().message().c_str());
     std::exit(3);
   }
   std::thread server_thread([&] { server_ctx.run(); });

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   mira::serve::server srv(ctx.get_executor(), config);
   auto ep = srv.start();
   if (!ep) {
-    std::fprintf(stderr, "%s\n", ep.error().c_str());
+    std::fprintf(stderr, "%s\n", ep.error().message().c_str());
     return 3;
   }
   int rc = 1;

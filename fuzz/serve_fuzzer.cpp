@@ -7,13 +7,14 @@
 // protocol's JSON text layer):
 //   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 //     -DBOOST_JSON_NO_LIB -Iinclude -Isrc -Ibuild/include fuzz/serve_fuzzer.cpp \
-//     src/serve/api.cpp src/command_line.cpp src/store/files.cpp src/protocol/json_text.cpp \
-//     src/protocol/codec.cpp src/protocol/json_scan.cpp src/protocol/trajectory.cpp \
-//     src/protocol/text_decoder.cpp src/protocol/envelope.cpp build-fuzz/boost_json.cpp \
-//     -o build-fuzz/serve_fuzzer
+//     src/serve/api.cpp src/serve/error.cpp src/command_line.cpp src/store/files.cpp \
+//     src/store/digest.cpp src/protocol/json_text.cpp src/protocol/codec.cpp \
+//     src/protocol/json_scan.cpp src/protocol/trajectory.cpp src/protocol/text_decoder.cpp \
+//     src/protocol/envelope.cpp build-fuzz/boost_json.cpp -o build-fuzz/serve_fuzzer
 //   build-fuzz/serve_fuzzer -max_total_time=60 -max_len=4096 build-fuzz/corpus-serve
 //   fuzz/corpus/serve
-#include <mira/serve/api.hpp>
+#include <mira/serve/server.hpp>
+#include "serve/api.hpp"
 
 #include <boost/json/parse.hpp>
 

@@ -12,6 +12,7 @@
 #include <mira/protocol/trajectory.hpp>
 #include "connection/multiplexer.hpp"
 #include "framing/line_framer.hpp"
+#include "protocol/text_decoder.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/json/parse.hpp>

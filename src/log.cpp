@@ -1,4 +1,4 @@
-// Default log sink.
+// The default log sink: the one place the library writes to stderr, when a program asks it to.
 #include <mira/log.hpp>
 
 #include <cstdio>
@@ -20,8 +20,15 @@ std::string_view to_string(log_level l) {
   return "?";
 }
 
-log_sink stderr_log_sink(log_level min) {
-  return [min](const log_record& r) {
+log_sink stderr_log_sink(log_level min, std::string study_label) {
+  return [min, label = std::move(study_label)](const log_record& r) {
+    if (r.source == log_source::study_stderr) {
+      std::string line = "[" + label + "] ";
+      line += r.message;
+      line += '\n';
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return;
+    }
     if (r.level < min) return;
     std::string line = "mira: ";
     line += to_string(r.level);

@@ -70,8 +70,11 @@ using notification_handler = std::function<void(const notification&)>;
 struct host_options {
   std::string host_name = "mira-cpp";
   std::size_t max_line_bytes = std::size_t{64} << 20;
+  /// The host's diagnostics, and the study's stderr lines when on_stderr_line is not set (as
+  /// log_source::study_stderr records). Empty: dropped.
   log_sink log = stderr_log_sink();
-  /// Each line the study writes on stderr. Default: "[study] <line>" on the host's stderr.
+  /// Each line the study writes on stderr. Default: a study_stderr record to `log`, which
+  /// stderr_log_sink writes as "[study] <line>".
   std::function<void(std::string_view)> on_stderr_line;
   std::size_t stderr_tail_lines = 20;  // kept for error diagnostics
   /// Notifications not correlated with a live request (request_id 0 or unknown).
@@ -142,11 +145,12 @@ boost::asio::io_context* io_context_of(const Executor&) noexcept {
 }
 
 using impl_ptr = std::shared_ptr<host_impl>;
-using home_t = boost::asio::io_context*;
 /// Starts one request. The (params, result) pair names its row of the method table
 /// (src/host/methods.cpp), where it is instantiated for each protocol method.
+/// `handler_context` is io_context_of(the handler's executor).
 template <class Params, class Result>
-void start(const impl_ptr&, Params, request_options, handler_t<Result>, home_t);
+void start(const impl_ptr&, Params, request_options, handler_t<Result>,
+           boost::asio::io_context* handler_context);
 void start_list_all(const impl_ptr&, request_options, handler_t<protocol::list_result>);
 void start_shutdown(const impl_ptr&, handler_t<exit_status>);
 
@@ -176,9 +180,9 @@ struct initiate {
     } else if constexpr (std::is_same_v<Call, shutdown_call>) {
       start_shutdown(impl, handler_t<Result>(std::forward<Handler>(h)));
     } else {
-      home_t home = io_context_of(boost::asio::get_associated_executor(h));
+      auto* handler_context = io_context_of(boost::asio::get_associated_executor(h));
       start<Call, Result>(impl, std::move(call), std::move(opts),
-                          handler_t<Result>(std::forward<Handler>(h)), home);
+                          handler_t<Result>(std::forward<Handler>(h)), handler_context);
     }
   }
 };

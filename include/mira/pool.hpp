@@ -40,8 +40,9 @@ struct pool_options {
   /// Requests in flight per process, abandoned ones counted; beyond it requests wait in the
   /// pool. 0: no cap. `mira run` uses ceil(j / P).
   std::size_t max_in_flight_per_process = 0;
-  /// Host options of the process in `slot` (1-based). Default: host_options{} with each stderr
-  /// line shown as "[study <slot>] <line>".
+  /// Host options of the process in `slot` (1-based). Default: host_options{} whose log is
+  /// stderr_log_sink(log_level::warning, "study <slot>"): each stderr line shown as
+  /// "[study <slot>] <line>".
   std::function<host_options(std::size_t slot)> host_options_for;
   /// Every process must answer initialize within this.
   std::chrono::milliseconds init_timeout{60000};

@@ -1,8 +1,8 @@
 // Aggregation (see summary.hpp).
 #include <mira/aggregate/summary.hpp>
 
-#include <mira/plan/natural_order.hpp>
 #include <mira/protocol/json_text.hpp>
+#include "plan/natural_order.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,7 @@
 // Comparing two saved runs (see compare.hpp): the statistics, then the pairing of cases. The
 // statistics are plain functions of counts, so their tests check them against hand computations.
 #include <mira/compare/compare.hpp>
-
-#include <mira/plan/natural_order.hpp>
+#include "plan/natural_order.hpp"
 
 #include <algorithm>
 #include <cmath>

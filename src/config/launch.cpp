@@ -1,6 +1,7 @@
 // Study launch resolution (launch.hpp): request + mira.toml -> argv, and the single-file Rust
 // study's crate.
 #include <mira/config/launch.hpp>
+#include "config/study_scripts.hpp"
 
 #include <mira/command_line.hpp>
 

@@ -69,7 +69,7 @@ struct op_base : pending_op {
   std::int64_t id = 0;
   const method_info* info = nullptr;  // its row of the method table (static storage)
   request_options opts;
-  home_t home = nullptr;  // the io_context the handler runs on, if it is one
+  asio::io_context* handler_context = nullptr;  // the io_context the handler runs on, if any
   bool notified = false;  // notifications were posted to its handler: completion must follow them
   std::optional<asio::steady_timer> deadline;  // request_options::deadline, armed on the strand
   std::string_view name() const { return info->name; }
@@ -123,7 +123,7 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   // cancellation slot and hands it to the strand.
   template <class T>
   void request(const method<T>& m, std::string params, request_options o, handler_t<T> h,
-               home_t home);
+               asio::io_context* handler_context);
   void submit(const std::string& params, std::unique_ptr<op_base> op);
   void cancel_request(std::int64_t id, asio::cancellation_type_t type,
                       error_code ec = asio::error::operation_aborted, diagnostics d = {});
@@ -140,10 +140,11 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
 
   template <class T>
   void deliver(handler_t<T> h, error_code ec, std::type_identity_t<T>&& value,
-               completion how = completion::post, home_t home = nullptr) {
+               completion how = completion::post, asio::io_context* handler_context = nullptr) {
     // The handler's io_context runs in this thread: what dispatch would do, without asking the
     // erased handler for its executor or wrapping it and its value into a function object.
-    if (how == completion::dispatch && home && home->get_executor().running_in_this_thread())
+    if (how == completion::dispatch && handler_context &&
+        handler_context->get_executor().running_in_this_thread())
       return std::move(h)(ec, std::move(value));
     auto ex = asio::get_associated_executor(h, strand_.get_inner_executor());
     auto call = [h = std::move(h), ec, v = std::move(value)]() mutable {
@@ -331,7 +332,7 @@ struct typed_op final : op_base {
     host.deliver(
         std::move(handler), ec, std::move(out),
         from_reader && !notified ? host_impl::completion::dispatch : host_impl::completion::post,
-        home);
+        handler_context);
   }
 
   void notify(host_impl& host, notification n) override {
@@ -346,7 +347,7 @@ struct typed_op final : op_base {
 
 template <class T>
 void host_impl::request(const method<T>& m, std::string params, request_options o, handler_t<T> h,
-                        home_t home) {
+                        asio::io_context* handler_context) {
   auto id = next_id_.fetch_add(1);
   if (o.request_id) *o.request_id = id;
   // Type-erased first, then the slot: any_completion_handler replaces a handler assigned to
@@ -363,7 +364,7 @@ void host_impl::request(const method<T>& m, std::string params, request_options 
   op->info = &m.info;
   op->m = &m;
   op->opts = std::move(o);
-  op->home = home;
+  op->handler_context = handler_context;
   // Typically a completion's handler asking for the next case, on the strand already: what
   // dispatch would do, without wrapping the call and converting executors on the way.
   if (strand_.running_in_this_thread()) return submit(params, std::move(op));

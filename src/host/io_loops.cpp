@@ -75,8 +75,8 @@ void host_impl::on_stdout(error_code ec, std::size_t n) {
 }
 
 void host_impl::on_frame(const line_framer::frame& f) {
-  using fk = line_framer::frame_kind;
-  if (f.kind == fk::overlong) {
+  using frame_kind = line_framer::frame_kind;
+  if (f.kind == frame_kind::overlong) {
     auto what = "a line of " + std::to_string(f.size) + " bytes from the study (limit " +
                 std::to_string(framer_.max_line()) + ")";
     std::int64_t id = 0;
@@ -90,7 +90,7 @@ void host_impl::on_frame(const line_framer::frame& f) {
     log(log_level::warning, "skipped " + what, {}, {}, f.text);
     return;
   }
-  if (f.kind == fk::partial) {
+  if (f.kind == frame_kind::partial) {
     log(log_level::warning, "the study's output ended inside a line; ignored", {}, {},
         excerpt(f.text));
     return;
@@ -163,10 +163,11 @@ void host_impl::stderr_line(std::string_view line) {
   tail_.emplace_back(line.substr(0, 1024));
   while (tail_.size() > opts_.stderr_tail_lines) tail_.pop_front();
   if (opts_.on_stderr_line) return opts_.on_stderr_line(line);
-  std::string out = "[study] ";
-  out += line;
-  out += '\n';
-  std::fwrite(out.data(), 1, out.size(), stderr);
+  log_record r;
+  r.message = line;
+  r.study = study_name_;
+  r.source = log_source::study_stderr;
+  opts_.log(r);
 }
 
 }  // namespace mira::detail

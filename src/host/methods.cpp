@@ -4,6 +4,7 @@
 #include "host_impl.hpp"
 
 #include <mira/protocol/json_text.hpp>
+#include "protocol/text_decoder.hpp"
 
 namespace mira::detail {
 
@@ -129,7 +130,8 @@ constinit const row<protocol::cancel_params, bool> table<protocol::cancel_params
 }  // namespace
 
 template <class P, class T>
-void start(const impl_ptr& impl, P params, request_options o, handler_t<T> h, home_t home) {
+void start(const impl_ptr& impl, P params, request_options o, handler_t<T> h,
+           asio::io_context* handler_context) {
   auto& r = table<P, T>;
   // initialize's params come from the host's options, not from the caller.
   std::string text;
@@ -137,22 +139,22 @@ void start(const impl_ptr& impl, P params, request_options o, handler_t<T> h, ho
     text = encode_initialize(*impl);
   else
     text = r.encode(params);
-  impl->request<T>(r.m, std::move(text), std::move(o), std::move(h), home);
+  impl->request<T>(r.m, std::move(text), std::move(o), std::move(h), handler_context);
 }
 
 template void start(const impl_ptr&, no_params, request_options,
-                    handler_t<protocol::initialize_result>, home_t);
+                    handler_t<protocol::initialize_result>, asio::io_context*);
 template void start(const impl_ptr&, no_params, request_options, handler_t<protocol::list_result>,
-                    home_t);
+                    asio::io_context*);
 template void start(const impl_ptr&, protocol::list_samples_params, request_options,
-                    handler_t<protocol::list_samples_result>, home_t);
+                    handler_t<protocol::list_samples_result>, asio::io_context*);
 template void start(const impl_ptr&, protocol::run_params, request_options,
-                    handler_t<protocol::run_result>, home_t);
+                    handler_t<protocol::run_result>, asio::io_context*);
 template void start(const impl_ptr&, protocol::run_params, request_options,
-                    handler_t<protocol::execute_result>, home_t);
+                    handler_t<protocol::execute_result>, asio::io_context*);
 template void start(const impl_ptr&, protocol::score_params, request_options,
-                    handler_t<protocol::run_result>, home_t);
+                    handler_t<protocol::run_result>, asio::io_context*);
 template void start(const impl_ptr&, protocol::cancel_params, request_options, handler_t<bool>,
-                    home_t);
+                    asio::io_context*);
 
 }  // namespace mira::detail

@@ -29,9 +29,7 @@ namespace {
 
 host_options default_options(std::size_t slot) {
   host_options o;
-  o.on_stderr_line = [slot](std::string_view line) {
-    std::fprintf(stderr, "[study %zu] %.*s\n", slot, static_cast<int>(line.size()), line.data());
-  };
+  o.log = stderr_log_sink(log_level::warning, "study " + std::to_string(slot));
   return o;
 }
 

@@ -1,5 +1,5 @@
 // Natural order (see natural_order.hpp).
-#include <mira/plan/natural_order.hpp>
+#include "plan/natural_order.hpp"
 
 namespace mira::plan {
 

@@ -13,6 +13,7 @@
 #include "protocol/json_scan.hpp"
 
 #include "protocol/fields.hpp"
+#include "protocol/text_decoder.hpp"
 
 #include <boost/json/parse.hpp>
 

@@ -3,11 +3,11 @@
 // with a small inline script. Every study-provided string goes through html_text()/safe_href(),
 // and a Content-Security-Policy that admits only this page's own script (by hash) backs that
 // up: injected markup would be inert even if an escape were missed.
-#include <mira/report/escape.hpp>
-#include <mira/report/render.hpp>
+#include "report/html_report.hpp"
 
-#include <mira/store/files.hpp>
+#include <mira/report/escape.hpp>
 #include "report/html_page.hpp"
+#include "store/digest.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,6 +5,7 @@
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include "report/html_report.hpp"
 
 #include <boost/json/parse.hpp>
 

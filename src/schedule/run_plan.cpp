@@ -1,6 +1,7 @@
 // The run pipeline (see run_plan.hpp): the scheduler's decisions turned into requests.
 #include <mira/schedule/run_plan.hpp>
-#include <mira/schedule/sequential_study.hpp>
+#include "schedule/scheduler.hpp"
+#include "schedule/sequential_study.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

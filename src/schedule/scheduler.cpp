@@ -1,5 +1,5 @@
 // Scheduler bookkeeping (see scheduler.hpp).
-#include <mira/schedule/scheduler.hpp>
+#include "schedule/scheduler.hpp"
 
 #include <algorithm>
 #include <cmath>

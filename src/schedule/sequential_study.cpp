@@ -1,5 +1,5 @@
 // Noticing a study that answers one request at a time (see sequential_study.hpp).
-#include <mira/schedule/sequential_study.hpp>
+#include "schedule/sequential_study.hpp"
 
 namespace mira::schedule {
 

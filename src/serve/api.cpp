@@ -1,8 +1,12 @@
-// The sans-I/O part of the server: routes, targets, errors, request bodies, events.
+// The sans-I/O part of the server: routes, targets, errors, request bodies, events; and the
+// allow-list's NAME=COMMAND entries (server.hpp).
+#include "serve/api.hpp"
+
 #include <mira/command_line.hpp>
 #include <mira/protocol/json_text.hpp>
-#include <mira/serve/api.hpp>
+#include <mira/serve/server.hpp>
 #include <mira/store/files.hpp>
+#include "store/digest.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json/parse.hpp>
@@ -229,7 +233,10 @@ bool bearer_matches(std::string_view authorization, std::string_view token) {
   return scheme_ok && diff == 0;
 }
 
-tl::expected<study_entry, std::string> parse_study_entry(std::string_view text) {
+namespace {
+
+// NAME=COMMAND as a study_entry, or what is wrong with it.
+tl::expected<study_entry, std::string> read_study_entry(std::string_view text) {
   auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0)
     return tl::unexpected("expected NAME=COMMAND, got '" + std::string(text) + "'");
@@ -245,6 +252,14 @@ tl::expected<study_entry, std::string> parse_study_entry(std::string_view text) 
   e.argv = std::move(*argv);
   if (e.argv.empty()) return tl::unexpected("the study '" + e.name + "' has no command");
   return e;
+}
+
+}  // namespace
+
+tl::expected<study_entry, error> parse_study_entry(std::string_view text) {
+  auto e = read_study_entry(text);
+  if (!e) return tl::unexpected(error{errc::invalid_study_entry, std::move(e.error())});
+  return std::move(*e);
 }
 
 namespace {

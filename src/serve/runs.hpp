@@ -6,6 +6,8 @@
 // rendering a report, ending a session) runs on its own worker threads. Nothing here knows HTTP.
 #pragma once
 
+#include "serve/api.hpp"
+
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/serve/server.hpp>

@@ -4,6 +4,7 @@
 #include <mira/protocol/types.hpp>
 #include <mira/serve/server.hpp>
 #include <mira/version.hpp>
+#include "serve/api.hpp"
 #include "serve/dashboard.hpp"
 #include "serve/runs.hpp"
 
@@ -20,7 +21,6 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -35,23 +35,28 @@ namespace json = boost::json;
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
 
-std::optional<std::string> validate(const server_config& c) {
+std::optional<error> validate(const server_config& c) {
   boost::system::error_code ec;
   auto address = asio::ip::make_address(c.address, ec);
-  if (ec) return "the listen address '" + c.address + "' is not an IP address";
+  if (ec)
+    return error{errc::invalid_address,
+                 "the listen address '" + c.address + "' is not an IP address"};
   if (!address.is_loopback() && c.token.empty())
-    return "listening on " + c.address +
-           ", which is not a loopback address, needs a token (--token-file)";
-  if (c.studies.empty()) return "no study is allowed (--study NAME=CMD)";
+    return error{errc::token_required,
+                 "listening on " + c.address +
+                     ", which is not a loopback address, needs a token (--token-file)"};
+  if (c.studies.empty()) return error{errc::no_study, "no study is allowed (--study NAME=CMD)"};
   for (std::size_t i = 0; i < c.studies.size(); ++i)
     for (std::size_t j = i + 1; j < c.studies.size(); ++j)
       if (c.studies[i].name == c.studies[j].name)
-        return "the study name '" + c.studies[i].name + "' is given twice";
-  if (c.max_runs == 0) return "the run limit must be at least 1";
-  if (c.max_cases == 0) return "the case limit must be at least 1";
-  if (c.max_connections == 0) return "the connection limit must be at least 1";
+        return error{errc::duplicate_study,
+                     "the study name '" + c.studies[i].name + "' is given twice"};
+  if (c.max_runs == 0) return error{errc::invalid_limit, "the run limit must be at least 1"};
+  if (c.max_cases == 0) return error{errc::invalid_limit, "the case limit must be at least 1"};
+  if (c.max_connections == 0)
+    return error{errc::invalid_limit, "the connection limit must be at least 1"};
   if (c.max_connections_per_client == 0)
-    return "the per-client connection limit must be at least 1";
+    return error{errc::invalid_limit, "the per-client connection limit must be at least 1"};
   return std::nullopt;
 }
 
@@ -212,13 +217,17 @@ asio::awaitable<void> server::impl::accept_loop() {
       co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
-    asio::co_spawn(ex, session(std::move(socket)), [](std::exception_ptr e) {
+    asio::co_spawn(ex, session(std::move(socket)), [self](std::exception_ptr e) {
       // A connection's failure is its own: reported, never the server's end.
       if (!e) return;
       try {
         std::rethrow_exception(e);
       } catch (const std::exception& x) {
-        std::fprintf(stderr, "mira serve: a connection failed: %s\n", x.what());
+        std::string message = std::string("a server connection failed: ") + x.what();
+        log_record r;
+        r.level = log_level::error;
+        r.message = message;
+        if (self->config.log) self->config.log(r);
       }
     });
   }
@@ -548,16 +557,16 @@ asio::awaitable<tl::expected<response, api_error>> server::impl::answer(const ro
       if (!decoded) co_return tl::unexpected(decoded.error());
       if (!key.empty()) {
         auto seen = keys.begin(key, req.body());
-        using o = idempotency_keys::outcome;
-        if (seen.what == o::conflict)
+        using outcome = idempotency_keys::outcome;
+        if (seen.what == outcome::conflict)
           co_return tl::unexpected(
               make_error(409, "idempotency_conflict",
                          "this Idempotency-Key was used with another request body"));
-        if (seen.what == o::in_progress)
+        if (seen.what == outcome::in_progress)
           co_return tl::unexpected(
               make_error(409, "idempotency_in_progress",
                          "a request with this Idempotency-Key is still being answered; retry it"));
-        if (seen.what == o::replay) co_return created(seen.run_id, true);
+        if (seen.what == outcome::replay) co_return created(seen.run_id, true);
       }
       auto id = co_await runs.start(std::move(*decoded));
       if (!id) {
@@ -653,13 +662,14 @@ server::~server() {
   impl_->acceptor.close(ec);
 }
 
-tl::expected<tcp::endpoint, std::string> server::start() {
-  if (auto why = validate(impl_->config)) return tl::unexpected(*why);
+tl::expected<tcp::endpoint, error> server::start() {
+  if (auto why = validate(impl_->config)) return tl::unexpected(std::move(*why));
   boost::system::error_code ec;
   std::filesystem::create_directories(impl_->config.results_dir, ec);
   if (ec)
-    return tl::unexpected("cannot create the results directory " +
-                          impl_->config.results_dir.string() + ": " + ec.message());
+    return tl::unexpected(error{errc::results_dir_unusable, "cannot create the results directory " +
+                                                                impl_->config.results_dir.string() +
+                                                                ": " + ec.message()});
   tcp::endpoint ep(asio::ip::make_address(impl_->config.address), impl_->config.port);
   auto& a = impl_->acceptor;
   a.open(ep.protocol(), ec);
@@ -668,8 +678,10 @@ tl::expected<tcp::endpoint, std::string> server::start() {
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     a.close();
-    return tl::unexpected("cannot listen on " + impl_->config.address + ":" +
-                          std::to_string(impl_->config.port) + ": " + ec.message());
+    return tl::unexpected(
+        error{ec == asio::error::address_in_use ? errc::address_in_use : errc::bind_failed,
+              "cannot listen on " + impl_->config.address + ":" +
+                  std::to_string(impl_->config.port) + ": " + ec.message()});
   }
   impl_->runs.set_owner(impl_);
   asio::co_spawn(impl_->ex, impl_->accept_loop(), asio::detached);

@@ -2,6 +2,7 @@
 #include <mira/store/artifacts.hpp>
 
 #include <mira/protocol/json_text.hpp>
+#include "store/file_helpers.hpp"
 
 namespace mira::store {
 

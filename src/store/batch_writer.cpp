@@ -2,6 +2,7 @@
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include "store/batch_thread.hpp"
+#include "store/file_helpers.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

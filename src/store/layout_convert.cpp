@@ -5,8 +5,9 @@
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_folder.hpp>
-#include <mira/store/segment_log.hpp>
 #include "protocol/json_scan.hpp"
+#include "store/file_helpers.hpp"
+#include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>
 

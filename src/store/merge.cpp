@@ -4,10 +4,11 @@
 #include <mira/store/merge.hpp>
 
 #include <mira/aggregate/summary.hpp>
-#include <mira/plan/natural_order.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
+#include "plan/natural_order.hpp"
+#include "store/file_helpers.hpp"
 
 #include <fcntl.h>
 #include <stdio.h>

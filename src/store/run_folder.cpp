@@ -3,6 +3,7 @@
 
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/records.hpp>
+#include "store/file_helpers.hpp"
 
 #include <boost/json/parse.hpp>
 

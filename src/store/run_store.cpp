@@ -1,15 +1,17 @@
 // The run store (see run_store.hpp).
 #include <mira/store/run_store.hpp>
 
-#include <mira/plan/natural_order.hpp>
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_folder.hpp>
-#include <mira/store/segment_log.hpp>
+#include "plan/natural_order.hpp"
 #include "protocol/json_scan.hpp"
+#include "store/digest.hpp"
+#include "store/file_helpers.hpp"
+#include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>
 

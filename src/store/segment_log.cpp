@@ -1,10 +1,11 @@
 // The compact run layout's segment files: line format, writer thread, reader (see
 // segment_log.hpp and docs/store.md).
+#include "store/segment_log.hpp"
 #include <mira/protocol/codec.hpp>
 #include <mira/store/files.hpp>
-#include <mira/store/segment_log.hpp>
 #include "protocol/json_scan.hpp"
 #include "store/batch_thread.hpp"
+#include "store/file_helpers.hpp"
 
 #include <boost/json/parse.hpp>
 

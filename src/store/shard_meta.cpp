@@ -2,6 +2,7 @@
 #include <mira/store/shard_meta.hpp>
 
 #include <mira/store/files.hpp>
+#include "store/digest.hpp"
 
 #include <algorithm>
 

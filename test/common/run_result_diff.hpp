@@ -5,6 +5,7 @@
 
 #include <mira/protocol/codec.hpp>
 #include "protocol/json_scan.hpp"
+#include "protocol/text_decoder.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

@@ -3,8 +3,7 @@
 // segment at most loses the torn tail of a batch never acknowledged), and no case saved before
 // a kill is run again after it.
 #include "integration/process_util.hpp"
-
-#include <mira/store/segment_log.hpp>
+#include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/test/data/test_case.hpp>

@@ -276,6 +276,26 @@ BOOST_AUTO_TEST_CASE(environment_and_working_directory_are_passed) {
              boost::test_tools::per_element());
 }
 
+// Without on_stderr_line the study's lines go to the log sink, marked as the study's: the library
+// writes nothing to stderr of its own accord.
+BOOST_AUTO_TEST_CASE(without_a_stderr_hook_the_study_s_lines_go_to_the_log_sink) {
+  std::vector<std::string> lines;
+  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+    study_command c;
+    c.argv = {"sh", "-c", "echo one >&2; echo two >&2"};
+    auto o = test_options();
+    o.on_stderr_line = nullptr;
+    o.log = [&](const log_record& r) {
+      if (r.source == log_source::study_stderr) lines.emplace_back(r.message);
+    };
+    auto host = host_handle::spawn(ctx.get_executor(), c, o);
+    BOOST_REQUIRE(host);
+    auto st = co_await host->shutdown();
+    BOOST_REQUIRE(st);
+  });
+  BOOST_TEST(lines == (std::vector<std::string>{"one", "two"}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(a_command_that_cannot_start_is_an_error) {
   asio::io_context ctx;
   study_command c;

@@ -5,7 +5,7 @@
 
 #include <mira/store/batch_writer.hpp>
 #include <mira/store/run_folder.hpp>
-#include <mira/store/segment_log.hpp>
+#include "store/segment_log.hpp"
 
 #include <boost/test/unit_test.hpp>
 

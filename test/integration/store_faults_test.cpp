@@ -7,7 +7,7 @@
 #include "integration/process_util.hpp"
 
 #include <mira/store/run_folder.hpp>
-#include <mira/store/segment_log.hpp>
+#include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>

@@ -109,70 +109,70 @@ constexpr unsigned launching = selecting | bit(command::list) | bit(command::doc
 constexpr unsigned running = bit(command::run) | bit(command::score);
 constexpr unsigned reporting = running | bit(command::report);
 
-using hs = help_section;
+using section = help_section;
 
 // In help order within each section; config keys in the order meta.json has always had them.
 const flag_spec table[] = {
     // Study launch.
-    {"--study-cmd", "", "\"CMD ARGS\"", launching, hs::launch,
+    {"--study-cmd", "", "\"CMD ARGS\"", launching, section::launch,
      "the study's command line as one string (shell-like quoting)",
      [](run_args& o, const std::string& f, const std::string& v) {
        if (split_command_line(v).empty()) throw usage_error{f + " is empty"};
        study_mode(o, f, config::launch_mode::cmd, v);
      }},
-    {"--study", "", "PATH", launching, hs::launch,
+    {"--study", "", "PATH", launching, section::launch,
      "the study file: .py runs with python3 (uv run when uv is\ninstalled and the file has "
      "inline script metadata), .mjs/.js\nwith node, .rs with cargo; an executable runs itself",
      [](run_args& o, const std::string& f, const std::string& v) {
        study_mode(o, f, config::launch_mode::study, v);
      }},
-    {"--study-python", "", "\"SCRIPT ARGS\"", launching, hs::launch, "python3 SCRIPT ARGS",
+    {"--study-python", "", "\"SCRIPT ARGS\"", launching, section::launch, "python3 SCRIPT ARGS",
      [](run_args& o, const std::string& f, const std::string& v) {
        study_mode(o, f, config::launch_mode::python, v);
      }},
-    {"--study-uv", "", "\"SCRIPT ARGS\"", launching, hs::launch, "uv run SCRIPT ARGS",
+    {"--study-uv", "", "\"SCRIPT ARGS\"", launching, section::launch, "uv run SCRIPT ARGS",
      [](run_args& o, const std::string& f, const std::string& v) {
        study_mode(o, f, config::launch_mode::uv, v);
      }},
-    {"--study-bin", "", "NAME", launching, hs::launch, "cargo run -q --bin NAME",
+    {"--study-bin", "", "NAME", launching, section::launch, "cargo run -q --bin NAME",
      [](run_args& o, const std::string& f, const std::string& v) {
        study_mode(o, f, config::launch_mode::bin, v);
      }},
-    {"--study-example", "", "NAME", launching, hs::launch, "cargo run -q --example NAME",
+    {"--study-example", "", "NAME", launching, section::launch, "cargo run -q --example NAME",
      [](run_args& o, const std::string& f, const std::string& v) {
        study_mode(o, f, config::launch_mode::example, v);
      }},
-    {"--study-script", "", "PATH", launching, hs::launch,
+    {"--study-script", "", "PATH", launching, section::launch,
      "a single-file Rust study (cargo script format), whatever\nits extension; built by cargo",
      [](run_args& o, const std::string& f, const std::string& v) {
        study_mode(o, f, config::launch_mode::script, v);
      }},
-    {"--package", "", "PKG", launching, hs::launch,
+    {"--package", "", "PKG", launching, section::launch,
      "the cargo package of --study-bin/--study-example",
      [](run_args& o, const std::string&, const std::string& v) { o.launch.package = v; }},
-    {"--manifest-path", "", "PATH", launching, hs::launch,
+    {"--manifest-path", "", "PATH", launching, section::launch,
      "the Cargo.toml of --study-bin/--study-example",
      [](run_args& o, const std::string&, const std::string& v) { o.launch.manifest_path = v; }},
-    {"--launcher", "", "NAME", launching, hs::launch,
+    {"--launcher", "", "NAME", launching, section::launch,
      "[launchers.NAME] of mira.toml (default: its\ndefault_launcher); a --study* flag replaces "
      "its mode",
      [](run_args& o, const std::string&, const std::string& v) { o.launch.launcher = v; }},
-    {"--study-env", "", "KEY[=VALUE]", launching, hs::launch,
+    {"--study-env", "", "KEY[=VALUE]", launching, section::launch,
      "set KEY for the study (KEY alone: the host's value); repeatable",
      [](run_args& o, const std::string& f, const std::string& v) {
        if (v.empty() || v.front() == '=') throw usage_error{f + " needs KEY or KEY=VALUE"};
        o.study_env.push_back(v);
      }},
-    {"--study-env-clear", "", "", launching, hs::launch,
+    {"--study-env-clear", "", "", launching, section::launch,
      "start the study with only the --study-env variables",
      [](run_args& o, const std::string&, const std::string&) { o.study_env_clear = true; }},
-    {"--init-timeout", "", "SECONDS", launching, hs::launch,
+    {"--init-timeout", "", "SECONDS", launching, section::launch,
      "how long the study may take to answer initialize, and then to\nlist its evals (default 60 "
      "each)",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.init_timeout = seconds(f, v);
      }},
-    {"--idle-timeout", "", "SECONDS", launching, hs::launch,
+    {"--idle-timeout", "", "SECONDS", launching, section::launch,
      "kill a study that writes nothing this long while requests are\npending, as if it had "
      "crashed (default: off)",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -180,34 +180,34 @@ const flag_spec table[] = {
      }},
 
     // Selection.
-    {"--preset", "", "NAME", selecting, hs::selection,
+    {"--preset", "", "NAME", selecting, section::selection,
      "[presets.NAME] of mira.toml: its evals, samples, targets,\ntag, axes and timeout, each "
      "unless given here",
      [](run_args& o, const std::string&, const std::string& v) { o.preset = v; }, "preset",
      [](const run_args& a) -> json::value { return json::string(a.preset); }},
-    {"--evals", "", "GLOBS", selecting, hs::selection, "evals to run",
+    {"--evals", "", "GLOBS", selecting, section::selection, "evals to run",
      [](run_args& o, const std::string&, const std::string& v) {
        auto globs = split_globs(v);
        o.selection.evals.insert(o.selection.evals.end(), globs.begin(), globs.end());
      },
      "selection.evals", [](const run_args& a) { return strings_json(a.selection.evals); }},
-    {"--samples", "", "GLOBS", selecting, hs::selection, "sample ids",
+    {"--samples", "", "GLOBS", selecting, section::selection, "sample ids",
      [](run_args& o, const std::string&, const std::string& v) {
        auto globs = split_globs(v);
        o.selection.samples.insert(o.selection.samples.end(), globs.begin(), globs.end());
      },
      "selection.samples", [](const run_args& a) { return strings_json(a.selection.samples); }},
-    {"--targets", "", "GLOBS", selecting, hs::selection, "target labels",
+    {"--targets", "", "GLOBS", selecting, section::selection, "target labels",
      [](run_args& o, const std::string&, const std::string& v) {
        auto globs = split_globs(v);
        o.selection.targets.insert(o.selection.targets.end(), globs.begin(), globs.end());
      },
      "selection.targets", [](const run_args& a) { return strings_json(a.selection.targets); }},
-    {"--tag", "", "TAG", selecting, hs::selection,
+    {"--tag", "", "TAG", selecting, section::selection,
      "samples with this tag (repeatable: any of them)",
      [](run_args& o, const std::string&, const std::string& v) { o.selection.tags.push_back(v); },
      "selection.tags", [](const run_args& a) { return strings_json(a.selection.tags); }},
-    {"--axis", "", "NAME=V1,V2", selecting, hs::selection,
+    {"--axis", "", "NAME=V1,V2", selecting, section::selection,
      "axis values (repeatable; the same NAME twice intersects);\ntarget=GLOBS is --targets GLOBS",
      [](run_args& o, const std::string& f, const std::string& v) {
        auto eq = v.find('=');
@@ -230,19 +230,19 @@ const flag_spec table[] = {
        }
        return axes;
      }},
-    {"--trials", "", "N", selecting, hs::selection,
+    {"--trials", "", "N", selecting, section::selection,
      "trials per case instead of the eval's (0 means 1)",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.selection.trials = whole_number(f, v, 0, 1000000);
      },
      "selection.trials", [](const run_args& a) { return optional_json(a.selection.trials); }},
-    {"--seed", "", "S", selecting, hs::selection,
+    {"--seed", "", "S", selecting, section::selection,
      "base seed instead of the eval's; trial t gets S + t",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.selection.seed = whole_number(f, v, INT64_MIN / 2, INT64_MAX / 2);
      },
      "selection.seed", [](const run_args& a) { return optional_json(a.selection.seed); }},
-    {"--shard", "", "I/N|auto", selecting, hs::selection,
+    {"--shard", "", "I/N|auto", selecting, section::selection,
      "only shard I of N (0-based) of the plan; auto: from\nSLURM_ARRAY_TASK_ID/_COUNT or "
      "JOB_COMPLETION_INDEX with\nMIRA_SHARD_COUNT (merge the shards with mira merge)",
      [](run_args& o, const std::string&, const std::string& v) {
@@ -257,19 +257,20 @@ const flag_spec table[] = {
      }},
 
     // Output of list and plan.
-    {"--json", "", "", bit(command::list) | bit(command::plan), hs::output,
+    {"--json", "", "", bit(command::list) | bit(command::plan), section::output,
      "print the catalogue (list) or every planned case (plan) as JSON",
      [](run_args& o, const std::string&, const std::string&) { o.json = true; }},
 
     // Scheduling.
-    {"--max-concurrent", "-j", "N", running, hs::scheduling, "cases in flight at once (default 8)",
+    {"--max-concurrent", "-j", "N", running, section::scheduling,
+     "cases in flight at once (default 8)",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.policy.concurrency.max_concurrent =
            static_cast<std::size_t>(whole_number(f, v, 1, 100000));
      },
      "max_concurrent",
      [](const run_args& a) -> json::value { return a.policy.concurrency.max_concurrent; }},
-    {"--procs", "-P", "N|auto", running, hs::scheduling,
+    {"--procs", "-P", "N|auto", running, section::scheduling,
      "run N processes of the study (auto: one per CPU), for\nstudies that answer one request at a "
      "time; each takes at\nmost ceil(j / N) cases at once (default 1)",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -286,7 +287,7 @@ const flag_spec table[] = {
        o.procs = static_cast<std::size_t>(n);
      },
      "procs", [](const run_args& a) -> json::value { return a.procs; }},
-    {"--provider-concurrency", "", "p=N,..", running, hs::scheduling,
+    {"--provider-concurrency", "", "p=N,..", running, section::scheduling,
      "per-provider caps (provider from the target's listing)",
      [](run_args& o, const std::string& f, const std::string& v) {
        for (auto& entry : split(v, ',')) {
@@ -303,53 +304,53 @@ const flag_spec table[] = {
        for (auto& [name, n] : a.policy.concurrency.provider_limits) providers[name] = n;
        return providers;
      }},
-    {"--no-adaptive", "", "", running, hs::scheduling,
+    {"--no-adaptive", "", "", running, section::scheduling,
      "no adaptive per-provider limits and no rate-limit backoff",
      [](run_args& o, const std::string&, const std::string&) {
        o.policy.concurrency.adaptive = false;
      },
      "adaptive", [](const run_args& a) -> json::value { return a.policy.concurrency.adaptive; }},
-    {"--max-retries", "", "N", running, hs::scheduling,
+    {"--max-retries", "", "N", running, section::scheduling,
      "retries of rate limits, retryable errors, infra errors and\ncases whose study died (default "
      "4); then the case is N/A",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.policy.retry.max_retries = static_cast<int>(whole_number(f, v, 0, 1000));
      },
      "max_retries", [](const run_args& a) -> json::value { return a.policy.retry.max_retries; }},
-    {"--max-restarts", "", "N", running, hs::scheduling,
+    {"--max-restarts", "", "N", running, section::scheduling,
      "start a study that died again, up to N times (default 3;\nwith --procs: per process); the "
      "cases it was running are\nretried on the new one (with --procs: on the others)",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.policy.max_restarts = static_cast<int>(whole_number(f, v, 0, 1000));
      },
      "max_restarts", [](const run_args& a) -> json::value { return a.policy.max_restarts; }},
-    {"--timeout", "", "SECONDS", running, hs::scheduling,
+    {"--timeout", "", "SECONDS", running, section::scheduling,
      "per-attempt deadline (fractional allowed); the study is\nsent `cancel`; counts as a failure "
      "unless --timeout-is-infra",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.policy.case_timeout = seconds(f, v);
      },
      "timeout_s", [](const run_args& a) { return seconds_json(a.policy.case_timeout); }},
-    {"--timeout-is-infra", "", "", running, hs::scheduling,
+    {"--timeout-is-infra", "", "", running, section::scheduling,
      "retry timeouts, and report them N/A when retries run out",
      [](run_args& o, const std::string&, const std::string&) { o.policy.timeout_is_infra = true; },
      "timeout_is_infra",
      [](const run_args& a) -> json::value { return a.policy.timeout_is_infra; }},
-    {"--deadline", "", "SECONDS", running, hs::scheduling,
+    {"--deadline", "", "SECONDS", running, section::scheduling,
      "whole-run deadline: then in-flight cases are cancelled",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.policy.deadline = seconds(f, v);
      },
      "deadline_s", [](const run_args& a) { return seconds_json(a.policy.deadline); }},
-    {"--fail-fast", "", "", running, hs::scheduling, "the first failed case cancels the rest",
+    {"--fail-fast", "", "", running, section::scheduling, "the first failed case cancels the rest",
      [](run_args& o, const std::string&, const std::string&) { o.policy.fail_fast = true; },
      "fail_fast", [](const run_args& a) -> json::value { return a.policy.fail_fast; }},
-    {"--max-cost", "", "USD", running, hs::scheduling, "stop when transcript costs exceed USD",
+    {"--max-cost", "", "USD", running, section::scheduling, "stop when transcript costs exceed USD",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.policy.max_cost_usd = number(f, v, true);
      },
      "max_cost_usd", [](const run_args& a) { return optional_json(a.policy.max_cost_usd); }},
-    {"--max-tokens", "", "N", running, hs::scheduling,
+    {"--max-tokens", "", "N", running, section::scheduling,
      "stop when transcript tokens (in + out) exceed N",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.policy.max_tokens = whole_number(f, v, 0, INT64_MAX / 2);
@@ -357,10 +358,10 @@ const flag_spec table[] = {
      "max_tokens", [](const run_args& a) { return optional_json(a.policy.max_tokens); }},
 
     // Report.
-    {"--group-by", "", "KEY", reporting, hs::report,
+    {"--group-by", "", "KEY", reporting, section::report,
      "pass rate by KEY: axis param, sample, target or transcript\nmetadata",
      [](run_args& o, const std::string&, const std::string& v) { o.group_by = v; }},
-    {"--format", "", "F", reporting, hs::report,
+    {"--format", "", "F", reporting, section::report,
      "table (default); json, jsonl (one line per case as it ends,\nthen the summary), csv, junit, "
      "md or html (one\nself-contained page with charts); any case; xml is junit,\nndjson is "
      "jsonl, markdown is md",
@@ -373,27 +374,27 @@ const flag_spec table[] = {
                            printable(v) + "'"};
        o.format = format;
      }},
-    {"--out", "", "PATH", reporting, hs::report,
+    {"--out", "", "PATH", reporting, section::report,
      "write the --format report to PATH (a file is replaced\nwhole; a device, FIFO or symlink "
      "target is written\nthrough); the table to stdout; - for the report on stdout",
      [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
-    {"--color", "", "WHEN", reporting, hs::report,
+    {"--color", "", "WHEN", reporting, section::report,
      "colour the table: auto (on a terminal), always or never;\nnever when NO_COLOR is set",
      [](run_args& o, const std::string& f, const std::string& v) {
        one_of(f, v, {"auto", "always", "never"}, "auto, always or never");
        o.color = v;
      }},
-    {"--heartbeat", "", "SECONDS", running, hs::report,
+    {"--heartbeat", "", "SECONDS", running, section::report,
      "progress line interval when stderr is not a terminal (10)",
      [](run_args& o, const std::string& f, const std::string& v) { o.heartbeat = seconds(f, v); }},
-    {"--format", "", "atif", bit(command::export_), hs::report,
+    {"--format", "", "atif", bit(command::export_), section::report,
      "the only format (ATIF-v1.7), and the default",
      [](run_args& o, const std::string&, const std::string& v) {
        if (v != "atif")
          throw usage_error{"mira export writes --format atif only, got '" + printable(v) + "'"};
        o.format = v;
      }},
-    {"--out", "", "DIR|-", bit(command::export_), hs::report,
+    {"--out", "", "DIR|-", bit(command::export_), section::report,
      "where <encoded key>.atif.json files go (default RUN_FOLDER/export);\n- writes one document "
      "per line on stdout",
      [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
@@ -402,14 +403,14 @@ const flag_spec table[] = {
     {"--results-dir", "", "DIR",
      reporting | bit(command::export_) | bit(command::store_convert) | bit(command::merge) |
          bit(command::doctor) | bit(command::serve),
-     hs::saved, "where run folders are (default: mira.toml's [results] dir,\nelse ./results)",
+     section::saved, "where run folders are (default: mira.toml's [results] dir,\nelse ./results)",
      [](run_args& o, const std::string&, const std::string& v) {
        o.results_dir = v;
        o.results_dir_given = true;
      }},
-    {"--dry-run", "", "", running, hs::saved, "save nothing",
+    {"--dry-run", "", "", running, section::saved, "save nothing",
      [](run_args& o, const std::string&, const std::string&) { o.dry_run = true; }},
-    {"--store", "", "LAYOUT", running, hs::saved,
+    {"--store", "", "LAYOUT", running, section::saved,
      "per-case (default: a folder and result.json per case,\nas the Rust mira CLI keeps them) or "
      "compact (checksummed\nappend-only segments, for large runs)",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -421,18 +422,18 @@ const flag_spec table[] = {
      [](const run_args& a) -> json::value {
        return json::string(store::to_string(a.store_layout));
      }},
-    {"--resume", "", "RUN_ID", running, hs::saved,
+    {"--resume", "", "RUN_ID", running, section::saved,
      "run only what the saved run lacks; report the whole plan",
      [](run_args& o, const std::string&, const std::string& v) { o.resume = v; }},
-    {"--retry-errors", "", "", running, hs::saved, "with --resume: also re-run errors and N/A",
+    {"--retry-errors", "", "", running, section::saved, "with --resume: also re-run errors and N/A",
      [](run_args& o, const std::string&, const std::string&) { o.retry_errors = true; }},
-    {"--retry-failed", "", "", running, hs::saved, "with --resume: also re-run failures",
+    {"--retry-failed", "", "", running, section::saved, "with --resume: also re-run failures",
      [](run_args& o, const std::string&, const std::string&) { o.retry_failed = true; }},
-    {"--allow-other-study", "", "", running, hs::saved,
+    {"--allow-other-study", "", "", running, section::saved,
      "with --resume: accept a study of another name",
      [](run_args& o, const std::string&, const std::string&) { o.allow_other_study = true; }},
 
-    {"--to", "", "LAYOUT", bit(command::store_convert), hs::saved,
+    {"--to", "", "LAYOUT", bit(command::store_convert), section::saved,
      "per-case: a folder and result.json per case (what the Rust mira\nCLI reads); compact: "
      "checksummed append-only segments (fast, small)",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -441,28 +442,28 @@ const flag_spec table[] = {
          throw usage_error{f + ": '" + printable(v) + "' is not per-case or compact"};
      }},
 
-    {"--run-id", "", "ID", bit(command::merge), hs::saved,
+    {"--run-id", "", "ID", bit(command::merge), section::saved,
      "the merged run's id (default: a new one); it must not exist",
      [](run_args& o, const std::string&, const std::string& v) { o.merged_run_id = v; }},
-    {"--allow-partial", "", "", bit(command::merge), hs::saved,
+    {"--allow-partial", "", "", bit(command::merge), section::saved,
      "merge even when shards are missing or unfinished: their cases\nare reported as not run, "
      "exit 4; `mira run --resume ID` runs them",
      [](run_args& o, const std::string&, const std::string&) { o.allow_partial = true; }},
 
     // compare.
-    {"--group-by", "", "KEY", bit(command::compare), hs::report,
+    {"--group-by", "", "KEY", bit(command::compare), section::report,
      "also break the comparison down by KEY: eval, target, sample\nor an axis name",
      [](run_args& o, const std::string&, const std::string& v) { o.group_by = v; }},
-    {"--alpha", "", "A", bit(command::compare), hs::report,
+    {"--alpha", "", "A", bit(command::compare), section::report,
      "significance level of the McNemar test; intervals are at\n1 - A (default 0.05)",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.alpha = number(f, v, false);
        if (o.alpha >= 1) throw usage_error{f + " must be below 1, got '" + printable(v) + "'"};
      }},
-    {"--fail-on-regression", "", "", bit(command::compare), hs::report,
+    {"--fail-on-regression", "", "", bit(command::compare), section::report,
      "exit 1 when the overall pass rate dropped significantly",
      [](run_args& o, const std::string&, const std::string&) { o.fail_on_regression = true; }},
-    {"--format", "", "F", bit(command::compare), hs::report,
+    {"--format", "", "F", bit(command::compare), section::report,
      "table (default), json, md, html (a page with a chart of\nper-eval deltas) or junit (each "
      "regressed case a failure);\nany case; xml is junit, markdown is md",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -472,10 +473,10 @@ const flag_spec table[] = {
                            printable(v) + "'"};
        o.format = format;
      }},
-    {"--out", "", "PATH", bit(command::compare), hs::report,
+    {"--out", "", "PATH", bit(command::compare), section::report,
      "write the --format comparison to PATH (as mira report\n--out); the table to stdout",
      [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
-    {"--results-dir", "", "DIR", bit(command::compare), hs::saved,
+    {"--results-dir", "", "DIR", bit(command::compare), section::saved,
      "where run folders are (default ./results)",
      [](run_args& o, const std::string&, const std::string& v) {
        o.results_dir = v;
@@ -483,33 +484,33 @@ const flag_spec table[] = {
      }},
 
     // run --experiment.
-    {"--experiment", "", "PLAN.toml", bit(command::run), hs::saved,
+    {"--experiment", "", "PLAN.toml", bit(command::run), section::saved,
      "run each [[treatments]] of the plan as a saved run (the other\nflags apply to each), then "
      "compare each with the baseline",
      [](run_args& o, const std::string&, const std::string& v) { o.experiment = v; }},
-    {"--experiment-parallel", "", "N", bit(command::run), hs::saved,
+    {"--experiment-parallel", "", "N", bit(command::run), section::saved,
      "with --experiment: treatments run at once (default 1)",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.experiment_parallel = static_cast<std::size_t>(whole_number(f, v, 1, 64));
      }},
 
     // Execute now, score later.
-    {"--execute-only", "", "", bit(command::run), hs::execute,
+    {"--execute-only", "", "", bit(command::run), section::execute,
      "send `execute` instead of `run`: save each case's full\ntranscript, score nothing; needs "
      "--artifacts",
      [](run_args& o, const std::string&, const std::string&) { o.execute_only = true; }},
-    {"--artifacts", "", "DIR", running, hs::execute,
+    {"--artifacts", "", "DIR", running, section::execute,
      "run --execute-only: where one ExecuteResult per case is\nsaved (cases that have one are not "
      "executed again);\nscore: the artifacts to score",
      [](run_args& o, const std::string&, const std::string& v) { o.artifacts = v; }},
-    {"--artifacts", "", "DIR", bit(command::export_), hs::execute,
+    {"--artifacts", "", "DIR", bit(command::export_), section::execute,
      "execute artifacts: a case whose artifact carries the study's own\ntrajectory exports that "
      "one; the others get one made from the saved\ntranscript summary (default: the artifacts a "
      "`mira score` run scored)",
      [](run_args& o, const std::string&, const std::string& v) { o.artifacts = v; }},
 
     // mira serve.
-    {"--listen", "", "ADDR:PORT", bit(command::serve), hs::launch,
+    {"--listen", "", "ADDR:PORT", bit(command::serve), section::launch,
      "where the HTTP API listens (default 127.0.0.1:8750; port 0: any\nfree port); an address "
      "other than loopback needs --token-file",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -519,14 +520,14 @@ const flag_spec table[] = {
        whole_number(f, v.substr(colon + 1), 0, 65535);
        o.listen = v;
      }},
-    {"--study", "", "NAME=CMD", bit(command::serve), hs::launch,
+    {"--study", "", "NAME=CMD", bit(command::serve), section::launch,
      "a study requests may name (repeatable): its name and the command\nline that starts it; "
      "requests never give a command or a path",
      [](run_args& o, const std::string&, const std::string& v) { o.serve_studies.push_back(v); }},
-    {"--token-file", "", "FILE", bit(command::serve), hs::launch,
+    {"--token-file", "", "FILE", bit(command::serve), section::launch,
      "a file holding the bearer token every API request must send\n(Authorization: Bearer ...)",
      [](run_args& o, const std::string&, const std::string& v) { o.token_file = v; }},
-    {"--allow-host", "", "NAME", bit(command::serve), hs::launch,
+    {"--allow-host", "", "NAME", bit(command::serve), section::launch,
      "a Host name requests may give (repeatable), e.g. the name a proxy\nforwards; loopback "
      "names and the listen address are always allowed,\nothers are answered 421",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -537,18 +538,18 @@ const flag_spec table[] = {
          throw usage_error{f + " needs a host name, got '" + printable(v) + "'"};
        o.allowed_hosts.push_back(v);
      }},
-    {"--max-runs", "", "N", bit(command::serve), hs::scheduling,
+    {"--max-runs", "", "N", bit(command::serve), section::scheduling,
      "runs going at once (default 4); one more is answered 429",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.max_runs = static_cast<std::size_t>(whole_number(f, v, 1, 1000));
      }},
-    {"--max-cases", "", "N", bit(command::serve), hs::scheduling,
+    {"--max-cases", "", "N", bit(command::serve), section::scheduling,
      "the cases one run may plan (default 100000); a bigger selection\nis answered 413 before "
      "anything starts",
      [](run_args& o, const std::string& f, const std::string& v) {
        o.max_cases = static_cast<std::size_t>(whole_number(f, v, 1, 100000000));
      }},
-    {"--fix", "", "", bit(command::doctor), hs::saved,
+    {"--fix", "", "", bit(command::doctor), section::saved,
      "create a missing results dir and a starter mira.toml, and\nrebuild a run's unreadable "
      "meta.json from its records\n(kept as meta.json.damaged; nothing is removed)",
      [](run_args& o, const std::string&, const std::string&) { o.fix = true; }},
@@ -556,19 +557,19 @@ const flag_spec table[] = {
 
 std::string_view section_title(help_section s) {
   switch (s) {
-    case hs::launch:
+    case section::launch:
       return "Study launch";
-    case hs::selection:
+    case section::selection:
       return "Selection (globs: * ? [...] {a,b}; comma-separated lists; each must match something)";
-    case hs::output:
+    case section::output:
       return "Output";
-    case hs::scheduling:
+    case section::scheduling:
       return "Scheduling";
-    case hs::report:
+    case section::report:
       return "Report";
-    case hs::saved:
+    case section::saved:
       return "Saved runs";
-    case hs::execute:
+    case section::execute:
       return "Execute now, score later";
   }
   return {};
@@ -616,15 +617,15 @@ std::string options_help(command cmd) {
   // A long label goes on its own line rather than pushing every help column right.
   width = std::min<std::size_t>(width, 28);
   std::string out;
-  for (auto s : {hs::launch, hs::selection, hs::output, hs::scheduling, hs::report, hs::saved,
-                 hs::execute}) {
+  for (auto s : {section::launch, section::selection, section::output, section::scheduling,
+                 section::report, section::saved, section::execute}) {
     bool titled = false;
     for (auto& f : table) {
       if (!(f.commands & bit(cmd)) || f.section != s) continue;
       if (!titled) {
         if (!out.empty()) out += '\n';
         out.append(section_title(s)).append(":\n");
-        if (s == hs::selection)
+        if (s == section::selection)
           append_row(out, "FILTER", "keep cases whose eval/sample@target[k=v] contains FILTER",
                      width);
         titled = true;

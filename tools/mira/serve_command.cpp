@@ -34,7 +34,7 @@ serve::server_config config_from(const run_args& a, const config::config& projec
   c.port = static_cast<unsigned short>(std::stoul(a.listen.substr(colon + 1)));
   for (auto& s : a.serve_studies) {
     auto e = serve::parse_study_entry(s);
-    if (!e) throw usage_error{"--study: " + printable(e.error())};
+    if (!e) throw usage_error{"--study: " + printable(e.error().message())};
     c.studies.push_back(std::move(*e));
   }
   // mira.toml's launchers are on the allow-list too, under their names (a --study of the same
@@ -73,7 +73,7 @@ serve::server_config config_from(const run_args& a, const config::config& projec
   c.results_dir = a.results_dir;
   c.max_runs = a.max_runs;
   c.max_cases = a.max_cases;
-  if (auto why = serve::validate(c)) throw usage_error{*why};
+  if (auto why = serve::validate(c)) throw usage_error{why->message()};
   return c;
 }
 
@@ -90,7 +90,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   serve::server srv(ctx.get_executor(), config);
   auto ep = srv.start();
   if (!ep) {
-    std::fprintf(stderr, "mira: %s\n", printable(ep.error()).c_str());
+    std::fprintf(stderr, "mira: %s\n", printable(ep.error().message()).c_str());
     return exit_host_error;
   }
   auto host = ep->address().to_string();

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mira::config {
@@ -64,22 +65,5 @@ struct resolved_launch {
 /// study's crate cannot be written.
 tl::expected<resolved_launch, error> resolve_launch(const launch_request& r, const config& c,
                                                     const system_probe& probe);
-
-/// Whether a Python file declares PEP 723 inline script metadata (`# /// script`).
-bool has_inline_script_metadata(std::string_view python_source);
-
-/// The crate for a single-file Rust study (cargo's script format: an optional `#!` line, an
-/// optional `---` TOML front matter with [dependencies] and [package]): its Cargo.toml text,
-/// and the body (front matter replaced by blank lines so compiler messages keep their line
-/// numbers). `name` is the crate's name; relative `path` dependencies are made relative to
-/// `script_dir`. Errors (errc::invalid: front matter not closed, or not TOML) name the script's
-/// line.
-struct cargo_script {
-  std::string manifest;
-  std::string main_rs;
-};
-tl::expected<cargo_script, error> make_cargo_script(std::string_view source,
-                                                    const std::string& name,
-                                                    const std::filesystem::path& script_dir);
 
 }  // namespace mira::config

@@ -63,17 +63,6 @@ void append_json(std::string& out, const run_params& p);
 /// as is.
 void append_json_string(std::string& out, std::string_view s);
 
-namespace detail {
-/// decode_run_result_text into `out` (default-constructed): the host decodes into the value it
-/// hands to the caller.
-std::optional<decode_error> decode_run_result_text_into(std::string_view text, run_result& out);
-/// The text decoder alone, without the DOM decoder behind it. True: `text` was one valid JSON
-/// value (the decoder checks it as scan_json_value does, as it reads) and `out` holds what
-/// decode_run_result_text gives. False says nothing of the text and leaves `out`
-/// default-constructed: the host's hot path, which then checks the line as it checks any other.
-bool read_run_result_text(std::string_view text, run_result& out);
-}  // namespace detail
-
 /// Major version of "MAJOR.MINOR"; nullopt when it is not a number.
 std::optional<unsigned> version_major(std::string_view version);
 

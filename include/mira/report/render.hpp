@@ -41,15 +41,6 @@ std::vector<store::report_file> run_files(const plan::plan& whole,
 store::write_error finish_run(store::run_store& run, const plan::plan& whole,
                               schedule::run_report& report, const aggregate::summary& s);
 
-/// One self-contained HTML page: summary cards, the eval x target matrix, charts per target
-/// (pass rate with its 95 % interval, latency, cost, tokens) as inline SVG, and a filterable,
-/// sortable case table with each case's scores, transcript excerpt, usage and retries. Written
-/// to `out` as it is made. The table holds the first `max_case_rows` cases (a page of a hundred
-/// thousand would be tens of megabytes no browser handles); counts and charts cover them all.
-void html_report(const plan::plan& p, const schedule::run_report& report,
-                 const aggregate::summary& s, std::string_view title, const text_sink& out,
-                 std::size_t max_case_rows = 10000);
-
 /// The readable report: every case, the eval x target matrix, trials with `pass@k`, the
 /// group-by table, totals, and how the run ended. With `colour`, verdict badges are coloured
 /// (ANSI SGR; never any study-provided bytes).

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <mira/error.hpp>
+#include <mira/schedule/policy.hpp>
 #include <mira/schedule/results.hpp>
-#include <mira/schedule/scheduler.hpp>
 
 #include <functional>
 #include <optional>

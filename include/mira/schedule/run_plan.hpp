@@ -7,8 +7,8 @@
 #include <mira/plan/plan.hpp>
 #include <mira/pool.hpp>
 #include <mira/schedule/classify.hpp>
+#include <mira/schedule/policy.hpp>
 #include <mira/schedule/results.hpp>
-#include <mira/schedule/scheduler.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -63,7 +63,7 @@ struct run_hooks {
   /// (stop_reason::requested), e.g. when results can no longer be saved.
   std::function<std::optional<std::string>(std::size_t case_index, const case_record&)> stop_after;
   /// Called once when the study (one host_handle, not a pool) answers strictly one request at
-  /// a time while at least 4 are pending for at least 2 s (see sequential_detector): a pool of
+  /// a time while at least 4 are pending for at least 2 s (docs/pools.md): a pool of
   /// processes would run it in parallel.
   std::function<void()> on_sequential_study;
   /// Called when run_policy::respawn is about to start the study again, with why the last one

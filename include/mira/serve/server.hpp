@@ -3,7 +3,8 @@
 // `mira run` does. It runs on the executor it is given, beside the program's other work.
 #pragma once
 
-#include <mira/serve/api.hpp>
+#include <mira/log.hpp>
+#include <mira/serve/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -16,9 +17,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mira::serve {
+
+/// A study on the allow-list: its name and the command that starts it (never from a request).
+struct study_entry {
+  std::string name;
+  std::vector<std::string> argv;
+};
+/// Parses `NAME=COMMAND LINE` (the command split as a POSIX shell would, without expansion).
+/// Fails with errc::invalid_study_entry, saying what is wrong.
+tl::expected<study_entry, error> parse_study_entry(std::string_view text);
 
 struct server_config {
   /// Where to listen. Loopback by default; any other address needs `token`.
@@ -48,11 +59,15 @@ struct server_config {
   /// An event stream sends what came within this much of its last write together (0: each
   /// event at once), so a busy run costs each client a write per interval, not per event.
   std::chrono::milliseconds event_interval{20};
+  /// The server's own diagnostics (a connection that failed with an exception).
+  log_sink log = stderr_log_sink();
 };
 
-/// Why the server must not start with `c` (a non-loopback address without a token, no study,
-/// a duplicated study name, zero limits), or nothing.
-std::optional<std::string> validate(const server_config& c);
+/// Why the server must not start with `c` (an address that is not an IP address, a
+/// non-loopback address without a token, no study, a duplicated study name, zero limits), or
+/// nothing. The code is errc::invalid_address, token_required, no_study, duplicate_study or
+/// invalid_limit.
+std::optional<error> validate(const server_config& c);
 
 /// The server. Construct, start(), and co_await stop() before the executor's context goes away.
 /// A run still going when the server object is destroyed keeps what it needs alive until it
@@ -68,8 +83,10 @@ class server {
   server& operator=(const server&) = delete;
 
   /// Validates the configuration, binds and starts accepting. Runs saved in results_dir are
-  /// listed (and resumable) from then on.
-  tl::expected<boost::asio::ip::tcp::endpoint, std::string> start();
+  /// listed (and resumable) from then on. Fails with validate()'s error, or with
+  /// errc::results_dir_unusable, errc::address_in_use or errc::bind_failed (the message names
+  /// the directory or the address and the system's reason).
+  tl::expected<boost::asio::ip::tcp::endpoint, error> start();
   /// The bound endpoint (the chosen port when the configuration said 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
 

@@ -1,13 +1,11 @@
 // Building blocks of the run store: run ids, case-key directory names that cannot escape the
-// run folder, atomic file writes, SHA-256. Free of any connection or CLI.
+// run folder, atomic file writes and the files a user names (--out). Free of any connection or
+// CLI.
 #pragma once
 
-#include <boost/json/object.hpp>
-#include <boost/json/value.hpp>
 #include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -120,35 +118,5 @@ class output_file {
   std::string buffer_;
   boost::system::error_code error_;
 };
-
-namespace detail {
-/// All of `bytes` to `fd`, retrying short writes and EINTR.
-boost::system::error_code write_all(int fd, std::string_view bytes);
-/// fsync of a directory, so the entries created or renamed in it are durable; why it could not
-/// be opened or synced.
-boost::system::error_code sync_directory(const std::filesystem::path& dir);
-/// ".<name>.tmp-<random>" beside `path`: where a new version is written before the rename.
-std::filesystem::path temp_path_for(const std::filesystem::path& path);
-/// Creates `path` (which must not exist) with `contents`; fsyncs it when `sync`. Removes it
-/// again on failure.
-boost::system::error_code write_new_file(const std::filesystem::path& path,
-                                         std::string_view contents, bool sync);
-}  // namespace detail
-
-/// The JSON object in the file at `path`; nothing when the file cannot be read or does not hold
-/// one object (a torn or foreign file).
-std::optional<boost::json::object> read_json_object(const std::filesystem::path& path);
-
-/// SHA-256 of `data`, as 64 lower-case hex digits.
-std::string sha256_hex(std::string_view data);
-
-}  // namespace mira::store
-
-namespace mira::store {
-
-/// RFC 8785 (JCS) canonical JSON: object members sorted by key, no whitespace, strings with
-/// the minimal escapes, numbers in their shortest round-trip form (integral doubles below 1e21
-/// written as integers). Used for fingerprints that do not change with key order or spacing.
-std::string canonical_json(const boost::json::value& v);
 
 }  // namespace mira::store

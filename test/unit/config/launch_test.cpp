@@ -6,6 +6,7 @@
 #include "common/temp_dir.hpp"
 
 #include <mira/config/launch.hpp>
+#include "config/study_scripts.hpp"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Natural order of keys: digit runs by value.
-#include <mira/plan/natural_order.hpp>
+#include "plan/natural_order.hpp"
 
 #include <boost/test/unit_test.hpp>
 

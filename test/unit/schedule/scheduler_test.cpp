@@ -1,5 +1,5 @@
 // The scheduler's bookkeeping under a mock clock: caps, AIMD, backoff bounds, retries.
-#include <mira/schedule/scheduler.hpp>
+#include "schedule/scheduler.hpp"
 
 #include <boost/test/unit_test.hpp>
 

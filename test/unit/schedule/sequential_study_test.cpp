@@ -1,5 +1,5 @@
 // Noticing a study that answers one request at a time, from send and answer times alone.
-#include <mira/schedule/sequential_study.hpp>
+#include "schedule/sequential_study.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -3,6 +3,7 @@
 #include <mira/store/files.hpp>
 
 #include "common/temp_dir.hpp"
+#include "store/digest.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>

@@ -4,7 +4,7 @@
 
 #include <mira/store/layout_convert.hpp>
 #include <mira/store/run_folder.hpp>
-#include <mira/store/segment_log.hpp>
+#include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

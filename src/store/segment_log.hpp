@@ -1,6 +1,7 @@
 // The compact run layout: case records appended to numbered NDJSON segment files, one
 // self-checking line per record, made durable in groups. One file write and one fdatasync per
 // batch instead of a directory, a file and two renames per case (docs/store.md, "Compact layout").
+// Private to the library: users read and write runs through run_store, which chooses the layout.
 #pragma once
 
 #include <mira/store/error.hpp>

@@ -1,9 +1,10 @@
 // Noticing a study that answers strictly one request at a time (read a line, run the case,
 // answer, read the next), so the CLI can say once that more processes would run it in parallel.
-// Plain bookkeeping fed with send and answer times; no I/O.
+// Plain bookkeeping fed with send and answer times; no I/O. Private to the library: run_plan
+// feeds it and calls run_hooks::on_sequential_study.
 #pragma once
 
-#include <mira/schedule/scheduler.hpp>
+#include <mira/schedule/policy.hpp>
 
 #include <cstdint>
 #include <optional>

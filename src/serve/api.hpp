@@ -1,8 +1,8 @@
 // The HTTP API of `mira serve` without any I/O: the route table (which also writes the OpenAPI
 // document), request-target decoding, the one error shape, request body decoding, run id and
 // bearer checks, Idempotency-Key bookkeeping and the per-run event log behind Server-Sent
-// Events. The server (server.hpp) only moves bytes through these; tests and the fuzzer drive
-// them directly.
+// Events. The server (server.cpp) only moves bytes through these; tests and the fuzzer drive
+// them directly. Private to the library: not installed, reached by tests through mira_internal.
 #pragma once
 
 #include <mira/plan/plan.hpp>
@@ -120,14 +120,6 @@ bool has_media_type(std::string_view content_type, std::string_view type);
 bool is_json_media_type(std::string_view content_type);
 /// The 415 for a request body that is not application/json, naming the `content_type` given.
 api_error body_not_json(std::string_view content_type);
-
-/// A study on the allow-list: its name and the command that starts it (never from a request).
-struct study_entry {
-  std::string name;
-  std::vector<std::string> argv;
-};
-/// Parses `NAME=COMMAND LINE`, the command split by mira::split_command_line (command_line.hpp).
-tl::expected<study_entry, std::string> parse_study_entry(std::string_view text);
 
 /// What POST /v1/runs asks for.
 struct run_options {

@@ -1,7 +1,10 @@
 // The scheduler's bookkeeping, sans I/O: which case may start now under the global and
 // per-provider caps, adaptive per-provider limits (AIMD), rate-limit backoff and retries with
-// jittered exponential delays. Time is passed in, so tests drive it with a mock clock.
+// jittered exponential delays. Time is passed in, so tests drive it with a mock clock. Private
+// to the library: run_plan drives it; users set its policies (policy.hpp) in run_policy.
 #pragma once
+
+#include <mira/schedule/policy.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -14,31 +17,6 @@
 #include <vector>
 
 namespace mira::schedule {
-
-using clock = std::chrono::steady_clock;
-using duration = clock::duration;
-using time_point = clock::time_point;
-
-struct concurrency_policy {
-  std::size_t max_concurrent = 8;                      // global cap
-  std::map<std::string, std::size_t> provider_limits;  // per-provider ceilings (default: global)
-  /// Adapt per-provider limits to rate limits and back off a provider that hits one. Off:
-  /// limits stay at their ceilings and rate-limited cases only wait their retry backoff.
-  bool adaptive = true;
-};
-
-struct retry_policy {
-  int max_retries = 4;  // attempts = max_retries + 1
-  duration base_backoff = std::chrono::milliseconds(500);
-  duration max_backoff = std::chrono::seconds(30);
-};
-
-/// What one attempt's outcome means for scheduling (see classify.hpp for how it is derived).
-struct attempt_verdict {
-  bool retry = false;                   // another attempt may succeed
-  bool rate_limited = false;            // the provider pushed back
-  std::optional<duration> retry_after;  // with retry: the study's hint, a minimum wait
-};
 
 enum class disposition {
   done,     // final: record the outcome

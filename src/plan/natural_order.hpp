@@ -1,5 +1,6 @@
 // Natural order of case keys and other names: "case-2" before "case-10", as a reader expects
-// in a report, where byte order would put case-10 first.
+// in a report, where byte order would put case-10 first. Private to the library: the summary,
+// the store and compare sort with it.
 #pragma once
 
 #include <string_view>
