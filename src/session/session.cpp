@@ -414,8 +414,11 @@ asio::awaitable<std::optional<session_error>> plan_and_open(session_state& st) {
         std::string(o.mode == session_mode::execute ? "executing" : "scoring") +
             " needs the study's '" + need + "' capability, and study '" + init.study +
             "' does not advertise it");
-  auto plan_it = [&st] {
-    st.fingerprints = store::listing_fingerprints(st.list);
+  // The fingerprints go into a run's meta.json or the artifacts' (a dry run keeps none): a
+  // digest of every eval's listing, samples included, is not made for nothing.
+  const bool fingerprinted = o.mode == session_mode::execute || o.save.has_value();
+  auto plan_it = [&st, fingerprinted] {
+    if (fingerprinted) st.fingerprints = store::listing_fingerprints(st.list);
     return plan_within(st.list, st.o.selection, st.o.max_cases);
   };
   auto planned = co_await on_work(st, plan_it);
