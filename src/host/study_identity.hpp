@@ -16,11 +16,16 @@ inline std::string identity_of(const protocol::initialize_result& r) {
          " (protocol " + r.protocol_version + ")";
 }
 
-// "did not answer initialize within 0.5 s"
-inline std::string missed_initialize(std::chrono::milliseconds limit) {
+// "did not <what> within 0.5 s"
+inline std::string missed(const char* what, std::chrono::milliseconds limit) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(limit).count());
-  return "did not answer initialize within " + std::string(secs) + " s";
+  return "did not " + std::string(what) + " within " + secs + " s";
+}
+
+// "did not answer initialize within 0.5 s"
+inline std::string missed_initialize(std::chrono::milliseconds limit) {
+  return missed("answer initialize", limit);
 }
 
 }  // namespace mira::detail

@@ -1,13 +1,13 @@
 // study_connection and start_study (session/study.hpp).
 #include <mira/session/study.hpp>
 
+#include "host/study_identity.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <cstdio>
 
 namespace mira {
 
@@ -50,11 +50,9 @@ asio::awaitable<void> study_connection::shutdown() {
 namespace {
 
 error timed_out(const char* what, std::chrono::milliseconds limit, const std::string& name) {
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%g", std::chrono::duration<double>(limit).count());
   error e;
   e.code = errc::timed_out;
-  e.diag.message = "the study did not " + std::string(what) + " within " + secs + " s";
+  e.diag.message = "the study " + detail::missed(what, limit);
   if (!name.empty()) e.diag.message += " (" + name + ")";
   return e;
 }

@@ -11,7 +11,6 @@
 #include "shard_step.hpp"
 
 #include <mira/aggregate/summary.hpp>
-#include <mira/protocol/json_text.hpp>
 #include <mira/report/render.hpp>
 #include <mira/session/session.hpp>
 #include <mira/store/records.hpp>
