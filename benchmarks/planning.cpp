@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     saved.emplace(p->cases[i].key, boost::json::object{{"status", "passed"}});
   t0 = clock_type::now();
   std::size_t todo = 0;
-  for (auto& c : p->cases) todo += saved.find(c.key) == saved.end();
+  for (const auto& c : p->cases) todo += saved.find(c.key) == saved.end();
   double subtract_s = since(t0);
 
   std::printf("planning: %zu samples listed in %.2f s through the host\n", samples, list_s);

@@ -85,7 +85,7 @@ asio::awaitable<double> library_run(options o, std::string results) {
   auto writer = run->writer();
   mira::schedule::run_hooks hooks;
   hooks.on_result = [&](std::size_t j, const mira::schedule::case_record& r) {
-    auto& c = p->cases[j];
+    const auto c = p->cases[j];
     (*writer)->submit(c.key, mira::store::case_line(c, r), [](boost::system::error_code) {});
   };
   mira::schedule::run_policy policy;

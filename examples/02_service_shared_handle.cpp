@@ -68,7 +68,7 @@ asio::awaitable<void> start(mira::host_handle host, tally* t) {
   if (!plan) co_return (void) std::fprintf(stderr, "%s\n", plan.error().message().c_str());
   auto ex = co_await asio::this_coro::executor;
   std::vector<mira::protocol::run_params> cases;
-  for (auto& c : plan->cases)
+  for (const auto& c : plan->cases)
     if (c.available) cases.push_back(c.params);
   t->pending = static_cast<int>(cases.size());
   for (auto& p : cases) {

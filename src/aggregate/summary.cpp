@@ -5,6 +5,9 @@
 #include "plan/natural_order.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <limits>
 #include <cmath>
 #include <unordered_map>
 
@@ -34,22 +37,6 @@ interval wilson(std::size_t passed, std::size_t n, double z) {
   return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
 }
 
-namespace {
-
-double percentile_of_sorted(const std::vector<double>& values, double p) {
-  if (values.empty()) return 0;
-  double rank = p / 100.0 * static_cast<double>(values.size() - 1);
-  auto lo = static_cast<std::size_t>(std::floor(rank));
-  auto hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
-}
-
-}  // namespace
-
-double percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  return percentile_of_sorted(values, p);
-}
 
 namespace {
 
@@ -86,153 +73,250 @@ struct metadata_index {
   }
 };
 
-std::optional<std::string> group_value(const plan::planned_case& c,
-                                       const std::optional<protocol::run_result>& result,
-                                       const metadata_index& idx, const std::string& field) {
-  if (auto it = c.params.params.find(field); it != c.params.params.end()) return it->second;
-  if (auto* v = idx.find(idx.samples, c.params.eval, c.params.sample, field)) return display(*v);
-  if (auto* v = idx.find(idx.targets, c.params.eval, c.params.target, field)) return display(*v);
-  if (result) {
-    auto metadata = result->transcript.metadata.get();
-    if (auto* v = metadata.if_contains(field)) return display(*v);
-  }
-  return std::nullopt;
-}
-
 void count(rate& r, case_state s) {
   if (!scored(s)) return;
   ++r.scored;
   if (s == case_state::passed) ++r.passed;
 }
 
+// A latency kept as a float read back as the double its shortest spelling names, so a report
+// says 0.0003 and not 0.00030000001424923539.
+double as_double(double v) {
+  return v;
+}
+double as_double(float v) {
+  char text[32];
+  auto end = std::to_chars(text, text + sizeof text, v).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
+}
+
+template <class T>
+double percentile_of_sorted(const std::vector<T>& values, double p) {
+  if (values.empty()) return 0;
+  double rank = p / 100.0 * static_cast<double>(values.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(rank));
+  auto hi = std::min(lo + 1, values.size() - 1);
+  double a = as_double(values[lo]), b = as_double(values[hi]);
+  return a + (b - a) * (rank - static_cast<double>(lo));
+}
+
+constexpr std::uint8_t not_added = 0xff;
+
 }  // namespace
 
-summary summarize(const plan::plan& p, const std::vector<schedule::case_record>& cases,
-                  const protocol::list_result* listing, std::string group_by) {
-  summary out;
-  out.group_by = std::move(group_by);
-  metadata_index idx(out.group_by.empty() ? nullptr : listing);
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  return percentile_of_sorted(values, p);
+}
+
+struct accumulator::state {
+  const plan::plan& p;
+  std::string group_by;
+  metadata_index idx;
+  // Evals and targets by number: a plan row's number maps to its name's.
+  std::vector<std::uint32_t> eval_of_row, target_of_row;
+  std::vector<std::string> eval_names, target_names;  // by number
+  std::vector<std::size_t> eval_first, target_first;  // first plan index: the order shown
+  std::vector<rate> per_eval, per_target, cells;      // cells: eval * targets + target
+  std::vector<bool> cell_planned;
+  std::vector<std::vector<float>> latencies, ttfts;  // by target: exact percentiles at 4 bytes
+  std::vector<bool> target_has_sums;
+  std::vector<target_totals> target_sums;
   std::map<std::string, rate> groups;
   rate unset;
-  std::unordered_map<std::string, std::size_t> trial_index;
-  std::map<std::string, std::vector<double>> latencies, ttfts;
   std::map<std::string, std::pair<double, std::size_t>> metrics;
-  std::vector<std::vector<double>> trial_scores;
-  // Neighbouring cases mostly share their eval and target: the rates (and latencies) of the last
-  // pair are kept at hand instead of four map lookups per case. std::map nodes do not move.
-  const std::string* last_eval = nullptr;
-  const std::string* last_target = nullptr;
-  rate *eval_rate = nullptr, *target_rate = nullptr, *cell_rate = nullptr;
-  std::vector<double>* target_latencies = nullptr;
-  // Cases per target, so each target's latencies are allocated once: grown by doubling, the
-  // vector would hold up to twice what it needs.
-  std::map<std::string, std::size_t> cases_of_target;
-  {
-    const std::string* run_target = nullptr;
-    std::size_t* run_count = nullptr;
-    for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
-      const std::string& t = p.cases[i].params.target;
-      if (!run_target || *run_target != t) {
-        run_count = &cases_of_target[t];
-        run_target = &t;
-      }
-      ++*run_count;
+  summary out;
+  // Only when the plan has trials: each case's state and score, for pass@k and spread.
+  std::vector<std::uint8_t> states;
+  std::vector<double> scores;
+
+  state(const plan::plan& plan, const protocol::list_result* listing, std::string by)
+      : p(plan), group_by(std::move(by)), idx(group_by.empty() ? nullptr : listing) {
+    const auto& cases = p.cases;
+    std::unordered_map<std::string_view, std::uint32_t> evals, targets;
+    for (std::uint32_t r = 0; r < cases.eval_rows(); ++r) {
+      std::string_view name = cases.eval_name_of(r);
+      auto [it, fresh] = evals.emplace(name, static_cast<std::uint32_t>(eval_names.size()));
+      if (fresh) eval_names.emplace_back(name);
+      eval_of_row.push_back(it->second);
+    }
+    for (std::uint32_t r = 0; r < cases.target_rows(); ++r) {
+      std::string_view name = cases.target_name_of(r);
+      auto [it, fresh] = targets.emplace(name, static_cast<std::uint32_t>(target_names.size()));
+      if (fresh) target_names.emplace_back(name);
+      target_of_row.push_back(it->second);
+    }
+    const auto ne = eval_names.size(), nt = target_names.size();
+    constexpr auto none = std::numeric_limits<std::size_t>::max();
+    eval_first.assign(ne, none);
+    target_first.assign(nt, none);
+    per_eval.resize(ne);
+    per_target.resize(nt);
+    cells.resize(ne * nt);
+    cell_planned.assign(ne * nt, false);
+    latencies.resize(nt);
+    ttfts.resize(nt);
+    target_has_sums.assign(nt, false);
+    target_sums.resize(nt);
+    // One pass over the plan: the order of evals and targets, the cases per target (so each
+    // target's latencies are allocated once), and whether any case has trials.
+    std::vector<std::size_t> per_target_cases(nt);
+    bool trials = false;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const auto e = eval_of_row[cases.eval_row(i)], t = target_of_row[cases.target_row(i)];
+      if (eval_first[e] == none) eval_first[e] = i;
+      if (target_first[t] == none) target_first[t] = i;
+      cell_planned[e * nt + t] = true;
+      ++per_target_cases[t];
+      trials = trials || cases.trials(i) > 1;
+    }
+    for (std::size_t t = 0; t < nt; ++t) latencies[t].reserve(per_target_cases[t]);
+    if (trials) {
+      states.assign(cases.size(), not_added);
+      scores.assign(cases.size(), 0.0);
     }
   }
 
-  out.case_scores.assign(p.cases.size(), summary::no_score);
-  target_totals* target_sums = nullptr;
-  for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) {
-    auto& c = p.cases[i];
-    auto& r = cases[i];
-    // Decoded once per case, from its text: the report phase's only decode of it.
-    const auto result = r.result();
-    if (result && (r.state == case_state::passed || r.state == case_state::failed))
-      out.case_scores[i] = result->aggregate;
-    if (result && r.state == case_state::failed && r.message.empty())
-      for (auto& sc : result->scores)
-        if (!sc.na && !sc.pass) {
-          out.failure_notes.emplace_back(i, sc.scorer + ": " + sc.reason);
-          break;
-        }
-    const std::string& eval = c.params.eval;
-    const std::string& target = c.params.target;
-    const bool same_eval = last_eval && *last_eval == eval;
-    const bool same_target = last_target && *last_target == target;
-    if (!same_eval) {
-      if (!out.per_eval.count(eval)) out.eval_order.push_back(eval);
-      eval_rate = &out.per_eval[eval];
-      last_eval = &eval;
+  std::optional<std::string> group_value(std::size_t i,
+                                         const std::optional<protocol::run_result>& result) const {
+    const auto& cases = p.cases;
+    const auto& axes = cases.axes(i);
+    if (auto it = axes.find(group_by); it != axes.end()) return it->second;
+    const std::string& eval = cases.eval(i);
+    if (auto* v = idx.find(idx.samples, eval, cases.sample(i), group_by)) return display(*v);
+    if (auto* v = idx.find(idx.targets, eval, cases.target(i).str(), group_by))
+      return display(*v);
+    if (result) {
+      auto metadata = result->transcript.metadata.get();
+      if (auto* v = metadata.if_contains(group_by)) return display(*v);
     }
-    if (!same_target) {
-      if (!out.per_target.count(target)) out.target_order.push_back(target);
-      target_rate = &out.per_target[target];
-      target_latencies = nullptr;  // made when the target has a latency: no empty entries
-      target_sums = nullptr;
-      last_target = &target;
+    return std::nullopt;
+  }
+};
+
+accumulator::accumulator(const plan::plan& p, const protocol::list_result* listing,
+                         std::string group_by)
+    : s_(std::make_unique<state>(p, listing, std::move(group_by))) {}
+accumulator::accumulator(accumulator&&) noexcept = default;
+accumulator& accumulator::operator=(accumulator&&) noexcept = default;
+accumulator::~accumulator() = default;
+
+void accumulator::add(std::size_t i, const schedule::case_record& r) {
+  auto& st = *s_;
+  auto& out = st.out;
+  const auto& cases = st.p.cases;
+  const auto e = st.eval_of_row[cases.eval_row(i)];
+  const auto t = st.target_of_row[cases.target_row(i)];
+  // Decoded once per case, from its text: the summary's only decode of it.
+  const auto result = r.result();
+  ++out.counts[static_cast<std::size_t>(r.state)];
+  count(out.overall, r.state);
+  count(st.per_eval[e], r.state);
+  count(st.per_target[t], r.state);
+  count(st.cells[e * st.target_names.size() + t], r.state);
+  if (!st.group_by.empty()) {
+    auto v = st.group_value(i, result);
+    count(v ? st.groups[*v] : st.unset, r.state);
+  }
+  if (!st.states.empty()) {
+    st.states[i] = static_cast<std::uint8_t>(r.state);
+    st.scores[i] = result ? result->aggregate : 0.0;
+  }
+  out.total.retries += r.retried.size();
+  for (auto& a : r.retried) ++out.total.retry_causes[a.cause];
+  if (r.attempts > 0 && r.state != case_state::cancelled)
+    st.latencies[t].push_back(static_cast<float>(r.latency_seconds));
+  if (!result) return;
+  st.target_has_sums[t] = true;
+  auto& sums = st.target_sums[t];
+  auto& tr = result->transcript;
+  sums.cost_usd += tr.usage.cost_usd;
+  sums.tokens += tr.usage.input_tokens + tr.usage.output_tokens;
+  if (r.state == case_state::skipped) return;
+  out.total.input_tokens += tr.usage.input_tokens;
+  out.total.output_tokens += tr.usage.output_tokens;
+  out.total.cache_read_tokens += tr.usage.cache_read_tokens;
+  out.total.reasoning_tokens += tr.usage.reasoning_tokens;
+  out.total.cost_usd += tr.usage.cost_usd;
+  out.total.tool_calls += tr.tool_calls_count;
+  if (tr.timing.duration_ms) out.total.duration_ms += *tr.timing.duration_ms;
+  if (tr.timing.time_to_first_token_ms)
+    st.ttfts[t].push_back(static_cast<float>(*tr.timing.time_to_first_token_ms));
+  for (auto& [k, v] : tr.metrics) {
+    st.metrics[k].first += v;
+    ++st.metrics[k].second;
+  }
+}
+
+namespace {
+
+// The trials of each logical case, from the per-case states and scores: runs of consecutive
+// plan cases of one logical case, joined with any other run of the same one (a plan cut and
+// put together again may split them), in the order of their first case.
+std::vector<trial_summary> trials_of(const plan::case_list& cases,
+                                     const std::vector<std::uint8_t>& states,
+                                     const std::vector<double>& scores) {
+  struct run {
+    std::size_t first, end;
+    std::uint64_t hash;
+  };
+  std::vector<run> runs;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (cases.trials(i) <= 1) continue;
+    if (!runs.empty() && runs.back().end == i && cases.same_logical_case(runs.back().first, i)) {
+      runs.back().end = i + 1;
+      continue;
     }
-    if (!same_eval || !same_target) cell_rate = &out.matrix[{eval, target}];
-    ++out.counts[static_cast<std::size_t>(r.state)];
-    count(out.overall, r.state);
-    count(*eval_rate, r.state);
-    count(*target_rate, r.state);
-    count(*cell_rate, r.state);
-    if (!out.group_by.empty()) {
-      auto v = group_value(c, result, idx, out.group_by);
-      count(v ? groups[*v] : unset, r.state);
-    }
-    if (c.params.trials > 1) {
-      auto [it, fresh] = trial_index.emplace(c.logical_key(), out.trials.size());
-      if (fresh) {
-        trial_summary t;
-        t.logical_key = c.logical_key();
-        t.trials = static_cast<std::size_t>(c.params.trials);
-        out.trials.push_back(std::move(t));
-        trial_scores.emplace_back();
+    runs.push_back({i, i + 1, std::hash<std::string>{}(cases.logical_key(i))});
+  }
+  // Runs of one logical case side by side: equal hashes, then equal keys.
+  std::vector<std::uint32_t> order(runs.size());
+  for (std::size_t n = 0; n < order.size(); ++n) order[n] = static_cast<std::uint32_t>(n);
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) {
+    return runs[a].hash != runs[b].hash ? runs[a].hash < runs[b].hash : a < b;
+  });
+  std::vector<std::vector<std::uint32_t>> joined;  // runs of one logical case, first run first
+  for (std::size_t n = 0; n < order.size();) {
+    std::size_t m = n + 1;
+    while (m < order.size() && runs[order[m]].hash == runs[order[n]].hash) ++m;
+    if (m == n + 1) {
+      joined.push_back({order[n]});
+    } else {
+      // The same hash: grouped by key (rare beyond one logical case).
+      std::vector<std::pair<std::string, std::uint32_t>> keyed;
+      for (auto k = n; k < m; ++k)
+        keyed.emplace_back(cases.logical_key(runs[order[k]].first), order[k]);
+      std::stable_sort(keyed.begin(), keyed.end(),
+                       [](auto& a, auto& b) { return a.first < b.first; });
+      for (std::size_t k = 0; k < keyed.size(); ++k) {
+        if (k == 0 || keyed[k].first != keyed[k - 1].first) joined.emplace_back();
+        joined.back().push_back(keyed[k].second);
       }
-      auto& t = out.trials[it->second];
-      if (scored(r.state)) {
+      for (auto& j : joined) std::sort(j.begin(), j.end());
+    }
+    n = m;
+  }
+  std::sort(joined.begin(), joined.end(), [](auto& a, auto& b) { return a.front() < b.front(); });
+  std::vector<trial_summary> out;
+  out.reserve(joined.size());
+  std::vector<double> xs;
+  for (auto& group : joined) {
+    trial_summary t;
+    const auto first = runs[group.front()].first;
+    t.logical_key = cases.logical_key(first);
+    t.trials = static_cast<std::size_t>(cases.trials(first));
+    xs.clear();
+    for (auto r : group)
+      for (auto i = runs[r].first; i < runs[r].end; ++i) {
+        if (states[i] == not_added) continue;
+        const auto st = static_cast<case_state>(states[i]);
+        if (!scored(st)) continue;
         ++t.scored;
-        if (r.state == case_state::passed) ++t.passed;
-        trial_scores[it->second].push_back(result ? result->aggregate : 0.0);
+        if (st == case_state::passed) ++t.passed;
+        xs.push_back(scores[i]);
       }
-    }
-    out.total.retries += r.retried.size();
-    for (auto& e : r.retried) ++out.total.retry_causes[e.cause];
-    if (r.attempts > 0 && r.state != case_state::cancelled) {
-      if (!target_latencies) {
-        target_latencies = &latencies[target];
-        if (target_latencies->empty()) target_latencies->reserve(cases_of_target[target]);
-      }
-      target_latencies->push_back(r.latency_seconds);
-    }
-    if (!result) continue;
-    if (!target_sums) target_sums = &out.totals_by_target[target];
-    target_sums->cost_usd += result->transcript.usage.cost_usd;
-    target_sums->tokens +=
-        result->transcript.usage.input_tokens + result->transcript.usage.output_tokens;
-    if (r.state == case_state::skipped) continue;
-    auto& t = result->transcript;
-    out.total.input_tokens += t.usage.input_tokens;
-    out.total.output_tokens += t.usage.output_tokens;
-    out.total.cache_read_tokens += t.usage.cache_read_tokens;
-    out.total.reasoning_tokens += t.usage.reasoning_tokens;
-    out.total.cost_usd += t.usage.cost_usd;
-    out.total.tool_calls += t.tool_calls_count;
-    if (t.timing.duration_ms) out.total.duration_ms += *t.timing.duration_ms;
-    if (t.timing.time_to_first_token_ms)
-      ttfts[target].push_back(static_cast<double>(*t.timing.time_to_first_token_ms));
-    for (auto& [k, v] : t.metrics) {
-      metrics[k].first += v;
-      ++metrics[k].second;
-    }
-  }
-
-  for (std::size_t i = 0; i < out.trials.size(); ++i) {
-    auto& t = out.trials[i];
     for (std::size_t k = 1; k <= t.trials; ++k)
       t.pass_at.push_back(pass_at_k(t.scored, t.passed, k));
-    auto& xs = trial_scores[i];
     if (!xs.empty()) {
       double sum = 0;
       for (double x : xs) sum += x;
@@ -243,30 +327,79 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
         t.stddev = std::sqrt(sq / static_cast<double>(xs.size() - 1));
       }
     }
+    out.push_back(std::move(t));
   }
-  for (auto& [value, r] : groups) out.groups.emplace_back(value, r);
+  return out;
+}
+
+}  // namespace
+
+summary accumulator::finish() {
+  auto& st = *s_;
+  summary out = std::move(st.out);
+  out.group_by = st.group_by;
+  const auto nt = st.target_names.size();
+  std::vector<std::uint32_t> evals(st.eval_names.size()), targets(nt);
+  for (std::uint32_t n = 0; n < evals.size(); ++n) evals[n] = n;
+  for (std::uint32_t n = 0; n < targets.size(); ++n) targets[n] = n;
+  std::sort(evals.begin(), evals.end(),
+            [&](auto a, auto b) { return st.eval_first[a] < st.eval_first[b]; });
+  std::sort(targets.begin(), targets.end(),
+            [&](auto a, auto b) { return st.target_first[a] < st.target_first[b]; });
+  constexpr auto none = std::numeric_limits<std::size_t>::max();
+  for (auto e : evals) {
+    if (st.eval_first[e] == none) continue;  // a row no kept case has
+    out.eval_order.push_back(st.eval_names[e]);
+    out.per_eval[st.eval_names[e]] = st.per_eval[e];
+    for (std::size_t t = 0; t < nt; ++t)
+      if (st.cell_planned[e * nt + t])
+        out.matrix[{st.eval_names[e], st.target_names[t]}] = st.cells[e * nt + t];
+  }
+  for (auto t : targets) {
+    if (st.target_first[t] == none) continue;
+    const auto& name = st.target_names[t];
+    out.target_order.push_back(name);
+    out.per_target[name] = st.per_target[t];
+    if (st.target_has_sums[t]) out.totals_by_target[name] = st.target_sums[t];
+    // Sorted in place, once: a copy per percentile would be 4 bytes per case each.
+    auto& xs = st.latencies[t];
+    if (!xs.empty()) {
+      std::sort(xs.begin(), xs.end());
+      auto& l = out.latency_by_target[name];
+      l.n = xs.size();
+      l.min = as_double(xs.front());
+      l.p25 = percentile_of_sorted(xs, 25);
+      l.p50 = percentile_of_sorted(xs, 50);
+      l.p75 = percentile_of_sorted(xs, 75);
+      l.p95 = percentile_of_sorted(xs, 95);
+      l.p99 = percentile_of_sorted(xs, 99);
+      l.max = as_double(xs.back());
+      std::vector<float>().swap(xs);
+    }
+    auto& ts = st.ttfts[t];
+    if (!ts.empty()) {
+      std::sort(ts.begin(), ts.end());
+      auto& l = out.latency_by_target[name];
+      l.ttft_n = ts.size();
+      l.ttft_p50_ms = percentile_of_sorted(ts, 50);
+      l.ttft_p95_ms = percentile_of_sorted(ts, 95);
+    }
+  }
+  if (!st.states.empty()) out.trials = trials_of(st.p.cases, st.states, st.scores);
+  for (auto& [value, r] : st.groups) out.groups.emplace_back(value, r);
   std::sort(out.groups.begin(), out.groups.end(),
             [](auto& a, auto& b) { return plan::natural_less(a.first, b.first); });
-  if (unset.scored > 0) out.groups.emplace_back("(unset)", unset);
-  // Sorted in place, once: a copy per percentile would be 8 bytes per case each.
-  for (auto& [target, xs] : latencies) {
-    auto& l = out.latency_by_target[target];
-    std::sort(xs.begin(), xs.end());
-    l.n = xs.size();
-    l.p50 = percentile_of_sorted(xs, 50);
-    l.p95 = percentile_of_sorted(xs, 95);
-    l.p99 = percentile_of_sorted(xs, 99);
-  }
-  for (auto& [target, xs] : ttfts) {
-    auto& l = out.latency_by_target[target];
-    std::sort(xs.begin(), xs.end());
-    l.ttft_n = xs.size();
-    l.ttft_p50_ms = percentile_of_sorted(xs, 50);
-    l.ttft_p95_ms = percentile_of_sorted(xs, 95);
-  }
-  for (auto& [k, sn] : metrics)
+  if (st.unset.scored > 0) out.groups.emplace_back("(unset)", st.unset);
+  for (auto& [k, sn] : st.metrics)
     out.total.metric_means[k] = sn.first / static_cast<double>(sn.second);
   return out;
+}
+
+summary summarize(const plan::plan& p, const std::vector<schedule::case_record>& cases,
+                  const protocol::list_result* listing, std::string group_by) {
+  accumulator a(p, listing, std::move(group_by));
+  for (std::size_t i = 0; i < p.cases.size() && i < cases.size(); ++i) a.add(i, cases[i]);
+  return a.finish();
 }
 
 namespace {

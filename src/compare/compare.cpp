@@ -184,7 +184,7 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
   auto take = [&](const store::loaded_run& run, bool is_base) {
     auto [p, report] = run.as_report();
     for (std::size_t i = 0; i < p.cases.size(); ++i) {
-      auto& c = p.cases[i];
+      const auto c = p.cases[i];
       auto [it, inserted] = index.emplace(pair_key(c), out.cases.size());
       if (inserted) {
         case_pair pair;

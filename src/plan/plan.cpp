@@ -2,6 +2,8 @@
 #include <mira/plan/plan.hpp>
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 #include <functional>
 #include <ostream>
 #include <string_view>
@@ -85,6 +87,150 @@ std::string logical_key(const case_params& p) {
   std::string k;
   append_logical_key(k, p.eval, p.sample, p.target, p.params);
   return k;
+}
+
+case_list::case_list() : rows_(std::make_shared<rows>()) {
+  rows_->axes.emplace_back();  // row 0: no axis params
+}
+
+void case_list::clear() {
+  *this = case_list();
+}
+
+case_list::rows& case_list::own_rows() {
+  if (rows_.use_count() > 1) rows_ = std::make_shared<rows>(*rows_);
+  return *rows_;
+}
+
+std::string_view case_list::sample(std::size_t i) const {
+  const auto n = entries_[i].sample;
+  const auto& r = *rows_;
+  const std::uint32_t begin = n == 0 ? 0 : r.samples[n - 1].name_end;
+  return std::string_view(r.names).substr(begin, r.samples[n].name_end - begin);
+}
+
+const protocol::axis_params& case_list::axes(std::size_t i) const {
+  return rows_->axes[entries_[i].axes];
+}
+
+case_params case_list::params(std::size_t i) const {
+  case_params p;
+  const auto& g = group_of(i);
+  p.eval = g.eval;
+  p.sample = shared_name(sample(i));
+  p.target = target_of(i).label;
+  p.params = rows_->axes[entries_[i].axes];
+  p.trial = entries_[i].trial;
+  p.trials = g.trials;
+  if (g.seed_base) p.seed = *g.seed_base + p.trial;
+  return p;
+}
+
+std::string case_list::logical_key(std::size_t i) const {
+  std::string k;
+  append_logical_key(k, eval(i), sample(i), target(i), axes(i));
+  return k;
+}
+
+std::string case_list::key(std::size_t i) const {
+  auto k = logical_key(i);
+  if (trials(i) > 1) k += '#' + std::to_string(entries_[i].trial);
+  return k;
+}
+
+planned_case case_list::operator[](std::size_t i) const {
+  planned_case c;
+  c.params = params(i);
+  c.key = key(i);
+  const auto& t = target_of(i);
+  c.provider = t.provider;
+  c.available = t.available;
+  return c;
+}
+
+bool case_list::same_logical_case(std::size_t a, std::size_t b) const {
+  const auto &x = entries_[a], &y = entries_[b];
+  if (x.sample == y.sample && x.target == y.target && x.axes == y.axes) return true;
+  return eval(a) == eval(b) && sample(a) == sample(b) && target(a) == target(b) &&
+         axes(a) == axes(b);
+}
+
+std::uint32_t case_list::add_group(const shared_name& eval, std::int64_t trials,
+                                   std::optional<std::int64_t> seed_base) {
+  auto& r = own_rows();
+  for (std::size_t n = r.groups.size(); n-- > 0;) {
+    auto& g = r.groups[n];
+    if (g.eval == eval && g.trials == trials && g.seed_base == seed_base)
+      return static_cast<std::uint32_t>(n);
+  }
+  r.groups.push_back({eval, trials, seed_base});
+  return static_cast<std::uint32_t>(r.groups.size() - 1);
+}
+
+std::uint32_t case_list::add_sample(std::uint32_t group, std::string_view name) {
+  auto& r = own_rows();
+  r.names += name;
+  if (r.names.size() > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error("plan: sample names beyond 4 GiB");
+  r.samples.push_back({group, static_cast<std::uint32_t>(r.names.size())});
+  return static_cast<std::uint32_t>(r.samples.size() - 1);
+}
+
+std::uint32_t case_list::add_target(const shared_name& label, const shared_name& provider,
+                                    bool available) {
+  auto& r = own_rows();
+  for (std::size_t n = r.targets.size(); n-- > 0;) {
+    auto& t = r.targets[n];
+    if (t.label == label && t.provider == provider && t.available == available)
+      return static_cast<std::uint32_t>(n);
+  }
+  r.targets.push_back({label, provider, available});
+  return static_cast<std::uint32_t>(r.targets.size() - 1);
+}
+
+std::uint32_t case_list::add_axes(const shared_axes& axes) {
+  auto& r = own_rows();
+  if (axes.empty()) return 0;
+  // The same combination is found by its identity (make_plan shares one per combination), or
+  // among the last rows by value.
+  for (std::size_t n = r.axes.size(), seen = 0; n-- > 1 && seen < 16; ++seen)
+    if (r.axes[n].identity() == axes.identity()) return static_cast<std::uint32_t>(n);
+  for (std::size_t n = r.axes.size(), seen = 0; n-- > 1 && seen < 16; ++seen)
+    if (r.axes[n] == axes) return static_cast<std::uint32_t>(n);
+  r.axes.push_back(axes);
+  return static_cast<std::uint32_t>(r.axes.size() - 1);
+}
+
+void case_list::append(std::uint32_t sample, std::uint32_t target, std::uint32_t axes,
+                       std::int64_t trial) {
+  if (trial < 0 || trial > std::numeric_limits<std::uint32_t>::max())
+    throw std::out_of_range("plan: trial " + std::to_string(trial) + " out of range");
+  entries_.push_back({sample, target, axes, static_cast<std::uint32_t>(trial)});
+}
+
+void case_list::push_back(const planned_case& c) {
+  const auto& p = c.params;
+  std::optional<std::int64_t> seed_base;
+  if (p.seed) seed_base = *p.seed - p.trial;
+  const auto group = add_group(p.eval, p.trials, seed_base);
+  // The last sample's row when it is the same sample: a plan's cases come grouped by sample.
+  std::optional<std::uint32_t> sample;
+  if (!rows_->samples.empty()) {
+    const auto last = static_cast<std::uint32_t>(rows_->samples.size() - 1);
+    const std::uint32_t begin = last == 0 ? 0 : rows_->samples[last - 1].name_end;
+    const auto name = std::string_view(rows_->names).substr(begin, rows_->samples[last].name_end - begin);
+    if (rows_->samples[last].group == group && name == std::string_view(p.sample)) sample = last;
+  }
+  if (!sample) sample = add_sample(group, p.sample);
+  append(*sample, add_target(p.target, c.provider, c.available), add_axes(p.params), p.trial);
+}
+
+case_list case_list::subset(const std::vector<std::size_t>& indices) const {
+  case_list out;
+  out.rows_ = rows_;
+  out.entries_.reserve(indices.size());
+  for (auto i : indices) out.entries_.push_back(entries_.at(i));
+  return out;
 }
 
 std::string_view planned_case::logical_key() const {
@@ -386,70 +532,92 @@ tl::expected<plan, error> make_plan(const protocol::list_result& list, const sel
     grids.push_back(std::move(g));
   }
 
+  // Whether two cases could share a key: a name repeats (an eval, or a sample, target or axis
+  // combination of one eval) or holds a character of the key's syntax.
+  auto names_may_clash = [](const std::vector<eval_grid>& grids) {
+    auto syntax = [](std::string_view n) { return n.find_first_of("/@[],=#") != n.npos; };
+    auto repeats = [](auto names) {
+      std::sort(names.begin(), names.end());
+      return std::adjacent_find(names.begin(), names.end()) != names.end();
+    };
+    std::vector<std::string_view> evals, names;
+    for (auto& g : grids) {
+      evals.push_back(g.eval->name);
+      names.clear();
+      for (auto* s : g.samples) names.push_back(s->id);
+      if (repeats(names)) return true;
+      names.clear();
+      for (auto* t : g.targets) names.push_back(t->label);
+      if (repeats(names)) return true;
+      std::vector<protocol::axis_params> combos;
+      for (auto& combo : g.combos) combos.push_back(combo);
+      if (repeats(std::move(combos))) return true;
+      if (syntax(g.eval->name) ||
+          std::any_of(g.samples.begin(), g.samples.end(), [&](auto* s) { return syntax(s->id); }) ||
+          std::any_of(g.targets.begin(), g.targets.end(),
+                      [&](auto* t) { return syntax(t->label); }))
+        return true;
+      for (auto& combo : g.combos)
+        for (auto& [name, value] : combo)
+          if (syntax(name) || syntax(value)) return true;
+    }
+    return repeats(std::move(evals));
+  };
+
   plan out;
   // A filter may keep few of `most`: then the plan grows as it goes.
   if (sel.filter.empty()) out.cases.reserve(most);
-  // Duplicate keys, found through the cases' own keys (indices into out.cases), not copies.
-  auto key_hash = [&out](std::size_t i) { return std::hash<std::string_view>{}(out.cases[i].key); };
+  // Two cases can share a key only when names repeat or contain a character of the key's
+  // syntax. Otherwise nothing is checked per case: a set of ten million keys would cost more
+  // than the plan.
+  const bool keys_may_clash = names_may_clash(grids);
+  auto key_hash = [&out](std::size_t i) { return std::hash<std::string>{}(out.cases.key(i)); };
   auto key_equal = [&out](std::size_t a, std::size_t b) {
-    return out.cases[a].key == out.cases[b].key;
+    return out.cases.key(a) == out.cases.key(b);
   };
-  std::unordered_set<std::size_t, decltype(key_hash), decltype(key_equal)> keys(
-      sel.filter.empty() ? most : 0, key_hash, key_equal);
+  std::unordered_set<std::size_t, decltype(key_hash), decltype(key_equal)> keys(0, key_hash,
+                                                                                 key_equal);
   for (auto& g : grids) {
     auto* e = g.eval;
-    // One name per eval, sample, target and provider, shared by every case that carries it.
-    const shared_name eval_name(e->name);
-    std::vector<shared_name> sample_names, target_names, providers;
-    sample_names.reserve(g.samples.size());
-    for (auto* s : g.samples) sample_names.emplace_back(s->id);
-    target_names.reserve(g.targets.size());
-    providers.reserve(g.targets.size());
-    for (auto* t : g.targets) {
-      target_names.emplace_back(t->label);
-      providers.emplace_back(t->provider);
-    }
+    const auto group = out.cases.add_group(shared_name(e->name), g.trials, g.seed);
+    std::vector<std::uint32_t> targets, combos;
+    for (auto* t : g.targets)
+      targets.push_back(
+          out.cases.add_target(shared_name(t->label), shared_name(t->provider), t->available));
+    for (auto& combo : g.combos) combos.push_back(out.cases.add_axes(combo));
     eval_counts counts;
     counts.eval = e->name;
     counts.samples = g.samples.size();
     counts.targets = g.targets.size();
     counts.axis_combinations = g.combos.size();
     counts.trials = static_cast<std::size_t>(g.trials);
-    for (std::size_t si = 0; si < g.samples.size(); ++si)
+    std::string logical;
+    for (auto* s : g.samples) {
+      std::optional<std::uint32_t> sample;  // a row once a case of it is kept
       for (std::size_t ti = 0; ti < g.targets.size(); ++ti)
-        for (auto& combo : g.combos) {
-          auto* s = g.samples[si];
-          auto* t = g.targets[ti];
-          // The logical key is made once per (sample, target, combination), not per trial.
-          std::string logical;
-          append_logical_key(logical, e->name, s->id, t->label, combo);
-          if (!sel.filter.empty() && logical.find(sel.filter) == std::string::npos) continue;
+        for (std::size_t ci = 0; ci < g.combos.size(); ++ci) {
+          if (!sel.filter.empty()) {
+            logical.clear();
+            append_logical_key(logical, e->name, s->id, g.targets[ti]->label, g.combos[ci]);
+            if (logical.find(sel.filter) == std::string::npos) continue;
+          }
+          if (!sample) sample = out.cases.add_sample(group, s->id);
           for (std::int64_t trial = 0; trial < g.trials; ++trial) {
-            // Built in place: no per-trial copy of a whole case.
-            auto& tc = out.cases.emplace_back();
-            tc.params.eval = eval_name;
-            tc.params.sample = sample_names[si];
-            tc.params.target = target_names[ti];
-            tc.params.params = combo;
-            tc.params.trial = trial;
-            tc.params.trials = g.trials;
-            if (g.seed) tc.params.seed = *g.seed + trial;
-            tc.provider = providers[ti];
-            tc.available = t->available;
-            if (g.trials > 1)
-              tc.key = logical + '#' + std::to_string(trial);
-            else  // the only trial: its key is the logical key
-              tc.key.swap(logical);
-            auto [it, fresh] = keys.insert(out.cases.size() - 1);
-            if (!fresh) {
-              auto message = "two cases have the key \"" + tc.key +
-                             "\": " + describe(out.cases[*it].params) + " and " +
-                             describe(tc.params) + " (names contain / @ [ ] , = or #)";
-              return fail(errc::duplicate_key, std::move(message));
+            out.cases.append(*sample, targets[ti], combos[ci], trial);
+            if (keys_may_clash) {
+              auto [it, fresh] = keys.insert(out.cases.size() - 1);
+              if (!fresh) {
+                auto message = "two cases have the key \"" + out.cases.key(*it) +
+                               "\": " + describe(out.cases.params(*it)) + " and " +
+                               describe(out.cases.params(out.cases.size() - 1)) +
+                               " (names contain / @ [ ] , = or #)";
+                return fail(errc::duplicate_key, std::move(message));
+              }
             }
             ++counts.cases;
           }
         }
+    }
     if (counts.cases > 0 || sel.filter.empty()) out.evals.push_back(std::move(counts));
   }
   return out;

@@ -131,16 +131,15 @@ std::vector<std::size_t> assign_shards(const plan& p, std::size_t count) {
   if (count <= 1) return out;
   // The logical cases, each with its trials' plan indices.
   struct logical {
-    std::string_view key;
+    std::string key;
     std::uint64_t hash = 0;
     std::vector<std::size_t> cases;
   };
   std::vector<logical> cases;
-  std::unordered_map<std::string_view, std::size_t> index;
-  index.reserve(p.cases.size());
+  std::unordered_map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    auto key = p.cases[i].logical_key();
-    auto [it, fresh] = index.emplace(key, cases.size());
+    auto key = p.cases.logical_key(i);
+    auto [it, fresh] = index.try_emplace(key, cases.size());
     if (fresh) cases.push_back({key, stable_hash(key), {}});
     cases[it->second].cases.push_back(i);
   }
@@ -167,11 +166,13 @@ plan select_shard(const plan& p, const shard_spec& s) {
   plan out;
   auto shard = assign_shards(p, s.count);
   std::unordered_map<std::string_view, std::size_t> kept;  // eval -> cases in the shard
+  std::vector<std::size_t> in_shard;
   for (std::size_t i = 0; i < p.cases.size(); ++i)
     if (shard[i] == s.index) {
-      out.cases.push_back(p.cases[i]);
-      ++kept[p.cases[i].params.eval];
+      in_shard.push_back(i);
+      ++kept[p.cases.eval(i).str()];
     }
+  out.cases = p.cases.subset(in_shard);
   for (auto e : p.evals) {
     auto it = kept.find(e.eval);
     e.cases = it == kept.end() ? 0 : it->second;

@@ -119,7 +119,7 @@ std::string bar_chart(std::string_view title, const std::vector<bar>& bars, doub
 
 struct spread {
   std::string label;
-  std::vector<double> values;  // sorted
+  aggregate::latency box;  // the summary's, over every case of the target
 };
 
 // Latency per target as box plots: whiskers min..max, box p25..p75, a bar at the median and a
@@ -128,30 +128,29 @@ std::string latency_chart(const std::vector<spread>& rows) {
   const int label_w = 170, plot_w = 300, row_h = 26, top = 28, text_w = 250;
   double max = 0;
   for (auto& r : rows)
-    if (!r.values.empty()) max = std::max(max, r.values.back());
+    if (r.box.n) max = std::max(max, r.box.max);
   if (max <= 0) max = 1;
   int h = top + row_h * static_cast<int>(rows.size()) + 8;
   std::string out = svg_chart_start(label_w + plot_w + text_w, h,
                                     "Latency per target (s; box p25–p75, bar median, dot p95)");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     auto& r = rows[i];
+    auto& b = r.box;
     int y = top + row_h * static_cast<int>(i);
     auto x = [&](double v) { return fmt("%.1f", label_w + v / max * plot_w); };
     out += svg_row_label(r.label, y + 17);
-    if (!r.values.empty()) {
-      auto q = [&](double p) { return aggregate::percentile(r.values, p); };
+    if (b.n) {
       auto mid = std::to_string(y + 13);
-      out += "<path d=\"M" + x(r.values.front()) + " " + mid + "H" + x(r.values.back()) +
-             "\" stroke=\"#5b6475\"/>";
-      out += "<rect x=\"" + x(q(25)) + "\" y=\"" + std::to_string(y + 5) + "\" width=\"" +
-             fmt("%.1f", std::max(1.0, (q(75) - q(25)) / max * plot_w)) +
+      out += "<path d=\"M" + x(b.min) + " " + mid + "H" + x(b.max) + "\" stroke=\"#5b6475\"/>";
+      out += "<rect x=\"" + x(b.p25) + "\" y=\"" + std::to_string(y + 5) + "\" width=\"" +
+             fmt("%.1f", std::max(1.0, (b.p75 - b.p25) / max * plot_w)) +
              "\" height=\"16\" fill=\"#9ecbff\" stroke=\"#0969da\"/>";
-      out += "<path d=\"M" + x(q(50)) + " " + std::to_string(y + 5) + "V" + std::to_string(y + 21) +
+      out += "<path d=\"M" + x(b.p50) + " " + std::to_string(y + 5) + "V" + std::to_string(y + 21) +
              "\" stroke=\"#0a3069\" stroke-width=\"2\"/>";
-      out += "<circle cx=\"" + x(q(95)) + "\" cy=\"" + mid + "\" r=\"3\" fill=\"#cf222e\"/>";
+      out += "<circle cx=\"" + x(b.p95) + "\" cy=\"" + mid + "\" r=\"3\" fill=\"#cf222e\"/>";
       out += "<text x=\"" + std::to_string(label_w + plot_w + 6) + "\" y=\"" +
-             std::to_string(y + 17) + "\">p50 " + fmt("%.3f", q(50)) + " · p95 " +
-             fmt("%.3f", q(95)) + " · n " + std::to_string(r.values.size()) + "</text>";
+             std::to_string(y + 17) + "\">p50 " + fmt("%.3f", b.p50) + " · p95 " +
+             fmt("%.3f", b.p95) + " · n " + std::to_string(b.n) + "</text>";
     }
     out += "</g>";
   }
@@ -278,18 +277,12 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
   out += "</table>\n";
 
   // Charts, per target.
-  // Cost and tokens from the summary (its one decode of each result), latencies from records.
-  std::map<std::string, spread> latencies;
+  // Everything from the summary, which covers every case: the records may be only the first.
   std::map<std::string, double> cost;
   std::map<std::string, std::int64_t> tokens;
   for (auto& [target, sums] : s.totals_by_target) {
     cost[target] = sums.cost_usd;
     tokens[target] = sums.tokens;
-  }
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    auto& r = report.cases[i];
-    if (r.attempts > 0 && r.state != case_state::cancelled)
-      latencies[p.cases[i].params.target].values.push_back(r.latency_seconds);
   }
   std::vector<bar> rates, costs, token_bars;
   std::vector<spread> spreads;
@@ -303,9 +296,10 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
                           std::to_string(tokens[target])});
     max_cost = std::max(max_cost, cost[target]);
     max_tokens = std::max(max_tokens, static_cast<double>(tokens[target]));
-    auto& sp = latencies[target];
-    std::sort(sp.values.begin(), sp.values.end());
+    spread sp;
     sp.label = target;
+    if (auto it = s.latency_by_target.find(target); it != s.latency_by_target.end())
+      sp.box = it->second;
     spreads.push_back(std::move(sp));
   }
   out += "<h2>Per target</h2><div class=\"charts\"><div class=\"chart\">" +
@@ -323,7 +317,7 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
                   case_state::skipped, case_state::cancelled})
     out += "<option value=\"" + std::string(to_string(st)) + "\">" + std::string(to_string(st)) +
            " (" + std::to_string(s.count(st)) + ")</option>";
-  const auto rows = std::min(p.cases.size(), max_case_rows);
+  const auto rows = std::min({p.cases.size(), report.cases.size(), max_case_rows});
   out += "</select> <span id=\"shown\">" + std::to_string(rows) +
          "</span> shown</div>\n<table id=\"cases\"><thead><tr><th>status</th><th>case</th>"
          "<th>eval</th><th>sample</th><th>target</th><th>params</th><th data-type=\"num\">trial"
@@ -336,7 +330,7 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
       sink(out);
       out.clear();
     }
-    auto& c = p.cases[i];
+    const auto c = p.cases[i];
     auto& r = report.cases[i];
     auto status = std::string(to_string(r.state));
     auto cell = [&](const std::string& sort_value, const std::string& shown, bool num = false) {
@@ -378,7 +372,7 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
   if (rows < p.cases.size())
     out += "<p class=\"sub\">The table shows the first " + std::to_string(rows) + " of " +
            std::to_string(p.cases.size()) +
-           " cases (a browser cannot handle many more); every case is in report.json and the "
+           " cases; `mira report RUN_ID --format json` (or csv, jsonl) lists every case, and the "
            "counts and charts above cover them all.</p>\n";
   out += "<script>";
   out += script;

@@ -89,31 +89,36 @@ std::string fixed(double v, int digits = 2) {
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour) {
   // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
-  // kept: a run can have a million cases. Scores and notes come from the summary, which
-  // decoded each result once; a summary not made by summarize() for this run (no per-case
-  // scores) has the results decoded here instead.
-  const bool digested = s.case_scores.size() == p.cases.size();
-  std::vector<double> decoded;
-  if (!digested) {
-    decoded.assign(p.cases.size(), aggregate::summary::no_score);
-    for (std::size_t i = 0; i < p.cases.size(); ++i) {
-      auto& r = report.cases[i];
-      if (r.state == case_state::passed || r.state == case_state::failed)
-        if (auto result = r.result()) decoded[i] = result->aggregate;
-    }
+  // kept. The rows are the cases whose records the report holds: a session keeps those of its
+  // first cases only (session_options::kept_records), the summary covers them all.
+  const auto rows = std::min(p.cases.size(), report.cases.size());
+  std::vector<double> scores(rows, std::numeric_limits<double>::quiet_NaN());
+  std::vector<std::string> notes(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    auto& r = report.cases[i];
+    notes[i] = r.message;
+    if (r.state != case_state::passed && r.state != case_state::failed) continue;
+    auto result = r.result();
+    if (!result) continue;
+    scores[i] = result->aggregate;
+    if (notes[i].empty() && r.state == case_state::failed)
+      for (auto& sc : result->scores)
+        if (!sc.na && !sc.pass) {
+          notes[i] = sc.scorer + ": " + sc.reason;
+          break;
+        }
   }
-  const auto& scores = digested ? s.case_scores : decoded;
   auto score_text = [&](std::size_t i) { return std::isnan(scores[i]) ? "" : fixed(scores[i]); };
   std::size_t key_width = 0, score_width = 0;
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    key_width = std::max(key_width, display_width(shown_key(p.cases[i].key)));
+  for (std::size_t i = 0; i < rows; ++i) {
+    key_width = std::max(key_width, display_width(shown_key(p.cases.key(i))));
     score_width = std::max(score_width, score_text(i).size());
   }
-  auto next_note = s.failure_notes.begin();
   std::string row;
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+  for (std::size_t i = 0; i < rows; ++i) {
     auto& r = report.cases[i];
-    auto key = shown_key(p.cases[i].key);
+    const auto full_key = p.cases.key(i);
+    auto key = shown_key(full_key);
     row.clear();
     if (colour) row += badge_colour(r.state);
     row += badge(r.state);
@@ -127,23 +132,15 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
       row.append(score_width - score.size(), ' ');
       row += score;
     }
-    std::string note = r.message;
-    while (digested && next_note != s.failure_notes.end() && next_note->first < i) ++next_note;
-    if (digested && next_note != s.failure_notes.end() && next_note->first == i)
-      note = next_note->second;
-    else if (!digested && note.empty() && r.state == case_state::failed)
-      if (auto result = r.result())
-        for (auto& sc : result->scores)
-          if (!sc.na && !sc.pass) {
-            note = sc.scorer + ": " + sc.reason;
-            break;
-          }
-    if (!note.empty()) row += "  (" + printable(note) + ")";
+    if (!notes[i].empty()) row += "  (" + printable(notes[i]) + ")";
     if (!r.retried.empty()) row += "  [" + std::to_string(r.retried.size()) + " retries]";
     while (!row.empty() && row.back() == ' ') row.pop_back();
     row += '\n';
     std::fputs(row.c_str(), out);
   }
+  if (rows < p.cases.size())
+    std::fprintf(out, "... the first %zu of %zu cases are listed; the summary below covers them all\n",
+                 rows, p.cases.size());
 
   // The eval x target matrix.
   std::size_t w = 4;
@@ -275,8 +272,8 @@ void csv_report(const plan::plan& p, const schedule::run_report& report, const t
       "latency_ms,input_tokens,output_tokens,cache_read_tokens,reasoning_tokens,cost_usd,"
       "duration_ms,time_to_first_token_ms,tool_calls,error,error_kind,final_response\r\n");
   std::string out;
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    auto& c = p.cases[i];
+  for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
+    const auto c = p.cases[i];
     auto& r = report.cases[i];
     const auto result = r.result();
     const protocol::run_result* res = result ? &*result : nullptr;
@@ -321,13 +318,13 @@ std::string junit_report(const plan::plan& p, const schedule::run_report& report
     std::size_t tests = 0, failures = 0, errors = 0, skipped = 0;
     double time = 0;
     std::string cases;
-    for (std::size_t i = 0; i < p.cases.size(); ++i) {
-      if (p.cases[i].params.eval != eval) continue;
+    for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
+      if (p.cases.eval(i) != eval) continue;
       auto& r = report.cases[i];
       ++tests;
       time += r.latency_seconds;
       cases += "    <testcase classname=\"" + xml_text(eval) + "\" name=\"" +
-               xml_text(p.cases[i].key) + "\" time=\"" + number(r.latency_seconds) + "\">";
+               xml_text(p.cases.key(i)) + "\" time=\"" + number(r.latency_seconds) + "\">";
       const auto result = r.result();
       std::string why = r.message;
       if (why.empty() && result)
@@ -394,13 +391,13 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
     out += "\n";
   }
   std::string problems;
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+  for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
     auto& r = report.cases[i];
     if (r.state != case_state::failed && r.state != case_state::error) continue;
     std::string why = r.message;
     if (why.empty())
       if (auto result = r.result()) why = result->transcript.error.value_or("");
-    problems += "| " + md_cell(p.cases[i].key) + " | " + std::string(to_string(r.state)) + " | " +
+    problems += "| " + md_cell(p.cases.key(i)) + " | " + std::string(to_string(r.state)) + " | " +
                 md_cell(why) + " |\n";
   }
   if (!problems.empty())
@@ -415,7 +412,7 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   if (format == "csv") return csv_report(p, report, out);
   if (format == "jsonl") {
     std::string line;
-    for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
       line.clear();
       store::append_case_line(line, p.cases[i], report.cases[i]);
       line += '\n';
@@ -432,7 +429,7 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
   out("{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) +
       ",\"cases\":[");
   std::string item;
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+  for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
     item.assign(i ? "," : "");
     store::append_case_line(item, p.cases[i], report.cases[i]);
     out(item);
@@ -447,17 +444,29 @@ std::string render(const std::string& format, const plan::plan& p,
   return text;
 }
 
+std::string summary_document(const plan::plan& whole, const schedule::run_report& report,
+                             const aggregate::summary& s) {
+  json::object records{
+      {"count", whole.cases.size()},
+      {"where", "this run folder: cases/ (layout per_case) or segments/ (layout compact), as "
+                "meta.json's \"layout\" says"},
+      {"all", "mira report RUN_ID --format json"}};
+  return protocol::to_json_text(json::object{{"summary", aggregate::summary_json(s, report)},
+                                             {"records", std::move(records)}}) +
+         "\n";
+}
+
 std::vector<store::report_file> run_files(const plan::plan& whole,
                                           const schedule::run_report& report,
                                           const aggregate::summary& s) {
-  std::vector<store::report_file> files;
-  for (auto [name, format] :
-       {std::pair<const char*, const char*>{"report.json", "json"}, {"report.html", "html"}})
-    files.push_back({name, [&whole, &report, &s, format = std::string(format)](
-                               const std::function<void(std::string_view)>& sink) {
-                       render(format, whole, report, s, sink);
-                     }});
-  return files;
+  // report.json is the summary and where the records are, not a second copy of every record.
+  return {{"report.json",
+           [&whole, &report, &s](const std::function<void(std::string_view)>& sink) {
+             sink(summary_document(whole, report, s));
+           }},
+          {"report.html", [&whole, &report, &s](const std::function<void(std::string_view)>& sink) {
+             html_report(whole, report, s, "Mira eval report", sink);
+           }}};
 }
 
 store::write_error finish_run(store::run_store& run, const plan::plan& whole,

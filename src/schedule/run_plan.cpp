@@ -21,6 +21,7 @@
 #include <ostream>
 #include <sstream>
 #include <type_traits>
+#include <unordered_map>
 
 namespace mira::schedule {
 
@@ -228,26 +229,30 @@ class pipeline {
     co_await asio::this_coro::throw_if_cancelled(false);
     auto cancel_state = co_await asio::this_coro::cancellation_state;
     auto t0 = clock::now();
-    report_.cases.resize(plan_.cases.size());
-    std::vector<std::string> providers;
-    providers.reserve(plan_.cases.size());
+    const auto& cases = plan_.cases;
+    report_.cases.resize(std::min(cases.size(), policy_.kept_records));
     // Scheduler ids are plan indices unless a case is skipped: then the map is kept.
-    bool all_available = std::all_of(plan_.cases.begin(), plan_.cases.end(),
-                                     [](const plan::planned_case& c) { return c.available; });
-    for (std::size_t i = 0; i < plan_.cases.size(); ++i) {
-      if (!plan_.cases[i].available) {
-        auto& rec = report_.cases[i];
+    bool all_available = true;
+    for (std::size_t i = 0; i < cases.size() && all_available; ++i)
+      all_available = cases.available(i);
+    std::size_t startable = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if (!cases.available(i)) {
+        auto& rec = record_of(i);
         rec.state = case_state::skipped;
         rec.message = "target unavailable";
         if (hooks_.on_result) hooks_.on_result(i, rec);
+        forget(i);
         continue;
       }
-      providers.push_back(plan_.cases[i].provider);
+      ++startable;
       if (!all_available) index_of_.push_back(i);
     }
-    flight_of_.resize(providers.size());
-    sched_.emplace(std::move(providers), policy_.concurrency, policy_.retry,
-                   policy_.jitter_seed.value_or(std::random_device{}()));
+    flight_of_.resize(startable);
+    sched_.emplace(
+        startable,
+        [this](std::size_t id) -> std::string_view { return plan_.cases.provider(index_of(id)); },
+        policy_.concurrency, policy_.retry, policy_.jitter_seed.value_or(std::random_device{}()));
     deadline_ = policy_.deadline ? t0 + *policy_.deadline : time_point::max();
 
     for (;;) {
@@ -312,7 +317,7 @@ class pipeline {
         o.diag = &f.diag;
         o.on_notification = notifications(index);
         host_.async_run(
-            plan_.cases[index].params, std::move(o),
+            plan_.cases.params(index), std::move(o),
             asio::bind_cancellation_slot(
                 slot,
                 asio::bind_executor(ex_, [this, id, seq](error_code ec, protocol::run_result r) {
@@ -330,7 +335,7 @@ class pipeline {
     std::optional<boost::json::object> transcript;
     if (policy_.op == operation::score) transcript = policy_.transcript_for(index);
     asio::co_spawn(ex_,
-                   one_attempt(host_, plan_.cases[index].params, policy_.op, std::move(transcript),
+                   one_attempt(host_, plan_.cases.params(index), policy_.op, std::move(transcript),
                                timeout_for(index), notifications(index)),
                    asio::bind_cancellation_slot(
                        slot, [this, id, seq](std::exception_ptr ep, attempt_outcome o) {
@@ -365,7 +370,7 @@ class pipeline {
 
   void finish(std::size_t id, attempt_outcome& o) {
     auto index = index_of(id);
-    auto& rec = report_.cases[index];
+    auto& rec = record_of(index);
     auto& f = *flights_[flight_of_[id]];
     rec.attempts = sched_->attempts(id);
     rec.latency_seconds = std::chrono::duration<double>(clock::now() - f.started).count();
@@ -415,11 +420,12 @@ class pipeline {
     }
     if (gave_up)
       rec.message = "gave up after " + std::to_string(rec.attempts) + " attempts: " + rec.message;
-    report(index);
+    const auto state = rec.state;
+    report(index);  // `rec` is gone unless the report keeps it
     if (policy_.fail_fast && !sched_->stopped() &&
-        (rec.state == case_state::failed || rec.state == case_state::error))
+        (state == case_state::failed || state == case_state::error))
       stop(stop_reason::fail_fast,
-           "case " + plan_.cases[index].key + " " + std::string(to_string(rec.state)));
+           "case " + plan_.cases.key(index) + " " + std::string(to_string(state)));
   }
 
   // Wakes the loop when the host's (or the pool's) abandoned count moves from `seen` (a late
@@ -537,7 +543,7 @@ class pipeline {
     report_.stop_message = std::move(message);
     for (auto id : sched_->stop()) {
       auto index = index_of(id);
-      auto& rec = report_.cases[index];
+      auto& rec = record_of(index);
       rec.state = case_state::cancelled;
       rec.attempts = sched_->attempts(id);
       rec.message = "not run: " + report_.stop_message;
@@ -577,11 +583,22 @@ class pipeline {
     free_flights_.push_back(slot);
   }
 
+  // A case's record while it runs: the report's, or one held only until the case ends.
+  case_record& record_of(std::size_t index) {
+    return index < report_.cases.size() ? report_.cases[index] : running_records_[index];
+  }
+  void forget(std::size_t index) {
+    if (index >= report_.cases.size()) running_records_.erase(index);
+  }
+
+  // A case's final record to the hooks; then it is dropped unless the report keeps it.
   void report(std::size_t index) {
-    if (hooks_.on_result) hooks_.on_result(index, report_.cases[index]);
-    if (hooks_.stop_after && !sched_->stopped())
-      if (auto why = hooks_.stop_after(index, report_.cases[index]))
-        stop(stop_reason::requested, std::move(*why));
+    auto& rec = record_of(index);
+    if (hooks_.on_result) hooks_.on_result(index, rec);
+    std::optional<std::string> why;
+    if (hooks_.stop_after && !sched_->stopped()) why = hooks_.stop_after(index, rec);
+    forget(index);
+    if (why) stop(stop_reason::requested, std::move(*why));
   }
 
   asio::any_io_executor ex_;
@@ -592,6 +609,7 @@ class pipeline {
   asio::steady_timer wake_;
   std::optional<scheduler> sched_;
   std::vector<std::size_t> index_of_;  // scheduler id -> plan index; empty: the same
+  std::unordered_map<std::size_t, case_record> running_records_;  // beyond the kept ones
   std::size_t index_of(std::size_t id) const { return index_of_.empty() ? id : index_of_[id]; }
   std::vector<std::unique_ptr<flight>> flights_;  // unique_ptr: a signal cannot move
   std::vector<std::uint32_t> free_flights_;

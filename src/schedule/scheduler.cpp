@@ -8,23 +8,30 @@ namespace mira::schedule {
 
 scheduler::scheduler(std::vector<std::string> providers, concurrency_policy concurrency,
                      retry_policy retry, std::uint64_t seed)
+    : scheduler(
+          providers.size(), [&](std::size_t i) -> std::string_view { return providers[i]; },
+          std::move(concurrency), retry, seed) {}
+
+scheduler::scheduler(std::size_t cases,
+                     const std::function<std::string_view(std::size_t)>& provider_of,
+                     concurrency_policy concurrency, retry_policy retry, std::uint64_t seed)
     : conc_(std::move(concurrency)), retry_(retry), rng_(seed) {
   conc_.max_concurrent = std::max<std::size_t>(1, conc_.max_concurrent);
-  cases_.resize(providers.size());
-  for (std::size_t i = 0; i < providers.size(); ++i) {
-    auto& b = bucket_of(providers[i]);
+  cases_.resize(cases);
+  for (std::size_t i = 0; i < cases; ++i) {
+    auto& b = bucket_of(provider_of(i));
     cases_[i].bucket = static_cast<std::uint32_t>(&b - buckets_.data());
     b.ready.push_back(i);
   }
-  waiting_ = providers.size();
+  waiting_ = cases;
 }
 
-scheduler::bucket& scheduler::bucket_of(const std::string& provider) {
+scheduler::bucket& scheduler::bucket_of(std::string_view provider) {
   for (auto& b : buckets_)
     if (b.name == provider) return b;
   bucket b;
   b.name = provider;
-  auto it = conc_.provider_limits.find(provider);
+  auto it = conc_.provider_limits.find(b.name);
   b.ceiling =
       std::clamp<std::size_t>(it == conc_.provider_limits.end() ? conc_.max_concurrent : it->second,
                               1, conc_.max_concurrent);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <queue>
@@ -28,6 +29,10 @@ class scheduler {
  public:
   /// `providers[i]` is case i's provider. `seed` fixes the jitter (tests, reproducible runs).
   scheduler(std::vector<std::string> providers, concurrency_policy concurrency, retry_policy retry,
+            std::uint64_t seed = std::random_device{}());
+  /// The same with case i's provider read from `provider_of(i)`, i < cases: no list of them.
+  scheduler(std::size_t cases, const std::function<std::string_view(std::size_t)>& provider_of,
+            concurrency_policy concurrency, retry_policy retry,
             std::uint64_t seed = std::random_device{}());
 
   /// A case that may start now (it is then in flight), or nothing.
@@ -88,7 +93,7 @@ class scheduler {
 
   duration jittered_backoff(int step, std::optional<duration> hint);
   void promote(time_point now);
-  bucket& bucket_of(const std::string& provider);
+  bucket& bucket_of(std::string_view provider);
 
   concurrency_policy conc_;
   retry_policy retry_;

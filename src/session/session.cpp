@@ -291,8 +291,10 @@ std::optional<session_error> open_artifacts(session_state& st) {
     return std::nullopt;
   }
   plan::plan scorable;
-  for (auto& c : st.p.cases)
-    if (st.stored.count(c.key)) scorable.cases.push_back(c);
+  std::vector<std::size_t> with_artifact;
+  for (std::size_t i = 0; i < st.p.cases.size(); ++i)
+    if (st.stored.count(st.p.cases.key(i))) with_artifact.push_back(i);
+  scorable.cases = st.p.cases.subset(with_artifact);
   if (scorable.cases.empty())
     return make_session_error(
         session_errc::nothing_to_run,
@@ -389,7 +391,7 @@ void skip_executed(session_state& st) {
   if (resumed.records.empty()) resumed.records.resize(st.p.cases.size());
   std::vector<std::size_t> todo;
   for (auto i : resumed.todo) {
-    if (st.stored.count(st.p.cases[i].key)) {
+    if (st.stored.count(st.p.cases.key(i))) {
       resumed.records[i].state = case_state::executed;
       resumed.records[i].message = "executed earlier";
       ++resumed.reused;
@@ -565,8 +567,7 @@ asio::awaitable<session_outcome> session::run_steps() {
   // costs hundreds of bytes per case).
   const bool partial = resumed.todo.size() < p.cases.size();
   plan::plan todo_plan;
-  if (partial)
-    for (auto i : resumed.todo) todo_plan.cases.push_back(p.cases[i]);
+  if (partial) todo_plan.cases = p.cases.subset(resumed.todo);
   const plan::plan& to_run = partial ? todo_plan : p;
   auto full_index = [&](std::size_t j) { return partial ? resumed.todo[j] : j; };
 
@@ -574,8 +575,8 @@ asio::awaitable<session_outcome> session::run_steps() {
   std::vector<json::object> transcripts;  // score: by to_run index
   if (o.mode == session_mode::execute) policy.op = schedule::operation::execute;
   if (o.mode == session_mode::score) {
-    for (auto& c : to_run.cases) {
-      auto* t = st.stored.at(c.key).if_contains("transcript");
+    for (std::size_t j = 0; j < to_run.cases.size(); ++j) {
+      auto* t = st.stored.at(to_run.cases.key(j)).if_contains("transcript");
       transcripts.push_back(t && t->is_object() ? t->get_object() : json::object{});
     }
     policy.op = schedule::operation::score;
@@ -630,16 +631,58 @@ asio::awaitable<session_outcome> session::run_steps() {
     };
   };
 
+  // What the session keeps of each case: its part of the summaries, and the whole record only
+  // for the first `kept` cases (the outcome's report, report.html's table). The records of the
+  // cases reused from the saved run are taken in first, then let go.
+  const auto kept = std::min(p.cases.size(), o.kept_records);
+  std::vector<schedule::case_record> kept_records(kept);
+  aggregate::accumulator summary(p, &st.list, o.group_by);
+  // A run with saved cases outside this plan (a narrower resume) is summarized as a whole too.
+  std::optional<plan::plan> whole_plan;
+  std::optional<aggregate::accumulator> whole;
+  if (st.store && !resumed.outside.cases.empty()) {
+    whole_plan.emplace();
+    whole_plan->cases = p.cases;
+    for (const auto& c : resumed.outside.cases) whole_plan->cases.push_back(c);
+    whole_plan->evals = p.evals;
+    whole.emplace(*whole_plan, &st.list, o.group_by);
+    for (std::size_t k = 0; k < resumed.outside_records.size(); ++k)
+      whole->add(p.cases.size() + k, resumed.outside_records[k]);
+  }
+  auto take = [&](std::size_t i, const schedule::case_record& r) {
+    summary.add(i, r);
+    if (whole) whole->add(i, r);
+    if (i < kept) kept_records[i] = r;
+  };
+  if (!resumed.records.empty()) {
+    auto next_todo = resumed.todo.begin();
+    for (std::size_t i = 0; i < p.cases.size() && i < resumed.records.size(); ++i) {
+      if (next_todo != resumed.todo.end() && *next_todo == i) {
+        ++next_todo;
+        continue;
+      }
+      take(i, resumed.records[i]);
+    }
+  }
+  std::vector<schedule::case_record>().swap(resumed.records);
+  policy.kept_records = 0;
+  std::size_t ran = 0;  // cases this session finished
+
   schedule::run_hooks run_hooks;
   run_hooks.on_start = [&](std::size_t j) {
     if (hooks.on_attempt) hooks.on_attempt(full_index(j));
   };
   run_hooks.on_notification = [&](std::size_t j, const notification& n) {
-    st.log->event(&p.cases[full_index(j)].key, n);
+    const auto key = p.cases.key(full_index(j));
+    st.log->event(&key, n);
   };
   run_hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
     auto i = full_index(j);
-    auto& c = p.cases[i];
+    take(i, r);
+    ran += r.state != case_state::cancelled;
+    if (hooks.on_case) hooks.on_case(i, r);
+    if (!writer && !artifact_writer) return;
+    const auto c = p.cases[i];
     if (artifact_writer && r.has_result() &&
         (r.state == case_state::executed || r.state == case_state::skipped)) {
       auto artifact = store::result_object(r);
@@ -653,7 +696,6 @@ asio::awaitable<session_outcome> session::run_steps() {
       writer->submit(c.key, store::case_line(c, r),
                      on_saved(c.key, "the result of ",
                               [w = writer.get(), key = c.key] { return w->file_of(key); }));
-    if (hooks.on_case) hooks.on_case(i, r);
   };
   run_hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
     return failures->first;
@@ -665,10 +707,11 @@ asio::awaitable<session_outcome> session::run_steps() {
   schedule::run_report part;
   if (failures->first) {
     // Nothing could be saved: no case runs, as its result would be lost. Each stays not run.
-    part.cases.resize(to_run.cases.size());
-    for (auto& c : part.cases) {
-      c.state = case_state::cancelled;
-      c.message = "not run: " + *failures->first;
+    schedule::case_record not_run;
+    not_run.message = "not run: " + *failures->first;
+    for (std::size_t j = 0; j < to_run.cases.size(); ++j) {
+      take(full_index(j), not_run);
+      if (hooks.on_case) hooks.on_case(full_index(j), not_run);
     }
     part.stopped = schedule::stop_reason::requested;
     part.stop_message = *failures->first;
@@ -697,8 +740,9 @@ asio::awaitable<session_outcome> session::run_steps() {
   out.run_id = st.id;
   out.folder = st.folder;
   out.reused = resumed.reused;
-  for (auto& c : part.cases) out.ran += c.state != case_state::cancelled;
-  out.report = store::session_report(p, resumed, std::move(part));
+  out.ran = ran;
+  out.report = std::move(part);
+  out.report.cases = std::move(kept_records);
   auto& report = out.report;
   if (failures->first && report.stopped == schedule::stop_reason::none) {
     // A result that could not be saved, reported after the last case had ended.
@@ -714,10 +758,10 @@ asio::awaitable<session_outcome> session::run_steps() {
 
   // The summaries, and the end of a saved session: seconds over a big run, so where long steps
   // run.
-  auto end_it = [&st, &out, &stderr_text]() -> int {
+  auto end_it = [&]() -> int {
     auto& rep = out.report;
     auto& planned = st.p;
-    out.summary = aggregate::summarize(planned, rep.cases, &st.list, st.o.group_by);
+    out.summary = summary.finish();
     if (!st.store) return 0;
     auto& s = st.store->session();
     s.seconds = rep.seconds;
@@ -728,19 +772,17 @@ asio::awaitable<session_outcome> session::run_steps() {
       s.stopped = std::string(to_string(rep.stopped));
     if (auto e = st.store->append_stderr(stderr_text)) st.warnings.push_back(e.message());
     // The run's report covers every saved case, also those this session's selection left out.
-    auto whole = store::whole_run(planned, rep, st.resumed);
+    // finish_run sets the report's seconds to every session's; the caller's stay this one's.
+    const auto seconds = rep.seconds;
     if (!whole) {
-      // finish_run sets the report's seconds to every session's; the caller's stay this one's.
-      const auto seconds = rep.seconds;
       out.unfinished = report::finish_run(*st.store, planned, rep, out.summary);
       out.run_summary = aggregate::summary_json(out.summary, rep);
-      rep.seconds = seconds;
-      return 0;
+    } else {
+      auto whole_summary = whole->finish();
+      out.unfinished = report::finish_run(*st.store, *whole_plan, rep, whole_summary);
+      out.run_summary = aggregate::summary_json(whole_summary, rep);
     }
-    auto whole_summary =
-        aggregate::summarize(whole->first, whole->second.cases, &st.list, st.o.group_by);
-    out.unfinished = report::finish_run(*st.store, whole->first, whole->second, whole_summary);
-    out.run_summary = aggregate::summary_json(whole_summary, whole->second);
+    rep.seconds = seconds;
     return 0;
   };
   auto before = st.warnings.size();

@@ -364,12 +364,13 @@ tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::
   std::unordered_map<std::string_view, const saved_case*> saved;
   saved.reserve(run.cases.size());
   for (auto& c : run.cases) saved.emplace(c.key, &c);
-  std::unordered_set<std::string_view> planned;
+  std::unordered_set<std::string> planned;
   planned.reserve(p.cases.size());
   out.records.resize(p.cases.size());
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    planned.insert(p.cases[i].key);
-    auto it = saved.find(p.cases[i].key);
+    auto key = p.cases.key(i);
+    auto it = saved.find(key);
+    planned.insert(std::move(key));
     if (it != saved.end()) {
       auto rec = decode_case_record(it->second->record);
       bool again = rec.state == case_state::cancelled ||

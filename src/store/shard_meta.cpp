@@ -45,12 +45,12 @@ json::object selection_json(const plan::selection& sel) {
 }
 
 std::string plan_fingerprint(const plan::plan& whole, const plan::selection& sel) {
-  std::vector<std::string_view> keys;
+  std::vector<std::string> keys;
   keys.reserve(whole.cases.size());
-  for (auto& c : whole.cases) keys.push_back(c.key);
+  for (std::size_t i = 0; i < whole.cases.size(); ++i) keys.push_back(whole.cases.key(i));
   std::sort(keys.begin(), keys.end());
   std::string text;
-  for (auto k : keys) (text += k) += '\n';
+  for (auto& k : keys) (text += k) += '\n';
   text += canonical_json(selection_json(sel));
   return sha256_hex(text);
 }

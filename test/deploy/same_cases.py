@@ -1,15 +1,29 @@
 #!/usr/bin/env python3
-"""Compares the cases of two saved runs by key and verdict (their report.json files): exit 0 when
+"""Compares the cases of two saved runs by key and verdict (their case records): exit 0 when
 they hold exactly the same keys with the same statuses, 1 (listing the differences) otherwise.
 Used by the Kubernetes manifest test and the Slurm test: a merged run against a single-process
 run of the same plan."""
+import glob
 import json
+import os
 import sys
 
 
 def cases(run_folder):
-    with open(f"{run_folder}/report.json", encoding="utf-8") as f:
-        return {c["key"]: c["status"] for c in json.load(f)["cases"]}
+    """key -> status of every saved record: cases/*/result.json (layout per_case) or the lines
+    of segments/*.ndjson (layout compact, a later line of a key replacing an earlier one)."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(run_folder, "cases", "*", "result.json"))):
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+        out[record["key"]] = record["status"]
+    for path in sorted(glob.glob(os.path.join(run_folder, "segments", "*.ndjson"))):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    entry = json.loads(line)
+                    out[entry["key"]] = entry["record"]["status"]
+    return out
 
 
 def main():

@@ -34,7 +34,17 @@ BOOST_AUTO_TEST_CASE(every_case_is_accounted_for_and_the_folder_is_consistent) {
 
   std::vector<fs::path> runs(fs::directory_iterator(results), fs::directory_iterator{});
   BOOST_REQUIRE(runs.size() == 1u);
-  auto report = json::parse(read_file((runs[0] / "report.json").string())).as_object();
+  // report.json is the summary; `mira report --format json` the whole report.
+  auto folder_report = json::parse(read_file((runs[0] / "report.json").string())).as_object();
+  BOOST_TEST(folder_report.at("records").at("count").as_int64() == 120);
+  auto rendered = run_command(std::string(MIRA_CLI) + " report " + runs[0].filename().string() +
+                              " --format json --results-dir " + results +
+                              " 2>/dev/null");
+  BOOST_REQUIRE(rendered.code == 0);
+  auto report = json::parse(rendered.out).as_object();
+  // The same summary but for latencies, which records keep to the microsecond.
+  BOOST_TEST(report.at("summary").at("counts") == folder_report.at("summary").at("counts"));
+  BOOST_TEST(report.at("summary").at("trials") == folder_report.at("summary").at("trials"));
   auto& cases = report.at("cases").as_array();
   BOOST_TEST(cases.size() == 120u);
   std::map<std::string, json::value> status_of;  // by key, from the report

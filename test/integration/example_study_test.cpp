@@ -42,7 +42,7 @@ BOOST_AUTO_TEST_CASE(every_available_case_runs_and_events_are_correlated) {
     auto& cases = planned->cases;
     BOOST_TEST(cases.size() == 41u);
     int passed = 0, na = 0, skipped = 0, events = 0;
-    for (auto& c : cases) {
+    for (const auto& c : cases) {
       if (!c.available) {
         ++skipped;
         continue;

@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(a_narrower_resume_keeps_the_whole_run_in_report_and_meta) {
                              " --results-dir " + results + " -- " + example + " 2>/dev/null");
   BOOST_TEST(resumed.code == 0);
   auto report = json::parse(read_file((folder / "report.json").string())).as_object();
-  BOOST_TEST(report.at("cases").as_array().size() == 41u);
+  BOOST_TEST(report.at("records").at("count").as_int64() == 41);
   auto meta = json::parse(read_file((folder / "meta.json").string())).as_object();
   BOOST_TEST(meta.at("summary").at("counts").at("passed").as_int64() == 37);
   BOOST_TEST(meta.at("summary").at("seconds").to_number<double>() > 0);

@@ -85,7 +85,7 @@ void print_list(const protocol::list_result& list) {
 
 void print_plan(const plan::plan& p, bool as_json, bool sharded) {
   if (as_json) {
-    for (auto& c : p.cases) {
+    for (const auto& c : p.cases) {
       auto o = protocol::encode(c.params);
       o["key"] = c.key;
       if (!c.provider.empty()) o["provider"] = c.provider.str();
@@ -108,7 +108,7 @@ void print_plan(const plan::plan& p, bool as_json, bool sharded) {
     total += e.cases;
   }
   std::size_t unavailable = 0;
-  for (auto& c : p.cases) unavailable += !c.available;
+  for (const auto& c : p.cases) unavailable += !c.available;
   std::printf(sharded ? "total in the shard: %zu case(s)" : "total: %zu case(s)", total);
   if (unavailable) std::printf(", %zu on unavailable targets (reported as skipped)", unavailable);
   std::printf("\n");

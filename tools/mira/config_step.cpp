@@ -60,7 +60,7 @@ planned_timeouts planned_timeout(const run_args& a, const config::config& c,
   const config::preset* preset = nullptr;
   if (!a.preset.empty())
     if (auto found = c.find_preset(a.preset)) preset = *found;
-  for (auto& pc : p.cases)
+  for (const auto& pc : p.cases)
     if (!out.by_target.count(pc.params.target))
       out.by_target.emplace(pc.params.target,
                             config::effective_timeout(c, preset, pc.params.target, std::nullopt));

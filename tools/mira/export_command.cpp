@@ -146,7 +146,7 @@ int cmd_export(const std::vector<std::string>& args) {
   };
   std::size_t written = 0, from_artifacts = 0;
   for (std::size_t i = 0; i < saved_plan.cases.size(); ++i) {
-    auto& c = saved_plan.cases[i];
+    const auto c = saved_plan.cases[i];
     auto& r = saved_report.cases[i];
     if (r.state == case_state::skipped || r.state == case_state::cancelled) continue;
     if (!a.selection.filter.empty() && c.key.find(a.selection.filter) == std::string::npos)

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,7 @@ struct trial_summary {
 struct latency {
   std::size_t n = 0;
   double p50 = 0, p95 = 0, p99 = 0;  // host-measured seconds
+  double min = 0, p25 = 0, p75 = 0, max = 0;  // the report's box plot
   std::size_t ttft_n = 0;
   double ttft_p50_ms = 0, ttft_p95_ms = 0;  // study-reported time to first token
 };
@@ -90,15 +92,28 @@ struct summary {
   std::map<std::string, latency> latency_by_target;
   std::map<std::string, target_totals> totals_by_target;
 
-  /// What the renderers read of each case's result, taken from summarize()'s one decode of it:
-  /// a report phase decodes each result once and every renderer shares these (the decoded
-  /// results themselves, about 600 bytes a case, are not kept). case_scores[i] is plan case
-  /// i's aggregate score when it passed or failed, NaN otherwise (8 bytes a case).
-  std::vector<double> case_scores;
-  /// (plan index, "scorer: reason" of its first failing score) of each failed case whose record
-  /// has no message, in plan order: the table's note for it.
-  std::vector<std::pair<std::size_t, std::string>> failure_notes;
-  static constexpr double no_score = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// A run's summary, made as its cases end, in any order: each case's record is read once, when
+/// it is added (its result decoded once), and what is kept of it is its latency (4 bytes), and
+/// its state and score when its eval has several trials (pass@k, spread). So a run of ten
+/// million cases is summarized without its records. The plan (and listing) must outlive it.
+class accumulator {
+ public:
+  /// See summarize() for `listing` and `group_by`.
+  explicit accumulator(const plan::plan& p, const protocol::list_result* listing = nullptr,
+                       std::string group_by = {});
+  accumulator(accumulator&&) noexcept;
+  accumulator& operator=(accumulator&&) noexcept;
+  ~accumulator();
+  /// Plan case `i` ended with `r`. Each case once; a case never added counts nowhere.
+  void add(std::size_t i, const schedule::case_record& r);
+  /// The summary of what was added. Once.
+  summary finish();
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
 };
 
 /// Aggregates a run. With `group_by`, each case's value is looked up in its axis params, then

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <functional>
 #include <iosfwd>
+#include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -118,6 +120,8 @@ class shared_axes {
     if (r_ && r_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete r_;
   }
   void swap(shared_axes& o) noexcept { std::swap(r_, o.r_); }
+  /// The same for copies of one shared_axes (and nullptr for none): to find them again.
+  const void* identity() const noexcept { return r_; }
 
   const protocol::axis_params& get() const noexcept { return r_ ? r_->params : none(); }
   operator const protocol::axis_params&() const noexcept {
@@ -177,6 +181,122 @@ struct planned_case {
   std::string_view logical_key() const;
 };
 
+/// The cases of a plan, in order. Kept compact, because a plan of ten million cases is kept for
+/// a whole run: 16 bytes a case, beside one row per distinct sample (its name), target and axis
+/// combination. A case is made whole when it is read: `cases[i]` and iteration give a
+/// planned_case by value (its names shared, its key built), so hold it as `const auto&` or
+/// `auto`. The accessors below read one part of a case without making the rest.
+class case_list {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = planned_case;
+    using reference = planned_case;
+    using pointer = void;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(const case_list* list, std::size_t i) : list_(list), i_(i) {}
+    planned_case operator*() const { return (*list_)[i_]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) {
+      auto old = *this;
+      ++i_;
+      return old;
+    }
+    difference_type operator-(const iterator& o) const {
+      return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_);
+    }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
+
+   private:
+    const case_list* list_ = nullptr;
+    std::size_t i_ = 0;
+  };
+
+  case_list();
+  std::size_t size() const noexcept { return entries_.size(); }
+  bool empty() const noexcept { return entries_.empty(); }
+  planned_case operator[](std::size_t i) const;
+  planned_case back() const { return (*this)[size() - 1]; }
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size()}; }
+  void reserve(std::size_t n) { entries_.reserve(n); }
+  void clear();
+  /// Appends a case; its names join the rows of equal ones (the last sample's, by text).
+  void push_back(const planned_case& c);
+  /// The cases at `indices` (in that order), sharing this list's rows: no name is copied.
+  case_list subset(const std::vector<std::size_t>& indices) const;
+
+  // One part of case i, without making the whole case.
+  case_params params(std::size_t i) const;
+  std::string key(std::size_t i) const;
+  /// The key without `#trial`.
+  std::string logical_key(std::size_t i) const;
+  const shared_name& eval(std::size_t i) const { return group_of(i).eval; }
+  std::string_view sample(std::size_t i) const;
+  const shared_name& target(std::size_t i) const { return target_of(i).label; }
+  const shared_name& provider(std::size_t i) const { return target_of(i).provider; }
+  const protocol::axis_params& axes(std::size_t i) const;
+  bool available(std::size_t i) const { return target_of(i).available; }
+  std::int64_t trial(std::size_t i) const { return entries_[i].trial; }
+  std::int64_t trials(std::size_t i) const { return group_of(i).trials; }
+  /// Row numbers, for tables indexed by them: every case of one eval row (target row) has the
+  /// same; rows of equal names may differ (eval_name_of and target_name_of tell their names).
+  std::uint32_t eval_row(std::size_t i) const { return rows_->samples[entries_[i].sample].group; }
+  std::uint32_t target_row(std::size_t i) const { return entries_[i].target; }
+  std::size_t eval_rows() const { return rows_->groups.size(); }
+  std::size_t target_rows() const { return rows_->targets.size(); }
+  const shared_name& eval_name_of(std::uint32_t row) const { return rows_->groups[row].eval; }
+  const shared_name& target_name_of(std::uint32_t row) const { return rows_->targets[row].label; }
+  /// Plan rows of the same (eval, sample, target, axis combination): equal for the trials of
+  /// one logical case, however the list was made.
+  bool same_logical_case(std::size_t a, std::size_t b) const;
+
+  // Building a list row by row (make_plan): each returns the row's number for append().
+  std::uint32_t add_group(const shared_name& eval, std::int64_t trials,
+                          std::optional<std::int64_t> seed_base);
+  std::uint32_t add_sample(std::uint32_t group, std::string_view name);
+  std::uint32_t add_target(const shared_name& label, const shared_name& provider, bool available);
+  std::uint32_t add_axes(const shared_axes& axes);
+  void append(std::uint32_t sample, std::uint32_t target, std::uint32_t axes, std::int64_t trial);
+
+ private:
+  struct group_fields {  // an eval's cases with one trial count and base seed
+    shared_name eval;
+    std::int64_t trials = 1;
+    std::optional<std::int64_t> seed_base;  // a case's seed is seed_base + its trial
+  };
+  struct target_fields {
+    shared_name label, provider;
+    bool available = true;
+  };
+  struct sample_row {
+    std::uint32_t group = 0;
+    std::uint32_t name_end = 0;  // its name ends here in `names` (and starts where the last ended)
+  };
+  struct rows {  // shared by the lists subset() makes; copied before one of them adds a row
+    std::vector<group_fields> groups;
+    std::vector<sample_row> samples;
+    std::string names;
+    std::vector<target_fields> targets;
+    std::vector<shared_axes> axes;  // axes[0]: none
+  };
+  struct entry {  // 16 bytes: one per case
+    std::uint32_t sample = 0, target = 0, axes = 0, trial = 0;
+  };
+  rows& own_rows();
+  const group_fields& group_of(std::size_t i) const {
+    return rows_->groups[rows_->samples[entries_[i].sample].group];
+  }
+  const target_fields& target_of(std::size_t i) const { return rows_->targets[entries_[i].target]; }
+  std::shared_ptr<rows> rows_;
+  std::vector<entry> entries_;
+};
+
 /// What to run. Globs understand `*`, `?`, `[...]` (with `!` or `^` to negate, `a-z`) and
 /// `{a,b}` alternatives (nestable).
 struct selection {
@@ -202,7 +322,7 @@ struct eval_counts {
 };
 
 struct plan {
-  std::vector<planned_case> cases;  // listing order: eval, sample, target, axis combination, trial
+  case_list cases;                  // listing order: eval, sample, target, axis combination, trial
   std::vector<eval_counts> evals;   // the evals that contribute, in listing order
 };
 

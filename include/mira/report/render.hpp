@@ -29,8 +29,11 @@ void render(const std::string& format, const plan::plan& p, const schedule::run_
 std::string render(const std::string& format, const plan::plan& p,
                    const schedule::run_report& report, const aggregate::summary& s);
 
-/// A saved run's report files, report.json and report.html over `whole` (every case of the
-/// run), for run_store::finish or write_files. They refer to their arguments until written.
+/// A saved run's report files over `whole` (every case of the run), for run_store::finish or
+/// write_files: report.json, the summary and where the records are (not a copy of them; the
+/// json format of render() is the whole report), and report.html, the bounded page (counts and
+/// charts over every case, a table of the cases whose records `report` holds, at most 10 000).
+/// They refer to their arguments until written.
 std::vector<store::report_file> run_files(const plan::plan& whole,
                                           const schedule::run_report& report,
                                           const aggregate::summary& s);

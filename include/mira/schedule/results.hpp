@@ -99,7 +99,9 @@ std::string_view to_string(stop_reason r);
 std::ostream& operator<<(std::ostream& os, stop_reason r);
 
 struct run_report {
-  std::vector<case_record> cases;  // in plan order
+  /// In plan order: every case's, or the first cases' only when a run keeps no more
+  /// (run_policy::kept_records, session_options::kept_records).
+  std::vector<case_record> cases;
   stop_reason stopped = stop_reason::none;
   std::string stop_message;
   double seconds = 0;

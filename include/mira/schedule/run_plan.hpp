@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,10 @@ struct run_policy {
   std::function<boost::asio::awaitable<tl::expected<host_handle, error>>()> respawn;
   int max_restarts = 3;
   duration restart_backoff = std::chrono::milliseconds(500);  // doubles per restart
+  /// The report keeps the records of plan cases [0, kept_records) (run_report::cases); the
+  /// others go to run_hooks::on_result and are dropped when it returns, so a run of millions of
+  /// cases holds only those in flight.
+  std::size_t kept_records = std::numeric_limits<std::size_t>::max();
 };
 
 struct run_hooks {

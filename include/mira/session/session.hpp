@@ -146,6 +146,10 @@ struct session_options {
   std::optional<save_options> save;
   /// What summarize() groups by (a sample metadata key); the listing's samples are kept for it.
   std::string group_by;
+  /// The outcome's report keeps the whole records of the plan's first `kept_records` cases (what
+  /// report.html's table shows). Every case reaches hooks.on_case and the summary; beyond these,
+  /// a session keeps 4 to 13 bytes of a case (docs/session.md), so it runs millions.
+  std::size_t kept_records = 10000;
   session_hooks hooks;
   /// Where the session's long steps run (planning, reading a saved run to resume it, the end of
   /// the session with its reports), e.g. a thread pool, so a server's executor stays free. Empty:
@@ -158,7 +162,9 @@ struct session_outcome {
   std::string run_id;            // empty when nothing was saved
   std::filesystem::path folder;  // the run folder
   plan::plan plan;               // this session's plan
-  schedule::run_report report;   // over `plan`: the cases reused and those run now
+  /// Over `plan`: how the run stopped, and the records (reused and run now) of its first
+  /// session_options::kept_records cases.
+  schedule::run_report report;
   aggregate::summary summary;    // of `report`
   /// The whole run's summary as report.json has it (every saved case, also those this
   /// session's selection left out): null when nothing was saved.
@@ -199,7 +205,8 @@ class session {
   const plan::plan& plan() const;
   const protocol::initialize_result& study() const;
   const protocol::list_result& listing() const;
-  /// What a resume takes from the saved run (records by plan index) and what it runs.
+  /// What a resume takes from the saved run (records by plan index, until run() takes them
+  /// into its summary) and what it runs.
   const store::resume_plan& resumed() const;
 
   /// How a stop is written in meta.json: "interrupted" unless set (a server writes

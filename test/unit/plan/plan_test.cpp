@@ -27,7 +27,7 @@ protocol::list_result listing() {
 
 std::vector<std::string> keys(const plan::plan& p) {
   std::vector<std::string> k;
-  for (auto& c : p.cases) k.push_back(c.key);
+  for (const auto& c : p.cases) k.push_back(c.key);
   return k;
 }
 
@@ -47,8 +47,8 @@ BOOST_AUTO_TEST_SUITE(plan_tests)
 BOOST_AUTO_TEST_CASE(names_are_shared_by_the_cases_and_read_as_strings) {
   auto p = plan::make_plan(listing());
   BOOST_REQUIRE(p);
-  auto& a = p->cases[0];
-  auto& b = p->cases[1];  // the same eval, sample and target; another axis value or trial
+  const auto a = p->cases[0];
+  const auto b = p->cases[1];  // the same eval, sample and target; another axis value or trial
   BOOST_TEST(a.params.eval == "e");
   BOOST_TEST(&a.params.eval.str() == &b.params.eval.str());
   BOOST_TEST(&a.params.target.str() == &b.params.target.str());
@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(names_are_shared_by_the_cases_and_read_as_strings) {
   BOOST_TEST(plan::case_key(back) == a.key);
   BOOST_TEST(plan::case_key(wire) == a.key);
   // Axis params too: one per combination, read as a map.
-  auto& other = p->cases[8];  // another sample, a's combination
+  const auto other = p->cases[8];  // another sample, a's combination
   BOOST_TEST(other.key == "e/b@sim[a=x,z=1]#0");
   BOOST_TEST(&a.params.params.get() == &other.params.params.get());
   BOOST_TEST(a.params.params.at("z") == "1");

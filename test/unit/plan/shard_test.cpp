@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <random>
 
 using namespace mira::plan;
@@ -152,8 +153,11 @@ BOOST_AUTO_TEST_CASE(with_trials_a_case_stays_whole_and_shards_stay_even) {
 BOOST_AUTO_TEST_CASE(the_assignment_does_not_depend_on_listing_order) {
   auto p = synthetic(500, 3, 7);
   auto q = p;
+  std::vector<std::size_t> order(p.cases.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
   std::mt19937 rng(42);
-  std::shuffle(q.cases.begin(), q.cases.end(), rng);
+  std::shuffle(order.begin(), order.end(), rng);
+  q.cases = p.cases.subset(order);
   auto a = assign_shards(p, 5), b = assign_shards(q, 5);
   std::map<std::string, std::size_t> by_key;
   for (std::size_t i = 0; i < p.cases.size(); ++i) by_key[p.cases[i].key] = a[i];
@@ -176,7 +180,7 @@ BOOST_AUTO_TEST_CASE(every_case_is_in_exactly_one_shard_in_plan_order) {
       };
       BOOST_TEST(pos(s.cases[j - 1].key) < pos(s.cases[j].key));
     }
-    for (auto& c : s.cases) ++seen[c.key];
+    for (const auto& c : s.cases) ++seen[c.key];
     kept += s.cases.size();
   }
   BOOST_TEST(kept == p.cases.size());

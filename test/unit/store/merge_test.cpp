@@ -136,7 +136,9 @@ BOOST_AUTO_TEST_SUITE(store_merge)
 BOOST_AUTO_TEST_CASE(the_fingerprint_covers_the_keys_in_any_order_and_the_selection) {
   auto p = echo_plan(5);
   auto q = p;
-  std::reverse(q.cases.begin(), q.cases.end());
+  std::vector<std::size_t> backwards;
+  for (auto i = p.cases.size(); i-- > 0;) backwards.push_back(i);
+  q.cases = p.cases.subset(backwards);
   BOOST_TEST(plan_fingerprint(p, {}) == plan_fingerprint(q, {}));
   BOOST_TEST(plan_fingerprint(p, {}).size() == 64u);
   BOOST_TEST(plan_fingerprint(p, {}) != plan_fingerprint(echo_plan(6), {}));
@@ -179,7 +181,7 @@ BOOST_FIXTURE_TEST_CASE(complete_shards_merge_into_one_run, fixture) {
   BOOST_TEST(merged->meta.study_version == "1");
   std::set<std::string> keys, expected;
   for (auto& c : merged->cases) keys.insert(c.key);
-  for (auto& c : whole.cases) expected.insert(c.key);
+  for (const auto& c : whole.cases) expected.insert(c.key);
   BOOST_TEST((keys == expected));
   auto& info = merged->meta.extra.at("merged").as_object();
   BOOST_TEST(info.at("count").as_int64() == 3);
@@ -191,7 +193,7 @@ BOOST_FIXTURE_TEST_CASE(complete_shards_merge_into_one_run, fixture) {
   BOOST_TEST(merged->meta.seconds() == 4.5);
   auto files = snapshot(results / "merged");
   auto report = json::parse(files.at((results / "merged" / "report.json").string()));
-  BOOST_TEST(report.at("cases").as_array().size() == 30u);
+  BOOST_TEST(report.at("records").at("count").as_int64() == 30);
   BOOST_TEST(fs::exists(results / "merged" / "report.html"));
   auto stderr_log = files.at((results / "merged" / "study.stderr.log").string());
   BOOST_TEST(stderr_log.find("--- shard 1 (run shard-1) ---") != std::string::npos);
