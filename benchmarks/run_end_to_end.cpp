@@ -239,6 +239,13 @@ std::optional<options> parse(int argc, char** argv) {
   return o;
 }
 
+// A run's plan as the echo study lists it: samples x targets x trials cases.
+struct grid {
+  std::uint64_t samples = 1;
+  std::size_t targets = 1, trials = 1;
+  std::uint64_t cases() const { return samples * targets * trials; }
+};
+
 // Starts and measures the runs of one invocation; every run folder lives under `dir_` and is
 // removed once measured (a 10M-case folder is gigabytes).
 class bench_runs {
@@ -253,15 +260,17 @@ class bench_runs {
     fs::remove_all(dir_, ec);
   }
 
-  // The cases a run of about `n` has: N rounded down to whole samples.
-  std::uint64_t cases(std::uint64_t n) const { return samples(n) * o_.targets * o_.trials; }
+  // About `n` cases in the shape asked for: N rounded down to whole samples.
+  grid grid_for(std::uint64_t n) const {
+    return {std::max<std::uint64_t>(1, n / (o_.targets * o_.trials)), o_.targets, o_.trials};
+  }
 
-  outcome run(std::uint64_t n, mode m) {
+  outcome run(const grid& g, mode m) {
     if (m == mode::host_alone) {
       // mira run starts itself again with glibc.malloc.hugetlb=1 (tools/mira/main.cpp): the
       // host alone gets the same, unless MIRA_NO_HUGE_PAGES asks mira not to either.
       std::vector<std::string> a{"/proc/self/exe", "--host-alone-child", std::to_string(o_.j)};
-      auto s = study_argv(n);
+      auto s = study_argv(g);
       a.insert(a.end(), s.begin(), s.end());
       return measure(
           [&] {
@@ -273,7 +282,7 @@ class bench_runs {
           cpu_file_);
     }
     auto results = dir_ + "/results";
-    auto a = mira_argv(n, m, results);
+    auto a = mira_argv(g, m, results);
     auto o = measure([&] { return exec(a); }, cpu_file_);
     if (saved(m)) o.folder_bytes = bytes_under(results);
     std::error_code ec;
@@ -282,20 +291,16 @@ class bench_runs {
   }
 
  private:
-  std::uint64_t samples(std::uint64_t n) const {
-    return std::max<std::uint64_t>(1, n / (o_.targets * o_.trials));
-  }
-
-  std::vector<std::string> study_argv(std::uint64_t n) const {
-    std::vector<std::string> a{o_.study, "--samples", std::to_string(samples(n))};
+  std::vector<std::string> study_argv(const grid& g) const {
+    std::vector<std::string> a{o_.study, "--samples", std::to_string(g.samples)};
     // Only when asked, so that the default command line is what it always was.
-    if (o_.targets > 1) a.insert(a.end(), {"--targets", std::to_string(o_.targets)});
-    if (o_.trials > 1) a.insert(a.end(), {"--trials", std::to_string(o_.trials)});
+    if (g.targets > 1) a.insert(a.end(), {"--targets", std::to_string(g.targets)});
+    if (g.trials > 1) a.insert(a.end(), {"--trials", std::to_string(g.trials)});
     a.insert(a.end(), {"--cpu-report", cpu_file_});
     return a;
   }
 
-  std::vector<std::string> mira_argv(std::uint64_t n, mode m, const std::string& results) const {
+  std::vector<std::string> mira_argv(const grid& g, mode m, const std::string& results) const {
     std::vector<std::string> a{o_.mira, "run", "-j", std::to_string(o_.j), "--max-retries", "0"};
     if (m == mode::dry)
       a.push_back("--dry-run");
@@ -303,7 +308,7 @@ class bench_runs {
       a.insert(a.end(),
                {"--results-dir", results, "--store", m == mode::compact ? "compact" : "per-case"});
     a.push_back("--");
-    auto s = study_argv(n);
+    auto s = study_argv(g);
     a.insert(a.end(), s.begin(), s.end());
     return a;
   }
@@ -347,7 +352,7 @@ int main(int argc, char** argv) {
   if (o.host_alone) modes.push_back(mode::host_alone);
   modes.push_back(mode::dry);
   modes.insert(modes.end(), saved_modes.begin(), saved_modes.end());
-  for (auto m : modes) one[m] = runs.run(1, m);
+  for (auto m : modes) one[m] = runs.run(grid{}, m);
 
   std::printf("run_end_to_end -j %zu, %zu target(s) x %zu trial(s), %zu round(s); 1-case runs:",
               o.j, o.targets, o.trials, o.rounds);
@@ -377,7 +382,8 @@ int main(int argc, char** argv) {
   std::vector<size_figures> figures;
   for (auto n : o.sizes) {
     size_figures f;
-    f.cases = runs.cases(n);
+    auto g = runs.grid_for(n);
+    f.cases = g.cases();
     if (f.cases != n)
       std::printf("(-n %llu: %llu cases, whole samples of %zu x %zu)\n",
                   static_cast<unsigned long long>(n), static_cast<unsigned long long>(f.cases),
@@ -387,10 +393,10 @@ int main(int argc, char** argv) {
     std::vector<outcome> alone, dry;
     for (std::size_t r = 0; r < o.rounds; ++r) {
       if (o.host_alone) {
-        alone.push_back(runs.run(n, mode::host_alone));
+        alone.push_back(runs.run(g, mode::host_alone));
         print(f.cases, mode::host_alone, alone.back());
       }
-      dry.push_back(runs.run(n, mode::dry));
+      dry.push_back(runs.run(g, mode::dry));
       print(f.cases, mode::dry, dry.back());
     }
     auto best = [](const std::vector<outcome>& v, auto field) {
@@ -419,7 +425,7 @@ int main(int argc, char** argv) {
           (best(dry, rss) - one[mode::dry].rss_mib) * 1048576.0 / static_cast<double>(f.cases));
     }
     for (auto m : saved_modes) {
-      f.saved_modes[m] = runs.run(n, m);
+      f.saved_modes[m] = runs.run(g, m);
       print(f.cases, m, f.saved_modes[m]);
     }
     figures.push_back(std::move(f));
