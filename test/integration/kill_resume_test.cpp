@@ -109,10 +109,10 @@ const std::vector<kill_point> kill_points{
     {kill_point::saved_at_least, 1},      // the first batch, the run just created
     {kill_point::saved_at_least, 400},    // mid-run
     {kill_point::holds_lock},             // a resume's start-up: torn tail, plan, todo
-    {kill_point::saved_at_least, 1000},   //
-    {kill_point::holds_lock},             //
-    {kill_point::saved_at_least, 1800},   //
-    {kill_point::saved_at_least, 2600},   //
+    {kill_point::saved_at_least, 1000},   // mid-run, in a resumed session
+    {kill_point::holds_lock},             // a start-up again, after a mid-run kill
+    {kill_point::saved_at_least, 1800},   // mid-run
+    {kill_point::saved_at_least, 2600},   // mid-run, most cases saved
     {kill_point::saved_at_least, cases},  // every case saved: the summary and reports
 };
 
