@@ -5,6 +5,9 @@
 //   --typical   a typical RunResult with scores, usage, timing and metadata (~680 bytes)
 //   --samples N the eval lists N samples ("s0".."s<N-1>") in pages of 500 (list_samples)
 //   --targets K the eval has K targets: sim, sim1, ... (default 1)
+//   --trials T  the eval's listing says `trials: T` (default 1), so that the plan has
+//               samples x targets x T cases: a 10 000 000-case run without a 10 000 000-sample
+//               listing (which would cost the host its own memory and time, not the run's)
 //   --hold N    keep every answer until N runs have arrived, then send them all (requests
 //               held in flight, for measuring the host's memory per request)
 //   --cpu-report PATH  at exit, write this process's CPU seconds to PATH
@@ -48,6 +51,7 @@ long samples = 1;
 long hold = 0;
 long runs_seen = 0;
 long targets = 1;
+long trials = 1;
 constexpr long page_size = 500;
 
 // Samples [from, min(from + page_size, samples)) and the cursor of the page after.
@@ -93,6 +97,7 @@ void answer(std::string_view line) {
     out += R"({"protocol_version":"1.1","study":"echo","evals":1,"capabilities":["cancel"]})";
   } else if (method == "\"list\"") {
     out += R"({"evals":[{"name":"bench",)";
+    if (trials > 1) out += "\"trials\":" + std::to_string(trials) + ",";
     page(0);
     out += R"(,"scorers":["contains"],"targets":[)";
     for (long t = 0; t < targets; ++t) {
@@ -135,6 +140,8 @@ int main(int argc, char** argv) {
       samples = std::strtol(argv[++i], nullptr, 10);
     else if (arg == "--targets" && i + 1 < argc)
       targets = std::strtol(argv[++i], nullptr, 10);
+    else if (arg == "--trials" && i + 1 < argc)
+      trials = std::strtol(argv[++i], nullptr, 10);
     else if (arg == "--hold" && i + 1 < argc)
       hold = std::strtol(argv[++i], nullptr, 10);
     else if (arg == "--cpu-report" && i + 1 < argc)

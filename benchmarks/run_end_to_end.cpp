@@ -1,17 +1,25 @@
 // `mira run` end to end: N cases against the echo study, with the run folder off (--dry-run)
-// and on in both layouts (per-case files, --store compact; a results directory on local
-// disk), beside a 1-case run for the fixed cost and beside the same cases through a
+// and on (--store compact; the per-case layout when asked, a results directory on local disk),
+// beside a 1-case run of each mode for the fixed cost and beside the same cases through a
 // host_handle alone, so the orchestration's own cost per case can be read off side by side.
+// Several sizes in one invocation show whether the cost per case stays flat as runs grow
+// (issue #27: a 1 000 000-case dry run within 1.2x the time per case of a 100 000-case one).
 //
-//   run_end_to_end [-n N] [-j J] [-r ROUNDS] [--dry-only] MIRA_BIN ECHO_STUDY
+//   run_end_to_end [-n N[,N...]] [-j J] [-r ROUNDS] [--targets K] [--trials T] [--dry-only]
+//                  [--per-case] [--no-host-alone] MIRA_BIN ECHO_STUDY
 //
-// Prints per mode the wall time, CPU seconds of the host and of the study (the study writes
-// its own), peak RSS of the host, and the host's bytes per case beyond the 1-case run. The
-// `host-alone` row is a child process that spawns the study through host_handle, lists it and
-// runs every listed case with J in flight, keeping no results: what `mira run` costs beyond
-// it (planning, scheduling, records, aggregation, the table) is the orchestration's cost.
-// With -r, the host-alone and dry-run rows are repeated in alternation and the orchestration's
-// cost is given from the best rounds and as the median of the rounds' paired differences.
+// N takes k and M suffixes (-n 100k,1M,10M). The study lists N / (K * T) samples, K targets
+// and `trials: T`, so a 10M-case plan needs no 10M-sample listing; N is rounded down to a
+// multiple of K * T. Prints per size and mode the wall time, µs per case of wall time and of
+// the host's and the study's CPU (the study writes its own), the host's peak RSS, its bytes per
+// case beyond the same mode's 1-case run and, for a saved mode, the run folder's bytes per case
+// (every file under it). The `host-alone` row is a child process that spawns the study through
+// host_handle, lists it and runs every planned case with J in flight, keeping no results: what
+// `mira run` costs beyond it (planning, scheduling, records, aggregation, the table) is the
+// orchestration's cost. With -r, the host-alone and dry-run rows are repeated in alternation and
+// the orchestration's cost is given from the best rounds and as the median of the rounds' paired
+// differences. A closing table sets the sizes side by side: each dry run's µs per case against
+// the smallest size's, and each saved run's wall time against the dry run's of its size.
 #include "bench_util.hpp"
 
 #include <mira/host.hpp>
@@ -29,21 +37,28 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace {
 
 namespace asio = boost::asio;
+namespace fs = std::filesystem;
 
 struct outcome {
   double wall = 0, cpu = 0, study_cpu = 0, rss_mib = 0;
   int status = 0;
+  std::uint64_t folder_bytes = 0;  // saved modes: every file under the run folder
   double host_cpu() const { return cpu - study_cpu; }
+  bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 };
 
 double seconds(const timeval& t) {
@@ -52,7 +67,8 @@ double seconds(const timeval& t) {
 
 // Runs `child` in a forked process (stdout and stderr to /dev/null) and measures it.
 outcome measure(const std::function<int()>& child, const std::string& cpu_file) {
-  std::fflush(stdout);  // a forked child must not inherit unwritten output
+  std::fflush(stdout);   // a forked child must not inherit unwritten output
+  fs::remove(cpu_file);  // a study that dies early must not be credited with the last one's CPU
   auto t0 = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -80,7 +96,8 @@ int exec(const std::vector<std::string>& argv) {
   return 127;
 }
 
-// The host alone: every listed case through host_handle::async_run, J in flight, nothing kept.
+// The host alone: every planned case (sample x target x trial, in the plan's order) through
+// host_handle::async_run, J in flight, nothing kept.
 int host_alone(const std::vector<std::string>& study, std::size_t j) {
   asio::io_context ctx;
   int rc = 1;
@@ -91,14 +108,20 @@ int host_alone(const std::vector<std::string>& study, std::size_t j) {
         auto list = co_await host.list_all();
         if (!list || list->evals.empty() || list->evals[0].targets.empty()) co_return;
         auto& eval = list->evals[0];
+        const std::size_t targets = eval.targets.size();
+        const auto trials = static_cast<std::size_t>(std::max<std::int64_t>(1, eval.trials));
+        const std::size_t cases = eval.samples.size() * targets * trials;
         std::size_t next = 0, failures = 0, workers_left = j;
         asio::steady_timer done(ctx, std::chrono::steady_clock::time_point::max());
         auto worker = [&]() -> asio::awaitable<void> {
-          while (next < eval.samples.size()) {
+          while (next < cases) {
+            auto i = next++;
             mira::protocol::run_params p;
             p.eval = eval.name;
-            p.sample = eval.samples[next++].id;
-            p.target = eval.targets[0].label;
+            p.sample = eval.samples[i / (targets * trials)].id;
+            p.target = eval.targets[i / trials % targets].label;
+            p.trial = static_cast<std::int64_t>(i % trials);
+            p.trials = static_cast<std::int64_t>(trials);
             auto [ec, r] =
                 co_await host.async_run(std::move(p), asio::as_tuple(asio::use_awaitable));
             if (ec || !r.passed) ++failures;
@@ -122,61 +145,132 @@ double median(std::vector<double> v) {
                         : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-}  // namespace
+// "100000", "100k", "1M" (the sizes of issue #27 are easier to type with a suffix).
+std::optional<std::uint64_t> parse_size(const std::string& s) {
+  char* end = nullptr;
+  auto v = std::strtoull(s.c_str(), &end, 10);
+  if (end == s.c_str()) return std::nullopt;
+  std::string suffix(end);
+  if (suffix == "k" || suffix == "K") return v * 1000;
+  if (suffix == "M" || suffix == "m") return v * 1000000;
+  if (!suffix.empty()) return std::nullopt;
+  return v;
+}
 
-int main(int argc, char** argv) {
-  // The host-alone child, started again by the parent (below) so that it runs under the same
-  // malloc settings as `mira run`: --host-alone-child J STUDY_ARGV...
-  if (argc > 3 && std::string(argv[1]) == "--host-alone-child")
-    return host_alone({argv + 3, argv + argc}, std::strtoull(argv[2], nullptr, 10));
-  std::size_t n = 100000, j = 64, rounds = 1;
-  bool dry_only = false;
+std::uint64_t bytes_under(const fs::path& dir) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  return total;
+}
+
+enum class mode { host_alone, dry, per_case, compact };
+
+const char* name_of(mode m) {
+  switch (m) {
+    case mode::host_alone:
+      return "host-alone";
+    case mode::dry:
+      return "dry-run";
+    case mode::per_case:
+      return "per-case";
+    case mode::compact:
+      return "compact";
+  }
+  return "?";
+}
+
+bool saved(mode m) {
+  return m == mode::per_case || m == mode::compact;
+}
+
+struct options {
+  std::vector<std::uint64_t> sizes{100000};
+  std::size_t j = 64, rounds = 1, targets = 1, trials = 1;
+  bool dry_only = false, per_case = false, host_alone = true;
+  std::string mira, study;
+};
+
+const char* usage =
+    "usage: run_end_to_end [-n N[,N...]] [-j J] [-r ROUNDS] [--targets K] [--trials T]\n"
+    "                      [--dry-only] [--per-case] [--no-host-alone] MIRA_BIN ECHO_STUDY\n";
+
+std::optional<options> parse(int argc, char** argv) {
+  options o;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "-n" && i + 1 < argc)
-      n = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "-j" && i + 1 < argc)
-      j = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "-r" && i + 1 < argc)
-      rounds = std::max<std::size_t>(1, std::strtoull(argv[++i], nullptr, 10));
-    else if (a == "--dry-only")
-      dry_only = true;
-    else
+    bool has_value = i + 1 < argc;
+    if (a == "-n" && has_value) {
+      o.sizes.clear();
+      std::string list = argv[++i];
+      for (std::size_t at = 0; at <= list.size();) {
+        auto comma = std::min(list.find(',', at), list.size());
+        auto n = parse_size(list.substr(at, comma - at));
+        if (!n || *n == 0) return std::nullopt;
+        o.sizes.push_back(*n);
+        at = comma + 1;
+      }
+    } else if (a == "-j" && has_value) {
+      o.j = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "-r" && has_value) {
+      o.rounds = std::max<std::size_t>(1, std::strtoull(argv[++i], nullptr, 10));
+    } else if (a == "--targets" && has_value) {
+      o.targets = std::max<std::size_t>(1, std::strtoull(argv[++i], nullptr, 10));
+    } else if (a == "--trials" && has_value) {
+      o.trials = std::max<std::size_t>(1, std::strtoull(argv[++i], nullptr, 10));
+    } else if (a == "--dry-only") {
+      o.dry_only = true;
+    } else if (a == "--per-case") {
+      o.per_case = true;
+    } else if (a == "--no-host-alone") {
+      o.host_alone = false;
+    } else {
       pos.push_back(a);
+    }
   }
-  if (pos.size() != 2) {
-    std::fprintf(stderr,
-                 "usage: run_end_to_end [-n N] [-j J] [-r ROUNDS] [--dry-only] MIRA_BIN "
-                 "ECHO_STUDY\n");
-    return 2;
+  if (pos.size() != 2) return std::nullopt;
+  o.mira = pos[0];
+  o.study = pos[1];
+  // Smallest first: the closing table compares every size with it.
+  std::sort(o.sizes.begin(), o.sizes.end());
+  o.sizes.erase(std::unique(o.sizes.begin(), o.sizes.end()), o.sizes.end());
+  return o;
+}
+
+// A run's plan as the echo study lists it: samples x targets x trials cases.
+struct grid {
+  std::uint64_t samples = 1;
+  std::size_t targets = 1, trials = 1;
+  std::uint64_t cases() const { return samples * targets * trials; }
+};
+
+// Starts and measures the runs of one invocation; every run folder lives under `dir_` and is
+// removed once measured (a 10M-case folder is gigabytes).
+class bench_runs {
+ public:
+  explicit bench_runs(options o) : o_(std::move(o)) {
+    char tmpl[] = "/tmp/mira-e2e-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    cpu_file_ = dir_ + "/study.cpu";
   }
-  char tmpl[] = "/tmp/mira-e2e-XXXXXX";
-  std::string dir = ::mkdtemp(tmpl);
-  std::string cpu_file = dir + "/study.cpu";
-  enum class mode { host_alone, dry, per_case, compact };
-  auto study_argv = [&](std::size_t cases) {
-    return std::vector<std::string>{pos[1], "--samples", std::to_string(cases), "--cpu-report",
-                                    cpu_file};
-  };
-  auto argv_for = [&](std::size_t cases, mode m) {
-    std::vector<std::string> a{pos[0], "run", "-j", std::to_string(j), "--max-retries", "0"};
-    if (m == mode::dry)
-      a.push_back("--dry-run");
-    else
-      a.insert(a.end(), {"--results-dir", dir + "/results", "--store",
-                         m == mode::compact ? "compact" : "per-case"});
-    a.push_back("--");
-    auto s = study_argv(cases);
-    a.insert(a.end(), s.begin(), s.end());
-    return a;
-  };
-  auto run = [&](std::size_t cases, mode m) {
+  ~bench_runs() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // About `n` cases in the shape asked for: N rounded down to whole samples.
+  grid grid_for(std::uint64_t n) const {
+    return {std::max<std::uint64_t>(1, n / (o_.targets * o_.trials)), o_.targets, o_.trials};
+  }
+
+  outcome run(const grid& g, mode m) {
     if (m == mode::host_alone) {
       // mira run starts itself again with glibc.malloc.hugetlb=1 (tools/mira/main.cpp): the
       // host alone gets the same, unless MIRA_NO_HUGE_PAGES asks mira not to either.
-      std::vector<std::string> a{"/proc/self/exe", "--host-alone-child", std::to_string(j)};
-      auto s = study_argv(cases);
+      std::vector<std::string> a{"/proc/self/exe", "--host-alone-child", std::to_string(o_.j)};
+      auto s = study_argv(g);
       a.insert(a.end(), s.begin(), s.end());
       return measure(
           [&] {
@@ -185,57 +279,185 @@ int main(int argc, char** argv) {
               ::setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1);
             return exec(a);
           },
-          cpu_file);
+          cpu_file_);
     }
-    auto a = argv_for(cases, m);
-    return measure([&] { return exec(a); }, cpu_file);
-  };
-  auto one = run(1, mode::dry);
-  std::printf("run_end_to_end n=%zu -j %zu, %zu round(s) (1-case run: %.1f MiB peak RSS)\n", n, j,
-              rounds, one.rss_mib);
-  std::printf("%-10s %8s %10s %11s %10s %9s %14s %12s\n", "mode", "wall_s", "host_cpu_s",
-              "study_cpu_s", "cases/s", "rss_mib", "bytes_per_case", "cpu_us/case");
-  auto print = [&](const char* name, const outcome& o) {
-    if (!WIFEXITED(o.status) || WEXITSTATUS(o.status) != 0)
-      std::fprintf(stderr, "run_end_to_end: %s exited with status %d\n", name, o.status);
-    std::printf("%-10s %8.2f %10.2f %11.2f %10.0f %9.1f %14.0f %12.2f\n", name, o.wall,
-                o.host_cpu(), o.study_cpu, static_cast<double>(n) / o.wall, o.rss_mib,
-                (o.rss_mib - one.rss_mib) * 1048576.0 / static_cast<double>(n),
-                o.host_cpu() / static_cast<double>(n) * 1e6);
-  };
-  // Host alone and dry run in alternation, so both see the same load on a shared machine.
-  std::vector<outcome> alone, dry;
-  for (std::size_t r = 0; r < rounds; ++r) {
-    alone.push_back(run(n, mode::host_alone));
-    print("host-alone", alone.back());
-    dry.push_back(run(n, mode::dry));
-    print("dry-run", dry.back());
+    auto results = dir_ + "/results";
+    auto a = mira_argv(g, m, results);
+    auto o = measure([&] { return exec(a); }, cpu_file_);
+    if (saved(m)) o.folder_bytes = bytes_under(results);
+    std::error_code ec;
+    fs::remove_all(results, ec);
+    return o;
   }
-  auto us = [&](double s) { return s / static_cast<double>(n) * 1e6; };
-  auto best = [](const std::vector<outcome>& v, auto field) {
-    double b = field(v[0]);
-    for (auto& o : v) b = std::min(b, field(o));
-    return b;
+
+ private:
+  std::vector<std::string> study_argv(const grid& g) const {
+    std::vector<std::string> a{o_.study, "--samples", std::to_string(g.samples)};
+    // Only when asked, so that the default command line is what it always was.
+    if (g.targets > 1) a.insert(a.end(), {"--targets", std::to_string(g.targets)});
+    if (g.trials > 1) a.insert(a.end(), {"--trials", std::to_string(g.trials)});
+    a.insert(a.end(), {"--cpu-report", cpu_file_});
+    return a;
+  }
+
+  std::vector<std::string> mira_argv(const grid& g, mode m, const std::string& results) const {
+    std::vector<std::string> a{o_.mira, "run", "-j", std::to_string(o_.j), "--max-retries", "0"};
+    if (m == mode::dry)
+      a.push_back("--dry-run");
+    else
+      a.insert(a.end(),
+               {"--results-dir", results, "--store", m == mode::compact ? "compact" : "per-case"});
+    a.push_back("--");
+    auto s = study_argv(g);
+    a.insert(a.end(), s.begin(), s.end());
+    return a;
+  }
+
+  options o_;
+  std::string dir_, cpu_file_;
+};
+
+// What the closing table needs of one size.
+struct size_figures {
+  std::uint64_t cases = 0;
+  std::optional<outcome> dry;           // the best round's (least wall time)
+  std::map<mode, outcome> saved_modes;  // compact, and per-case when asked
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The host-alone child, started again by the parent (below) so that it runs under the same
+  // malloc settings as `mira run`: --host-alone-child J STUDY_ARGV...
+  if (argc > 3 && std::string(argv[1]) == "--host-alone-child")
+    return host_alone({argv + 3, argv + argc}, std::strtoull(argv[2], nullptr, 10));
+  auto opts = parse(argc, argv);
+  if (!opts) {
+    std::fputs(usage, stderr);
+    return 2;
+  }
+  const options& o = *opts;
+  bench_runs runs(o);
+  int rc = 0;
+
+  std::vector<mode> saved_modes;
+  if (!o.dry_only) {
+    saved_modes.push_back(mode::compact);
+    if (o.per_case) saved_modes.push_back(mode::per_case);
+  }
+  // Each mode's fixed cost (start-up, listing, writer threads), subtracted from its bytes kept
+  // per case so that they say what a case costs and not what a run does.
+  std::map<mode, outcome> one;
+  std::vector<mode> modes;
+  if (o.host_alone) modes.push_back(mode::host_alone);
+  modes.push_back(mode::dry);
+  modes.insert(modes.end(), saved_modes.begin(), saved_modes.end());
+  for (auto m : modes) one[m] = runs.run(grid{}, m);
+
+  std::printf("run_end_to_end -j %zu, %zu target(s) x %zu trial(s), %zu round(s); 1-case runs:",
+              o.j, o.targets, o.trials, o.rounds);
+  for (auto m : modes) std::printf(" %s %.1f MiB", name_of(m), one[m].rss_mib);
+  std::printf(" peak RSS\n");
+  std::printf("%10s %-10s %8s %11s %11s %12s %9s %14s %13s\n", "cases", "mode", "wall_s",
+              "wall_us/case", "host_cpu_us", "study_cpu_us", "rss_mib", "kept_B/case",
+              "folder_B/case");
+
+  auto print = [&](std::uint64_t cases, mode m, const outcome& r) {
+    auto per_case = [&](double x) { return x / static_cast<double>(cases); };
+    if (!r.ok()) {
+      std::fprintf(stderr, "run_end_to_end: %s of %llu cases exited with status %d\n", name_of(m),
+                   static_cast<unsigned long long>(cases), r.status);
+      rc = 1;
+    }
+    std::printf("%10llu %-10s %8.2f %11.2f %11.2f %12.2f %9.1f %14.0f ",
+                static_cast<unsigned long long>(cases), name_of(m), r.wall, per_case(r.wall) * 1e6,
+                per_case(r.host_cpu()) * 1e6, per_case(r.study_cpu) * 1e6, r.rss_mib,
+                per_case((r.rss_mib - one[m].rss_mib) * 1048576.0));
+    if (saved(m))
+      std::printf("%13.0f\n", per_case(static_cast<double>(r.folder_bytes)));
+    else
+      std::printf("%13s\n", "-");
   };
-  auto cpu = [](const outcome& o) { return o.host_cpu(); };
-  auto wall = [](const outcome& o) { return o.wall; };
-  std::vector<double> paired;
-  for (std::size_t r = 0; r < rounds; ++r)
-    paired.push_back(us(dry[r].host_cpu() - alone[r].host_cpu()));
-  std::printf(
-      "host alone: %.2f us of CPU per case (best round), %.2f s wall; mira run --dry-run: %.2f "
-      "us, %.2f s, %.1f MiB peak\n",
-      us(best(alone, cpu)), best(alone, wall), us(best(dry, cpu)), best(dry, wall),
-      best(dry, [](const outcome& o) { return o.rss_mib; }));
-  std::printf(
-      "orchestration's own cost: %.2f us of CPU per case (best rounds), %.2f (median of the "
-      "paired rounds); kept: %.0f bytes per case beyond the 1-case run\n",
-      us(best(dry, cpu)) - us(best(alone, cpu)), median(paired),
-      (best(dry, [](const outcome& o) { return o.rss_mib; }) - one.rss_mib) * 1048576.0 /
-          static_cast<double>(n));
-  if (!dry_only)
-    for (auto m : {mode::per_case, mode::compact})
-      print(m == mode::per_case ? "per-case" : "compact", run(n, m));
-  std::string cleanup = "rm -rf " + dir;
-  return std::system(cleanup.c_str()) == 0 ? 0 : 1;
+
+  std::vector<size_figures> figures;
+  for (auto n : o.sizes) {
+    size_figures f;
+    auto g = runs.grid_for(n);
+    f.cases = g.cases();
+    if (f.cases != n)
+      std::printf("(-n %llu: %llu cases, whole samples of %zu x %zu)\n",
+                  static_cast<unsigned long long>(n), static_cast<unsigned long long>(f.cases),
+                  o.targets, o.trials);
+    auto us = [&](double s) { return s / static_cast<double>(f.cases) * 1e6; };
+    // Host alone and dry run in alternation, so both see the same load on a shared machine.
+    std::vector<outcome> alone, dry;
+    for (std::size_t r = 0; r < o.rounds; ++r) {
+      if (o.host_alone) {
+        alone.push_back(runs.run(g, mode::host_alone));
+        print(f.cases, mode::host_alone, alone.back());
+      }
+      dry.push_back(runs.run(g, mode::dry));
+      print(f.cases, mode::dry, dry.back());
+    }
+    auto best = [](const std::vector<outcome>& v, auto field) {
+      double b = field(v[0]);
+      for (auto& r : v) b = std::min(b, field(r));
+      return b;
+    };
+    auto cpu = [](const outcome& r) { return r.host_cpu(); };
+    auto wall = [](const outcome& r) { return r.wall; };
+    auto rss = [](const outcome& r) { return r.rss_mib; };
+    f.dry = *std::min_element(dry.begin(), dry.end(),
+                              [](const outcome& a, const outcome& b) { return a.wall < b.wall; });
+    if (o.host_alone) {
+      std::vector<double> paired;
+      for (std::size_t r = 0; r < o.rounds; ++r)
+        paired.push_back(us(dry[r].host_cpu() - alone[r].host_cpu()));
+      std::printf(
+          "  host alone: %.2f us of CPU per case (best round), %.2f s wall; mira run --dry-run: "
+          "%.2f us, %.2f s, %.1f MiB peak\n",
+          us(best(alone, cpu)), best(alone, wall), us(best(dry, cpu)), best(dry, wall),
+          best(dry, rss));
+      std::printf(
+          "  orchestration's own cost: %.2f us of CPU per case (best rounds), %.2f (median of "
+          "the paired rounds); kept: %.0f bytes per case beyond the 1-case run\n",
+          us(best(dry, cpu)) - us(best(alone, cpu)), median(paired),
+          (best(dry, rss) - one[mode::dry].rss_mib) * 1048576.0 / static_cast<double>(f.cases));
+    }
+    for (auto m : saved_modes) {
+      f.saved_modes[m] = runs.run(g, m);
+      print(f.cases, m, f.saved_modes[m]);
+    }
+    figures.push_back(std::move(f));
+  }
+
+  // The sizes side by side, as issue #27 states its bounds: the dry run's time per case against
+  // the smallest size's (best rounds), and each saved run's wall time against its size's dry run.
+  std::printf("\nby size (dry: best round; x smallest: us/case over the smallest size's)\n");
+  std::printf("%10s %12s %10s %11s %10s %9s %14s", "cases", "dry_wall_us", "x_smallest",
+              "dry_cpu_us", "x_smallest", "dry_rss", "dry_kept_B");
+  for (auto m : saved_modes) {
+    std::string name = name_of(m);
+    std::printf(" %15s %12s %15s", (name + "_x_dry").c_str(), (name + "_rss").c_str(),
+                (name + "_B/case").c_str());
+  }
+  std::printf("\n");
+  auto& base = *figures.front().dry;
+  auto per = [](double x, std::uint64_t n) { return x / static_cast<double>(n) * 1e6; };
+  for (auto& f : figures) {
+    auto& d = *f.dry;
+    std::printf("%10llu %12.3f %10.2f %11.3f %10.2f %9.1f %14.0f",
+                static_cast<unsigned long long>(f.cases), per(d.wall, f.cases),
+                per(d.wall, f.cases) / per(base.wall, figures.front().cases),
+                per(d.host_cpu(), f.cases),
+                per(d.host_cpu(), f.cases) / per(base.host_cpu(), figures.front().cases), d.rss_mib,
+                (d.rss_mib - one[mode::dry].rss_mib) * 1048576.0 / static_cast<double>(f.cases));
+    for (auto m : saved_modes) {
+      auto& s = f.saved_modes.at(m);
+      std::printf(" %15.2f %12.1f %15.0f", s.wall / d.wall, s.rss_mib,
+                  static_cast<double>(s.folder_bytes) / static_cast<double>(f.cases));
+    }
+    std::printf("\n");
+  }
+  return rc;
 }

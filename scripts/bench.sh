@@ -25,7 +25,7 @@ echo "== memory_in_flight: 100000 requests held by the study"
 echo "== planning: 1000000 samples in 2000 pages x 3 targets x 2 trials; resume over 1000000 keys"
 "$build/benchmarks/planning" -t 2 -k 1000000 -- "$build/benchmarks/echo_study" --samples 1000000 --targets 3
 echo "== run_end_to_end: mira run, 100000 cases, -j 64"
-"$build/benchmarks/run_end_to_end" -n 100000 -j 64 -r 3 "$build/mira" "$build/benchmarks/echo_study"
+"$build/benchmarks/run_end_to_end" -n 100000 -j 64 -r 3 --per-case "$build/mira" "$build/benchmarks/echo_study"
 echo "== store_layouts: 100000 saved echo cases, per-case layout vs compact segments"
 "$build/benchmarks/store_layouts" -n 100000
 echo "== scheduler_goodput: capacity 8, 20 ms per run, 400 cases, -j 32"
