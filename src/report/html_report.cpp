@@ -227,12 +227,13 @@ std::string case_details(const schedule::case_record& r,
 
 }  // namespace
 
-void html_report(const plan::plan& p, const schedule::run_report& report,
+void html_report(const case_source& cases, const schedule::run_report& report,
                  const aggregate::summary& s, std::string_view title, const text_sink& sink,
                  std::size_t max_case_rows) {
   std::string out;
   out += detail::html_page_start(title, style, script_hash(script));
-  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(p.cases.size()) +
+  const std::size_t n = cases.size();
+  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(n) +
          " cases · " + fmt("%.2f", report.seconds) + " s</div>\n";
   if (report.stopped != schedule::stop_reason::none)
     out += "<p class=\"stop\"><b>Stopped (" + std::string(to_string(report.stopped)) + "):</b> " +
@@ -286,10 +287,18 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
     cost[target] = sums.cost_usd;
     tokens[target] = sums.tokens;
   }
-  for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    auto& r = report.cases[i];
-    if (r.attempts > 0 && r.state != case_state::cancelled)
-      latencies[p.cases[i].params.target].values.push_back(r.latency_seconds);
+  {
+    spread* last = nullptr;
+    std::string last_target;
+    cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+      if (r.attempts == 0 || r.state == case_state::cancelled) return true;
+      if (!last || last_target != c.params.target.str()) {
+        last = &latencies[c.params.target];
+        last_target = c.params.target;
+      }
+      last->values.push_back(r.latency_seconds);
+      return true;
+    });
   }
   std::vector<bar> rates, costs, token_bars;
   std::vector<spread> spreads;
@@ -323,21 +332,20 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
                   case_state::skipped, case_state::cancelled})
     out += "<option value=\"" + std::string(to_string(st)) + "\">" + std::string(to_string(st)) +
            " (" + std::to_string(s.count(st)) + ")</option>";
-  const auto rows = std::min(p.cases.size(), max_case_rows);
+  const auto rows = std::min(n, max_case_rows);
   out += "</select> <span id=\"shown\">" + std::to_string(rows) +
          "</span> shown</div>\n<table id=\"cases\"><thead><tr><th>status</th><th>case</th>"
          "<th>eval</th><th>sample</th><th>target</th><th>params</th><th data-type=\"num\">trial"
          "</th><th data-type=\"num\">score</th><th data-type=\"num\">latency s</th><th "
          "data-type=\"num\">tokens</th><th data-type=\"num\">cost $</th><th "
          "data-type=\"num\">attempts</th></tr></thead><tbody>\n";
-  for (std::size_t i = 0; i < rows; ++i) {
+  cases.visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
+    if (i >= rows) return false;
     // Written as it grows: a large run's page is never whole in memory.
     if (out.size() >= (std::size_t{64} << 10)) {
       sink(out);
       out.clear();
     }
-    auto& c = p.cases[i];
-    auto& r = report.cases[i];
     auto status = std::string(to_string(r.state));
     auto cell = [&](const std::string& sort_value, const std::string& shown, bool num = false) {
       out += std::string(num ? "<td class=\"n\"" : "<td") + " data-v=\"" + html_text(sort_value) +
@@ -373,11 +381,12 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
     }
     cell(std::to_string(r.attempts), std::to_string(r.attempts), true);
     out += "</tr>\n";
-  }
+    return true;
+  });
   out += "</tbody></table>\n";
-  if (rows < p.cases.size())
+  if (rows < n)
     out += "<p class=\"sub\">The table shows the first " + std::to_string(rows) + " of " +
-           std::to_string(p.cases.size()) +
+           std::to_string(n) +
            " cases (a browser cannot handle many more); every case is in report.json and the "
            "counts and charts above cover them all.</p>\n";
   out += "<script>";
