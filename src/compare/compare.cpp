@@ -187,6 +187,7 @@ class pair_index {
 // its cases (identity and state) in natural key order that returns how many more could not be.
 struct run_side {
   const store::run_meta& meta;
+  std::size_t size = 0;  // cases
   std::size_t unreadable = 0;
   std::function<std::size_t(const std::function<void(const plan::planned_case&, case_state)>&)>
       visit;
@@ -250,6 +251,9 @@ tl::expected<comparison, compare_error> compare_sides(const run_side& base,
     }
   };
 
+  // Room for every case of both runs at once: a vector that grows by doubling would hold its old
+  // and its new block together, and pages of the room never used are never touched.
+  out.cases.reserve(base.size + candidate.size);
   pair_index base_index, candidate_index;
   std::vector<std::uint32_t> logical_size;  // of each new pair's key, until the folding
   std::size_t unreadable[2] = {base.unreadable, candidate.unreadable};
@@ -277,6 +281,8 @@ tl::expected<comparison, compare_error> compare_sides(const run_side& base,
   candidate_index.sort();
   fold(base_pairs, candidate_index, logical_size, false);
   logical_size = {};
+  const auto folded_base = static_cast<std::size_t>(
+      std::count(folded.begin(), folded.begin() + static_cast<std::ptrdiff_t>(base_pairs), true));
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.cases.size(); ++i)
     if (!folded[i]) {
@@ -306,10 +312,18 @@ tl::expected<comparison, compare_error> compare_sides(const run_side& base,
     }
     p.what = change::unpaired;
   }
-  std::stable_sort(out.cases.begin(), out.cases.end(), [](const case_pair& x, const case_pair& y) {
+  // The base's pairs and then the candidate's own, each already in natural key order: merged,
+  // rather than sorted with a buffer as large as the comparison.
+  auto in_order = [](const case_pair& x, const case_pair& y) {
     if (x.key != y.key) return plan::natural_less(x.key, y.key);
     return x.trial < y.trial;
-  });
+  };
+  const auto middle = out.cases.begin() + static_cast<std::ptrdiff_t>(base_pairs - folded_base);
+  if (std::is_sorted(out.cases.begin(), middle, in_order) &&
+      std::is_sorted(middle, out.cases.end(), in_order))
+    std::inplace_merge(out.cases.begin(), middle, out.cases.end(), in_order);
+  else
+    std::stable_sort(out.cases.begin(), out.cases.end(), in_order);
 
   out.overall.name = "overall";
   for (auto& p : out.cases) add(out.overall, p);
@@ -350,7 +364,7 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
                                                      const store::loaded_run& candidate,
                                                      const options& o) {
   auto side_of = [](const store::loaded_run& run) {
-    return run_side{run.meta, run.unreadable.size(), [&run](const auto& take) {
+    return run_side{run.meta, run.cases.size(), run.unreadable.size(), [&run](const auto& take) {
                       for (auto& c : run.cases)
                         take(store::planned_case_of(c), store::decode_case_record(c.record).state);
                       return std::size_t{0};
@@ -363,7 +377,7 @@ tl::expected<comparison, compare_error> compare_runs(const store::run_reader& ba
                                                      const store::run_reader& candidate,
                                                      const options& o) {
   auto side_of = [](const store::run_reader& run) {
-    return run_side{run.meta(), run.unreadable().size(), [&run](const auto& take) {
+    return run_side{run.meta(), run.size(), run.unreadable().size(), [&run](const auto& take) {
                       auto late = run.visit_cases([&](std::size_t, const plan::planned_case& c,
                                                       const schedule::case_record& r) {
                         take(c, r.state);
