@@ -514,7 +514,7 @@ void memory_cases::visit(const case_fn& fn) const {
 
 void memory_cases::visit_keys(const key_fn& fn) const {
   for (std::size_t i = 0, n = size(); i < n; ++i) {
-    const auto c = p_.cases[i];  // a plan's case is a value, not a place to point into
+    const auto& c = p_.cases[i];  // may be a value (a compact plan): lives through the call
     if (!fn(i, c.key)) return;
   }
 }
