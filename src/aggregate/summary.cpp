@@ -110,15 +110,19 @@ double percentile(std::vector<double> values, double p) {
 }
 
 struct accumulator::state {
+  static constexpr auto none = std::numeric_limits<std::size_t>::max();
   const plan::plan& p;
   std::string group_by;
   metadata_index idx;
-  // Evals and targets by number: a plan row's number maps to its name's.
+  // Evals and targets by number: a plan row's number maps to its name's. Rows a growing plan
+  // gains are mapped when a case of theirs is added.
   std::vector<std::uint32_t> eval_of_row, target_of_row;
+  std::unordered_map<std::string, std::uint32_t> eval_ids, target_ids;
   std::vector<std::string> eval_names, target_names;  // by number
   std::vector<std::size_t> eval_first, target_first;  // first plan index: the order shown
-  std::vector<rate> per_eval, per_target, cells;      // cells: eval * targets + target
-  std::vector<bool> cell_planned;
+  std::vector<rate> per_eval, per_target;
+  std::vector<std::vector<rate>> cells;  // [eval][target]
+  std::vector<std::vector<bool>> cell_planned;
   std::vector<std::vector<float>> latencies, ttfts;  // by target: exact percentiles at 4 bytes
   std::vector<bool> target_has_sums;
   std::vector<target_totals> target_sums;
@@ -126,55 +130,72 @@ struct accumulator::state {
   rate unset;
   std::map<std::string, std::pair<double, std::size_t>> metrics;
   summary out;
-  // Only when the plan has trials: each case's state and score, for pass@k and spread.
+  // Only once a case has trials: each case's state and score, for pass@k and spread.
   std::vector<std::uint8_t> states;
   std::vector<double> scores;
 
   state(const plan::plan& plan, const protocol::list_result* listing, std::string by)
       : p(plan), group_by(std::move(by)), idx(group_by.empty() ? nullptr : listing) {
     const auto& cases = p.cases;
-    std::unordered_map<std::string_view, std::uint32_t> evals, targets;
-    for (std::uint32_t r = 0; r < cases.eval_rows(); ++r) {
-      std::string_view name = cases.eval_name_of(r);
-      auto [it, fresh] = evals.emplace(name, static_cast<std::uint32_t>(eval_names.size()));
-      if (fresh) eval_names.emplace_back(name);
-      eval_of_row.push_back(it->second);
-    }
-    for (std::uint32_t r = 0; r < cases.target_rows(); ++r) {
-      std::string_view name = cases.target_name_of(r);
-      auto [it, fresh] = targets.emplace(name, static_cast<std::uint32_t>(target_names.size()));
-      if (fresh) target_names.emplace_back(name);
-      target_of_row.push_back(it->second);
-    }
-    const auto ne = eval_names.size(), nt = target_names.size();
-    constexpr auto none = std::numeric_limits<std::size_t>::max();
-    eval_first.assign(ne, none);
-    target_first.assign(nt, none);
-    per_eval.resize(ne);
-    per_target.resize(nt);
-    cells.resize(ne * nt);
-    cell_planned.assign(ne * nt, false);
-    latencies.resize(nt);
-    ttfts.resize(nt);
-    target_has_sums.assign(nt, false);
-    target_sums.resize(nt);
+    map_rows();
     // One pass over the plan: the order of evals and targets, the cases per target (so each
     // target's latencies are allocated once), and whether any case has trials.
-    std::vector<std::size_t> per_target_cases(nt);
+    std::vector<std::size_t> per_target_cases(target_names.size());
     bool trials = false;
     for (std::size_t i = 0; i < cases.size(); ++i) {
-      const auto e = eval_of_row[cases.eval_row(i)], t = target_of_row[cases.target_row(i)];
-      if (eval_first[e] == none) eval_first[e] = i;
-      if (target_first[t] == none) target_first[t] = i;
-      cell_planned[e * nt + t] = true;
+      const auto t = planned(i);
       ++per_target_cases[t];
       trials = trials || cases.trials(i) > 1;
     }
-    for (std::size_t t = 0; t < nt; ++t) latencies[t].reserve(per_target_cases[t]);
+    for (std::size_t t = 0; t < target_names.size(); ++t) latencies[t].reserve(per_target_cases[t]);
     if (trials) {
       states.assign(cases.size(), not_added);
       scores.assign(cases.size(), 0.0);
     }
+  }
+
+  void map_rows() {
+    const auto& cases = p.cases;
+    for (auto r = static_cast<std::uint32_t>(eval_of_row.size()); r < cases.eval_rows(); ++r) {
+      auto [it, fresh] = eval_ids.try_emplace(cases.eval_name_of(r).str(),
+                                              static_cast<std::uint32_t>(eval_names.size()));
+      if (fresh) {
+        eval_names.push_back(it->first);
+        eval_first.push_back(none);
+        per_eval.emplace_back();
+        cells.emplace_back(target_names.size());
+        cell_planned.emplace_back(target_names.size(), false);
+      }
+      eval_of_row.push_back(it->second);
+    }
+    for (auto r = static_cast<std::uint32_t>(target_of_row.size()); r < cases.target_rows(); ++r) {
+      auto [it, fresh] = target_ids.try_emplace(cases.target_name_of(r).str(),
+                                                static_cast<std::uint32_t>(target_names.size()));
+      if (fresh) {
+        target_names.push_back(it->first);
+        target_first.push_back(none);
+        per_target.emplace_back();
+        latencies.emplace_back();
+        ttfts.emplace_back();
+        target_has_sums.push_back(false);
+        target_sums.emplace_back();
+        for (auto& row : cells) row.resize(target_names.size());
+        for (auto& row : cell_planned) row.resize(target_names.size(), false);
+      }
+      target_of_row.push_back(it->second);
+    }
+  }
+
+  // Plan case i's eval and target take their place in the summary; returns its target's number.
+  std::uint32_t planned(std::size_t i) {
+    const auto& cases = p.cases;
+    if (cases.eval_row(i) >= eval_of_row.size() || cases.target_row(i) >= target_of_row.size())
+      map_rows();
+    const auto e = eval_of_row[cases.eval_row(i)], t = target_of_row[cases.target_row(i)];
+    eval_first[e] = std::min(eval_first[e], i);
+    target_first[t] = std::min(target_first[t], i);
+    cell_planned[e][t] = true;
+    return t;
   }
 
   std::optional<std::string> group_value(std::size_t i,
@@ -205,20 +226,25 @@ void accumulator::add(std::size_t i, const schedule::case_record& r) {
   auto& st = *s_;
   auto& out = st.out;
   const auto& cases = st.p.cases;
+  // A plan read back a case at a time grows as its cases are added.
+  const auto t = st.planned(i);
   const auto e = st.eval_of_row[cases.eval_row(i)];
-  const auto t = st.target_of_row[cases.target_row(i)];
   // Decoded once per case, from its text: the summary's only decode of it.
   const auto result = r.result();
   ++out.counts[static_cast<std::size_t>(r.state)];
   count(out.overall, r.state);
   count(st.per_eval[e], r.state);
   count(st.per_target[t], r.state);
-  count(st.cells[e * st.target_names.size() + t], r.state);
+  count(st.cells[e][t], r.state);
   if (!st.group_by.empty()) {
     auto v = st.group_value(i, result);
     count(v ? st.groups[*v] : st.unset, r.state);
   }
-  if (!st.states.empty()) {
+  if (cases.trials(i) > 1 && st.states.size() <= i) {
+    st.states.resize(std::max(i + 1, cases.size()), not_added);
+    st.scores.resize(st.states.size(), 0.0);
+  }
+  if (i < st.states.size()) {
     st.states[i] = static_cast<std::uint8_t>(r.state);
     st.scores[i] = result ? result->aggregate : 0.0;
   }
@@ -346,14 +372,14 @@ summary accumulator::finish() {
             [&](auto a, auto b) { return st.eval_first[a] < st.eval_first[b]; });
   std::sort(targets.begin(), targets.end(),
             [&](auto a, auto b) { return st.target_first[a] < st.target_first[b]; });
-  constexpr auto none = std::numeric_limits<std::size_t>::max();
+  constexpr auto none = state::none;
   for (auto e : evals) {
     if (st.eval_first[e] == none) continue;  // a row no kept case has
     out.eval_order.push_back(st.eval_names[e]);
     out.per_eval[st.eval_names[e]] = st.per_eval[e];
     for (std::size_t t = 0; t < nt; ++t)
-      if (st.cell_planned[e * nt + t])
-        out.matrix[{st.eval_names[e], st.target_names[t]}] = st.cells[e * nt + t];
+      if (st.cell_planned[e][t])
+        out.matrix[{st.eval_names[e], st.target_names[t]}] = st.cells[e][t];
   }
   for (auto t : targets) {
     if (st.target_first[t] == none) continue;
@@ -385,7 +411,11 @@ summary accumulator::finish() {
       l.ttft_p95_ms = percentile_of_sorted(ts, 95);
     }
   }
-  if (!st.states.empty()) out.trials = trials_of(st.p.cases, st.states, st.scores);
+  if (!st.states.empty()) {
+    st.states.resize(st.p.cases.size(), not_added);
+    st.scores.resize(st.p.cases.size(), 0.0);
+    out.trials = trials_of(st.p.cases, st.states, st.scores);
+  }
   for (auto& [value, r] : st.groups) out.groups.emplace_back(value, r);
   std::sort(out.groups.begin(), out.groups.end(),
             [](auto& a, auto& b) { return plan::natural_less(a.first, b.first); });

@@ -1,12 +1,15 @@
 // Comparing two saved runs (see compare.hpp): the statistics, then the pairing of cases. The
 // statistics are plain functions of counts, so their tests check them against hand computations.
 #include <mira/compare/compare.hpp>
+
+#include <mira/store/records.hpp>
 #include "plan/natural_order.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
-#include <set>
+#include <string_view>
 
 namespace mira::compare {
 
@@ -144,15 +147,55 @@ std::vector<group_delta> breakdown(const std::vector<case_pair>& cases, double a
 
 // The pairing key: the logical key and the trial, so a run of one trial (key without "#0") and a
 // run of several pair their trial 0.
-std::string pair_key(const plan::planned_case& c) {
-  return std::string(c.logical_key()) + "#" + std::to_string(c.params.trial);
+std::string pair_key(std::string_view logical, std::int64_t trial) {
+  return std::string(logical) + "#" + std::to_string(trial);
 }
 
-}  // namespace
+// Whether `p` is the pair of the cases with logical key `logical` and trial `trial`: its key is
+// the logical key, or it with "#trial".
+bool same_pair(const case_pair& p, std::string_view logical, std::int64_t trial) {
+  std::string_view key = p.key;
+  if (p.trial != trial || key.substr(0, logical.size()) != logical) return false;
+  auto rest = key.substr(logical.size());
+  return rest.empty() || rest == "#" + std::to_string(trial);
+}
 
-tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& base,
-                                                     const store::loaded_run& candidate,
-                                                     const options& o) {
+// Pairs cases by pairing key through a sorted table of (hash of the key, pair) rather than a map
+// of the keys: 16 bytes a case, each key kept once, in its pair.
+class pair_index {
+ public:
+  static std::uint64_t hash(std::string_view logical, std::int64_t trial) {
+    return std::hash<std::string>{}(pair_key(logical, trial));
+  }
+  void add(std::uint64_t hash, std::size_t pair) { rows_.emplace_back(hash, pair); }
+  void sort() { std::sort(rows_.begin(), rows_.end()); }
+  // The first pair (lowest position) of that logical key and trial among those added.
+  std::optional<std::size_t> find(const std::vector<case_pair>& pairs, std::string_view logical,
+                                  std::int64_t trial) const {
+    auto it = std::lower_bound(rows_.begin(), rows_.end(),
+                               std::pair{hash(logical, trial), std::size_t{0}});
+    for (; it != rows_.end() && it->first == hash(logical, trial); ++it)
+      if (same_pair(pairs[it->second], logical, trial)) return it->second;
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::size_t>> rows_;
+};
+
+// One run as compare reads it: its meta, how many of its records cannot be read, and a visit of
+// its cases (identity and state) in natural key order that returns how many more could not be.
+struct run_side {
+  const store::run_meta& meta;
+  std::size_t size = 0;  // cases
+  std::size_t unreadable = 0;
+  std::function<std::size_t(const std::function<void(const plan::planned_case&, case_state)>&)>
+      visit;
+};
+
+tl::expected<comparison, compare_error> compare_sides(const run_side& base,
+                                                      const run_side& candidate,
+                                                      const options& o) {
   if (!(o.alpha > 0 && o.alpha < 1))
     return tl::unexpected(
         compare_error{"alpha must be between 0 and 1, got " + std::to_string(o.alpha)});
@@ -175,44 +218,91 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
       out.warnings.push_back("eval '" + std::string(eval) +
                              "' is defined differently in the two runs (its listing changed)");
   }
-  for (auto* run : {&base, &candidate})
-    if (!run->unreadable.empty())
-      out.warnings.push_back(std::to_string(run->unreadable.size()) + " saved result(s) of run " +
-                             run->meta.run_id + " cannot be read; their cases count as missing");
 
-  std::map<std::string, std::size_t> index;  // pair key -> position in out.cases
-  auto take = [&](const store::loaded_run& run, bool is_base) {
-    auto [p, report] = run.as_report();
-    for (std::size_t i = 0; i < p.cases.size(); ++i) {
-      const auto c = p.cases[i];
-      auto [it, inserted] = index.emplace(pair_key(c), out.cases.size());
-      if (inserted) {
-        case_pair pair;
-        pair.key = c.key;
-        pair.eval = c.params.eval;
-        pair.sample = c.params.sample;
-        pair.target = c.params.target;
-        pair.params = c.params.params;
-        pair.trial = c.params.trial;
-        out.cases.push_back(std::move(pair));
+  // A new pair for `c`, its names shared with the pair before it where they are the same.
+  auto new_pair = [&](const plan::planned_case& c) -> case_pair& {
+    case_pair pair;
+    pair.key = c.key;
+    const case_pair* before = out.cases.empty() ? nullptr : &out.cases.back();
+    pair.eval = before && before->eval == c.params.eval ? before->eval : c.params.eval;
+    pair.sample = c.params.sample;
+    pair.target = before && before->target == c.params.target ? before->target : c.params.target;
+    pair.params = before && before->params == c.params.params ? before->params : c.params.params;
+    pair.trial = c.params.trial;
+    out.cases.push_back(std::move(pair));
+    return out.cases.back();
+  };
+
+  // A second case of a pairing key in one run (a run of one trial resumed with several has
+  // "k" and "k#0") is folded into the first one's pair, its state standing.
+  std::vector<bool> folded;
+  auto fold = [&](std::size_t from, const pair_index& index,
+                  const std::vector<std::uint32_t>& logical_size, bool is_base) {
+    folded.resize(out.cases.size(), false);
+    for (std::size_t i = from; i < out.cases.size(); ++i) {
+      auto& p = out.cases[i];
+      auto logical = std::string_view(p.key).substr(0, logical_size[i - from]);
+      auto first = index.find(out.cases, logical, p.trial);
+      if (first && *first < i) {
+        auto& into = out.cases[*first];
+        (is_base ? into.base : into.candidate).state = (is_base ? p.base : p.candidate).state;
+        folded[i] = true;
       }
-      auto& pair = out.cases[it->second];
-      (is_base ? pair.base : pair.candidate).state = report.cases[i].state;
     }
   };
-  take(base, true);
-  take(candidate, false);
+
+  // Room for every case of both runs at once: a vector that grows by doubling would hold its old
+  // and its new block together, and pages of the room never used are never touched.
+  out.cases.reserve(base.size + candidate.size);
+  pair_index base_index, candidate_index;
+  std::vector<std::uint32_t> logical_size;  // of each new pair's key, until the folding
+  std::size_t unreadable[2] = {base.unreadable, candidate.unreadable};
+  unreadable[0] += base.visit([&](const plan::planned_case& c, case_state state) {
+    new_pair(c).base.state = state;
+    const auto logical = c.logical_key();
+    base_index.add(pair_index::hash(logical, c.params.trial), out.cases.size() - 1);
+    logical_size.push_back(static_cast<std::uint32_t>(logical.size()));
+  });
+  base_index.sort();
+  fold(0, base_index, logical_size, true);
+  const std::size_t base_pairs = out.cases.size();
+  logical_size.clear();
+  unreadable[1] += candidate.visit([&](const plan::planned_case& c, case_state state) {
+    const auto logical = c.logical_key();
+    auto found = base_index.find(out.cases, logical, c.params.trial);
+    if (found) {
+      out.cases[*found].candidate.state = state;
+      return;
+    }
+    new_pair(c).candidate.state = state;
+    candidate_index.add(pair_index::hash(logical, c.params.trial), out.cases.size() - 1);
+    logical_size.push_back(static_cast<std::uint32_t>(logical.size()));
+  });
+  candidate_index.sort();
+  fold(base_pairs, candidate_index, logical_size, false);
+  logical_size = {};
+  const auto folded_base = static_cast<std::size_t>(
+      std::count(folded.begin(), folded.begin() + static_cast<std::ptrdiff_t>(base_pairs), true));
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.cases.size(); ++i)
+    if (!folded[i]) {
+      if (kept != i) out.cases[kept] = std::move(out.cases[i]);
+      ++kept;
+    }
+  out.cases.resize(kept);
+  const store::run_meta* metas[2] = {&base.meta, &candidate.meta};
+  for (int k = 0; k < 2; ++k)
+    if (unreadable[k] > 0)
+      out.warnings.push_back(std::to_string(unreadable[k]) + " saved result(s) of run " +
+                             metas[k]->run_id + " cannot be read; their cases count as missing");
 
   for (auto& p : out.cases) {
     if (!p.base.state) {
       ++out.only_in_candidate;
-      p.why = "only in the candidate";
     } else if (!p.candidate.state) {
       ++out.only_in_base;
-      p.why = "only in the base";
     } else if (!p.base.scored() || !p.candidate.scored()) {
       ++out.not_scored;
-      p.why = state_name(p.base) + " -> " + state_name(p.candidate);
     } else if (*p.base.state == *p.candidate.state) {
       p.what = change::same;
       continue;
@@ -222,16 +312,25 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
     }
     p.what = change::unpaired;
   }
-  std::stable_sort(out.cases.begin(), out.cases.end(), [](const case_pair& x, const case_pair& y) {
+  // The base's pairs and then the candidate's own, each already in natural key order: merged,
+  // rather than sorted with a buffer as large as the comparison.
+  auto in_order = [](const case_pair& x, const case_pair& y) {
     if (x.key != y.key) return plan::natural_less(x.key, y.key);
     return x.trial < y.trial;
-  });
+  };
+  const auto middle = out.cases.begin() + static_cast<std::ptrdiff_t>(base_pairs - folded_base);
+  if (std::is_sorted(out.cases.begin(), middle, in_order) &&
+      std::is_sorted(middle, out.cases.end(), in_order))
+    std::inplace_merge(out.cases.begin(), middle, out.cases.end(), in_order);
+  else
+    std::stable_sort(out.cases.begin(), out.cases.end(), in_order);
 
   out.overall.name = "overall";
   for (auto& p : out.cases) add(out.overall, p);
   finish(out.overall, o.alpha);
-  out.per_eval = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.eval; });
-  out.per_target = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.target; });
+  out.per_eval = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.eval.str(); });
+  out.per_target =
+      breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.target.str(); });
   if (!o.group_by.empty()) {
     const auto& key = o.group_by;
     if (key != "eval" && key != "target" && key != "sample" &&
@@ -251,13 +350,68 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
   return out;
 }
 
-tl::expected<store::loaded_run, store::error> load(const fs::path& results_dir,
-                                                   const std::string& run) {
-  if (run.find('/') == std::string::npos) return store::load_run(results_dir, run);
+}  // namespace
+
+std::string case_pair::why() const {
+  if (!base.state) return "only in the candidate";
+  if (!candidate.state) return "only in the base";
+  if (!base.scored() || !candidate.scored())
+    return state_name(base) + " -> " + state_name(candidate);
+  return {};
+}
+
+tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& base,
+                                                     const store::loaded_run& candidate,
+                                                     const options& o) {
+  auto side_of = [](const store::loaded_run& run) {
+    return run_side{run.meta, run.cases.size(), run.unreadable.size(), [&run](const auto& take) {
+                      for (auto& c : run.cases)
+                        take(store::planned_case_of(c), store::decode_case_record(c.record).state);
+                      return std::size_t{0};
+                    }};
+  };
+  return compare_sides(side_of(base), side_of(candidate), o);
+}
+
+tl::expected<comparison, compare_error> compare_runs(const store::run_reader& base,
+                                                     const store::run_reader& candidate,
+                                                     const options& o) {
+  auto side_of = [](const store::run_reader& run) {
+    return run_side{run.meta(), run.size(), run.unreadable().size(), [&run](const auto& take) {
+                      auto late = run.visit_cases([&](std::size_t, const plan::planned_case& c,
+                                                      const schedule::case_record& r) {
+                        take(c, r.state);
+                        return true;
+                      });
+                      return late.size();
+                    }};
+  };
+  return compare_sides(side_of(base), side_of(candidate), o);
+}
+
+namespace {
+
+// A run argument: an id in `results_dir`, or a path to a run folder (with a '/').
+std::pair<fs::path, std::string> where(const fs::path& results_dir, const std::string& run) {
+  if (run.find('/') == std::string::npos) return {results_dir, run};
   fs::path folder = fs::path(run).lexically_normal();
   if (folder.filename().empty()) folder = folder.parent_path();
-  return store::load_run(folder.parent_path().empty() ? fs::path(".") : folder.parent_path(),
-                         folder.filename().string());
+  return {folder.parent_path().empty() ? fs::path(".") : folder.parent_path(),
+          folder.filename().string()};
+}
+
+}  // namespace
+
+tl::expected<store::run_reader, store::error> open(const fs::path& results_dir,
+                                                   const std::string& run) {
+  auto [dir, id] = where(results_dir, run);
+  return store::run_reader::open(dir, id);
+}
+
+tl::expected<store::loaded_run, store::error> load(const fs::path& results_dir,
+                                                   const std::string& run) {
+  auto [dir, id] = where(results_dir, run);
+  return store::load_run(dir, id);
 }
 
 }  // namespace mira::compare

@@ -89,14 +89,14 @@ json::object pair_json(const case_pair& p) {
   json::object params;
   for (auto& [k, v] : p.params) params[k] = v;
   json::object o{{"key", p.key},
-                 {"eval", p.eval},
+                 {"eval", p.eval.str()},
                  {"sample", p.sample},
-                 {"target", p.target},
+                 {"target", p.target.str()},
                  {"params", params},
                  {"trial", p.trial},
                  {"base", state_text(p.base)},
                  {"candidate", state_text(p.candidate)}};
-  if (!p.why.empty()) o["why"] = p.why;
+  if (auto why = p.why(); !why.empty()) o["why"] = std::move(why);
   return o;
 }
 
@@ -211,8 +211,10 @@ std::string as_table(const comparison& c) {
     if (c.count(what) == 0) return;
     out += "\n" + std::string(title) + ":\n";
     for (auto& p : c.cases)
-      if (p.what == what)
-        out += "  " + printable(p.key) + (p.why.empty() ? "" : "  (" + p.why + ")") + "\n";
+      if (p.what == what) {
+        auto why = p.why();
+        out += "  " + printable(p.key) + (why.empty() ? "" : "  (" + why + ")") + "\n";
+      }
   };
   list("regressed (passed -> failed)", change::regressed);
   list("fixed (failed -> passed)", change::fixed);

@@ -226,12 +226,15 @@ std::string case_details(const schedule::case_record& r,
 
 }  // namespace
 
-void html_report(const plan::plan& p, const schedule::run_report& report,
+void html_report(const case_source& cases, const schedule::run_report& report,
                  const aggregate::summary& s, std::string_view title, const text_sink& sink,
                  std::size_t max_case_rows) {
   std::string out;
   out += detail::html_page_start(title, style, script_hash(script));
-  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(p.cases.size()) +
+  // The summary covers every case; `cases` may be the first ones only (a session keeps those).
+  std::size_t n = 0;
+  for (auto count : s.counts) n += count;
+  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(n) +
          " cases · " + fmt("%.2f", report.seconds) + " s</div>\n";
   if (report.stopped != schedule::stop_reason::none)
     out += "<p class=\"stop\"><b>Stopped (" + std::string(to_string(report.stopped)) + "):</b> " +
@@ -277,7 +280,7 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
   out += "</table>\n";
 
   // Charts, per target.
-  // Everything from the summary, which covers every case: the records may be only the first.
+  // Everything from the summary, which covers every case.
   std::map<std::string, double> cost;
   std::map<std::string, std::int64_t> tokens;
   for (auto& [target, sums] : s.totals_by_target) {
@@ -317,21 +320,20 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
                   case_state::skipped, case_state::cancelled})
     out += "<option value=\"" + std::string(to_string(st)) + "\">" + std::string(to_string(st)) +
            " (" + std::to_string(s.count(st)) + ")</option>";
-  const auto rows = std::min({p.cases.size(), report.cases.size(), max_case_rows});
+  const auto rows = std::min(cases.size(), max_case_rows);
   out += "</select> <span id=\"shown\">" + std::to_string(rows) +
          "</span> shown</div>\n<table id=\"cases\"><thead><tr><th>status</th><th>case</th>"
          "<th>eval</th><th>sample</th><th>target</th><th>params</th><th data-type=\"num\">trial"
          "</th><th data-type=\"num\">score</th><th data-type=\"num\">latency s</th><th "
          "data-type=\"num\">tokens</th><th data-type=\"num\">cost $</th><th "
          "data-type=\"num\">attempts</th></tr></thead><tbody>\n";
-  for (std::size_t i = 0; i < rows; ++i) {
+  cases.visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
+    if (i >= rows) return false;
     // Written as it grows: a large run's page is never whole in memory.
     if (out.size() >= (std::size_t{64} << 10)) {
       sink(out);
       out.clear();
     }
-    const auto c = p.cases[i];
-    auto& r = report.cases[i];
     auto status = std::string(to_string(r.state));
     auto cell = [&](const std::string& sort_value, const std::string& shown, bool num = false) {
       out += std::string(num ? "<td class=\"n\"" : "<td") + " data-v=\"" + html_text(sort_value) +
@@ -367,11 +369,12 @@ void html_report(const plan::plan& p, const schedule::run_report& report,
     }
     cell(std::to_string(r.attempts), std::to_string(r.attempts), true);
     out += "</tr>\n";
-  }
+    return true;
+  });
   out += "</tbody></table>\n";
-  if (rows < p.cases.size())
+  if (rows < n)
     out += "<p class=\"sub\">The table shows the first " + std::to_string(rows) + " of " +
-           std::to_string(p.cases.size()) +
+           std::to_string(n) +
            " cases; `mira report RUN_ID --format json` (or csv, jsonl) lists every case, and the "
            "counts and charts above cover them all.</p>\n";
   out += "<script>";

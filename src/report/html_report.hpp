@@ -14,7 +14,9 @@ namespace mira::report {
 /// sortable case table with each case's scores, transcript excerpt, usage and retries. Written
 /// to `out` as it is made. The table holds the first `max_case_rows` cases (a page of a hundred
 /// thousand would be tens of megabytes no browser handles); counts and charts cover them all.
-void html_report(const plan::plan& p, const schedule::run_report& report,
+/// `report` gives the run's seconds and how it stopped; the cases come from `cases` (visited
+/// twice: once for every latency, once for the table's rows).
+void html_report(const case_source& cases, const schedule::run_report& report,
                  const aggregate::summary& s, std::string_view title, const text_sink& out,
                  std::size_t max_case_rows = 10000);
 

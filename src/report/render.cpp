@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 
 namespace mira::report {
 
@@ -88,37 +90,43 @@ std::string fixed(double v, int digits = 2) {
 
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool colour) {
+  print_table(out, memory_cases(p, report), report, s, colour);
+}
+
+void print_table(std::FILE* out, const case_source& cases, const schedule::run_report& report,
+                 const aggregate::summary& s, bool colour) {
   // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
-  // kept. The rows are the cases whose records the report holds: a session keeps those of its
-  // first cases only (session_options::kept_records), the summary covers them all.
-  const auto rows = std::min(p.cases.size(), report.cases.size());
-  std::vector<double> scores(rows, std::numeric_limits<double>::quiet_NaN());
-  std::vector<std::string> notes(rows);
-  for (std::size_t i = 0; i < rows; ++i) {
-    auto& r = report.cases[i];
-    notes[i] = r.message;
-    if (r.state != case_state::passed && r.state != case_state::failed) continue;
+  // kept: a run can have a million cases. Each pass decodes the results it shows.
+  struct shown {
+    std::string score, note;
+  };
+  auto shown_of = [](const schedule::case_record& r) {
+    shown out{{}, r.message};
+    if (r.state != case_state::passed && r.state != case_state::failed) return out;
     auto result = r.result();
-    if (!result) continue;
-    scores[i] = result->aggregate;
-    if (notes[i].empty() && r.state == case_state::failed)
+    if (!result) return out;
+    out.score = fixed(result->aggregate);
+    if (out.note.empty() && r.state == case_state::failed)
       for (auto& sc : result->scores)
         if (!sc.na && !sc.pass) {
-          notes[i] = sc.scorer + ": " + sc.reason;
+          out.note = sc.scorer + ": " + sc.reason;
           break;
         }
-  }
-  auto score_text = [&](std::size_t i) { return std::isnan(scores[i]) ? "" : fixed(scores[i]); };
+    return out;
+  };
   std::size_t key_width = 0, score_width = 0;
-  for (std::size_t i = 0; i < rows; ++i) {
-    key_width = std::max(key_width, display_width(shown_key(p.cases.key(i))));
-    score_width = std::max(score_width, score_text(i).size());
-  }
+  cases.visit_keys([&](std::size_t, std::string_view key) {
+    key_width = std::max(key_width, display_width(shown_key(key)));
+    return true;
+  });
+  cases.visit([&](std::size_t, const plan::planned_case&, const schedule::case_record& r) {
+    score_width = std::max(score_width, shown_of(r).score.size());
+    return true;
+  });
   std::string row;
-  for (std::size_t i = 0; i < rows; ++i) {
-    auto& r = report.cases[i];
-    const auto full_key = p.cases.key(i);
-    auto key = shown_key(full_key);
+  cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+    auto key = shown_key(c.key);
+    const auto what = shown_of(r);
     row.clear();
     if (colour) row += badge_colour(r.state);
     row += badge(r.state);
@@ -127,20 +135,23 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
     row += key;
     row.append(key_width - display_width(key), ' ');
     if (score_width) {
-      auto score = score_text(i);
       row += "  ";
-      row.append(score_width - score.size(), ' ');
-      row += score;
+      row.append(score_width - what.score.size(), ' ');
+      row += what.score;
     }
-    if (!notes[i].empty()) row += "  (" + printable(notes[i]) + ")";
+    if (!what.note.empty()) row += "  (" + printable(what.note) + ")";
     if (!r.retried.empty()) row += "  [" + std::to_string(r.retried.size()) + " retries]";
     while (!row.empty() && row.back() == ' ') row.pop_back();
     row += '\n';
     std::fputs(row.c_str(), out);
-  }
-  if (rows < p.cases.size())
-    std::fprintf(out, "... the first %zu of %zu cases are listed; the summary below covers them all\n",
-                 rows, p.cases.size());
+    return true;
+  });
+  // A session keeps the records of its first cases only; the summary covers them all.
+  std::size_t total = 0;
+  for (auto n : s.counts) total += n;
+  if (cases.size() < total)
+    std::fprintf(out, "... the first %zu of %zu cases are listed (mira report RUN_ID lists them all)\n",
+                 cases.size(), total);
 
   // The eval x target matrix.
   std::size_t w = 4;
@@ -241,7 +252,7 @@ void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report
                "cases) · %s · %.2f s\n",
                s.count(case_state::passed), s.count(case_state::failed), s.count(case_state::na),
                s.count(case_state::skipped), s.count(case_state::cancelled),
-               s.count(case_state::error), executed.c_str(), p.cases.size(), rate.c_str(),
+               s.count(case_state::error), executed.c_str(), total, rate.c_str(),
                report.seconds);
   if (report.stopped != schedule::stop_reason::none)
     std::fprintf(out, "stopped (%s): %s\n", std::string(to_string(report.stopped)).c_str(),
@@ -266,15 +277,13 @@ std::string params_text(const protocol::axis_params& p) {
   return out;
 }
 
-void csv_report(const plan::plan& p, const schedule::run_report& report, const text_sink& sink) {
+void csv_report(const case_source& cases, const text_sink& sink) {
   sink(
       "key,eval,sample,target,params,trial,trials,seed,status,passed,aggregate,attempts,"
       "latency_ms,input_tokens,output_tokens,cache_read_tokens,reasoning_tokens,cost_usd,"
       "duration_ms,time_to_first_token_ms,tool_calls,error,error_kind,final_response\r\n");
   std::string out;
-  for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
-    const auto c = p.cases[i];
-    auto& r = report.cases[i];
+  cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
     const auto result = r.result();
     const protocol::run_result* res = result ? &*result : nullptr;
     std::vector<std::string> f = {c.key,
@@ -308,64 +317,78 @@ void csv_report(const plan::plan& p, const schedule::run_report& report, const t
     for (std::size_t k = 0; k < f.size(); ++k) out += (k ? "," : "") + csv_field(f[k]);
     out += "\r\n";
     sink(out);
-  }
+    return true;
+  });
 }
 
-std::string junit_report(const plan::plan& p, const schedule::run_report& report,
-                         const aggregate::summary& s) {
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mira\">\n";
-  for (auto& eval : s.eval_order) {
+std::string junit_report(const case_source& cases, const aggregate::summary& s) {
+  // One pass over the cases, each eval's test cases gathered apart, then the suites in the
+  // summary's eval order.
+  struct suite {
     std::size_t tests = 0, failures = 0, errors = 0, skipped = 0;
     double time = 0;
     std::string cases;
-    for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
-      if (p.cases.eval(i) != eval) continue;
-      auto& r = report.cases[i];
-      ++tests;
-      time += r.latency_seconds;
-      cases += "    <testcase classname=\"" + xml_text(eval) + "\" name=\"" +
-               xml_text(p.cases.key(i)) + "\" time=\"" + number(r.latency_seconds) + "\">";
-      const auto result = r.result();
-      std::string why = r.message;
-      if (why.empty() && result)
-        for (auto& sc : result->scores)
-          if (!sc.na && !sc.pass) why += (why.empty() ? "" : "; ") + sc.scorer + ": " + sc.reason;
-      switch (r.state) {
-        case case_state::passed:
-          break;
-        case case_state::failed:
-          ++failures;
-          cases += "<failure message=\"" + xml_text(why) + "\"/>";
-          break;
-        case case_state::error:
-          ++errors;
-          cases += "<error message=\"" + xml_text(why) + "\"/>";
-          break;
-        case case_state::na:
-        case case_state::skipped:
-        case case_state::cancelled:
-        case case_state::executed:
-          ++skipped;
-          cases += "<skipped message=\"" +
-                   xml_text(std::string(to_string(r.state)) + (why.empty() ? "" : ": " + why)) +
-                   "\"/>";
-          break;
-      }
-      if (result && !result->transcript.final_response.empty())
-        cases += "<system-out>" + xml_text(result->transcript.final_response.substr(0, 2000)) +
-                 "</system-out>";
-      cases += "</testcase>\n";
+  };
+  std::map<std::string, suite, std::less<>> suites;
+  suite* last = nullptr;
+  std::string last_eval;
+  cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+    const std::string& eval = c.params.eval;
+    if (!last || last_eval != eval) {
+      last = &suites[eval];
+      last_eval = eval;
     }
-    out += "  <testsuite name=\"" + xml_text(eval) + "\" tests=\"" + std::to_string(tests) +
-           "\" failures=\"" + std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
-           "\" skipped=\"" + std::to_string(skipped) + "\" time=\"" + number(time) + "\">\n" +
-           cases + "  </testsuite>\n";
+    auto& su = *last;
+    ++su.tests;
+    su.time += r.latency_seconds;
+    su.cases += "    <testcase classname=\"" + xml_text(eval) + "\" name=\"" + xml_text(c.key) +
+                "\" time=\"" + number(r.latency_seconds) + "\">";
+    const auto result = r.result();
+    std::string why = r.message;
+    if (why.empty() && result)
+      for (auto& sc : result->scores)
+        if (!sc.na && !sc.pass) why += (why.empty() ? "" : "; ") + sc.scorer + ": " + sc.reason;
+    switch (r.state) {
+      case case_state::passed:
+        break;
+      case case_state::failed:
+        ++su.failures;
+        su.cases += "<failure message=\"" + xml_text(why) + "\"/>";
+        break;
+      case case_state::error:
+        ++su.errors;
+        su.cases += "<error message=\"" + xml_text(why) + "\"/>";
+        break;
+      case case_state::na:
+      case case_state::skipped:
+      case case_state::cancelled:
+      case case_state::executed:
+        ++su.skipped;
+        su.cases += "<skipped message=\"" +
+                    xml_text(std::string(to_string(r.state)) + (why.empty() ? "" : ": " + why)) +
+                    "\"/>";
+        break;
+    }
+    if (result && !result->transcript.final_response.empty())
+      su.cases += "<system-out>" + xml_text(result->transcript.final_response.substr(0, 2000)) +
+                  "</system-out>";
+    su.cases += "</testcase>\n";
+    return true;
+  });
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mira\">\n";
+  for (auto& eval : s.eval_order) {
+    auto it = suites.find(eval);
+    const suite none;
+    const suite& su = it == suites.end() ? none : it->second;
+    out += "  <testsuite name=\"" + xml_text(eval) + "\" tests=\"" + std::to_string(su.tests) +
+           "\" failures=\"" + std::to_string(su.failures) + "\" errors=\"" +
+           std::to_string(su.errors) + "\" skipped=\"" + std::to_string(su.skipped) +
+           "\" time=\"" + number(su.time) + "\">\n" + su.cases + "  </testsuite>\n";
   }
   return out + "</testsuites>\n";
 }
 
-std::string md_report(const plan::plan& p, const schedule::run_report& report,
-                      const aggregate::summary& s) {
+std::string md_report(const case_source& cases, const aggregate::summary& s) {
   auto ci = s.overall.ci();
   std::string out = "## Mira eval results\n\n" +
                     (s.overall.scored ? "**" + std::to_string(s.overall.passed) + " / " +
@@ -391,15 +414,15 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
     out += "\n";
   }
   std::string problems;
-  for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
-    auto& r = report.cases[i];
-    if (r.state != case_state::failed && r.state != case_state::error) continue;
+  cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+    if (r.state != case_state::failed && r.state != case_state::error) return true;
     std::string why = r.message;
     if (why.empty())
       if (auto result = r.result()) why = result->transcript.error.value_or("");
-    problems += "| " + md_cell(p.cases.key(i)) + " | " + std::string(to_string(r.state)) + " | " +
+    problems += "| " + md_cell(c.key) + " | " + std::string(to_string(r.state)) + " | " +
                 md_cell(why) + " |\n";
-  }
+    return true;
+  });
   if (!problems.empty())
     out += "\n### Failures and errors\n\n| case | status | why |\n|---|---|---|\n" + problems;
   return out;
@@ -409,32 +432,42 @@ std::string md_report(const plan::plan& p, const schedule::run_report& report,
 
 void render(const std::string& format, const plan::plan& p, const schedule::run_report& report,
             const aggregate::summary& s, const text_sink& out) {
-  if (format == "csv") return csv_report(p, report, out);
+  render(format, memory_cases(p, report), report, s, out);
+}
+
+void render(const std::string& format, const case_source& cases, const schedule::run_report& report,
+            const aggregate::summary& s, const text_sink& out) {
+  if (format == "csv") return csv_report(cases, out);
   if (format == "jsonl") {
     std::string line;
-    for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
+    cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
       line.clear();
-      store::append_case_line(line, p.cases[i], report.cases[i]);
+      store::append_case_line(line, c, r);
       line += '\n';
       out(line);
-    }
+      return true;
+    });
     return out(
         protocol::to_json_text(json::object{{"summary", aggregate::summary_json(s, report)}}) +
         "\n");
   }
-  if (format == "junit") return out(junit_report(p, report, s));
-  if (format == "md") return out(md_report(p, report, s));
-  if (format == "html") return html_report(p, report, s, "Mira eval report", out);
-  // {"summary": ..., "cases": [...]}, one case at a time.
-  out("{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) +
-      ",\"cases\":[");
-  std::string item;
-  for (std::size_t i = 0; i < p.cases.size() && i < report.cases.size(); ++i) {
-    item.assign(i ? "," : "");
-    store::append_case_line(item, p.cases[i], report.cases[i]);
-    out(item);
-  }
-  out("]}\n");
+  if (format == "junit") return out(junit_report(cases, s));
+  if (format == "md") return out(md_report(cases, s));
+  if (format == "html") return html_report(cases, report, s, "Mira eval report", out);
+  // {"summary": ..., "cases": [...]}, a case at a time, in pieces of about 64 KiB.
+  std::string item = "{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) +
+                     ",\"cases\":[";
+  cases.visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
+    if (i) item += ',';
+    store::append_case_line(item, c, r);
+    if (item.size() >= (std::size_t{64} << 10)) {
+      out(item);
+      item.clear();
+    }
+    return true;
+  });
+  item += "]}\n";
+  out(item);
 }
 
 std::string render(const std::string& format, const plan::plan& p,
@@ -444,10 +477,16 @@ std::string render(const std::string& format, const plan::plan& p,
   return text;
 }
 
-std::string summary_document(const plan::plan& whole, const schedule::run_report& report,
+std::vector<store::report_file> run_files(const plan::plan& whole,
+                                          const schedule::run_report& report,
+                                          const aggregate::summary& s) {
+  return run_files(std::make_shared<memory_cases>(whole, report), report, s);
+}
+
+std::string summary_document(std::size_t cases, const schedule::run_report& report,
                              const aggregate::summary& s) {
   json::object records{
-      {"count", whole.cases.size()},
+      {"count", cases},
       {"where", "this run folder: cases/ (layout per_case) or segments/ (layout compact), as "
                 "meta.json's \"layout\" says"},
       {"all", "mira report RUN_ID --format json"}};
@@ -456,17 +495,72 @@ std::string summary_document(const plan::plan& whole, const schedule::run_report
          "\n";
 }
 
-std::vector<store::report_file> run_files(const plan::plan& whole,
+std::vector<store::report_file> run_files(std::shared_ptr<const case_source> whole,
                                           const schedule::run_report& report,
                                           const aggregate::summary& s) {
-  // report.json is the summary and where the records are, not a second copy of every record.
+  // report.json is the summary and where the records are, not a second copy of every record
+  // (the json format of render() is the whole report).
+  std::size_t cases = 0;
+  for (auto n : s.counts) cases += n;
   return {{"report.json",
-           [&whole, &report, &s](const std::function<void(std::string_view)>& sink) {
-             sink(summary_document(whole, report, s));
+           [cases, &report, &s](const std::function<void(std::string_view)>& sink) {
+             sink(summary_document(cases, report, s));
            }},
-          {"report.html", [&whole, &report, &s](const std::function<void(std::string_view)>& sink) {
-             html_report(whole, report, s, "Mira eval report", sink);
+          {"report.html", [whole, &report, &s](const std::function<void(std::string_view)>& sink) {
+             html_report(*whole, report, s, "Mira eval report", sink);
            }}};
+}
+
+std::vector<store::report_file> saved_run_files(const store::run_reader& run,
+                                                const schedule::run_report& header,
+                                                const aggregate::summary& s) {
+  return run_files(std::make_shared<saved_cases>(run), header, s);
+}
+
+std::size_t memory_cases::size() const {
+  return std::min(p_.cases.size(), report_.cases.size());
+}
+
+void memory_cases::visit(const case_fn& fn) const {
+  for (std::size_t i = 0, n = size(); i < n; ++i)
+    if (!fn(i, p_.cases[i], report_.cases[i])) return;
+}
+
+void memory_cases::visit_keys(const key_fn& fn) const {
+  for (std::size_t i = 0, n = size(); i < n; ++i) {
+    const auto& c = p_.cases[i];  // may be a value (a compact plan): lives through the call
+    if (!fn(i, c.key)) return;
+  }
+}
+
+saved_cases::saved_cases(const store::run_reader& run, std::vector<bool> chosen)
+    : run_(run), chosen_(std::move(chosen)) {
+  if (chosen_.empty())
+    size_ = run_.size();
+  else
+    size_ = static_cast<std::size_t>(std::count(chosen_.begin(), chosen_.end(), true));
+}
+
+std::size_t saved_cases::size() const {
+  return size_;
+}
+
+void saved_cases::visit(const case_fn& fn) const {
+  std::size_t n = 0;
+  auto late = run_.visit_cases(
+      [&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+        return fn(n++, c, r);
+      },
+      [&](std::size_t i, std::string_view) { return chosen_.empty() || chosen_[i]; });
+  for (auto& u : late)  // each visit may meet the same one
+    if (std::find(problems_.begin(), problems_.end(), u) == problems_.end())
+      problems_.push_back(std::move(u));
+}
+
+void saved_cases::visit_keys(const key_fn& fn) const {
+  for (std::size_t i = 0, n = 0; i < run_.size(); ++i)
+    if (chosen_.empty() || chosen_[i])
+      if (!fn(n++, run_.key(i))) return;
 }
 
 store::write_error finish_run(store::run_store& run, const plan::plan& whole,

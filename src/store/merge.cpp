@@ -8,7 +8,9 @@
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
 #include "plan/natural_order.hpp"
+#include <mira/store/summary_feed.hpp>
 #include "store/file_helpers.hpp"
+#include "store/run_reader_access.hpp"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,7 +34,7 @@ namespace {
 
 struct input {
   fs::path folder;
-  loaded_run run;
+  run_reader run;  // its keys; the records are read while they are copied
   shard_info shard;
 };
 
@@ -53,12 +55,12 @@ std::string indexes_text(const std::vector<std::size_t>& v) {
 // Reads and checks one input on its own.
 tl::expected<input, merge_error> read_input(const fs::path& folder) {
   auto name = folder.filename().string();
-  auto run = load_run(folder.parent_path(), name);
+  auto run = run_reader::open(folder.parent_path(), name);
   if (!run) return refuse(run.error().message());
-  if (!run->unreadable.empty())
-    return refuse("run " + folder.string() + ": " + std::to_string(run->unreadable.size()) +
-                  " saved result(s) cannot be read, the first: " + run->unreadable.front());
-  auto shard = shard_of(run->meta);
+  if (!run->unreadable().empty())
+    return refuse("run " + folder.string() + ": " + std::to_string(run->unreadable().size()) +
+                  " saved result(s) cannot be read, the first: " + run->unreadable().front());
+  auto shard = shard_of(run->meta());
   if (!shard) return refuse(shard.error().message());
   if (!*shard)
     return refuse("run " + folder.string() +
@@ -74,11 +76,11 @@ std::optional<std::string> check_together(const std::vector<input>& in) {
   };
   std::map<std::size_t, const input*> by_index;
   for (auto& i : in) {
-    if (i.run.meta.study != first.run.meta.study ||
-        i.run.meta.study_version != first.run.meta.study_version)
-      return label(i) + " was made by study '" + i.run.meta.study + "' version " +
-             i.run.meta.study_version + ", " + label(first) + " by '" + first.run.meta.study +
-             "' version " + first.run.meta.study_version;
+    auto &meta = i.run.meta(), &first_meta = first.run.meta();
+    if (meta.study != first_meta.study || meta.study_version != first_meta.study_version)
+      return label(i) + " was made by study '" + meta.study + "' version " + meta.study_version +
+             ", " + label(first) + " by '" + first_meta.study + "' version " +
+             first_meta.study_version;
     if (i.shard.spec.count != first.shard.spec.count)
       return label(i) + " and " + label(first) + " split the plan into different counts";
     if (i.shard.fingerprint != first.shard.fingerprint)
@@ -90,13 +92,25 @@ std::optional<std::string> check_together(const std::vector<input>& in) {
       return "shard " + std::to_string(i.shard.spec.index) + " is given twice: run " +
              it->second->folder.string() + " and run " + i.folder.string();
   }
-  std::unordered_map<std::string_view, const input*> owner;
-  for (auto& i : in)
-    for (auto& c : i.run.cases) {
-      auto [it, fresh] = owner.emplace(c.key, &i);
-      if (!fresh) return "case " + c.key + " is in " + label(*it->second) + " and in " + label(i);
-    }
-  return std::nullopt;
+  // Each input's keys are in natural order: walked together, a key in two inputs meets itself.
+  std::vector<std::size_t> next(in.size(), 0);
+  std::string_view last_key;
+  const input* last_owner = nullptr;
+  for (;;) {
+    const input* least = nullptr;
+    std::size_t least_at = 0;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if (next[k] < in[k].run.size() &&
+          (!least || plan::natural_less(in[k].run.key(next[k]), least->run.key(next[least_at]))))
+        least = &in[k], least_at = k;
+    if (!least) return std::nullopt;
+    auto key = least->run.key(next[least_at]++);
+    if (last_owner && key == last_key && last_owner != least)
+      return "case " + std::string(key) + " is in " + label(*last_owner) + " and in " +
+             label(*least);
+    last_key = key;
+    last_owner = least;
+  }
 }
 
 error_code errno_code() {
@@ -129,10 +143,10 @@ error_code append_copy(const fs::path& from, const fs::path& to, std::string_vie
 merged_shard timing_of(const input& i) {
   merged_shard s;
   s.index = i.shard.spec.index;
-  s.run_id = i.run.meta.run_id;
-  s.cases = i.run.cases.size();
-  s.seconds = i.run.meta.seconds();
-  auto& sessions = i.run.meta.sessions;
+  s.run_id = i.run.meta().run_id;
+  s.cases = i.run.size();
+  s.seconds = i.run.meta().seconds();
+  auto& sessions = i.run.meta().sessions;
   if (!sessions.empty()) {
     s.started = sessions.front().started;
     s.finished = sessions.back().finished;
@@ -149,7 +163,7 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
                                                     const merge_options& options,
                                                     const std::string& tmp_id,
                                                     const std::string& run_id) {
-  auto& first = in.front().run.meta;
+  auto& first = in.front().run.meta();
   auto store = run_store::create(options.results_dir, tmp_id, first.layout);
   if (!store) return tl::make_unexpected(store.error().message());
   auto& meta = store->meta();
@@ -165,7 +179,7 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   meta.extra["merged"] = info.to_json();
   // Each shard's sessions, so the run's duration is the run time of every shard.
   for (auto& i : in)
-    for (auto& s : i.run.meta.sessions) {
+    for (auto& s : i.run.meta().sessions) {
       if (meta.started.empty() || (!s.started.empty() && s.started < meta.started))
         meta.started = s.started;
       meta.sessions.push_back(s);
@@ -177,10 +191,10 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   if (auto e = store->begin_session(std::move(merge))) return tl::make_unexpected(e.message());
 
   for (auto& i : in) {
-    auto label = "shard " + std::to_string(i.shard.spec.index) + " (run " + i.run.meta.run_id + ")";
-    auto marker = protocol::to_json_text(
-                      json::object{{"shard", i.shard.spec.index}, {"run_id", i.run.meta.run_id}}) +
-                  "\n";
+    auto& id = i.run.meta().run_id;
+    auto label = "shard " + std::to_string(i.shard.spec.index) + " (run " + id + ")";
+    auto marker =
+        protocol::to_json_text(json::object{{"shard", i.shard.spec.index}, {"run_id", id}}) + "\n";
     if (auto ec = append_copy(i.folder / "events.ndjson", store->path() / "events.ndjson", marker))
       return tl::make_unexpected(write_error{ec, store->path() / "events.ndjson"}.message());
     if (auto ec = append_copy(i.folder / "study.stderr.log", store->path() / "study.stderr.log",
@@ -192,31 +206,46 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   if (!writer) return tl::make_unexpected(writer.error().message());
   std::mutex m;
   std::optional<std::string> failed;
-  loaded_run all;
-  all.meta = meta;
-  for (auto& i : in)
-    for (auto& c : i.run.cases) {
+  std::size_t copied = 0;
+  for (auto& i : in) {
+    auto late = i.run.visit([&](std::size_t, const saved_case& c) {
       (*writer)->submit(c.key, protocol::to_json_text(c.record), [&, key = c.key](error_code ec) {
         std::lock_guard lock(m);
         if (ec && !failed)
           failed = "cannot save the record of " + key + " to " + (*writer)->file_of(key).string() +
                    ": " + ec.message();
       });
-      all.cases.push_back(c);
+      ++copied;
+      return true;
+    });
+    if (!late.empty()) {
+      (*writer)->drain();
+      return tl::make_unexpected("run " + i.folder.string() + ": " + late.front() +
+                                 " (it could be read when the merge began)");
     }
+  }
   (*writer)->drain();
   if (failed) return tl::make_unexpected(*failed);
-  std::stable_sort(
-      all.cases.begin(), all.cases.end(),
-      [](const saved_case& a, const saved_case& b) { return plan::natural_less(a.key, b.key); });
-  auto [p, report] = all.as_report();
-  auto summary = aggregate::summarize(p, report.cases, nullptr, {});
+  // The summary and the report files over the merged run as written, read back a case at a time.
+  auto merged = detail::run_reader_access::open_folder(store->path(), meta, nullptr);
+  if (!merged.unreadable().empty())
+    return tl::make_unexpected("the merged run cannot be read back: " + merged.unreadable().front());
+  summary_feed feed;
+  auto late = merged.visit_cases(
+      [&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+        feed.add(c, r);
+        return true;
+      });
+  if (!late.empty())
+    return tl::make_unexpected("the merged run cannot be read back: " + late.front());
+  auto summary = feed.finish();
+  schedule::run_report report;
   report.seconds = store->seconds();
   std::vector<report_file> files;
-  if (options.report_files) files = options.report_files(p, report, summary);
+  if (options.report_files) files = options.report_files(merged, report, summary);
   if (auto e = store->finish(files, aggregate::summary_json(summary, report)))
     return tl::make_unexpected("cannot finish the merged run: " + e.message());
-  return all.cases.size();
+  return copied;
 }
 
 }  // namespace
@@ -245,10 +274,10 @@ tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>&
     if (next < in.size() && in[next].shard.spec.index == i) {
       auto& s = in[next++];
       info.shards.push_back(timing_of(s));
-      merged += s.run.cases.size();
-      if (s.run.cases.size() < s.shard.shard_cases)
+      merged += s.run.size();
+      if (s.run.size() < s.shard.shard_cases)
         out.incomplete.push_back("shard " + std::to_string(i) + " (run " + s.folder.string() +
-                                 "): saved " + std::to_string(s.run.cases.size()) + " of " +
+                                 "): saved " + std::to_string(s.run.size()) + " of " +
                                  std::to_string(s.shard.shard_cases) + " case(s)");
     } else {
       info.missing.push_back(i);

@@ -60,10 +60,9 @@ boost::system::error_code run_folder::save_case(const std::string& key,
   return write_file_atomic(dir / "result.json", protocol::to_json_text(record) + "\n");
 }
 
-std::map<std::string, json::object> run_folder::load_cases(
-    std::vector<std::string>* unreadable, std::unordered_map<std::string, fs::path>* foreign_dirs,
-    bool remove_temporaries) const {
-  std::map<std::string, json::object> out;
+void run_folder::walk_cases(const case_visitor& good, std::vector<std::string>* unreadable,
+                            std::unordered_map<std::string, fs::path>* foreign_dirs,
+                            bool remove_temporaries) const {
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(path_ / "cases", ec)) {
     auto file = entry.path() / "result.json";
@@ -90,8 +89,17 @@ std::map<std::string, json::object> run_folder::load_cases(
     if (foreign_dirs && entry.path().filename() != encode_key(*key))
       (*foreign_dirs)[*key] = entry.path();
     (*record)["key"] = *key;
-    out.insert_or_assign(std::move(*key), std::move(*record));
+    good(std::move(*key), entry.path(), std::move(*record));
   }
+}
+
+std::map<std::string, json::object> run_folder::load_cases(
+    std::vector<std::string>* unreadable, std::unordered_map<std::string, fs::path>* foreign_dirs,
+    bool remove_temporaries) const {
+  std::map<std::string, json::object> out;
+  walk_cases([&](std::string key, const fs::path&,
+                 json::object record) { out.insert_or_assign(std::move(key), std::move(record)); },
+             unreadable, foreign_dirs, remove_temporaries);
   return out;
 }
 

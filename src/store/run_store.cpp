@@ -7,13 +7,12 @@
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_folder.hpp>
-#include "plan/natural_order.hpp"
-#include "protocol/json_scan.hpp"
+#include <mira/store/run_reader.hpp>
 #include "store/digest.hpp"
 #include "store/file_helpers.hpp"
+#include "store/run_reader_access.hpp"
 #include "store/segment_log.hpp"
 
-#include <boost/json/parse.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -49,86 +48,9 @@ std::string hostname() {
   return buf;
 }
 
-// Reads cases/*/result.json (run_folder::load_cases). `dirs` gets the folder of every key whose
-// folder is not the one encode_key() names (written by the Rust host), so a resumed run writes
-// that case in place; only a writer (who passes it) removes the temporaries of a killed save.
-void load_per_case(const fs::path& folder, std::map<std::string, json::object>& out,
-                   std::vector<std::string>& unreadable,
-                   std::unordered_map<std::string, fs::path>* dirs) {
-  auto f = run_folder::open(folder.parent_path(), folder.filename().string());
-  if (!f) return;  // no cases/ folder: a compact run
-  for (auto& [key, record] : f->load_cases(&unreadable, dirs, dirs != nullptr))
-    out.insert_or_assign(key, std::move(record));
-}
-
-// A damaged line whose key, as far as it can be read, has a whole record after it.
-struct maybe_superseded {
-  std::string problem;
-  std::string key;
-};
-
-// Reads segments/*.ndjson: the newest record of each key. A torn tail (a write cut short by a
-// crash, never acknowledged) is not a loss; a damaged line is unreadable, or `superseded` when
-// the key it names has a whole record after it (load_folder decides: the key may be damaged).
-void load_compact(const fs::path& folder, std::map<std::string, json::object>& out,
-                  std::vector<std::string>& unreadable, std::vector<maybe_superseded>& superseded) {
-  auto scan = read_segments(folder / "segments");
-  std::unordered_map<std::string_view, std::size_t> last;  // key -> index of its newest record
-  for (std::size_t i = 0; i < scan.records.size(); ++i) last[scan.records[i].key] = i;
-  // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
-  for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
-    auto& d = scan.damaged[i];
-    auto it = d.key ? last.find(*d.key) : last.end();
-    if (it != last.end() && it->second >= d.records_before)
-      superseded.push_back({scan.problems[i], *d.key});
-    else
-      unreadable.push_back(scan.problems[i]);
-  }
-  for (auto& r : scan.records) {
-    boost::system::error_code ec;
-    auto v = json::parse(r.json, ec, {}, mira::detail::host_parse_options());
-    if (ec || !v.is_object()) {
-      unreadable.push_back((folder / "segments").string() + ": the record of " + r.key +
-                           " is not a JSON object");
-      continue;
-    }
-    v.as_object()["key"] = r.key;
-    out.insert_or_assign(r.key, std::move(v.as_object()));
-  }
-}
-
 loaded_run load_folder(const fs::path& folder, run_meta meta,
                        std::unordered_map<std::string, fs::path>* dirs) {
-  loaded_run run;
-  run.meta = std::move(meta);
-  std::map<std::string, json::object> records;
-  std::vector<maybe_superseded> superseded;
-  // Both layouts are read (a run converted half-way has some of each); the run's own layout
-  // is read last, so its record of a key wins.
-  if (run.meta.layout == layout::compact) {
-    load_per_case(folder, records, run.unreadable, dirs);
-    load_compact(folder, records, run.unreadable, superseded);
-  } else {
-    load_compact(folder, records, run.unreadable, superseded);
-    load_per_case(folder, records, run.unreadable, dirs);
-  }
-  // A flipped bit in a damaged line's key can name another case, which has a record: the case
-  // of the line would then be lost unseen. So a damaged line counts as superseded only while
-  // the run has a record of every case its last session planned (a run with no session, made
-  // by another host or rebuilt by doctor, vouches for none).
-  const std::size_t planned = run.meta.sessions.empty() ? 0 : run.meta.sessions.back().planned;
-  const bool whole = planned > 0 && records.size() >= planned;  // unknown: nothing is vouched for
-  for (auto& s : superseded)
-    if (whole)
-      run.superseded.push_back(s.problem + ", superseded by a later record of " + s.key);
-    else
-      run.unreadable.push_back(std::move(s.problem));
-  run.cases.reserve(records.size());
-  for (auto& [key, record] : records) run.cases.push_back({key, std::move(record)});
-  std::stable_sort(
-      run.cases.begin(), run.cases.end(),
-      [](const saved_case& a, const saved_case& b) { return plan::natural_less(a.key, b.key); });
-  return run;
+  return detail::run_reader_access::open_folder(folder, std::move(meta), dirs).load();
 }
 
 tl::expected<run_meta, error> read_meta(const fs::path& folder, const std::string& id) {
@@ -270,14 +192,6 @@ class per_case_writer final : public run_store::case_writer {
   const std::unordered_map<std::string, fs::path>* dirs_;
   batch_writer writer_;
 };
-
-// A saved case as a planned one: its identity and key (for reports and the whole run).
-plan::planned_case planned_case_of(const saved_case& c) {
-  plan::planned_case pc;
-  if (auto params = protocol::decode_run_params(c.record)) pc.params = *params;
-  pc.key = c.key;
-  return pc;
-}
 
 class compact_writer final : public run_store::case_writer {
  public:

@@ -281,11 +281,9 @@ std::vector<fs::path> list_segments(const fs::path& dir) {
   return out;
 }
 
-segment_scan read_segments(const fs::path& dir) {
+segment_scan scan_segments(const std::vector<fs::path>& files, const segment_visitor& good) {
   segment_scan out;
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return out;
-  auto files = list_segments(dir);
+  std::size_t goods = 0;  // good records of the files before this one
   for (std::size_t i = 0; i < files.size(); ++i) {
     auto& file = files[i];
     int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -294,15 +292,17 @@ segment_scan read_segments(const fs::path& dir) {
     if (!bytes) {
       out.problems.push_back("cannot read " + file.string() + ": " + errno_text(bytes.error()));
       ++out.damaged_lines;  // its records are unknown, not merely unwritten
-      out.damaged.push_back({std::nullopt, out.records.size()});
+      out.damaged.push_back({std::nullopt, goods});
       continue;
     }
-    const auto records_before = out.records.size();
+    const auto records_before = goods;
+    const std::string_view all = *bytes;
     std::vector<bad_line> bad;
     auto valid_end = scan_bytes(
-        *bytes,
+        all,
         [&](std::string key, std::string_view record) {
-          out.records.push_back({std::move(key), std::string(record)});
+          good(std::move(key), record, i, static_cast<std::uint64_t>(record.data() - all.data()));
+          ++goods;
         },
         bad);
     // Only the last segment is ever appended to, so only there can bad lines at the end be a
@@ -317,13 +317,25 @@ segment_scan read_segments(const fs::path& dir) {
       out.problems.push_back(bad_line_message(file, b));
       ++out.damaged_lines;
       std::optional<std::string> key;
-      auto line = std::string_view(*bytes).substr(b.offset);
+      auto line = all.substr(b.offset);
       line = line.substr(0, line.find('\n'));
       if (has_line_head(line))
         if (auto k = read_key(line)) key = std::move(k->first);
       out.damaged.push_back({std::move(key), records_before + b.good_before});
     }
   }
+  return out;
+}
+
+segment_scan read_segments(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return {};
+  std::vector<segment_record> records;
+  auto out = scan_segments(list_segments(dir),
+                           [&](std::string key, std::string_view record, std::size_t, std::uint64_t) {
+                             records.push_back({std::move(key), std::string(record)});
+                           });
+  out.records = std::move(records);
   return out;
 }
 

@@ -119,6 +119,16 @@ struct segment_scan {
 /// Reads every segment in `dir` without modifying anything. A missing `dir` reads as empty.
 segment_scan read_segments(const std::filesystem::path& dir);
 
+/// Each good record of a scan: its key, its text (valid during the call only), the position of
+/// its segment in the scanned list and the byte offset of the text in that segment.
+using segment_visitor = std::function<void(std::string key, std::string_view record,
+                                           std::size_t file, std::uint64_t at)>;
+/// read_segments() over `files` (list_segments' order) without keeping the records: each good
+/// one goes to `good` as it is found, and the scan's `records` stay empty. One segment is in
+/// memory at a time.
+segment_scan scan_segments(const std::vector<std::filesystem::path>& files,
+                           const segment_visitor& good);
+
 /// The segment files in `dir` (names of digits, at least six, then ".ndjson"), in number order.
 std::vector<std::filesystem::path> list_segments(const std::filesystem::path& dir);
 

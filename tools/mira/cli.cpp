@@ -11,9 +11,12 @@
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/report/render.hpp>
+#include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
+#include <mira/store/summary_feed.hpp>
 
 #include <cstdio>
+#include <memory>
 #include <iostream>
 
 namespace mira::cli {
@@ -155,8 +158,8 @@ namespace {
 // saved case), as the Rust host does. Only under the run's lock: a run in use is left alone (it
 // writes its own at its end). False when a file could not be written (each is replaced whole or
 // not at all): the report was shown, but the folder's copy is not what it claims to be.
-bool rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule::run_report& report,
-                         const aggregate::summary& s) {
+bool rewrite_run_reports(const run_args& a, std::shared_ptr<const report::case_source> cases,
+                         const schedule::run_report& report, const aggregate::summary& s) {
   auto run = store::run_store::open(a.results_dir, a.run_id);
   if (!run) {
     std::fprintf(stderr, "mira: note: report.json and report.html left as they are: %s\n",
@@ -178,7 +181,7 @@ bool rewrite_run_reports(const run_args& a, const plan::plan& p, const schedule:
                  printable(a.run_id).c_str(), printable(a.run_id).c_str());
     return true;
   }
-  if (auto failed = run->write_files(report::run_files(p, report, s))) {
+  if (auto failed = run->write_files(report::run_files(cases, report, s))) {
     std::fprintf(stderr, "mira: error: %s\n", printable(failed.message()).c_str());
     return false;
   }
@@ -193,36 +196,45 @@ int cmd_report(const std::vector<std::string>& args) {
   auto a = parse_args(command::report, args);
   if (a.help) return std::fputs(command_help(command::report).c_str(), stdout), exit_ok;
   prepare(command::report, a);
-  auto run = load_saved_run(a);
+  // The run is read a case at a time: once for the summary (and the cases the filter keeps),
+  // then once per thing written (the table, the --format report, the run's report files).
+  auto run = open_saved_run(a);
   if (!run) return exit_usage;
   // A script must never take a report that leaves cases out for the whole run.
-  const auto unreadable = run->unreadable.size(), total = run->cases.size() + unreadable;
-  if (run->cases.empty() && unreadable > 0) {
+  auto unreadable = run->unreadable().size();
+  const auto total = run->size() + unreadable;
+  if (run->size() == 0 && unreadable > 0) {
     std::fprintf(stderr,
                  "mira: none of the %zu saved result(s) of run %s can be read (see above)\n",
                  unreadable, printable(a.run_id).c_str());
     return exit_host_error;
   }
-  auto [p, report] = run->as_report();
+  // The cases the summary counts (the filter's, the readable ones): the ones rendered below.
   const auto& filter = a.selection.filter;
-  if (!filter.empty()) {
-    plan::plan kept;
-    std::vector<schedule::case_record> records;
-    for (std::size_t i = 0; i < p.cases.size(); ++i)
-      if (p.cases[i].logical_key().find(filter) != std::string_view::npos) {
-        kept.cases.push_back(std::move(p.cases[i]));
-        records.push_back(std::move(report.cases[i]));
-      }
-    p = std::move(kept);
-    report.cases = std::move(records);
-    if (p.cases.empty())
-      std::fprintf(stderr, "mira: no saved case of run %s has a key containing \"%s\"\n",
-                   printable(a.run_id).c_str(), printable(filter).c_str());
-  }
-  auto s = aggregate::summarize(p, report.cases, nullptr, a.group_by);
-  if (!emit_report(a, p, report, s, false)) return exit_host_error;
-  if (filter.empty() && unreadable == 0 && !rewrite_run_reports(a, p, report, s))
+  std::vector<bool> chosen(run->size(), false);
+  store::summary_feed feed(a.group_by);
+  auto late = run->visit_cases(
+      [&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
+        if (!filter.empty() && c.logical_key().find(filter) == std::string_view::npos)
+          return true;
+        chosen[i] = true;
+        feed.add(c, r);
+        return true;
+      });
+  if (!filter.empty() && feed.size() == 0)
+    std::fprintf(stderr, "mira: no saved case of run %s has a key containing \"%s\"\n",
+                 printable(a.run_id).c_str(), printable(filter).c_str());
+  // Gone since the run was opened: named and counted as unreadable.
+  for (auto& u : late) std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  unreadable += late.size();
+  auto s = feed.finish();
+  schedule::run_report header;
+  header.seconds = run->meta().seconds();
+  auto cases = std::make_shared<const report::saved_cases>(*run, std::move(chosen));
+  if (!emit_report(a, *cases, header, s, false)) return exit_host_error;
+  if (filter.empty() && unreadable == 0 && !rewrite_run_reports(a, cases, header, s))
     return exit_host_error;
+  unreadable += cases->problems().size();
   if (unreadable > 0) {
     std::fprintf(stderr,
                  "mira: the report is incomplete: %zu of %zu saved result(s) of run %s cannot be "

@@ -1,4 +1,4 @@
-// `mira compare BASE CANDIDATE`: loads both runs, compares them (compare::compare_runs) and
+// `mira compare BASE CANDIDATE`: opens both runs, compares them (compare::compare_runs) and
 // prints or writes the comparison; with --fail-on-regression its exit code is the gate.
 #include "commands.hpp"
 #include "config_step.hpp"
@@ -15,14 +15,15 @@ int cmd_compare(const std::vector<std::string>& args) {
   auto a = parse_args(command::compare, args);
   if (a.help) return std::fputs(command_help(command::compare).c_str(), stdout), exit_ok;
   prepare(command::compare, a);  // mira.toml's [results] dir unless --results-dir
-  std::optional<store::loaded_run> runs[2];
+  // Each run is read a case at a time: what is kept is the pairs, not the records.
+  std::optional<store::run_reader> runs[2];
   for (int i = 0; i < 2; ++i) {
-    auto run = compare::load(a.results_dir, a.runs[static_cast<std::size_t>(i)]);
+    auto run = compare::open(a.results_dir, a.runs[static_cast<std::size_t>(i)]);
     if (!run) {
       std::fprintf(stderr, "mira: compare: %s\n", printable(run.error().message()).c_str());
       return exit_usage;
     }
-    for (auto& u : run->unreadable)
+    for (auto& u : run->unreadable())
       std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
     runs[i] = std::move(*run);
   }

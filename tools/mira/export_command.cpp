@@ -91,11 +91,12 @@ int cmd_export(const std::vector<std::string>& args) {
   auto a = parse_args(command::export_, args);
   if (a.help) return std::fputs(command_help(command::export_).c_str(), stdout), exit_ok;
   prepare(command::export_, a);
-  auto run = load_saved_run(a);
+  // Read a case at a time: a run of a million cases is exported in the memory of its keys.
+  auto run = open_saved_run(a);
   if (!run) return exit_usage;
   // A run made by `mira score` knows where its artifacts are.
   if (a.artifacts.empty()) {
-    auto* dir = run->meta.extra.if_contains("scored_artifacts");
+    auto* dir = run->meta().extra.if_contains("scored_artifacts");
     std::error_code ec;
     if (dir && dir->is_string() && std::filesystem::is_directory(dir->get_string().c_str(), ec))
       a.artifacts = dir->get_string();
@@ -112,7 +113,6 @@ int cmd_export(const std::vector<std::string>& args) {
     for (auto& u : unreadable)
       std::fprintf(stderr, "mira: warning: cannot read the artifact %s\n", printable(u).c_str());
   }
-  auto [saved_plan, saved_report] = run->as_report();
   const bool to_stdout = a.out == "-";
   auto out_dir = a.out.empty() ? std::filesystem::path(a.results_dir) / a.run_id / "export"
                                : std::filesystem::path(a.out);
@@ -145,24 +145,29 @@ int cmd_export(const std::vector<std::string>& args) {
     return f->commit();
   };
   std::size_t written = 0, from_artifacts = 0;
-  for (std::size_t i = 0; i < saved_plan.cases.size(); ++i) {
-    const auto c = saved_plan.cases[i];
-    auto& r = saved_report.cases[i];
-    if (r.state == case_state::skipped || r.state == case_state::cancelled) continue;
-    if (!a.selection.filter.empty() && c.key.find(a.selection.filter) == std::string::npos)
-      continue;
-    auto it = artifacts.find(c.key);
-    bool from_artifact = false;
-    auto doc = export_document(a.run_id, c, r, it == artifacts.end() ? nullptr : &it->second,
-                               from_artifact);
-    from_artifacts += from_artifact;
-    if (auto ec = write_doc(out_dir / (store::encode_key(c.key) + ".atif.json"), doc)) {
-      std::fprintf(stderr, "mira: cannot write the export of %s: %s\n", printable(c.key).c_str(),
-                   ec.message().c_str());
-      return exit_host_error;
-    }
-    ++written;
-  }
+  bool failed = false;
+  auto late = run->visit_cases(
+      [&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+        if (r.state == case_state::skipped || r.state == case_state::cancelled) return true;
+        auto it = artifacts.find(c.key);
+        bool from_artifact = false;
+        auto doc = export_document(a.run_id, c, r, it == artifacts.end() ? nullptr : &it->second,
+                                   from_artifact);
+        from_artifacts += from_artifact;
+        if (auto ec = write_doc(out_dir / (store::encode_key(c.key) + ".atif.json"), doc)) {
+          std::fprintf(stderr, "mira: cannot write the export of %s: %s\n",
+                       printable(c.key).c_str(), ec.message().c_str());
+          failed = true;
+          return false;
+        }
+        ++written;
+        return true;
+      },
+      [&](std::size_t, std::string_view key) {
+        return a.selection.filter.empty() || key.find(a.selection.filter) != std::string::npos;
+      });
+  if (failed) return exit_host_error;
+  for (auto& u : late) std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
   if (stdout_file)
     if (auto ec = stdout_file->commit()) {
       std::fprintf(stderr, "mira: cannot write to stdout: %s\n", ec.message().c_str());

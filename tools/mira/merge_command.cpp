@@ -32,7 +32,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   if (a.help) return std::fputs(command_help(command::merge).c_str(), stdout), exit_ok;
   prepare(command::merge, a);
   store::merge_options o;
-  o.report_files = report::run_files;
+  o.report_files = report::saved_run_files;
   o.results_dir = a.results_dir;
   o.run_id = a.merged_run_id;
   o.allow_partial = a.allow_partial;

@@ -272,20 +272,27 @@ bool use_colour(const run_args& a) {
 // The finished report on stdout and, with --out, in a file. Returns false when the file could
 // not be written.
 boost::system::error_code write_report(const std::filesystem::path& path, const std::string& format,
-                                       const plan::plan& p, const schedule::run_report& report,
+                                       const report::case_source& cases,
+                                       const schedule::run_report& report,
                                        const aggregate::summary& s) {
   auto file = store::output_file::open(path);
   if (!file) return file.error();
-  render(format, p, report, s, [&](std::string_view piece) { file->write(piece); });
+  render(format, cases, report, s, [&](std::string_view piece) { file->write(piece); });
   return file->commit();
 }
 
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed) {
+  return emit_report(a, report::memory_cases(p, report), report, s, cases_already_streamed);
+}
+
+bool emit_report(const run_args& a, const report::case_source& cases,
+                 const schedule::run_report& report, const aggregate::summary& s,
+                 bool cases_already_streamed) {
   if (!a.out.empty()) {
     const bool to_stdout = a.out == "-";  // the report instead of the table
-    if (!to_stdout) print_table(stdout, p, report, s, use_colour(a));
-    if (auto ec = write_report(a.out, a.format, p, report, s)) {
+    if (!to_stdout) print_table(stdout, cases, report, s, use_colour(a));
+    if (auto ec = write_report(a.out, a.format, cases, report, s)) {
       std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
                    ec.message().c_str());
       return false;
@@ -295,12 +302,25 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
     return true;
   }
   if (a.format == "table")
-    print_table(stdout, p, report, s, use_colour(a));
+    print_table(stdout, cases, report, s, use_colour(a));
   else if (a.format == "jsonl" && cases_already_streamed)
     std::cout << protocol::to_json_text(json::object{{"summary", summary_json(s, report)}}) << '\n';
   else
-    render(a.format, p, report, s, [](std::string_view piece) { std::cout << piece; });
+    render(a.format, cases, report, s, [](std::string_view piece) { std::cout << piece; });
   return true;
+}
+
+std::optional<store::run_reader> open_saved_run(const run_args& a) {
+  auto run = store::run_reader::open(a.results_dir, a.run_id);
+  if (!run) {
+    std::fprintf(stderr, "mira: %s\n", printable(run.error().message()).c_str());
+    return std::nullopt;
+  }
+  for (auto& u : run->unreadable())
+    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  for (auto& u : run->superseded())
+    std::fprintf(stderr, "mira: warning: %s\n", printable(u).c_str());
+  return std::move(*run);
 }
 
 std::optional<store::loaded_run> load_saved_run(const run_args& a) {

@@ -122,16 +122,23 @@ bool use_colour(const run_args& a);
 /// file is replaced only when complete; a device, FIFO or "-" is written in place; a symbolic
 /// link is written through).
 boost::system::error_code write_report(const std::filesystem::path& path, const std::string& format,
-                                       const plan::plan& p, const schedule::run_report& report,
+                                       const report::case_source& cases,
+                                       const schedule::run_report& report,
                                        const aggregate::summary& s);
 
 /// The finished report on stdout and, with --out, in a file (with `--out -`, the report on
 /// stdout instead of the table). False when the file could not be written.
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed);
+/// emit_report() over any case source; `report` gives the run's seconds and how it stopped.
+bool emit_report(const run_args& a, const report::case_source& cases,
+                 const schedule::run_report& report, const aggregate::summary& s,
+                 bool cases_already_streamed);
 
 /// A saved run read back without the study (no lock): every readable case in natural key
 /// order. Prints each unreadable file; nothing when the run cannot be opened (printed too).
 std::optional<store::loaded_run> load_saved_run(const run_args& a);
+/// The same run opened for reading a case at a time (store::run_reader): prints the same.
+std::optional<store::run_reader> open_saved_run(const run_args& a);
 
 }  // namespace mira::cli

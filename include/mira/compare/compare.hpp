@@ -6,6 +6,7 @@
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/schedule/results.hpp>
+#include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 
 #include <boost/system/error_code.hpp>
@@ -61,16 +62,21 @@ enum class change {
   unpaired,   // missing from a run, or not scored (N/A, error, skipped, cancelled) in one
 };
 
-/// One case of either run, paired by logical key and trial.
+/// One case of either run, paired by logical key and trial. A comparison keeps one per case of
+/// either run: its names are shared with its neighbours' (plan::shared_name), and what it says
+/// of itself is computed when asked.
 struct case_pair {
   std::string key;  // the base's case key (the candidate's when only it has the case)
-  std::string eval, sample, target;
-  protocol::axis_params params;
+  plan::shared_name eval;
+  std::string sample;
+  plan::shared_name target;
+  plan::shared_axes params;
   std::int64_t trial = 0;
   side base, candidate;
   change what = change::unpaired;
-  /// For an unpaired case: "only in the base", "only in the candidate", or the states.
-  std::string why;
+  /// For an unpaired case: "only in the base", "only in the candidate", or the states; empty
+  /// for a paired one.
+  std::string why() const;
 };
 
 /// The comparison of one group of pairs (the whole run, an eval, a target, a group value).
@@ -118,10 +124,19 @@ struct compare_error {
 tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& base,
                                                      const store::loaded_run& candidate,
                                                      const options& o = {});
+/// The same over runs read back a case at a time (each is read once): what is kept is the
+/// comparison's pairs, not the runs' records. Records that could be read when a run was opened
+/// but not now count as unreadable (a warning) and their cases as missing.
+tl::expected<comparison, compare_error> compare_runs(const store::run_reader& base,
+                                                     const store::run_reader& candidate,
+                                                     const options& o = {});
 
 /// Loads a run named by id in `results_dir`, or by a path to its folder (an argument with a
 /// '/'); the message names the run when there is none.
 tl::expected<store::loaded_run, store::error> load(const std::filesystem::path& results_dir,
+                                                   const std::string& run);
+/// The same run opened for reading a case at a time.
+tl::expected<store::run_reader, store::error> open(const std::filesystem::path& results_dir,
                                                    const std::string& run);
 
 /// Where rendered text goes, piece by piece.

@@ -4,12 +4,14 @@
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/store/records.hpp>
+#include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 
 #include <boost/json/object.hpp>
 
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,11 +21,63 @@ namespace mira::report {
 /// Where rendered text goes, piece by piece.
 using text_sink = std::function<void(std::string_view)>;
 
+/// The cases a report is rendered from, visited in order as often as a renderer needs: a run in
+/// memory (memory_cases), or a saved run read back a case at a time (saved_cases). Case i of a
+/// visit is case i of the summary the report is rendered with.
+class case_source {
+ public:
+  virtual ~case_source() = default;
+  /// Called with each case in order; returns false to stop the visit.
+  using case_fn = std::function<bool(std::size_t i, const plan::planned_case& c,
+                                     const schedule::case_record& r)>;
+  using key_fn = std::function<bool(std::size_t i, std::string_view key)>;
+  virtual std::size_t size() const = 0;
+  virtual void visit(const case_fn& fn) const = 0;
+  /// The keys alone, in the same order (a saved run reads no record for them).
+  virtual void visit_keys(const key_fn& fn) const = 0;
+};
+
+/// A plan and its report in memory (report.cases in plan order). Refers to both.
+class memory_cases final : public case_source {
+ public:
+  memory_cases(const plan::plan& p, const schedule::run_report& report) : p_(p), report_(report) {}
+  std::size_t size() const override;
+  void visit(const case_fn& fn) const override;
+  void visit_keys(const key_fn& fn) const override;
+
+ private:
+  const plan::plan& p_;
+  const schedule::run_report& report_;
+};
+
+/// A saved run's cases read back through `run` (which must outlive it), every one or those
+/// `chosen` marks (by the reader's position). What a visit could not read is left out and kept
+/// in problems().
+class saved_cases final : public case_source {
+ public:
+  explicit saved_cases(const store::run_reader& run, std::vector<bool> chosen = {});
+  std::size_t size() const override;
+  void visit(const case_fn& fn) const override;
+  void visit_keys(const key_fn& fn) const override;
+  /// "<file>: <why>" of records that could be read when the run was opened but not since.
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  const store::run_reader& run_;
+  std::vector<bool> chosen_;  // empty: every case
+  std::size_t size_ = 0;
+  mutable std::vector<std::string> problems_;
+};
+
 /// The report in a file format: json (summary + cases), jsonl (cases, then the summary), csv
 /// (RFC 4180, one row per case), junit (one testsuite per eval; XML-illegal characters
 /// removed), md or html. json, jsonl and csv go to `out` a case at a time, so a large run's
 /// report is never whole in memory; the others as one text.
 void render(const std::string& format, const plan::plan& p, const schedule::run_report& report,
+            const aggregate::summary& s, const text_sink& out);
+/// render() over any case source; `run` gives the run's seconds and how it stopped (its cases are
+/// not read).
+void render(const std::string& format, const case_source& cases, const schedule::run_report& run,
             const aggregate::summary& s, const text_sink& out);
 /// render() into one string.
 std::string render(const std::string& format, const plan::plan& p,
@@ -38,6 +92,17 @@ std::vector<store::report_file> run_files(const plan::plan& whole,
                                           const schedule::run_report& report,
                                           const aggregate::summary& s);
 
+/// run_files() over any case source (see render()), which the files keep until they go.
+std::vector<store::report_file> run_files(std::shared_ptr<const case_source> whole,
+                                          const schedule::run_report& run,
+                                          const aggregate::summary& s);
+
+/// run_files() over every case of a saved run, read back through `run` (which must outlive the
+/// files): what store::merge_options::report_files takes.
+std::vector<store::report_file> saved_run_files(const store::run_reader& run,
+                                                const schedule::run_report& header,
+                                                const aggregate::summary& s);
+
 /// Ends a saved run's session: report.seconds becomes the run time of every session (set the
 /// session's seconds first), then the store writes the report files and meta.json with the
 /// summary (run_store::finish). Returns the first file that could not be written.
@@ -48,6 +113,8 @@ store::write_error finish_run(store::run_store& run, const plan::plan& whole,
 /// group-by table, totals, and how the run ended. With `colour`, verdict badges are coloured
 /// (ANSI SGR; never any study-provided bytes).
 void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s, bool colour = false);
+void print_table(std::FILE* out, const case_source& cases, const schedule::run_report& run,
                  const aggregate::summary& s, bool colour = false);
 
 }  // namespace mira::report

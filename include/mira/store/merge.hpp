@@ -1,10 +1,12 @@
 // Merging shard runs: the run folders of `mira run --shard I/N` (one per machine) become the one
 // run a single process would have saved — the same case records, events and stderr of every
-// shard, meta.json listing the shards and their timing, report.json and report.html. Every
+// shard, meta.json listing the shards and their timing, report.json and report.html. Inputs
+// are read a case at a time (run_reader), so merging holds keys, not records. Every
 // input is checked before anything is written, the new folder is built under a temporary name
 // and renamed into place, and the inputs are only read.
 #pragma once
 
+#include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 #include <mira/store/shard_meta.hpp>
 
@@ -24,9 +26,11 @@ struct merge_options {
   /// is then false. Refused otherwise.
   bool allow_partial = false;
   std::vector<std::string> argv;  // the merge command, for the merged run's session
-  /// The merged run's report files (report::run_files); the store renders none itself. Empty:
-  /// the merged run has none until `mira report` writes them.
-  std::function<std::vector<report_file>(const plan::plan&, const schedule::run_report&,
+  /// The merged run's report files over its cases, read back from the merged folder
+  /// (report::saved_run_files); the store renders none itself. The files
+  /// are written before the reader and the summary go. Empty: the merged run has none until
+  /// `mira report` writes them.
+  std::function<std::vector<report_file>(const run_reader& merged, const schedule::run_report& run,
                                          const aggregate::summary&)>
       report_files;
 };

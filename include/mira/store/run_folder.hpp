@@ -9,6 +9,7 @@
 #include <tl/expected.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -44,6 +45,14 @@ class run_folder {
       std::vector<std::string>* unreadable = nullptr,
       std::unordered_map<std::string, std::filesystem::path>* foreign_dirs = nullptr,
       bool remove_temporaries = true) const;
+
+  /// What load_cases() reads, one case at a time and in no particular order: `good` gets each
+  /// readable record's key, its folder and the record (with "key").
+  using case_visitor = std::function<void(std::string key, const std::filesystem::path& dir,
+                                          boost::json::object record)>;
+  void walk_cases(const case_visitor& good, std::vector<std::string>* unreadable = nullptr,
+                  std::unordered_map<std::string, std::filesystem::path>* foreign_dirs = nullptr,
+                  bool remove_temporaries = true) const;
 
   boost::system::error_code save_meta(const boost::json::object& meta);
   std::optional<boost::json::object> load_meta() const;

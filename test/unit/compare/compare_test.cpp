@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(cases_pair_by_logical_key_and_trial_and_unpaired_ones_are_l
   std::vector<std::string> regressed, unpaired;
   for (auto& p : c->cases) {
     if (p.what == change::regressed) regressed.push_back(p.key);
-    if (p.what == change::unpaired) unpaired.push_back(p.key + " " + p.why);
+    if (p.what == change::unpaired) unpaired.push_back(p.key + " " + p.why());
   }
   BOOST_TEST(regressed == (std::vector<std::string>{"e/b@t", "e/d@t"}),
              boost::test_tools::per_element());

@@ -108,7 +108,7 @@ struct fixture {
   }
   merge_options options(bool partial = false) {
     merge_options o;
-    o.report_files = mira::report::run_files;
+    o.report_files = mira::report::saved_run_files;
     o.results_dir = results;
     o.run_id = "merged";
     o.allow_partial = partial;

@@ -1,0 +1,92 @@
+// Reading a saved run back a case at a time: an index of its records (the newest of each key, in
+// natural key order: a key and where its record is) and visits that read, parse and hand over one
+// record at a time. A run of a million cases is read in the memory of its keys, not of its
+// records; `mira report`, `export`, `compare` and `merge` read runs through it, and load_run is
+// it holding every record.
+#pragma once
+
+#include <mira/plan/plan.hpp>
+#include <mira/schedule/results.hpp>
+#include <mira/store/error.hpp>
+#include <mira/store/run_meta.hpp>
+#include <mira/store/run_store.hpp>
+
+#include <tl/expected.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mira::store {
+
+namespace detail {
+struct run_reader_access;  // the store's own ways in (a writer's load, rebuild_meta)
+}  // namespace detail
+
+/// A saved run opened for reading, without a lock: both layouts (a run converted half-way has
+/// some of each, and the run's own layout wins for a key in both), the folders of the Rust mira
+/// CLI, the same unreadable and superseded records as load_run. Opening reads every record once
+/// to index it and keeps per case only its key and its place (about 40 bytes and the key); a
+/// visit reads the records again, in natural key order, a few hundred KiB at a time.
+///
+/// Records are read as they are when visited: a record changed meanwhile (a resume saving its
+/// case again) is read as it is then, one removed is a visit problem. Not thread-safe: one visit
+/// at a time.
+class run_reader {
+ public:
+  /// Opens `results_dir/run_id`. Fails as load_run does (no such run, an invalid id, a meta.json
+  /// that cannot be read).
+  static tl::expected<run_reader, error> open(const std::filesystem::path& results_dir,
+                                              const std::string& run_id);
+
+  run_reader(run_reader&&) noexcept;
+  run_reader& operator=(run_reader&&) noexcept;
+  ~run_reader();
+
+  const std::filesystem::path& path() const;
+  const run_meta& meta() const;
+  /// The readable cases: one per key.
+  std::size_t size() const;
+  /// The key of case `i` (natural key order), without reading its record.
+  std::string_view key(std::size_t i) const;
+  /// "<file>: <why>" of each record that could not be read; their cases count as not saved.
+  const std::vector<std::string>& unreadable() const;
+  /// Damaged compact records of a case saved again later (see loaded_run::superseded).
+  const std::vector<std::string>& superseded() const;
+
+  /// Which cases a visit reads: case i with key k is read when select(i, k). Everything when
+  /// empty.
+  using select_fn = std::function<bool(std::size_t i, std::string_view key)>;
+  /// Called with each case read, in natural key order; returns false to stop the visit. The
+  /// record (with "key", as load_run gives it) lives until the call returns.
+  using record_fn = std::function<bool(std::size_t i, const saved_case& c)>;
+  /// The same, decoded: the case's identity and key (as a plan would have it) and its record
+  /// (decode_case_record).
+  using case_fn = std::function<bool(std::size_t i, const plan::planned_case& c,
+                                     const schedule::case_record& r)>;
+
+  /// Reads each selected record in turn. Returns what could not be read now that could be when
+  /// the run was opened ("<file>: <why>"): those cases are left out and the visit goes on.
+  std::vector<std::string> visit(const record_fn& fn, const select_fn& select = {}) const;
+  std::vector<std::string> visit_cases(const case_fn& fn, const select_fn& select = {}) const;
+
+  /// Every readable case in memory (what load_run returns).
+  loaded_run load() const;
+
+ private:
+  friend struct detail::run_reader_access;
+  struct state;
+  explicit run_reader(std::unique_ptr<state> s);
+  std::unique_ptr<state> s_;
+};
+
+/// A saved case as a planned one: its identity (the record's eval, sample, target, params,
+/// trial) and its key.
+plan::planned_case planned_case_of(const saved_case& c);
+
+}  // namespace mira::store

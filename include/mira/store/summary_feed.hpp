@@ -1,0 +1,31 @@
+// The summary of a run read back a case at a time: what a visit of a run_reader adds each case
+// to, so the per-case visit is the one place a summary is made from. It keeps each case's place
+// in a compact plan (16 bytes) and an aggregate::accumulator's share of it, not its record.
+#pragma once
+
+#include <mira/aggregate/summary.hpp>
+#include <mira/plan/plan.hpp>
+#include <mira/protocol/types.hpp>
+#include <mira/schedule/results.hpp>
+
+#include <memory>
+#include <string>
+
+namespace mira::store {
+
+class summary_feed {
+ public:
+  /// `group_by` and `listing` as aggregate::summarize takes them; `listing` must outlive the feed.
+  explicit summary_feed(std::string group_by = {}, const protocol::list_result* listing = nullptr);
+  /// The next case, in the order of the report it summarizes.
+  void add(const plan::planned_case& c, const schedule::case_record& r);
+  std::size_t size() const { return plan_->cases.size(); }
+  /// The summary of every case added (the feed is left empty).
+  aggregate::summary finish();
+
+ private:
+  std::unique_ptr<plan::plan> plan_;  // where the accumulator finds it: it does not move
+  aggregate::accumulator summary_;
+};
+
+}  // namespace mira::store

@@ -1,0 +1,343 @@
+// Reading a saved run back a case at a time (see run_reader.hpp): the index of its records, and
+// the visits that read them again through a window over each segment.
+#include <mira/store/run_reader.hpp>
+
+#include <mira/protocol/codec.hpp>
+#include <mira/store/records.hpp>
+#include <mira/store/run_folder.hpp>
+#include "plan/natural_order.hpp"
+#include "protocol/json_scan.hpp"
+#include "store/file_helpers.hpp"
+#include "store/run_reader_access.hpp"
+#include "store/segment_log.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace mira::store {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+// Where one record is. 32 bytes: with the key's bytes, what the reader keeps per case.
+struct entry {
+  std::uint64_t key_at = 0;  // in state::keys
+  std::uint32_t key_size = 0;
+  std::uint32_t seq = 0;     // read order: of two records of a key, the later one stands
+  std::uint64_t at = 0;      // a segment's byte offset, or the folder name's place in names
+  std::uint32_t size = 0;    // of the record, or of the folder name
+  std::uint32_t source = 0;  // the segment's index in state::segments, or per_case
+};
+static_assert(sizeof(entry) == 32);
+
+constexpr std::uint32_t per_case = std::numeric_limits<std::uint32_t>::max();
+
+// A damaged line whose key, as far as it can be read, may have a whole record after it.
+struct maybe_superseded {
+  std::string problem;
+  std::string key;
+  std::size_t records_before = 0;  // compact records read before it
+};
+
+}  // namespace
+
+struct run_reader::state {
+  fs::path folder;
+  run_meta meta;
+  std::vector<fs::path> segments;
+  std::string keys;   // every key, back to back
+  std::string names;  // the per-case folder names, back to back
+  std::vector<entry> entries;
+  std::vector<std::string> unreadable, superseded;
+
+  std::string_view key(const entry& e) const { return std::string_view(keys).substr(e.key_at, e.key_size); }
+};
+
+namespace {
+
+// Reads the records of one segment through a window: cases in natural key order are mostly in
+// the order they were appended (a session saves them about as it plans them), so one read serves
+// a few hundred records.
+class segment_window {
+ public:
+  explicit segment_window(const std::vector<fs::path>& files) : files_(files), fds_(files.size(), -1) {}
+  segment_window(const segment_window&) = delete;
+  segment_window& operator=(const segment_window&) = delete;
+  ~segment_window() {
+    for (int fd : fds_)
+      if (fd >= 0) ::close(fd);
+  }
+
+  // The record's bytes (valid until the next call), or why they cannot be read.
+  tl::expected<std::string_view, std::string> read(std::uint32_t file, std::uint64_t at,
+                                                   std::uint32_t size) {
+    if (file != file_ || at < start_ || at + size > start_ + buf_.size()) {
+      if (fds_[file] < 0) {
+        fds_[file] = ::open(files_[file].c_str(), O_RDONLY | O_CLOEXEC);
+        if (fds_[file] < 0) return tl::make_unexpected(std::string(std::strerror(errno)));
+      }
+      // A little before the record too: neighbours finish out of order.
+      const std::uint64_t behind = std::min<std::uint64_t>(at, window / 4);
+      const std::size_t want = std::max<std::size_t>(window, size + behind);
+      buf_.resize(want);
+      std::size_t done = 0;
+      while (done < want) {
+        auto n = ::pread(fds_[file], buf_.data() + done, want - done,
+                         static_cast<off_t>(at - behind + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          file_ = no_file;
+          return tl::make_unexpected(std::string(std::strerror(errno)));
+        }
+        if (n == 0) break;
+        done += static_cast<std::size_t>(n);
+      }
+      buf_.resize(done);
+      file_ = file;
+      start_ = at - behind;
+      if (at + size > start_ + buf_.size()) {
+        file_ = no_file;
+        return tl::make_unexpected(std::string("the file is shorter than when it was read"));
+      }
+    }
+    return std::string_view(buf_).substr(at - start_, size);
+  }
+
+ private:
+  static constexpr std::size_t window = std::size_t{256} << 10;
+  static constexpr std::uint32_t no_file = per_case;
+  const std::vector<fs::path>& files_;
+  std::vector<int> fds_;
+  std::string buf_;
+  std::uint32_t file_ = no_file;
+  std::uint64_t start_ = 0;
+};
+
+}  // namespace
+
+run_reader detail::run_reader_access::open_folder(
+    const fs::path& folder, run_meta meta, std::unordered_map<std::string, fs::path>* dirs) {
+  auto s = std::make_unique<run_reader::state>();
+  s->folder = folder;
+  s->meta = std::move(meta);
+  std::uint32_t seq = 0;
+  auto add_key = [&](std::string_view key, entry& e) {
+    e.key_at = s->keys.size();
+    e.key_size = static_cast<std::uint32_t>(key.size());
+    e.seq = seq++;
+    s->keys += key;
+  };
+
+  auto per_case_records = [&] {
+    auto f = run_folder::open(folder.parent_path(), folder.filename().string());
+    if (!f) return;  // no cases/ folder: a compact run
+    f->walk_cases(
+        [&](std::string key, const fs::path& dir, json::object) {
+          entry e;
+          add_key(key, e);
+          auto name = dir.filename().string();
+          e.source = per_case;
+          e.at = s->names.size();
+          e.size = static_cast<std::uint32_t>(name.size());
+          s->names += name;
+          s->entries.push_back(e);
+        },
+        &s->unreadable, dirs, dirs != nullptr);
+  };
+
+  // Damaged segment lines: unreadable, or superseded when the key they name has a whole record
+  // after them (decided below: the key itself may be damaged).
+  std::vector<maybe_superseded> damaged;
+  std::size_t compact_first = 0;  // the entry of the first compact record
+  std::size_t compact_seq = 0;    // the seq of the first compact record
+  auto compact_records = [&] {
+    std::error_code ec;
+    if (!fs::exists(folder / "segments", ec)) return;
+    s->segments = list_segments(folder / "segments");
+    compact_first = s->entries.size();
+    compact_seq = seq;
+    auto scan = scan_segments(s->segments, [&](std::string key, std::string_view record,
+                                                std::size_t file, std::uint64_t at) {
+      entry e;
+      add_key(key, e);
+      e.source = static_cast<std::uint32_t>(file);
+      e.at = at;
+      e.size = static_cast<std::uint32_t>(record.size());
+      s->entries.push_back(e);
+    });
+    // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
+    for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
+      auto& d = scan.damaged[i];
+      if (d.key)
+        damaged.push_back({scan.problems[i], *d.key, d.records_before});
+      else
+        s->unreadable.push_back(scan.problems[i]);
+    }
+  };
+
+  // Both layouts are read (a run converted half-way has some of each); the run's own layout
+  // is read last, so its record of a key wins.
+  if (s->meta.layout == layout::compact) {
+    per_case_records();
+    compact_records();
+  } else {
+    compact_records();
+    per_case_records();
+  }
+
+  // A damaged line is superseded when the newest compact record of its key came after it.
+  std::unordered_map<std::string_view, std::size_t> newest;  // key -> compact records before it
+  if (!damaged.empty()) {
+    for (auto& d : damaged) newest.emplace(d.key, 0);
+    for (std::size_t i = compact_first; i < s->entries.size(); ++i) {
+      auto& e = s->entries[i];
+      if (e.source == per_case) continue;
+      if (auto it = newest.find(s->key(e)); it != newest.end())
+        it->second = e.seq - compact_seq + 1;
+    }
+  }
+
+  // Natural key order; of a key's records, the last read stands.
+  auto& entries = s->entries;
+  std::sort(entries.begin(), entries.end(), [&](const entry& a, const entry& b) {
+    auto ka = s->key(a), kb = s->key(b);
+    if (ka != kb) return plan::natural_less(ka, kb);
+    return a.seq < b.seq;
+  });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i + 1 < entries.size() && s->key(entries[i]) == s->key(entries[i + 1])) continue;
+    entries[kept++] = entries[i];
+  }
+  entries.resize(kept);
+  entries.shrink_to_fit();
+
+  // A flipped bit in a damaged line's key can name another case, which has a record: the case
+  // of the line would then be lost unseen. So a damaged line counts as superseded only while
+  // the run has a record of every case its last session planned (a run with no session, made
+  // by another host or rebuilt by doctor, vouches for none).
+  const std::size_t planned = s->meta.sessions.empty() ? 0 : s->meta.sessions.back().planned;
+  const bool whole = planned > 0 && entries.size() >= planned;
+  for (auto& d : damaged) {
+    auto it = newest.find(d.key);
+    if (whole && it != newest.end() && it->second > d.records_before)
+      s->superseded.push_back(d.problem + ", superseded by a later record of " + d.key);
+    else
+      s->unreadable.push_back(std::move(d.problem));
+  }
+  return run_reader(std::move(s));
+}
+
+tl::expected<run_reader, error> run_reader::open(const fs::path& results_dir,
+                                                 const std::string& run_id) {
+  auto meta = load_run_meta(results_dir, run_id);
+  if (!meta) return tl::make_unexpected(meta.error());
+  return detail::run_reader_access::open_folder(results_dir / run_id, std::move(*meta), nullptr);
+}
+
+run_reader::run_reader(std::unique_ptr<state> s) : s_(std::move(s)) {}
+run_reader::run_reader(run_reader&&) noexcept = default;
+run_reader& run_reader::operator=(run_reader&&) noexcept = default;
+run_reader::~run_reader() = default;
+
+const fs::path& run_reader::path() const {
+  return s_->folder;
+}
+const run_meta& run_reader::meta() const {
+  return s_->meta;
+}
+std::size_t run_reader::size() const {
+  return s_->entries.size();
+}
+std::string_view run_reader::key(std::size_t i) const {
+  return s_->key(s_->entries[i]);
+}
+const std::vector<std::string>& run_reader::unreadable() const {
+  return s_->unreadable;
+}
+const std::vector<std::string>& run_reader::superseded() const {
+  return s_->superseded;
+}
+
+std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn& select) const {
+  std::vector<std::string> problems;
+  segment_window window(s_->segments);
+  saved_case c;
+  for (std::size_t i = 0; i < s_->entries.size(); ++i) {
+    auto& e = s_->entries[i];
+    auto key = s_->key(e);
+    if (select && !select(i, key)) continue;
+    std::optional<json::object> record;
+    if (e.source == per_case) {
+      auto file = s_->folder / "cases" / std::string_view(s_->names).substr(e.at, e.size) /
+                  "result.json";
+      record = read_json_object(file);
+      if (!record) {
+        problems.push_back(file.string() + ": not a JSON object (changed since it was read)");
+        continue;
+      }
+    } else {
+      auto text = window.read(e.source, e.at, e.size);
+      if (!text) {
+        problems.push_back("cannot read the record of " + std::string(key) + " in " +
+                           s_->segments[e.source].string() + ": " + text.error());
+        continue;
+      }
+      boost::system::error_code ec;
+      auto v = json::parse(*text, ec, {}, mira::detail::host_parse_options());
+      if (ec || !v.is_object()) {
+        problems.push_back(s_->segments[e.source].string() + ": the record of " +
+                           std::string(key) + " is not a JSON object");
+        continue;
+      }
+      record = std::move(v.as_object());
+    }
+    (*record)["key"] = key;
+    c.key.assign(key);
+    c.record = std::move(*record);
+    if (!fn(i, c)) break;
+  }
+  return problems;
+}
+
+std::vector<std::string> run_reader::visit_cases(const case_fn& fn,
+                                                 const select_fn& select) const {
+  return visit(
+      [&](std::size_t i, const saved_case& c) {
+        return fn(i, planned_case_of(c), decode_case_record(c.record));
+      },
+      select);
+}
+
+loaded_run run_reader::load() const {
+  loaded_run run;
+  run.meta = s_->meta;
+  run.unreadable = s_->unreadable;
+  run.superseded = s_->superseded;
+  run.cases.reserve(size());
+  auto late = visit([&](std::size_t, const saved_case& c) {
+    run.cases.push_back(c);
+    return true;
+  });
+  run.unreadable.insert(run.unreadable.end(), late.begin(), late.end());
+  return run;
+}
+
+plan::planned_case planned_case_of(const saved_case& c) {
+  plan::planned_case pc;
+  if (auto params = protocol::decode_run_params(c.record)) pc.params = *params;
+  pc.key = c.key;
+  return pc;
+}
+
+}  // namespace mira::store

@@ -1,0 +1,290 @@
+// The streaming reader of saved runs: the same cases as load_run (newest record of each key, the
+// run's own layout winning, natural key order) read one at a time, through a window over segments
+// appended in any order; selection and early stops; records gone after the run was opened; and
+// the readers' clients (a report rendered from it, a comparison of two) agreeing with the in-memory
+// path.
+#include <mira/compare/compare.hpp>
+#include <mira/report/render.hpp>
+#include <mira/store/records.hpp>
+#include <mira/store/run_reader.hpp>
+#include <mira/store/run_store.hpp>
+#include <mira/store/summary_feed.hpp>
+#include "store/segment_log.hpp"
+
+#include "common/temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+
+using namespace mira::store;
+using mira::schedule::case_state;
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+const std::string run_id = "20261130T081502Z-3fa9";
+
+mira::plan::planned_case planned(const std::string& sample) {
+  mira::plan::planned_case c;
+  c.params.eval = "echo";
+  c.params.sample = sample;
+  c.params.target = "sim";
+  c.key = mira::plan::case_key(c.params);
+  return c;
+}
+
+std::string line_of(const std::string& sample, case_state state) {
+  mira::schedule::case_record r;
+  r.state = state;
+  r.attempts = 1;
+  r.latency_seconds = 0.25;
+  return case_line(planned(sample), r);
+}
+
+// Saves each (sample, state) through the store's writer, in that order.
+void save(run_store& w, const std::vector<std::pair<std::string, case_state>>& cases) {
+  auto writer = w.writer();
+  BOOST_REQUIRE(writer.has_value());
+  for (auto& [sample, state] : cases)
+    (*writer)->submit(planned(sample).key, line_of(sample, state),
+                      [](boost::system::error_code ec) { BOOST_TEST(!ec); });
+  (*writer)->drain();
+}
+
+run_store new_run(const fs::path& results, layout l, const std::string& id = run_id) {
+  auto w = run_store::create(results, id, l);
+  BOOST_REQUIRE(w.has_value());
+  BOOST_TEST(!w->begin_session({}));
+  return std::move(*w);
+}
+
+// (key, state) of every case a visit reads.
+std::vector<std::pair<std::string, case_state>> read_all(const run_reader& r) {
+  std::vector<std::pair<std::string, case_state>> out;
+  auto late = r.visit_cases([&](std::size_t i, const mira::plan::planned_case& c,
+                                const mira::schedule::case_record& rec) {
+    BOOST_TEST(i == out.size());
+    BOOST_TEST(r.key(i) == c.key);
+    out.emplace_back(c.key, rec.state);
+    return true;
+  });
+  BOOST_TEST(late.empty());
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(run_reader_tests)
+
+BOOST_AUTO_TEST_CASE(the_newest_record_of_each_key_in_natural_order_with_the_runs_layout_winning) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::compact);
+  save(w, {{"case-10", case_state::passed},
+           {"case-2", case_state::passed},
+           {"case-1", case_state::failed}});
+  save(w, {{"case-2", case_state::failed}});  // saved again later: this one stands
+  // A per-case record of a compact run (converted half-way): the segment's record of the same
+  // key wins, a key only there is read.
+  auto folder = w.path() / "cases";
+  for (auto [sample, state] : {std::pair{"case-1", case_state::passed},
+                               std::pair{"case-3", case_state::error}}) {
+    fs::create_directories(folder / encode_key(planned(sample).key));
+    std::ofstream(folder / encode_key(planned(sample).key) / "result.json")
+        << line_of(sample, state) << "\n";
+  }
+
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->unreadable().empty());
+  BOOST_REQUIRE(r->size() == 4u);
+  const std::vector<std::pair<std::string, case_state>> expected = {
+      {"echo/case-1@sim", case_state::failed},
+      {"echo/case-2@sim", case_state::failed},
+      {"echo/case-3@sim", case_state::error},
+      {"echo/case-10@sim", case_state::passed}};
+  BOOST_TEST((read_all(*r) == expected));
+
+  // load_run is the same reader holding every record.
+  auto loaded = load_run(results, run_id);
+  BOOST_REQUIRE(loaded.has_value());
+  BOOST_REQUIRE(loaded->cases.size() == 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    BOOST_TEST(loaded->cases[i].key == expected[i].first);
+    BOOST_TEST(loaded->cases[i].record.at("key").as_string() == expected[i].first);
+    BOOST_TEST(decode_case_record(loaded->cases[i].record).state == expected[i].second);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_visit_reads_only_what_it_selects_and_stops_when_asked) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::compact);
+  save(w, {{"a", case_state::passed}, {"b", case_state::failed}, {"c", case_state::passed}});
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  std::vector<std::string> seen;
+  r->visit([&](std::size_t i, const saved_case& c) {
+    BOOST_TEST(i == 1u);  // positions are the run's, not the visit's
+    seen.push_back(c.key);
+    return true;
+  },
+           [](std::size_t, std::string_view key) { return key == "echo/b@sim"; });
+  BOOST_TEST((seen == std::vector<std::string>{"echo/b@sim"}));
+  seen.clear();
+  r->visit([&](std::size_t, const saved_case& c) {
+    seen.push_back(c.key);
+    return seen.size() < 2;
+  });
+  BOOST_TEST((seen == std::vector<std::string>{"echo/a@sim", "echo/b@sim"}));
+}
+
+// Segments appended in the reverse of natural order, many of them: each record is found again
+// through the window, whatever the distance between two neighbours.
+BOOST_AUTO_TEST_CASE(records_appended_in_any_order_over_many_segments_read_back_in_order) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::compact);
+  const int n = 3000;
+  {
+    auto seg = segment_writer::open(w.path() / "segments", {.segment_bytes = 64 << 10});
+    BOOST_REQUIRE(seg.has_value());
+    for (int i = n - 1; i >= 0; --i) {
+      auto sample = "s" + std::to_string(i);
+      auto state = i % 7 == 0 ? case_state::failed : case_state::passed;
+      (*seg)->submit(planned(sample).key, line_of(sample, state),
+                     [](boost::system::error_code ec) { BOOST_TEST(!ec); });
+    }
+    (*seg)->drain();
+  }
+  BOOST_TEST(list_segments(w.path() / "segments").size() > 5u);
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_REQUIRE(r->size() == static_cast<std::size_t>(n));
+  auto all = read_all(*r);
+  BOOST_REQUIRE(all.size() == static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    BOOST_TEST(all[i].first == "echo/s" + std::to_string(i) + "@sim");
+    BOOST_TEST((all[i].second == (i % 7 == 0 ? case_state::failed : case_state::passed)));
+  }
+}
+
+// A record the Rust mira CLI saved (a bare RunResult under its own folder name) is read with the
+// key both hosts compute; a file that is not a record is named and left out.
+BOOST_AUTO_TEST_CASE(rust_records_are_read_and_torn_files_named) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::per_case);
+  save(w, {{"a", case_state::passed}});
+  fs::create_directories(w.path() / "cases" / "rust-made");
+  std::ofstream(w.path() / "cases" / "rust-made" / "result.json")
+      << R"({"eval":"echo","sample":"b","target":"sim","passed":false,"aggregate":0,)"
+      << R"("scores":[],"transcript":{"final_response":""}})";
+  fs::create_directories(w.path() / "cases" / "torn");
+  std::ofstream(w.path() / "cases" / "torn" / "result.json") << R"({"eval":)";
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_REQUIRE(r->unreadable().size() == 1u);
+  BOOST_TEST(r->unreadable()[0].find("torn/result.json") != std::string::npos);
+  const std::vector<std::pair<std::string, case_state>> expected = {
+      {"echo/a@sim", case_state::passed}, {"echo/b@sim", case_state::failed}};
+  BOOST_TEST((read_all(*r) == expected));
+  // Opening changes nothing: the torn file is still there.
+  BOOST_TEST(fs::exists(w.path() / "cases" / "torn" / "result.json"));
+}
+
+BOOST_AUTO_TEST_CASE(a_record_gone_after_the_run_was_opened_is_a_visit_problem) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::per_case);
+  save(w, {{"a", case_state::passed}, {"b", case_state::passed}, {"c", case_state::passed}});
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  fs::remove(w.path() / "cases" / encode_key("echo/b@sim") / "result.json");
+  std::vector<std::string> seen;
+  auto late = r->visit([&](std::size_t, const saved_case& c) {
+    seen.push_back(c.key);
+    return true;
+  });
+  BOOST_TEST((seen == std::vector<std::string>{"echo/a@sim", "echo/c@sim"}));
+  BOOST_REQUIRE(late.size() == 1u);
+  BOOST_TEST(late[0].find("result.json") != std::string::npos);
+}
+
+// The report rendered from a run read back is the one rendered from the run in memory.
+BOOST_AUTO_TEST_CASE(a_report_rendered_as_the_run_is_read_is_the_one_from_memory) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::compact);
+  save(w, {{"x10", case_state::passed},
+           {"x2", case_state::failed},
+           {"x1", case_state::error},
+           {"y", case_state::skipped}});
+  auto loaded = load_run(results, run_id);
+  BOOST_REQUIRE(loaded.has_value());
+  auto [p, report] = loaded->as_report();
+  auto s = mira::aggregate::summarize(p, report.cases);
+
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  summary_feed feed;
+  r->visit_cases([&](std::size_t, const mira::plan::planned_case& c,
+                     const mira::schedule::case_record& rec) {
+    feed.add(c, rec);
+    return true;
+  });
+  auto streamed = feed.finish();
+  BOOST_TEST(mira::aggregate::summary_json(streamed, report) ==
+             mira::aggregate::summary_json(s, report));
+  const mira::report::saved_cases cases(*r);
+  for (std::string format : {"json", "jsonl", "csv", "md", "junit", "html"})
+    BOOST_TEST(mira::report::render(format, p, report, s) == [&] {
+      std::string text;
+      mira::report::render(format, cases, report, streamed,
+                           [&](std::string_view piece) { text += piece; });
+      return text;
+    }(), format);
+  BOOST_TEST(cases.problems().empty());
+  // Only some cases: the ones a filter chose, numbered from 0.
+  const mira::report::saved_cases some(*r, {false, true, false, true});
+  std::vector<std::string> keys;
+  some.visit_keys([&](std::size_t i, std::string_view key) {
+    BOOST_TEST(i == keys.size());
+    keys.emplace_back(key);
+    return true;
+  });
+  BOOST_TEST((keys == std::vector<std::string>{"echo/x2@sim", "echo/y@sim"}));
+  BOOST_TEST(some.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(two_runs_read_back_compare_as_they_do_in_memory) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  const std::string other = "20261130T081502Z-3fb0";
+  auto base = new_run(results, layout::compact);
+  save(base, {{"a", case_state::passed},
+              {"b", case_state::passed},
+              {"c", case_state::failed},
+              {"only-base", case_state::passed}});
+  auto cand = new_run(results, layout::per_case, other);
+  save(cand, {{"a", case_state::failed},
+              {"b", case_state::passed},
+              {"c", case_state::passed},
+              {"only-cand", case_state::na}});
+  auto rb = run_reader::open(results, run_id);
+  auto rc = run_reader::open(results, other);
+  BOOST_REQUIRE((rb.has_value() && rc.has_value()));
+  auto streamed = mira::compare::compare_runs(*rb, *rc);
+  auto in_memory = mira::compare::compare_runs(*load_run(results, run_id), *load_run(results, other));
+  BOOST_REQUIRE((streamed.has_value() && in_memory.has_value()));
+  BOOST_TEST(streamed->count(mira::compare::change::regressed) == 1u);
+  BOOST_TEST(streamed->count(mira::compare::change::fixed) == 1u);
+  BOOST_TEST(streamed->only_in_base == 1u);
+  BOOST_TEST(streamed->only_in_candidate == 1u);
+  BOOST_TEST(mira::compare::render(*streamed, "json") == mira::compare::render(*in_memory, "json"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
