@@ -451,11 +451,9 @@ void publish_start(live_run& run, run_tally& tally, const session& s) {
   run.reused = s.resumed().reused;
   run.started = now_iso();
   run.t0 = std::chrono::steady_clock::now();
-  for (auto& r : s.resumed().records)
-    if (r.attempts > 0 || r.state != case_state::cancelled) {
-      ++run.counts[static_cast<std::size_t>(r.state)];
-      ++run.done;
-    }
+  for (std::size_t k = 0; k < schedule::case_state_count; ++k)
+    run.counts[k] += s.resumed().reused_states[k];
+  run.done += s.resumed().reused;
   tally.plan = &s.plan();
   tally.progress_every = std::max<std::size_t>(1, s.resumed().todo.size() / 100);
   run.publish("start", json::object{{"run_id", run.id},

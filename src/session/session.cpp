@@ -131,6 +131,22 @@ struct study_log {
 
 struct session_state {
   session_options o;
+  // The summaries, made as cases are taken (saved ones a resume reuses, then those run), and the
+  // records of the first o.kept_records cases. `whole` covers the saved cases outside the plan
+  // too (a narrower resume), over `whole_plan`: the plan and those cases.
+  std::optional<aggregate::accumulator> summary, whole;
+  std::unique_ptr<plan::plan> whole_plan;
+  std::vector<schedule::case_record> kept_records;
+  void start_summaries() {
+    if (summary) return;
+    summary.emplace(p, &list, o.group_by);
+    kept_records.resize(std::min(p.cases.size(), o.kept_records));
+  }
+  void take(std::size_t i, const schedule::case_record& r) {
+    summary->add(i, r);
+    if (whole) whole->add(i, r);
+    if (i < kept_records.size()) kept_records[i] = r;
+  }
   asio::any_io_executor ex;
   std::optional<study_connection> conn;
   bool own_study = false;  // started by the session, so shut down by it
@@ -341,14 +357,31 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
     auto opened = store::run_store::open(save.results_dir, save.resume);
     if (!opened) co_return from_store(opened.error());
     st.store.emplace(std::move(*opened));
-    // Reading a big run and deciding what it lacks take seconds: where long steps run.
+    // Reading a big run and deciding what it lacks take seconds: where long steps run. The
+    // saved records are read once, into the summaries, and not kept.
     auto decide = [&st, &save, &init]() -> tl::expected<store::resume_plan, store::error> {
-      auto saved = st.store->load();
-      for (auto& u : saved.unreadable)
+      auto saved = st.store->reader();
+      for (auto& u : saved.unreadable())
         st.warnings.push_back("cannot read " + u + "; that case runs again");
-      for (auto& u : saved.superseded) st.warnings.push_back(u);
-      return store::plan_resume(saved, st.p, init, st.fingerprints, st.o.selection.seed,
-                                save.resume_options);
+      for (auto& u : saved.superseded()) st.warnings.push_back(u);
+      st.start_summaries();
+      st.whole_plan = std::make_unique<plan::plan>();
+      st.whole_plan->cases = st.p.cases;
+      st.whole_plan->evals = st.p.evals;
+      st.whole.emplace(*st.whole_plan, &st.list, st.o.group_by);
+      store::resume_sink sink;
+      sink.reused = [&st](std::size_t i, const schedule::case_record& r) { st.take(i, r); };
+      sink.outside = [&st](const plan::planned_case& c, const schedule::case_record& r) {
+        st.whole_plan->cases.push_back(c);
+        st.whole->add(st.whole_plan->cases.size() - 1, r);
+      };
+      auto decided = store::plan_resume(saved, st.p, init, st.fingerprints,
+                                        st.o.selection.seed, save.resume_options, sink);
+      if (st.whole_plan->cases.size() == st.p.cases.size()) {  // nothing outside the plan
+        st.whole.reset();
+        st.whole_plan.reset();
+      }
+      return decided;
     };
     auto before = st.warnings.size();
     auto decided = co_await on_work(st, decide);
@@ -395,6 +428,7 @@ void skip_executed(session_state& st) {
       resumed.records[i].state = case_state::executed;
       resumed.records[i].message = "executed earlier";
       ++resumed.reused;
+      ++resumed.reused_states[static_cast<std::size_t>(case_state::executed)];
     } else {
       todo.push_back(i);
     }
@@ -632,28 +666,11 @@ asio::awaitable<session_outcome> session::run_steps() {
   };
 
   // What the session keeps of each case: its part of the summaries, and the whole record only
-  // for the first `kept` cases (the outcome's report, report.html's table). The records of the
-  // cases reused from the saved run are taken in first, then let go.
-  const auto kept = std::min(p.cases.size(), o.kept_records);
-  std::vector<schedule::case_record> kept_records(kept);
-  aggregate::accumulator summary(p, &st.list, o.group_by);
-  // A run with saved cases outside this plan (a narrower resume) is summarized as a whole too.
-  std::optional<plan::plan> whole_plan;
-  std::optional<aggregate::accumulator> whole;
-  if (st.store && !resumed.outside.cases.empty()) {
-    whole_plan.emplace();
-    whole_plan->cases = p.cases;
-    for (const auto& c : resumed.outside.cases) whole_plan->cases.push_back(c);
-    whole_plan->evals = p.evals;
-    whole.emplace(*whole_plan, &st.list, o.group_by);
-    for (std::size_t k = 0; k < resumed.outside_records.size(); ++k)
-      whole->add(p.cases.size() + k, resumed.outside_records[k]);
-  }
-  auto take = [&](std::size_t i, const schedule::case_record& r) {
-    summary.add(i, r);
-    if (whole) whole->add(i, r);
-    if (i < kept) kept_records[i] = r;
-  };
+  // for the first o.kept_records cases (the outcome's report, report.html's table). A resume
+  // took the saved cases it reuses in when it read them.
+  st.start_summaries();
+  auto take = [&st](std::size_t i, const schedule::case_record& r) { st.take(i, r); };
+  // Records a session holds from before its run (the artifacts an execute session skips).
   if (!resumed.records.empty()) {
     auto next_todo = resumed.todo.begin();
     for (std::size_t i = 0; i < p.cases.size() && i < resumed.records.size(); ++i) {
@@ -742,7 +759,7 @@ asio::awaitable<session_outcome> session::run_steps() {
   out.reused = resumed.reused;
   out.ran = ran;
   out.report = std::move(part);
-  out.report.cases = std::move(kept_records);
+  out.report.cases = std::move(st.kept_records);
   auto& report = out.report;
   if (failures->first && report.stopped == schedule::stop_reason::none) {
     // A result that could not be saved, reported after the last case had ended.
@@ -761,7 +778,7 @@ asio::awaitable<session_outcome> session::run_steps() {
   auto end_it = [&]() -> int {
     auto& rep = out.report;
     auto& planned = st.p;
-    out.summary = summary.finish();
+    out.summary = st.summary->finish();
     if (!st.store) return 0;
     auto& s = st.store->session();
     s.seconds = rep.seconds;
@@ -774,12 +791,12 @@ asio::awaitable<session_outcome> session::run_steps() {
     // The run's report covers every saved case, also those this session's selection left out.
     // finish_run sets the report's seconds to every session's; the caller's stay this one's.
     const auto seconds = rep.seconds;
-    if (!whole) {
+    if (!st.whole) {
       out.unfinished = report::finish_run(*st.store, planned, rep, out.summary);
       out.run_summary = aggregate::summary_json(out.summary, rep);
     } else {
-      auto whole_summary = whole->finish();
-      out.unfinished = report::finish_run(*st.store, *whole_plan, rep, whole_summary);
+      auto whole_summary = st.whole->finish();
+      out.unfinished = report::finish_run(*st.store, *st.whole_plan, rep, whole_summary);
       out.run_summary = aggregate::summary_json(whole_summary, rep);
     }
     rep.seconds = seconds;

@@ -22,7 +22,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace mira::store {
@@ -243,18 +245,19 @@ json::object listing_fingerprints(const protocol::list_result& list) {
   return out;
 }
 
-tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::plan& p,
-                                             const protocol::initialize_result& study,
-                                             const json::object& fingerprints,
-                                             std::optional<std::int64_t> seed,
-                                             const resume_options& options) {
-  resume_plan out;
-  auto& meta = run.meta;
+namespace {
+
+// What a resume says about the saved run before it takes anything from it: another study
+// (refused unless allowed), another study version or seed, evals changed since.
+std::optional<error> check_saved(const run_meta& meta, const protocol::initialize_result& study,
+                                 const json::object& fingerprints,
+                                 std::optional<std::int64_t> seed, const resume_options& options,
+                                 resume_plan& out) {
   const auto& id = meta.run_id;
   if (!meta.study.empty() && meta.study != study.study) {
     auto why =
         "run " + id + " was made by study '" + meta.study + "', this is '" + study.study + "'";
-    if (!options.allow_other_study) return fail(errc::incompatible, why);
+    if (!options.allow_other_study) return fail(errc::incompatible, why).value();
     out.warnings.push_back(why);
   }
   if (!meta.study_version.empty() && meta.study_version != study.study_version)
@@ -274,6 +277,25 @@ tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::
     if (auto* old = meta.fingerprints.if_contains(eval); old && *old != hash)
       out.warnings.push_back("eval '" + std::string(eval) + "' changed since run " + id +
                              " was saved");
+  return std::nullopt;
+}
+
+bool run_again(case_state s, const resume_options& options) {
+  return s == case_state::cancelled ||
+         (options.retry_errors && (s == case_state::error || s == case_state::na)) ||
+         (options.retry_failed && s == case_state::failed);
+}
+
+}  // namespace
+
+tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::plan& p,
+                                             const protocol::initialize_result& study,
+                                             const json::object& fingerprints,
+                                             std::optional<std::int64_t> seed,
+                                             const resume_options& options) {
+  resume_plan out;
+  if (auto e = check_saved(run.meta, study, fingerprints, seed, options, out))
+    return tl::unexpected(std::move(*e));
 
   std::unordered_map<std::string_view, const saved_case*> saved;
   saved.reserve(run.cases.size());
@@ -287,11 +309,8 @@ tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::
     planned.insert(std::move(key));
     if (it != saved.end()) {
       auto rec = decode_case_record(it->second->record);
-      bool again = rec.state == case_state::cancelled ||
-                   (options.retry_errors &&
-                    (rec.state == case_state::error || rec.state == case_state::na)) ||
-                   (options.retry_failed && rec.state == case_state::failed);
-      if (!again) {
+      if (!run_again(rec.state, options)) {
+        ++out.reused_states[static_cast<std::size_t>(rec.state)];
         out.records[i] = std::move(rec);
         ++out.reused;
         continue;
@@ -304,6 +323,48 @@ tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::
     out.outside.cases.push_back(planned_case_of(c));
     out.outside_records.push_back(decode_case_record(c.record));
   }
+  return out;
+}
+
+tl::expected<resume_plan, error> plan_resume(const run_reader& run, const plan::plan& p,
+                                             const protocol::initialize_result& study,
+                                             const json::object& fingerprints,
+                                             std::optional<std::int64_t> seed,
+                                             const resume_options& options,
+                                             const resume_sink& sink) {
+  resume_plan out;
+  if (auto e = check_saved(run.meta(), study, fingerprints, seed, options, out))
+    return tl::unexpected(std::move(*e));
+  // Each saved case's plan index, through its key: an index of the saved keys (views into the
+  // reader), dropped once every planned key has been looked up.
+  constexpr auto none = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> plan_index(run.size(), none);
+  {
+    std::unordered_map<std::string_view, std::uint32_t> saved;
+    saved.reserve(run.size());
+    for (std::size_t r = 0; r < run.size(); ++r) saved.emplace(run.key(r), static_cast<std::uint32_t>(r));
+    for (std::size_t i = 0; i < p.cases.size(); ++i)
+      if (auto it = saved.find(p.cases.key(i)); it != saved.end())
+        plan_index[it->second] = static_cast<std::uint32_t>(i);
+  }
+  std::vector<bool> reused(p.cases.size(), false);
+  auto late = run.visit_cases([&](std::size_t r, const plan::planned_case& c,
+                                  const schedule::case_record& rec) {
+    const auto i = plan_index[r];
+    if (i == none) {
+      out.outside.cases.push_back(c);
+      if (sink.outside) sink.outside(c, rec);
+    } else if (!run_again(rec.state, options)) {
+      reused[i] = true;
+      ++out.reused;
+      ++out.reused_states[static_cast<std::size_t>(rec.state)];
+      if (sink.reused) sink.reused(i, rec);
+    }
+    return true;
+  });
+  for (auto& u : late) out.warnings.push_back("cannot read " + u + "; that case runs again");
+  for (std::size_t i = 0; i < p.cases.size(); ++i)
+    if (!reused[i]) out.todo.push_back(i);
   return out;
 }
 
@@ -409,6 +470,11 @@ run_meta& run_store::meta() {
 }
 const run_meta& run_store::meta() const {
   return s_->meta;
+}
+
+run_reader run_store::reader() const {
+  s_->dirs.clear();
+  return detail::run_reader_access::open_folder(s_->path, s_->meta, &s_->dirs);
 }
 
 loaded_run run_store::load() const {

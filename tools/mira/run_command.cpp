@@ -14,6 +14,7 @@
 #include <mira/report/render.hpp>
 #include <mira/session/session.hpp>
 #include <mira/store/records.hpp>
+#include <mira/store/run_reader.hpp>
 #include <mira/store/shard_meta.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -28,6 +29,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <unordered_set>
 
 namespace mira::cli {
 
@@ -313,10 +315,25 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   if (!a.resume.empty())
     out.line("resuming run " + a.resume + ": " + std::to_string(resumed.reused) + " of " +
              std::to_string(plan.cases.size()) + " case(s) already saved");
-  if (stream_jsonl)  // reused cases first; the rest stream as they end
-    for (std::size_t i = 0; i < resumed.records.size(); ++i)
-      if (resumed.records[i].attempts > 0 || resumed.records[i].state != case_state::cancelled)
-        std::cout << store::case_line(plan.cases[i], resumed.records[i]) << '\n';
+  if (stream_jsonl && resumed.reused > 0) {
+    // The reused cases first, read back from the run (the session keeps only their summary);
+    // the rest stream as they end.
+    std::unordered_set<std::string> reused;
+    for (std::size_t i = 0, next = 0; i < plan.cases.size(); ++i) {
+      if (next < resumed.todo.size() && resumed.todo[next] == i) {
+        ++next;
+        continue;
+      }
+      reused.insert(plan.cases.key(i));
+    }
+    if (auto saved = store::run_reader::open(a.results_dir, s.run_id()))
+      saved->visit_cases(
+          [](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+            std::cout << store::case_line(c, r) << '\n';
+            return true;
+          },
+          [&](std::size_t, std::string_view key) { return reused.count(std::string(key)) > 0; });
+  }
 
   progress.total = resumed.todo.size();
   session_outcome done;

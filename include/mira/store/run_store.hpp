@@ -19,6 +19,8 @@
 #include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>
 
+#include <array>
+
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -29,6 +31,8 @@
 #include <vector>
 
 namespace mira::store {
+
+class run_reader;
 
 /// A file of a run's report. The caller renders it into the sink it is given: the store writes
 /// bytes and renders nothing (the report layer is above it).
@@ -67,6 +71,8 @@ struct resume_plan {
   std::vector<std::size_t> todo;               // plan indices to run, in plan order
   std::vector<schedule::case_record> records;  // by plan index: the reused ones, else empty
   std::size_t reused = 0;
+  /// The reused cases by state (indexed by case_state).
+  std::array<std::size_t, schedule::case_state_count> reused_states{};
   std::vector<std::string> warnings;  // study version, seed, eval fingerprints
   /// Saved cases the plan does not select (a narrower resume): kept in the run's report.
   plan::plan outside;
@@ -85,6 +91,25 @@ tl::expected<resume_plan, error> plan_resume(const loaded_run& run, const plan::
                                              const boost::json::object& fingerprints,
                                              std::optional<std::int64_t> seed,
                                              const resume_options& options);
+
+/// Where a resume read back a case at a time puts each saved record it takes, as it reads it,
+/// instead of keeping it: a reused case by its plan index, a saved case the plan does not select.
+/// Records come in the saved run's (natural key) order.
+struct resume_sink {
+  std::function<void(std::size_t plan_index, const schedule::case_record&)> reused;
+  std::function<void(const plan::planned_case&, const schedule::case_record&)> outside;
+};
+
+/// plan_resume over a run read back a case at a time (run_store::reader): the decision is the
+/// same, but each record is read once and handed to `sink`, so `records` and `outside_records`
+/// stay empty (`outside` has the cases) and a resume of a million cases holds their keys, not
+/// their records. Records unreadable since the reader opened run again (a warning says so).
+tl::expected<resume_plan, error> plan_resume(const run_reader& run, const plan::plan& p,
+                                             const protocol::initialize_result& study,
+                                             const boost::json::object& fingerprints,
+                                             std::optional<std::int64_t> seed,
+                                             const resume_options& options,
+                                             const resume_sink& sink);
 
 /// A session's report over the whole plan `p`: the cases it ran (`part`, one per index of
 /// `resumed.todo`, in that order) put among the ones it reused. Takes `resumed.records`.
@@ -141,6 +166,8 @@ class run_store {
   const run_meta& meta() const;
   /// Every case saved so far (see load_run).
   loaded_run load() const;
+  /// The cases saved so far, to read back a case at a time (see run_reader).
+  run_reader reader() const;
 
   /// Starts a session: appends it to meta.json (saved) and a marker to events.ndjson and
   /// study.stderr.log. Every write_error below names the file that could not be written.
