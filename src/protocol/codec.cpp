@@ -641,17 +641,19 @@ json::object encode(const rpc_error& e) {
   return o;
 }
 
+json::object encode(const sample_info& s) {
+  json::object o{{"id", s.id}};
+  if (!s.tags.empty()) o["tags"] = json::value_from(s.tags);
+  if (!s.metadata.empty()) o["metadata"] = s.metadata;
+  return o;
+}
+
 json::object encode(const eval_info& e) {
   json::object o;
   o["name"] = e.name;
   if (!e.description.empty()) o["description"] = e.description;
   json::array samples;
-  for (auto& s : e.samples) {
-    json::object so{{"id", s.id}};
-    if (!s.tags.empty()) so["tags"] = json::value_from(s.tags);
-    if (!s.metadata.empty()) so["metadata"] = s.metadata;
-    samples.push_back(std::move(so));
-  }
+  for (auto& s : e.samples) samples.push_back(encode(s));
   o["samples"] = std::move(samples);
   if (e.next_cursor) o["next_cursor"] = *e.next_cursor;
   o["scorers"] = json::value_from(e.scorers);

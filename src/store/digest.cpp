@@ -139,24 +139,82 @@ std::string canonical_json(const boost::json::value& v) {
   return out;
 }
 
-std::string sha256_hex(std::string_view data) {
+struct sha256_stream::state {
   sha256 s;
-  std::size_t full = data.size() / 64 * 64;
+  unsigned char pending[64] = {};
+  std::size_t pending_size = 0;
+  std::uint64_t size = 0;
+};
+
+sha256_stream::sha256_stream() : s_(std::make_unique<state>()) {}
+sha256_stream::~sha256_stream() = default;
+
+void sha256_stream::update(std::string_view data) {
+  auto& st = *s_;
+  st.size += data.size();
   auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
-  for (std::size_t i = 0; i < full; i += 64) s.block(bytes + i);
+  std::size_t n = data.size();
+  if (st.pending_size > 0) {
+    const auto take = std::min(n, 64 - st.pending_size);
+    std::memcpy(st.pending + st.pending_size, bytes, take);
+    st.pending_size += take;
+    bytes += take;
+    n -= take;
+    if (st.pending_size < 64) return;
+    st.s.block(st.pending);
+    st.pending_size = 0;
+  }
+  for (; n >= 64; bytes += 64, n -= 64) st.s.block(bytes);
+  std::memcpy(st.pending, bytes, n);
+  st.pending_size = n;
+}
+
+std::string sha256_stream::hex_digest() {
+  auto& st = *s_;
   unsigned char tail[128] = {};
-  std::size_t rest = data.size() - full;
-  std::memcpy(tail, bytes + full, rest);
+  const std::size_t rest = st.pending_size;
+  std::memcpy(tail, st.pending, rest);
   tail[rest] = 0x80;
   std::size_t len = rest + 1 + 8 <= 64 ? 64 : 128;
-  std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
+  const std::uint64_t bits = st.size * 8;
   for (int i = 0; i < 8; ++i) tail[len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  s.block(tail);
-  if (len == 128) s.block(tail + 64);
+  st.s.block(tail);
+  if (len == 128) st.s.block(tail + 64);
   std::string out;
-  for (auto word : s.h)
+  for (auto word : st.s.h)
     for (int i = 28; i >= 0; i -= 4) out += hex[(word >> i) & 15];
   return out;
+}
+
+std::string sha256_hex(std::string_view data) {
+  sha256_stream s;
+  s.update(data);
+  return s.hex_digest();
+}
+
+void canonical_json_to(const boost::json::object& o, std::string_view key,
+                       const std::function<void(const text_sink&)>& write_value,
+                       const text_sink& sink) {
+  std::vector<const boost::json::key_value_pair*> members;
+  for (auto& kv : o) members.push_back(&kv);
+  std::sort(members.begin(), members.end(), [](auto* a, auto* b) { return a->key() < b->key(); });
+  std::string out = "{";
+  bool first = true;
+  for (auto* kv : members) {
+    if (!first) out += ',';
+    first = false;
+    canonical(out, boost::json::value(kv->key()));
+    out += ':';
+    if (kv->key() != key) {
+      canonical(out, kv->value());
+      continue;
+    }
+    sink(out);
+    out.clear();
+    write_value(sink);
+  }
+  out += '}';
+  sink(out);
 }
 
 }  // namespace mira::store

@@ -52,6 +52,7 @@ json::object encode(const run_params& p);
 json::object encode(const score_params& p);
 json::object encode(const cancel_params& p);
 json::object encode(const rpc_error& e);
+json::object encode(const sample_info& s);
 json::object encode(const eval_info& e);
 json::object encode(const list_result& l);
 

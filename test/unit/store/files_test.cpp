@@ -132,6 +132,33 @@ BOOST_AUTO_TEST_CASE(sha256_known_answers) {
              "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
+// Fed in pieces of every size across the 64-byte blocks, the digest is the one-shot digest.
+BOOST_AUTO_TEST_CASE(sha256_in_pieces_is_sha256_of_the_whole) {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += static_cast<char>('a' + i % 26);
+  for (std::size_t piece : {1u, 7u, 63u, 64u, 65u, 200u}) {
+    sha256_stream s;
+    for (std::size_t at = 0; at < text.size(); at += piece)
+      s.update(std::string_view(text).substr(at, piece));
+    BOOST_TEST(s.hex_digest() == sha256_hex(text), "pieces of " << piece);
+  }
+}
+
+// One member written by the caller, in pieces: the text canonical_json makes of the whole.
+BOOST_AUTO_TEST_CASE(canonical_json_to_writes_one_member_as_the_caller_gives_it) {
+  auto v = boost::json::parse(R"({"z":1,"samples":[{"id":"s1","b":2}],"a":"x"})").as_object();
+  std::string text;
+  canonical_json_to(
+      v, "samples",
+      [](const text_sink& sink) {
+        sink("[");
+        sink(canonical_json(boost::json::parse(R"({"id":"s1","b":2})")));
+        sink("]");
+      },
+      [&](std::string_view piece) { text += piece; });
+  BOOST_TEST(text == canonical_json(v));
+}
+
 BOOST_AUTO_TEST_CASE(canonical_json_sorts_keys_and_writes_numbers_shortest) {
   auto v = boost::json::parse(
       R"({"b":1,"a":[true,null,"x\n\u0001"],"c":1.5,"d":1e21,"e":2.0,"f":-0.0,"g":1e-7})");

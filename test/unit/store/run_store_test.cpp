@@ -1,11 +1,13 @@
 // The run store's pure parts and its folder rules: meta.json in every format it reads, the
 // resume decision per saved state and option, the writer's lock, records in natural order.
 #include <mira/aggregate/summary.hpp>
+#include <mira/protocol/codec.hpp>
 #include <mira/report/render.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_store.hpp>
 
 #include "common/temp_dir.hpp"
+#include "store/digest.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -391,6 +393,27 @@ BOOST_AUTO_TEST_CASE(listing_fingerprints_change_with_the_eval_they_describe) {
   auto after = listing_fingerprints(list);
   BOOST_TEST(after.at("a") != before.at("a"));
   BOOST_TEST(after.at("b") == before.at("b"));
+}
+
+// The fingerprint is hashed as the listing entry is written, samples one at a time: the same
+// digest as the whole entry's canonical JSON (what runs saved before it hold).
+BOOST_AUTO_TEST_CASE(a_listing_fingerprint_is_the_digest_of_the_whole_entry) {
+  mira::protocol::list_result list;
+  auto& e = list.evals.emplace_back();
+  e.name = "a";
+  e.description = "d";
+  e.scorers = {"exact"};
+  e.trials = 3;
+  e.metadata = boost::json::parse(R"({"k":[1,2]})").as_object();
+  for (int i = 0; i < 50; ++i) {
+    auto& s = e.samples.emplace_back();
+    s.id = "s" + std::to_string(i);
+    if (i % 3 == 0) s.tags = {"t"};
+    if (i % 5 == 0) s.metadata = boost::json::parse(R"({"n":1.5})").as_object();
+  }
+  BOOST_TEST(listing_fingerprints(list).at("a").as_string() ==
+             mira::store::sha256_hex(mira::store::canonical_json(
+                 boost::json::value(mira::protocol::encode(e)))));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
