@@ -27,7 +27,13 @@ namespace mira::store {
 
 namespace fs = std::filesystem;
 
-// Slicing-by-8 tables: eight bytes per step, several times faster than a byte at a time.
+// CRC-32C by the SSE 4.2 instruction where the processor has it (eight bytes a cycle or so,
+// which keeps the checksum a small part of the writer's time), else by slicing-by-8 tables:
+// eight bytes per step, several times faster than a byte at a time.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define MIRA_CRC32C_SSE42 1
+#endif
+
 namespace {
 
 constexpr std::array<std::array<std::uint32_t, 256>, 8> crc_tables = [] {
@@ -42,12 +48,7 @@ constexpr std::array<std::array<std::uint32_t, 256>, 8> crc_tables = [] {
   return t;
 }();
 
-}  // namespace
-
-std::uint32_t crc32c(std::string_view data) {
-  std::uint32_t c = 0xffffffffu;
-  auto* p = reinterpret_cast<const unsigned char*>(data.data());
-  std::size_t n = data.size();
+std::uint32_t crc32c_tables(std::uint32_t c, const unsigned char* p, std::size_t n) {
   const auto& t = crc_tables;
   while (n >= 8) {
     std::uint32_t lo = c ^ (std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 |
@@ -58,7 +59,43 @@ std::uint32_t crc32c(std::string_view data) {
     n -= 8;
   }
   while (n--) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
-  return c ^ 0xffffffffu;
+  return c;
+}
+
+#ifdef MIRA_CRC32C_SSE42
+__attribute__((target("sse4.2"))) std::uint32_t crc32c_sse42(std::uint32_t c,
+                                                             const unsigned char* p,
+                                                             std::size_t n) {
+  std::uint64_t c64 = c;
+  while (n >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);  // little-endian: the bytes in the order the tables take them
+    c64 = __builtin_ia32_crc32di(c64, v);
+    p += 8;
+    n -= 8;
+  }
+  c = static_cast<std::uint32_t>(c64);
+  while (n--) c = __builtin_ia32_crc32qi(c, *p++);
+  return c;
+}
+
+bool has_sse42() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2") != 0;
+  }();
+  return has;
+}
+#endif
+
+}  // namespace
+
+std::uint32_t crc32c(std::string_view data) {
+  auto* p = reinterpret_cast<const unsigned char*>(data.data());
+#ifdef MIRA_CRC32C_SSE42
+  if (has_sse42()) return crc32c_sse42(0xffffffffu, p, data.size()) ^ 0xffffffffu;
+#endif
+  return crc32c_tables(0xffffffffu, p, data.size()) ^ 0xffffffffu;
 }
 
 namespace {
