@@ -529,6 +529,73 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
 struct save_failures {
   std::vector<std::string> keys;
   std::optional<std::string> first;
+
+  // On the session's executor.
+  void add(std::string key, std::string message,
+           const std::function<void(const std::string&, const std::string&)>& tell) {
+    if (tell) tell(key, message);
+    keys.push_back(std::move(key));
+    if (!first) first = std::move(message);
+  }
+};
+
+// The run's records on their way to its writer, a batch per turn of the event loop. The first
+// record into an empty batch posts the batch's hand-over, so every record that ends in the same
+// turn (run_plan takes in together what the study sent together) joins it, while the record of
+// a slow study is handed over at once: no timer, no window of unsaved results. A batch is one
+// buffer of lines with one callback, and the writer gives it back emptied, so that a record
+// allocates nothing once the buffers have grown and nothing crosses threads per record (what
+// malloc's arena locks made costly when each record was strings and a closure of its own).
+// Shared with the posted hand-overs and the writer's callbacks, which may run after
+// run_steps' frame is gone; used on the session's executor only.
+struct result_saver : std::enable_shared_from_this<result_saver> {
+  asio::any_io_executor ex;
+  std::shared_ptr<save_failures> failures;
+  std::function<void(const std::string&, const std::string&)> tell;  // hooks.on_save_failed
+  store::run_store::case_writer* writer = nullptr;  // null once the session is done with it
+  store::case_batch filling;
+  std::vector<store::case_batch> spare;  // batches back from the writer, for the next ones
+  bool posted = false;                   // a hand-over of `filling` is on its way
+
+  /// Adds the record of case `i` of `cases` with outcome `r`.
+  void add(const plan::case_list& cases, std::size_t i, const schedule::case_record& r) {
+    if (!posted) {
+      posted = true;
+      asio::post(ex, [self = shared_from_this()] { self->flush(); });
+    }
+    filling.add_case(cases, i, r);
+  }
+
+  /// Hands what `filling` holds to the writer (which may block while too much waits).
+  void flush() {
+    posted = false;
+    if (!writer || filling.empty()) return;
+    auto batch = std::move(filling);
+    filling = store::case_batch();
+    if (!spare.empty()) {
+      filling = std::move(spare.back());
+      spare.pop_back();
+    }
+    // On the writer's thread: one post per batch brings its buffers and its failures back.
+    writer->submit_batch(std::move(batch), [self = shared_from_this()](
+                                               store::case_batch emptied,
+                                               std::vector<store::save_failure> failed) {
+      std::vector<std::pair<std::string, std::string>> messages;
+      for (auto& f : failed) {
+        auto message = "cannot save the result of " + f.key + " to " + f.file.string() + ": " +
+                       f.error.message();
+        messages.emplace_back(std::move(f.key), std::move(message));
+      }
+      auto home = self->ex;
+      asio::post(home, [self, emptied = std::move(emptied),
+                      messages = std::move(messages)]() mutable {
+        for (auto& [key, message] : messages)
+          self->failures->add(std::move(key), std::move(message), self->tell);
+        // Two or three batches are in use at a time; more were made while the disk was slow.
+        if (self->spare.size() < 4) self->spare.push_back(std::move(emptied));
+      });
+    });
+  }
 };
 
 }  // namespace
@@ -649,18 +716,25 @@ asio::awaitable<session_outcome> session::run_steps() {
   } else if (o.mode == session_mode::execute) {
     artifact_writer.emplace(st.artifacts->path());
   }
-  // `file_of` is asked on the writer's thread when a save fails: the file that failed.
-  auto on_saved = [ex, failures, tell = hooks.on_save_failed](std::string key, std::string what,
-                                                              std::function<fs::path()> file_of) {
-    return [ex, failures, tell, key = std::move(key), what = std::move(what),
-            file_of = std::move(file_of)](boost::system::error_code ec) {
+  auto saver = std::make_shared<result_saver>();
+  saver->ex = ex;
+  saver->failures = failures;
+  saver->tell = hooks.on_save_failed;
+  saver->writer = writer.get();
+  // However this frame ends, a hand-over still queued must not reach the writer it destroys.
+  struct forget_writer {
+    result_saver& saver;
+    ~forget_writer() { saver.writer = nullptr; }
+  } forget{*saver};
+  // An artifact's callback, on the writer's thread.
+  auto on_saved = [ex, failures, tell = hooks.on_save_failed](std::string key, fs::path file) {
+    return [ex, failures, tell, key = std::move(key),
+            file = std::move(file)](boost::system::error_code ec) {
       if (!ec) return;
       auto message =
-          "cannot save " + what + key + " to " + file_of().string() + ": " + ec.message();
+          "cannot save the artifact of " + key + " to " + file.string() + ": " + ec.message();
       asio::post(ex, [failures, tell, key, message = std::move(message)]() mutable {
-        failures->keys.push_back(key);
-        if (tell) tell(key, message);
-        if (!failures->first) failures->first = std::move(message);
+        failures->add(std::move(key), std::move(message), tell);
       });
     };
   };
@@ -698,21 +772,16 @@ asio::awaitable<session_outcome> session::run_steps() {
     take(i, r);
     ran += r.state != case_state::cancelled;
     if (hooks.on_case) hooks.on_case(i, r);
-    if (!writer && !artifact_writer) return;
-    const auto c = p.cases[i];
     if (artifact_writer && r.has_result() &&
         (r.state == case_state::executed || r.state == case_state::skipped)) {
+      const auto key = p.cases.key(i);
       auto artifact = store::result_object(r);
-      artifact["key"] = c.key;
-      auto file = st.artifacts->file_for(c.key);
-      artifact_writer->submit(file, protocol::to_json_text(artifact) + "\n",
-                              on_saved(c.key, "the artifact of ", [file] { return file; }));
+      artifact["key"] = key;
+      auto file = st.artifacts->file_for(key);
+      artifact_writer->submit(file, protocol::to_json_text(artifact) + "\n", on_saved(key, file));
     }
     // A cancelled case is not finished: a resume runs it.
-    if (writer && r.state != case_state::cancelled)
-      writer->submit(c.key, store::case_line(c, r),
-                     on_saved(c.key, "the result of ",
-                              [w = writer.get(), key = c.key] { return w->file_of(key); }));
+    if (writer && r.state != case_state::cancelled) saver->add(p.cases, i, r);
   };
   run_hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
     return failures->first;
@@ -748,6 +817,7 @@ asio::awaitable<session_outcome> session::run_steps() {
         asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
     if (slot.is_connected()) slot.clear();
   }
+  saver->flush();  // the last turn's records, whose hand-over may still be queued
   if (writer) writer->drain();
   if (artifact_writer) artifact_writer->drain();
   co_await asio::post(ex, asio::use_awaitable);  // the save failures they reported, if any
@@ -806,7 +876,8 @@ asio::awaitable<session_outcome> session::run_steps() {
   co_await on_work(st, end_it);
   if (hooks.on_warning)
     for (auto i = before; i < st.warnings.size(); ++i) hooks.on_warning(st.warnings[i]);
-  writer.reset();    // before the store it writes into
+  saver->writer = nullptr;  // a hand-over still queued finds nothing to do
+  writer.reset();           // before the store it writes into
   st.store.reset();  // the run's lock is released before the session counts as ended
   out.warnings = std::move(st.warnings);
   out.plan = std::move(st.p);

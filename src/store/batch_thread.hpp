@@ -1,63 +1,98 @@
-// The writer thread under both run layouts: it takes everything submitted since its last batch,
-// has the layout write the batch and make it durable, then runs each write's callback. The
-// per-case files (batch_writer) and the compact segments (segment_writer) differ only in how a
-// batch is written; the queue, its bound, the draining and the stopping are this one class.
+// The writer thread under both run layouts: it takes everything submitted since its last batch
+// and has the layout write it, make it durable and report it. The per-case files (batch_writer)
+// and the compact segments (segment_writer) differ only in what an item is and how a batch is
+// written; the queue, its bound, the draining and the stopping are this one class.
 #pragma once
-
-#include <boost/system/error_code.hpp>
 
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
 #include <span>
-#include <string>
 #include <thread>
 #include <vector>
 
 namespace mira::store::detail {
 
-/// One submitted write: where it goes (a file's path, a record's key: the layout's choice), its
-/// bytes, and what to call once it is durable or failed.
-struct batch_item {
-  std::string target;
-  std::string bytes;
-  std::function<void(boost::system::error_code)> done;
-};
-
+template <class Item>
 class batch_thread {
  public:
-  using item = batch_item;
+  /// On the thread: writes one batch, makes it durable and runs its items' callbacks. The items
+  /// are the layout's to move from; they are destroyed after the call, on the thread.
+  using write_fn = std::function<void(std::span<Item> batch)>;
 
-  /// Writes one batch and makes it durable, on the thread; `results` has one entry per item,
-  /// success on entry, and what it holds on return is what each callback is given.
-  using write_fn = std::function<void(std::span<const item> batch,
-                                      std::span<boost::system::error_code> results)>;
-
-  /// Starts the thread. `max_queued`: how many writes may wait; submit() blocks beyond that, so
-  /// a disk slower than the producer slows the producer instead of growing memory (0 means 1).
-  batch_thread(std::size_t max_queued, write_fn write);
+  /// Starts the thread. `max_queued`: how many records may wait (an item weighs what its
+  /// submit() says); submit() blocks beyond that, so a disk slower than the producer slows the
+  /// producer instead of growing memory (0 means 1).
+  batch_thread(std::size_t max_queued, write_fn write)
+      : write_(std::move(write)),
+        max_queued_(max_queued == 0 ? 1 : max_queued),
+        thread_([this] { run(); }) {}
   /// stop().
-  ~batch_thread();
+  ~batch_thread() { stop(); }
   batch_thread(const batch_thread&) = delete;
   batch_thread& operator=(const batch_thread&) = delete;
 
-  /// Queues a write; blocks while `max_queued` writes are already waiting.
-  void submit(item i);
-  /// Blocks until everything submitted before the call is written and its callback has run.
-  void drain();
+  /// Queues an item of `weight` records; blocks while the queue holds `max_queued` of them (an
+  /// item heavier than that waits for an empty queue).
+  void submit(Item i, std::size_t weight = 1) {
+    {
+      std::unique_lock lock(mutex_);
+      room_.wait(lock, [&] { return queued_ == 0 || queued_ + weight <= max_queued_; });
+      queue_.push_back(std::move(i));
+      queued_ += weight;
+      ++submitted_;
+    }
+    wake_.notify_one();
+  }
+  /// Blocks until everything submitted before the call is written and its callbacks have run.
+  void drain() {
+    std::unique_lock lock(mutex_);
+    auto target = submitted_;
+    drained_.wait(lock, [&] { return completed_ >= target; });
+  }
   /// Writes and reports what is still queued, then ends the thread. The owner calls it before
   /// it releases anything `write` uses.
-  void stop();
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
 
  private:
-  void run();
+  void run() {
+    // Two buffers swapped in turn: the queue gets back the last batch's, cleared, so a steady
+    // stream of writes allocates nothing per batch.
+    std::vector<Item> batch;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and nothing left
+        batch.swap(queue_);
+        queued_ = 0;
+      }
+      room_.notify_all();
+      write_(batch);
+      const auto n = batch.size();
+      batch.clear();
+      {
+        std::lock_guard lock(mutex_);
+        completed_ += n;
+      }
+      drained_.notify_all();
+    }
+  }
 
   write_fn write_;
   std::size_t max_queued_;
   std::mutex mutex_;
   std::condition_variable wake_, drained_, room_;
-  std::vector<item> queue_;
+  std::vector<Item> queue_;
+  std::size_t queued_ = 0;  // the weight of queue_
   std::size_t submitted_ = 0, completed_ = 0;
   bool stopping_ = false;
   std::thread thread_;

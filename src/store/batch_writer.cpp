@@ -12,18 +12,28 @@
 
 namespace mira::store {
 
+namespace detail {
+
+/// One file to write: its path, its contents, and what to call once it is durable or failed.
+struct file_write {
+  std::string path;
+  std::string bytes;
+  batch_writer::done_fn done;
+};
+
+}  // namespace detail
+
 namespace {
 
 boost::system::error_code last_error() {
   return {errno, boost::system::system_category()};
 }
 
-// Each item's target is the file's path, its bytes the contents.
-void write_batch(int root_fd, std::span<const detail::batch_item> batch,
-                 std::span<boost::system::error_code> result) {
+void write_batch(int root_fd, std::span<detail::file_write> batch) {
+  std::vector<boost::system::error_code> result(batch.size());
   std::vector<std::filesystem::path> temps(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    const std::filesystem::path path = batch[i].target;
+    const std::filesystem::path path = batch[i].path;
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
     if (ec) {
@@ -45,7 +55,7 @@ void write_batch(int root_fd, std::span<const detail::batch_item> batch,
     if (result[i]) continue;
     if (synced) {
       result[i] = synced;
-    } else if (::rename(temps[i].c_str(), batch[i].target.c_str()) != 0) {
+    } else if (::rename(temps[i].c_str(), batch[i].path.c_str()) != 0) {
       result[i] = last_error();
     }
     if (result[i]) ::unlink(temps[i].c_str());
@@ -53,15 +63,16 @@ void write_batch(int root_fd, std::span<const detail::batch_item> batch,
   if (auto renamed = sync_all())
     for (auto& r : result)
       if (!r) r = renamed;
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    if (batch[i].done) batch[i].done(result[i]);
 }
 
 }  // namespace
 
 batch_writer::batch_writer(const std::filesystem::path& sync_root, std::size_t max_queued)
     : root_fd_(::open(sync_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)),
-      thread_(std::make_unique<detail::batch_thread>(
-          max_queued,
-          [fd = root_fd_](auto batch, auto results) { write_batch(fd, batch, results); })) {}
+      thread_(std::make_unique<detail::batch_thread<detail::file_write>>(
+          max_queued, [fd = root_fd_](auto batch) { write_batch(fd, batch); })) {}
 
 batch_writer::~batch_writer() {
   thread_->stop();  // before the root's descriptor is closed

@@ -1,5 +1,6 @@
 // The case record's JSON codec (see records.hpp).
 #include <mira/store/records.hpp>
+#include <mira/store/case_batch.hpp>
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
@@ -45,11 +46,11 @@ unsigned host_fields_of(const schedule::case_record& r) {
   return fields;
 }
 
-void append_host_value(std::string& out, host_field f, const plan::planned_case& c,
+void append_host_value(std::string& out, host_field f, std::string_view key,
                        const schedule::case_record& r) {
   switch (f) {
     case f_key:
-      return protocol::append_json_string(out, c.key);
+      return protocol::append_json_string(out, key);
     case f_status:
       out += '"';
       out += to_string(r.state);  // a name without anything to escape
@@ -81,7 +82,7 @@ void append_host_value(std::string& out, host_field f, const plan::planned_case&
 }
 
 // Each of `fields` as a member, after the members already written (`first`: there are none).
-void append_host_fields(std::string& out, unsigned fields, bool first, const plan::planned_case& c,
+void append_host_fields(std::string& out, unsigned fields, bool first, std::string_view key,
                         const schedule::case_record& r) {
   for (unsigned f = 0; f < host_field_count; ++f) {
     if (!(fields & (1u << f))) continue;
@@ -89,7 +90,7 @@ void append_host_fields(std::string& out, unsigned fields, bool first, const pla
     first = false;
     out += host_field_names[f];
     out += ':';
-    append_host_value(out, static_cast<host_field>(f), c, r);
+    append_host_value(out, static_cast<host_field>(f), key, r);
   }
 }
 
@@ -122,14 +123,14 @@ std::optional<host_field> host_field_named(std::string_view name, unsigned field
 // host's fields are added, each in the place of the result's member of that name if it has one.
 void add_host_fields(std::string& out, std::size_t at,
                      const std::vector<mira::detail::json_member_span>& members,
-                     const plan::planned_case& c, const schedule::case_record& r) {
+                     std::string_view key, const schedule::case_record& r) {
   unsigned fields = host_fields_of(r);
   bool shared = false;
   for (auto& m : members)
     shared = shared || host_field_named(std::string_view(out).substr(m.name, m.name_size), fields);
   if (!shared) {  // what studies send: the host's fields go at the end
     out.pop_back();
-    append_host_fields(out, fields, members.empty(), c, r);
+    append_host_fields(out, fields, members.empty(), key, r);
     out += '}';
     return;
   }
@@ -143,20 +144,20 @@ void add_host_fields(std::string& out, std::size_t at,
     out += ':';
     if (auto f =
             host_field_named(std::string_view(result).substr(m.name - at, m.name_size), fields)) {
-      append_host_value(out, *f, c, r);
+      append_host_value(out, *f, key, r);
       fields &= ~(1u << *f);
     } else {
       out.append(result, m.value - at, m.value_size);
     }
   }
-  append_host_fields(out, fields, members.empty(), c, r);
+  append_host_fields(out, fields, members.empty(), key, r);
   out += '}';
 }
 
 // A case without a result: its identity, a failed verdict with the error in its transcript.
-void append_synthesised_result(std::string& out, const plan::planned_case& c,
-                               const schedule::case_record& r) {
-  protocol::append_json(out, c.params);
+void append_synthesised_result(std::string& out, const plan::case_params& params,
+                               std::string_view key, const schedule::case_record& r) {
+  protocol::append_json(out, params);
   out.pop_back();  // the identity's closing brace
   out += R"(,"passed":false,"aggregate":0,"scores":[],"transcript":{"final_response":"",)"
          R"("iterations":0,"tool_calls_count":0,"usage":{"input_tokens":0,"output_tokens":0,)"
@@ -167,20 +168,17 @@ void append_synthesised_result(std::string& out, const plan::planned_case& c,
   }
   if (r.state == case_state::na) out += R"(,"error_kind":"infra")";
   out += r.state == case_state::skipped ? R"(},"skipped":true)" : R"(},"skipped":false)";
-  append_host_fields(out, host_fields_of(r), false, c, r);
+  append_host_fields(out, host_fields_of(r), false, key, r);
   out += '}';
 }
 
-}  // namespace
-
-void append_case_line(std::string& out, const plan::planned_case& c,
-                      const schedule::case_record& r) {
-  if (!r.has_result()) return append_synthesised_result(out, c, r);
+// The line of a case that produced a result.
+void append_result_line(std::string& out, std::string_view key, const schedule::case_record& r) {
   const auto at = out.size();
   thread_local std::vector<mira::detail::json_member_span> members;  // its capacity kept
   members.clear();
   if (mira::detail::rewrite_json(out, r.result_json, &members) && out[at] == '{')
-    return add_host_fields(out, at, members, c, r);
+    return add_host_fields(out, at, members, key, r);
   // What the rewrite leaves to Boost.JSON (a repeated member name, an exponent of five digits,
   // nesting deeper than the skim's limit), or a result that is not an object, which counts as
   // an empty one.
@@ -204,7 +202,30 @@ void append_case_line(std::string& out, const plan::planned_case& c,
     }
   }
   out += '}';
-  add_host_fields(out, at, members, c, r);
+  add_host_fields(out, at, members, key, r);
+}
+
+}  // namespace
+
+void append_case_line(std::string& out, const plan::planned_case& c,
+                      const schedule::case_record& r) {
+  if (!r.has_result()) return append_synthesised_result(out, c.params, c.key, r);
+  append_result_line(out, c.key, r);
+}
+
+void append_case_line(std::string& out, const plan::case_list& cases, std::size_t i,
+                      std::string_view key, const schedule::case_record& r) {
+  if (!r.has_result()) return append_synthesised_result(out, cases.params(i), key, r);
+  append_result_line(out, key, r);
+}
+
+// Here, beside the one function that writes a record.
+void case_batch::add_case(const plan::case_list& cases, std::size_t i,
+                          const schedule::case_record& r) {
+  const auto key_at = keys_.size();
+  keys_ += cases.key(i);
+  append_case_line(records_, cases, i, std::string_view(keys_).substr(key_at), r);
+  ends_.push_back({keys_.size(), records_.size()});
 }
 
 std::string case_line(const plan::planned_case& c, const schedule::case_record& r) {

@@ -183,6 +183,32 @@ class per_case_writer final : public run_store::case_writer {
     record += '\n';
     writer_.submit(file_of(key), std::move(record), std::move(done));
   }
+  // A file per record, as submit() writes it; the batch is reported when its last file is.
+  void submit_batch(case_batch batch, batch_done_fn done) override {
+    if (batch.empty()) return done(std::move(batch), {});
+    // Only the writer's thread touches it once the files are queued: the callbacks run there.
+    struct pending {
+      case_batch batch;
+      batch_done_fn done;
+      std::vector<save_failure> failed;
+      std::size_t left;
+    };
+    const auto n = batch.size();
+    auto state = std::make_shared<pending>(pending{std::move(batch), std::move(done), {}, n});
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string key(state->batch.key(i));
+      auto file = file_of(key);
+      std::string contents;
+      contents.reserve(state->batch.record(i).size() + 1);
+      (contents += state->batch.record(i)) += '\n';
+      writer_.submit(file, std::move(contents), [state, i, file](boost::system::error_code ec) {
+        if (ec) state->failed.push_back({std::string(state->batch.key(i)), file, ec});
+        if (--state->left > 0) return;
+        state->batch.clear();
+        state->done(std::move(state->batch), std::move(state->failed));
+      });
+    }
+  }
   void drain() override { writer_.drain(); }
   fs::path file_of(const std::string& key) const override {
     if (auto it = dirs_->find(key); it != dirs_->end()) return it->second / "result.json";
@@ -200,6 +226,17 @@ class compact_writer final : public run_store::case_writer {
   explicit compact_writer(std::unique_ptr<segment_writer> w) : writer_(std::move(w)) {}
   void submit(const std::string& key, std::string record, done_fn done) override {
     writer_->submit(key, std::move(record), std::move(done));
+  }
+  void submit_batch(case_batch batch, batch_done_fn done) override {
+    if (batch.empty()) return done(std::move(batch), {});
+    writer_->submit(std::move(batch), [w = writer_.get(), done = std::move(done)](
+                                          case_batch& b, auto results) {
+      std::vector<save_failure> failed;
+      for (std::size_t i = 0; i < results.size(); ++i)
+        if (results[i]) failed.push_back({std::string(b.key(i)), w->current_segment(), results[i]});
+      b.clear();
+      done(std::move(b), std::move(failed));
+    });
   }
   void drain() override { writer_->drain(); }
   fs::path file_of(const std::string&) const override { return writer_->current_segment(); }

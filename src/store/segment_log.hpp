@@ -4,6 +4,7 @@
 // Private to the library: users read and write runs through run_store, which chooses the layout.
 #pragma once
 
+#include <mira/store/case_batch.hpp>
 #include <mira/store/error.hpp>
 
 #include <boost/system/error_code.hpp>
@@ -23,8 +24,9 @@
 namespace mira::store {
 
 namespace detail {
+template <class Item>
 class batch_thread;
-struct batch_item;
+struct segment_item;
 }  // namespace detail
 
 struct segment_options {
@@ -47,6 +49,9 @@ struct segment_options {
 class segment_writer {
  public:
   using done_fn = std::function<void(boost::system::error_code)>;
+  /// `results`: one per record of `batch`, in its order.
+  using batch_fn = std::function<void(case_batch& batch,
+                                      std::span<const boost::system::error_code> results)>;
 
   /// Creates `dir` when missing; scans the last segment and truncates a torn tail (its trailing
   /// lines that lack '\n' or fail their checksum) before appending. Fails with errc::in_use
@@ -64,6 +69,11 @@ class segment_writer {
   /// durable (or with the error that stopped it: errc::invalid_argument for a record that is not
   /// one JSON object on one line or a key that is not valid UTF-8).
   void submit(std::string key, std::string record_json, done_fn done);
+  /// Queues a batch of records (each as submit() takes it) with one callback; blocks while
+  /// `max_queued` records are already waiting, or until the queue is empty for a batch larger
+  /// than that. `done` runs on the writer's thread once every record is durable or failed,
+  /// with the batch as it was given (the callback may keep its buffers).
+  void submit(case_batch batch, batch_fn done);
   /// Blocks until everything submitted before the call is written and reported.
   void drain();
 
@@ -75,9 +85,9 @@ class segment_writer {
  private:
   segment_writer(std::filesystem::path dir, segment_options options, int dir_fd, int fd,
                  std::uint64_t number, std::uint64_t size, std::vector<std::string> repairs);
-  /// On the writer's thread: each item's target is the record's key, its bytes the record.
-  void write_batch(std::span<const detail::batch_item> batch,
-                   std::span<boost::system::error_code> result);
+  /// On the writer's thread: appends every record of the batches, makes them durable and
+  /// reports each batch.
+  void write_batch(std::span<detail::segment_item> batch);
   boost::system::error_code append(std::string_view bytes);
   boost::system::error_code next_segment();
 
@@ -89,7 +99,11 @@ class segment_writer {
   std::uint64_t size_ = 0;                 // durable bytes in the current segment
   boost::system::error_code error_;        // sticky: see the class comment
   std::vector<std::string> repairs_;
-  std::unique_ptr<detail::batch_thread> thread_;  // the queue and the thread (batch_thread.hpp)
+  // The writer thread's buffers, kept from batch to batch so that writing allocates nothing.
+  std::string out_;
+  std::vector<boost::system::error_code> results_;
+  // The queue and the thread (batch_thread.hpp).
+  std::unique_ptr<detail::batch_thread<detail::segment_item>> thread_;
 };
 
 struct segment_record {

@@ -17,7 +17,9 @@
 namespace mira::store {
 
 namespace detail {
+template <class Item>
 class batch_thread;
+struct file_write;
 }  // namespace detail
 
 class batch_writer {
@@ -41,7 +43,7 @@ class batch_writer {
 
  private:
   int root_fd_ = -1;
-  std::unique_ptr<detail::batch_thread> thread_;  // the queue and the thread (batch_thread.hpp)
+  std::unique_ptr<detail::batch_thread<detail::file_write>> thread_;  // the queue and the thread (batch_thread.hpp)
 };
 
 }  // namespace mira::store

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace mira::store {
 
@@ -26,6 +27,10 @@ std::string case_line(const plan::planned_case& c, const schedule::case_record& 
 /// case_line() appended to `out` (a writer's batch, a report being streamed).
 void append_case_line(std::string& out, const plan::planned_case& c,
                       const schedule::case_record& r);
+/// The same for case `i` of `cases`, whose key (cases.key(i)) the caller has at hand: the line
+/// of a case run from a compact plan without making the whole planned case.
+void append_case_line(std::string& out, const plan::case_list& cases, std::size_t i,
+                      std::string_view key, const schedule::case_record& r);
 
 /// The case key of a saved record: its "key", or for a record the Rust mira CLI saved (a bare
 /// RunResult) the key computed from its identity, as both hosts compute it. Nothing when it has

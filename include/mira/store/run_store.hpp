@@ -11,6 +11,7 @@
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/schedule/results.hpp>
+#include <mira/store/case_batch.hpp>
 #include <mira/store/error.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_meta.hpp>
@@ -183,6 +184,12 @@ class run_store {
     virtual ~case_writer() = default;
     /// `record`: case_line()'s text, without a newline.
     virtual void submit(const std::string& key, std::string record, done_fn done) = 0;
+    /// Saves a batch of records (each as submit() takes it) with one callback: what a busy
+    /// writer is given, since a record then costs no allocation and no hand-over of its own.
+    /// The compact layout appends the batch with one write (and with what else is waiting, one
+    /// fdatasync); the per-case one writes a file per record. Blocks while too many wait. An
+    /// empty batch is reported at once, on the caller's thread.
+    virtual void submit_batch(case_batch batch, batch_done_fn done) = 0;
     /// Blocks until everything submitted is written and reported.
     virtual void drain() = 0;
     /// The file a record of `key` goes to (for a message about a failed save): its
