@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <cmath>
 #include <unordered_map>
 
 namespace mira::aggregate {
@@ -36,7 +36,6 @@ interval wilson(std::size_t passed, std::size_t n, double z) {
   double half = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
   return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
 }
-
 
 namespace {
 
@@ -205,8 +204,7 @@ struct accumulator::state {
     if (auto it = axes.find(group_by); it != axes.end()) return it->second;
     const std::string& eval = cases.eval(i);
     if (auto* v = idx.find(idx.samples, eval, cases.sample(i), group_by)) return display(*v);
-    if (auto* v = idx.find(idx.targets, eval, cases.target(i).str(), group_by))
-      return display(*v);
+    if (auto* v = idx.find(idx.targets, eval, cases.target(i).str(), group_by)) return display(*v);
     if (result) {
       auto metadata = result->transcript.metadata.get();
       if (auto* v = metadata.if_contains(group_by)) return display(*v);

@@ -194,8 +194,7 @@ struct run_side {
 };
 
 tl::expected<comparison, compare_error> compare_sides(const run_side& base,
-                                                      const run_side& candidate,
-                                                      const options& o) {
+                                                      const run_side& candidate, const options& o) {
   if (!(o.alpha > 0 && o.alpha < 1))
     return tl::unexpected(
         compare_error{"alpha must be between 0 and 1, got " + std::to_string(o.alpha)});
@@ -329,8 +328,7 @@ tl::expected<comparison, compare_error> compare_sides(const run_side& base,
   for (auto& p : out.cases) add(out.overall, p);
   finish(out.overall, o.alpha);
   out.per_eval = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.eval.str(); });
-  out.per_target =
-      breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.target.str(); });
+  out.per_target = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.target.str(); });
   if (!o.group_by.empty()) {
     const auto& key = o.group_by;
     if (key != "eval" && key != "target" && key != "sample" &&

@@ -2,10 +2,10 @@
 #include <mira/plan/plan.hpp>
 
 #include <algorithm>
-#include <limits>
-#include <stdexcept>
 #include <functional>
+#include <limits>
 #include <ostream>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_set>
 
@@ -218,7 +218,8 @@ void case_list::push_back(const planned_case& c) {
   if (!rows_->samples.empty()) {
     const auto last = static_cast<std::uint32_t>(rows_->samples.size() - 1);
     const std::uint32_t begin = last == 0 ? 0 : rows_->samples[last - 1].name_end;
-    const auto name = std::string_view(rows_->names).substr(begin, rows_->samples[last].name_end - begin);
+    const auto name =
+        std::string_view(rows_->names).substr(begin, rows_->samples[last].name_end - begin);
     if (rows_->samples[last].group == group && name == std::string_view(p.sample)) sample = last;
   }
   if (!sample) sample = add_sample(group, p.sample);
@@ -576,7 +577,7 @@ tl::expected<plan, error> make_plan(const protocol::list_result& list, const sel
     return out.cases.key(a) == out.cases.key(b);
   };
   std::unordered_set<std::size_t, decltype(key_hash), decltype(key_equal)> keys(0, key_hash,
-                                                                                 key_equal);
+                                                                                key_equal);
   for (auto& g : grids) {
     auto* e = g.eval;
     const auto group = out.cases.add_group(shared_name(e->name), g.trials, g.seed);

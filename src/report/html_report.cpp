@@ -234,8 +234,8 @@ void html_report(const case_source& cases, const schedule::run_report& report,
   // The summary covers every case; `cases` may be the first ones only (a session keeps those).
   std::size_t n = 0;
   for (auto count : s.counts) n += count;
-  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(n) +
-         " cases · " + fmt("%.2f", report.seconds) + " s</div>\n";
+  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(n) + " cases · " +
+         fmt("%.2f", report.seconds) + " s</div>\n";
   if (report.stopped != schedule::stop_reason::none)
     out += "<p class=\"stop\"><b>Stopped (" + std::string(to_string(report.stopped)) + "):</b> " +
            html_text(report.stop_message) + "</p>\n";

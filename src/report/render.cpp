@@ -150,7 +150,8 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
   std::size_t total = 0;
   for (auto n : s.counts) total += n;
   if (cases.size() < total)
-    std::fprintf(out, "... the first %zu of %zu cases are listed (mira report RUN_ID lists them all)\n",
+    std::fprintf(out,
+                 "... the first %zu of %zu cases are listed (mira report RUN_ID lists them all)\n",
                  cases.size(), total);
 
   // The eval x target matrix.
@@ -252,8 +253,7 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
                "cases) · %s · %.2f s\n",
                s.count(case_state::passed), s.count(case_state::failed), s.count(case_state::na),
                s.count(case_state::skipped), s.count(case_state::cancelled),
-               s.count(case_state::error), executed.c_str(), total, rate.c_str(),
-               report.seconds);
+               s.count(case_state::error), executed.c_str(), total, rate.c_str(), report.seconds);
   if (report.stopped != schedule::stop_reason::none)
     std::fprintf(out, "stopped (%s): %s\n", std::string(to_string(report.stopped)).c_str(),
                  printable(report.stop_message).c_str());
@@ -382,8 +382,8 @@ std::string junit_report(const case_source& cases, const aggregate::summary& s) 
     const suite& su = it == suites.end() ? none : it->second;
     out += "  <testsuite name=\"" + xml_text(eval) + "\" tests=\"" + std::to_string(su.tests) +
            "\" failures=\"" + std::to_string(su.failures) + "\" errors=\"" +
-           std::to_string(su.errors) + "\" skipped=\"" + std::to_string(su.skipped) +
-           "\" time=\"" + number(su.time) + "\">\n" + su.cases + "  </testsuite>\n";
+           std::to_string(su.errors) + "\" skipped=\"" + std::to_string(su.skipped) + "\" time=\"" +
+           number(su.time) + "\">\n" + su.cases + "  </testsuite>\n";
   }
   return out + "</testsuites>\n";
 }
@@ -455,8 +455,8 @@ void render(const std::string& format, const case_source& cases, const schedule:
   if (format == "md") return out(md_report(cases, s));
   if (format == "html") return html_report(cases, report, s, "Mira eval report", out);
   // {"summary": ..., "cases": [...]}, a case at a time, in pieces of about 64 KiB.
-  std::string item = "{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) +
-                     ",\"cases\":[";
+  std::string item =
+      "{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) + ",\"cases\":[";
   cases.visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
     if (i) item += ',';
     store::append_case_line(item, c, r);
@@ -487,8 +487,9 @@ std::string summary_document(std::size_t cases, const schedule::run_report& repo
                              const aggregate::summary& s) {
   json::object records{
       {"count", cases},
-      {"where", "this run folder: cases/ (layout per_case) or segments/ (layout compact), as "
-                "meta.json's \"layout\" says"},
+      {"where",
+       "this run folder: cases/ (layout per_case) or segments/ (layout compact), as "
+       "meta.json's \"layout\" says"},
       {"all", "mira report RUN_ID --format json"}};
   return protocol::to_json_text(json::object{{"summary", aggregate::summary_json(s, report)},
                                              {"records", std::move(records)}}) +

@@ -375,8 +375,8 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
         st.whole_plan->cases.push_back(c);
         st.whole->add(st.whole_plan->cases.size() - 1, r);
       };
-      auto decided = store::plan_resume(saved, st.p, init, st.fingerprints,
-                                        st.o.selection.seed, save.resume_options, sink);
+      auto decided = store::plan_resume(saved, st.p, init, st.fingerprints, st.o.selection.seed,
+                                        save.resume_options, sink);
       if (st.whole_plan->cases.size() == st.p.cases.size()) {  // nothing outside the plan
         st.whole.reset();
         st.whole_plan.reset();
@@ -577,24 +577,25 @@ struct result_saver : std::enable_shared_from_this<result_saver> {
       spare.pop_back();
     }
     // On the writer's thread: one post per batch brings its buffers and its failures back.
-    writer->submit_batch(std::move(batch), [self = shared_from_this()](
-                                               store::case_batch emptied,
-                                               std::vector<store::save_failure> failed) {
-      std::vector<std::pair<std::string, std::string>> messages;
-      for (auto& f : failed) {
-        auto message = "cannot save the result of " + f.key + " to " + f.file.string() + ": " +
-                       f.error.message();
-        messages.emplace_back(std::move(f.key), std::move(message));
-      }
-      auto home = self->ex;
-      asio::post(home, [self, emptied = std::move(emptied),
-                      messages = std::move(messages)]() mutable {
-        for (auto& [key, message] : messages)
-          self->failures->add(std::move(key), std::move(message), self->tell);
-        // Two or three batches are in use at a time; more were made while the disk was slow.
-        if (self->spare.size() < 4) self->spare.push_back(std::move(emptied));
-      });
-    });
+    writer->submit_batch(
+        std::move(batch), [self = shared_from_this()](store::case_batch emptied,
+                                                      std::vector<store::save_failure> failed) {
+          std::vector<std::pair<std::string, std::string>> messages;
+          for (auto& f : failed) {
+            auto message = "cannot save the result of " + f.key + " to " + f.file.string() + ": " +
+                           f.error.message();
+            messages.emplace_back(std::move(f.key), std::move(message));
+          }
+          auto home = self->ex;
+          asio::post(
+              home, [self, emptied = std::move(emptied), messages = std::move(messages)]() mutable {
+                for (auto& [key, message] : messages)
+                  self->failures->add(std::move(key), std::move(message), self->tell);
+                // Two or three batches are in use at a time; more were made while the disk was
+                // slow.
+                if (self->spare.size() < 4) self->spare.push_back(std::move(emptied));
+              });
+        });
   }
 };
 
@@ -878,7 +879,7 @@ asio::awaitable<session_outcome> session::run_steps() {
     for (auto i = before; i < st.warnings.size(); ++i) hooks.on_warning(st.warnings[i]);
   saver->writer = nullptr;  // a hand-over still queued finds nothing to do
   writer.reset();           // before the store it writes into
-  st.store.reset();  // the run's lock is released before the session counts as ended
+  st.store.reset();         // the run's lock is released before the session counts as ended
   out.warnings = std::move(st.warnings);
   out.plan = std::move(st.p);
   out.study = st.conn->study();

@@ -7,8 +7,8 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
-#include "plan/natural_order.hpp"
 #include <mira/store/summary_feed.hpp>
+#include "plan/natural_order.hpp"
 #include "store/file_helpers.hpp"
 #include "store/run_reader_access.hpp"
 
@@ -229,7 +229,8 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   // The summary and the report files over the merged run as written, read back a case at a time.
   auto merged = detail::run_reader_access::open_folder(store->path(), meta, nullptr);
   if (!merged.unreadable().empty())
-    return tl::make_unexpected("the merged run cannot be read back: " + merged.unreadable().front());
+    return tl::make_unexpected("the merged run cannot be read back: " +
+                               merged.unreadable().front());
   summary_feed feed;
   auto late = merged.visit_cases(
       [&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {

@@ -60,7 +60,9 @@ struct run_reader::state {
   std::vector<entry> entries;
   std::vector<std::string> unreadable, superseded;
 
-  std::string_view key(const entry& e) const { return std::string_view(keys).substr(e.key_at, e.key_size); }
+  std::string_view key(const entry& e) const {
+    return std::string_view(keys).substr(e.key_at, e.key_size);
+  }
 };
 
 namespace {
@@ -70,7 +72,8 @@ namespace {
 // a few hundred records.
 class segment_window {
  public:
-  explicit segment_window(const std::vector<fs::path>& files) : files_(files), fds_(files.size(), -1) {}
+  explicit segment_window(const std::vector<fs::path>& files)
+      : files_(files), fds_(files.size(), -1) {}
   segment_window(const segment_window&) = delete;
   segment_window& operator=(const segment_window&) = delete;
   ~segment_window() {
@@ -125,8 +128,8 @@ class segment_window {
 
 }  // namespace
 
-run_reader detail::run_reader_access::open_folder(
-    const fs::path& folder, run_meta meta, std::unordered_map<std::string, fs::path>* dirs) {
+run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_meta meta,
+                                                  std::unordered_map<std::string, fs::path>* dirs) {
   auto s = std::make_unique<run_reader::state>();
   s->folder = folder;
   s->meta = std::move(meta);
@@ -167,7 +170,7 @@ run_reader detail::run_reader_access::open_folder(
     compact_first = s->entries.size();
     compact_seq = seq;
     auto scan = scan_segments(s->segments, [&](std::string key, std::string_view record,
-                                                std::size_t file, std::uint64_t at) {
+                                               std::size_t file, std::uint64_t at) {
       entry e;
       add_key(key, e);
       e.source = static_cast<std::uint32_t>(file);
@@ -279,8 +282,8 @@ std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn&
     if (select && !select(i, key)) continue;
     std::optional<json::object> record;
     if (e.source == per_case) {
-      auto file = s_->folder / "cases" / std::string_view(s_->names).substr(e.at, e.size) /
-                  "result.json";
+      auto file =
+          s_->folder / "cases" / std::string_view(s_->names).substr(e.at, e.size) / "result.json";
       record = read_json_object(file);
       if (!record) {
         problems.push_back(file.string() + ": not a JSON object (changed since it was read)");
@@ -296,8 +299,8 @@ std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn&
       boost::system::error_code ec;
       auto v = json::parse(*text, ec, {}, mira::detail::host_parse_options());
       if (ec || !v.is_object()) {
-        problems.push_back(s_->segments[e.source].string() + ": the record of " +
-                           std::string(key) + " is not a JSON object");
+        problems.push_back(s_->segments[e.source].string() + ": the record of " + std::string(key) +
+                           " is not a JSON object");
         continue;
       }
       record = std::move(v.as_object());
@@ -310,8 +313,7 @@ std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn&
   return problems;
 }
 
-std::vector<std::string> run_reader::visit_cases(const case_fn& fn,
-                                                 const select_fn& select) const {
+std::vector<std::string> run_reader::visit_cases(const case_fn& fn, const select_fn& select) const {
   return visit(
       [&](std::size_t i, const saved_case& c) {
         return fn(i, planned_case_of(c), decode_case_record(c.record));

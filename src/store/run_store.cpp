@@ -13,7 +13,6 @@
 #include "store/run_reader_access.hpp"
 #include "store/segment_log.hpp"
 
-
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -229,14 +228,15 @@ class compact_writer final : public run_store::case_writer {
   }
   void submit_batch(case_batch batch, batch_done_fn done) override {
     if (batch.empty()) return done(std::move(batch), {});
-    writer_->submit(std::move(batch), [w = writer_.get(), done = std::move(done)](
-                                          case_batch& b, auto results) {
-      std::vector<save_failure> failed;
-      for (std::size_t i = 0; i < results.size(); ++i)
-        if (results[i]) failed.push_back({std::string(b.key(i)), w->current_segment(), results[i]});
-      b.clear();
-      done(std::move(b), std::move(failed));
-    });
+    writer_->submit(
+        std::move(batch), [w = writer_.get(), done = std::move(done)](case_batch& b, auto results) {
+          std::vector<save_failure> failed;
+          for (std::size_t i = 0; i < results.size(); ++i)
+            if (results[i])
+              failed.push_back({std::string(b.key(i)), w->current_segment(), results[i]});
+          b.clear();
+          done(std::move(b), std::move(failed));
+        });
   }
   void drain() override { writer_->drain(); }
   fs::path file_of(const std::string&) const override { return writer_->current_segment(); }
@@ -314,9 +314,8 @@ namespace {
 // What a resume says about the saved run before it takes anything from it: another study
 // (refused unless allowed), another study version or seed, evals changed since.
 std::optional<error> check_saved(const run_meta& meta, const protocol::initialize_result& study,
-                                 const json::object& fingerprints,
-                                 std::optional<std::int64_t> seed, const resume_options& options,
-                                 resume_plan& out) {
+                                 const json::object& fingerprints, std::optional<std::int64_t> seed,
+                                 const resume_options& options, resume_plan& out) {
   const auto& id = meta.run_id;
   if (!meta.study.empty() && meta.study != study.study) {
     auto why =
@@ -418,20 +417,20 @@ tl::expected<resume_plan, error> plan_resume(const run_reader& run, const plan::
     }
   }
   std::vector<bool> reused(p.cases.size(), false);
-  auto late = run.visit_cases([&](std::size_t r, const plan::planned_case& c,
-                                  const schedule::case_record& rec) {
-    const auto i = plan_index[r];
-    if (i == none) {
-      out.outside.cases.push_back(c);
-      if (sink.outside) sink.outside(c, rec);
-    } else if (!run_again(rec.state, options)) {
-      reused[i] = true;
-      ++out.reused;
-      ++out.reused_states[static_cast<std::size_t>(rec.state)];
-      if (sink.reused) sink.reused(i, rec);
-    }
-    return true;
-  });
+  auto late = run.visit_cases(
+      [&](std::size_t r, const plan::planned_case& c, const schedule::case_record& rec) {
+        const auto i = plan_index[r];
+        if (i == none) {
+          out.outside.cases.push_back(c);
+          if (sink.outside) sink.outside(c, rec);
+        } else if (!run_again(rec.state, options)) {
+          reused[i] = true;
+          ++out.reused;
+          ++out.reused_states[static_cast<std::size_t>(rec.state)];
+          if (sink.reused) sink.reused(i, rec);
+        }
+        return true;
+      });
   for (auto& u : late) out.warnings.push_back("cannot read " + u + "; that case runs again");
   for (std::size_t i = 0; i < p.cases.size(); ++i)
     if (!reused[i]) out.todo.push_back(i);

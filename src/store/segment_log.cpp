@@ -382,10 +382,10 @@ segment_scan read_segments(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return {};
   std::vector<segment_record> records;
-  auto out = scan_segments(list_segments(dir),
-                           [&](std::string key, std::string_view record, std::size_t, std::uint64_t) {
-                             records.push_back({std::move(key), std::string(record)});
-                           });
+  auto out = scan_segments(list_segments(dir), [&](std::string key, std::string_view record,
+                                                   std::size_t, std::uint64_t) {
+    records.push_back({std::move(key), std::string(record)});
+  });
   out.records = std::move(records);
   return out;
 }

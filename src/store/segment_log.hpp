@@ -50,8 +50,8 @@ class segment_writer {
  public:
   using done_fn = std::function<void(boost::system::error_code)>;
   /// `results`: one per record of `batch`, in its order.
-  using batch_fn = std::function<void(case_batch& batch,
-                                      std::span<const boost::system::error_code> results)>;
+  using batch_fn =
+      std::function<void(case_batch& batch, std::span<const boost::system::error_code> results)>;
 
   /// Creates `dir` when missing; scans the last segment and truncates a torn tail (its trailing
   /// lines that lack '\n' or fail their checksum) before appending. Fails with errc::in_use

@@ -38,8 +38,7 @@ BOOST_AUTO_TEST_CASE(every_case_is_accounted_for_and_the_folder_is_consistent) {
   auto folder_report = json::parse(read_file((runs[0] / "report.json").string())).as_object();
   BOOST_TEST(folder_report.at("records").at("count").as_int64() == 120);
   auto rendered = run_command(std::string(MIRA_CLI) + " report " + runs[0].filename().string() +
-                              " --format json --results-dir " + results +
-                              " 2>/dev/null");
+                              " --format json --results-dir " + results + " 2>/dev/null");
   BOOST_REQUIRE(rendered.code == 0);
   auto report = json::parse(rendered.out).as_object();
   // The same summary but for latencies, which records keep to the microsecond.

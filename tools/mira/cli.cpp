@@ -16,8 +16,8 @@
 #include <mira/store/summary_feed.hpp>
 
 #include <cstdio>
-#include <memory>
 #include <iostream>
+#include <memory>
 
 namespace mira::cli {
 
@@ -215,8 +215,7 @@ int cmd_report(const std::vector<std::string>& args) {
   store::summary_feed feed(a.group_by);
   auto late = run->visit_cases(
       [&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
-        if (!filter.empty() && c.logical_key().find(filter) == std::string_view::npos)
-          return true;
+        if (!filter.empty() && c.logical_key().find(filter) == std::string_view::npos) return true;
         chosen[i] = true;
         feed.add(c, r);
         return true;
@@ -225,7 +224,8 @@ int cmd_report(const std::vector<std::string>& args) {
     std::fprintf(stderr, "mira: no saved case of run %s has a key containing \"%s\"\n",
                  printable(a.run_id).c_str(), printable(filter).c_str());
   // Gone since the run was opened: named and counted as unreadable.
-  for (auto& u : late) std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  for (auto& u : late)
+    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
   unreadable += late.size();
   auto s = feed.finish();
   schedule::run_report header;

@@ -167,7 +167,8 @@ int cmd_export(const std::vector<std::string>& args) {
         return a.selection.filter.empty() || key.find(a.selection.filter) != std::string::npos;
       });
   if (failed) return exit_host_error;
-  for (auto& u : late) std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  for (auto& u : late)
+    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
   if (stdout_file)
     if (auto ec = stdout_file->commit()) {
       std::fprintf(stderr, "mira: cannot write to stdout: %s\n", ec.message().c_str());

@@ -228,8 +228,7 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   o.group_by = a.group_by;
   // A report that lists every case (json, csv, junit, md, jsonl after the run) needs every
   // record; the table and the saved report.html show the first 10 000.
-  const bool lists_every_case =
-      !t && a.format != "table" && a.format != "html" && !stream_jsonl;
+  const bool lists_every_case = !t && a.format != "table" && a.format != "html" && !stream_jsonl;
   if (lists_every_case) o.kept_records = std::numeric_limits<std::size_t>::max();
   o.mode = m == mode::execute_only ? session_mode::execute
            : m == mode::score      ? session_mode::score

@@ -56,7 +56,7 @@ struct trial_summary {
 
 struct latency {
   std::size_t n = 0;
-  double p50 = 0, p95 = 0, p99 = 0;  // host-measured seconds
+  double p50 = 0, p95 = 0, p99 = 0;           // host-measured seconds
   double min = 0, p25 = 0, p75 = 0, max = 0;  // the report's box plot
   std::size_t ttft_n = 0;
   double ttft_p50_ms = 0, ttft_p95_ms = 0;  // study-reported time to first token
@@ -91,7 +91,6 @@ struct summary {
   totals total;
   std::map<std::string, latency> latency_by_target;
   std::map<std::string, target_totals> totals_by_target;
-
 };
 
 /// A run's summary, made as its cases end, in any order: each case's record is read once, when

@@ -322,8 +322,8 @@ struct eval_counts {
 };
 
 struct plan {
-  case_list cases;                  // listing order: eval, sample, target, axis combination, trial
-  std::vector<eval_counts> evals;   // the evals that contribute, in listing order
+  case_list cases;                 // listing order: eval, sample, target, axis combination, trial
+  std::vector<eval_counts> evals;  // the evals that contribute, in listing order
 };
 
 /// `eval/sample@target` plus a sorted `[k=v,...]` suffix when the case has axis params.

@@ -165,7 +165,7 @@ struct session_outcome {
   /// Over `plan`: how the run stopped, and the records (reused and run now) of its first
   /// session_options::kept_records cases.
   schedule::run_report report;
-  aggregate::summary summary;    // of `report`
+  aggregate::summary summary;  // of `report`
   /// The whole run's summary as report.json has it (every saved case, also those this
   /// session's selection left out): null when nothing was saved.
   boost::json::object run_summary;

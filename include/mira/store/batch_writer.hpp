@@ -43,7 +43,8 @@ class batch_writer {
 
  private:
   int root_fd_ = -1;
-  std::unique_ptr<detail::batch_thread<detail::file_write>> thread_;  // the queue and the thread (batch_thread.hpp)
+  std::unique_ptr<detail::batch_thread<detail::file_write>>
+      thread_;  // the queue and the thread (batch_thread.hpp)
 };
 
 }  // namespace mira::store

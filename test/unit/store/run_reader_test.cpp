@@ -90,8 +90,8 @@ BOOST_AUTO_TEST_CASE(the_newest_record_of_each_key_in_natural_order_with_the_run
   // A per-case record of a compact run (converted half-way): the segment's record of the same
   // key wins, a key only there is read.
   auto folder = w.path() / "cases";
-  for (auto [sample, state] : {std::pair{"case-1", case_state::passed},
-                               std::pair{"case-3", case_state::error}}) {
+  for (auto [sample, state] :
+       {std::pair{"case-1", case_state::passed}, std::pair{"case-3", case_state::error}}) {
     fs::create_directories(folder / encode_key(planned(sample).key));
     std::ofstream(folder / encode_key(planned(sample).key) / "result.json")
         << line_of(sample, state) << "\n";
@@ -127,12 +127,13 @@ BOOST_AUTO_TEST_CASE(a_visit_reads_only_what_it_selects_and_stops_when_asked) {
   auto r = run_reader::open(results, run_id);
   BOOST_REQUIRE(r.has_value());
   std::vector<std::string> seen;
-  r->visit([&](std::size_t i, const saved_case& c) {
-    BOOST_TEST(i == 1u);  // positions are the run's, not the visit's
-    seen.push_back(c.key);
-    return true;
-  },
-           [](std::size_t, std::string_view key) { return key == "echo/b@sim"; });
+  r->visit(
+      [&](std::size_t i, const saved_case& c) {
+        BOOST_TEST(i == 1u);  // positions are the run's, not the visit's
+        seen.push_back(c.key);
+        return true;
+      },
+      [](std::size_t, std::string_view key) { return key == "echo/b@sim"; });
   BOOST_TEST((seen == std::vector<std::string>{"echo/b@sim"}));
   seen.clear();
   r->visit([&](std::size_t, const saved_case& c) {
@@ -231,22 +232,25 @@ BOOST_AUTO_TEST_CASE(a_report_rendered_as_the_run_is_read_is_the_one_from_memory
   auto r = run_reader::open(results, run_id);
   BOOST_REQUIRE(r.has_value());
   summary_feed feed;
-  r->visit_cases([&](std::size_t, const mira::plan::planned_case& c,
-                     const mira::schedule::case_record& rec) {
-    feed.add(c, rec);
-    return true;
-  });
+  r->visit_cases(
+      [&](std::size_t, const mira::plan::planned_case& c, const mira::schedule::case_record& rec) {
+        feed.add(c, rec);
+        return true;
+      });
   auto streamed = feed.finish();
   BOOST_TEST(mira::aggregate::summary_json(streamed, report) ==
              mira::aggregate::summary_json(s, report));
   const mira::report::saved_cases cases(*r);
   for (std::string format : {"json", "jsonl", "csv", "md", "junit", "html"})
-    BOOST_TEST(mira::report::render(format, p, report, s) == [&] {
-      std::string text;
-      mira::report::render(format, cases, report, streamed,
-                           [&](std::string_view piece) { text += piece; });
-      return text;
-    }(), format);
+    BOOST_TEST(
+        mira::report::render(format, p, report, s) ==
+            [&] {
+              std::string text;
+              mira::report::render(format, cases, report, streamed,
+                                   [&](std::string_view piece) { text += piece; });
+              return text;
+            }(),
+        format);
   BOOST_TEST(cases.problems().empty());
   // Only some cases: the ones a filter chose, numbered from 0.
   const mira::report::saved_cases some(*r, {false, true, false, true});
@@ -278,7 +282,8 @@ BOOST_AUTO_TEST_CASE(two_runs_read_back_compare_as_they_do_in_memory) {
   auto rc = run_reader::open(results, other);
   BOOST_REQUIRE((rb.has_value() && rc.has_value()));
   auto streamed = mira::compare::compare_runs(*rb, *rc);
-  auto in_memory = mira::compare::compare_runs(*load_run(results, run_id), *load_run(results, other));
+  auto in_memory =
+      mira::compare::compare_runs(*load_run(results, run_id), *load_run(results, other));
   BOOST_REQUIRE((streamed.has_value() && in_memory.has_value()));
   BOOST_TEST(streamed->count(mira::compare::change::regressed) == 1u);
   BOOST_TEST(streamed->count(mira::compare::change::fixed) == 1u);

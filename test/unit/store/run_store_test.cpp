@@ -412,8 +412,8 @@ BOOST_AUTO_TEST_CASE(a_listing_fingerprint_is_the_digest_of_the_whole_entry) {
     if (i % 5 == 0) s.metadata = boost::json::parse(R"({"n":1.5})").as_object();
   }
   BOOST_TEST(listing_fingerprints(list).at("a").as_string() ==
-             mira::store::sha256_hex(mira::store::canonical_json(
-                 boost::json::value(mira::protocol::encode(e)))));
+             mira::store::sha256_hex(
+                 mira::store::canonical_json(boost::json::value(mira::protocol::encode(e)))));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
