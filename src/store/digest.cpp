@@ -73,6 +73,15 @@ struct sha256 {
 
 namespace {
 
+// Keys compare by UTF-16 code units in JCS; for UTF-8 that is byte order except across the BMP
+// boundary, which keys of eval listings do not reach in practice.
+std::vector<const boost::json::key_value_pair*> sorted_members(const boost::json::object& o) {
+  std::vector<const boost::json::key_value_pair*> members;
+  for (auto& kv : o) members.push_back(&kv);
+  std::sort(members.begin(), members.end(), [](auto* a, auto* b) { return a->key() < b->key(); });
+  return members;
+}
+
 void canonical(std::string& out, const boost::json::value& v) {
   switch (v.kind()) {
     case boost::json::kind::null:
@@ -110,15 +119,9 @@ void canonical(std::string& out, const boost::json::value& v) {
       return;
     }
     case boost::json::kind::object: {
-      // Keys compare by UTF-16 code units in JCS; for UTF-8 that is byte order except across
-      // the BMP boundary, which keys of eval listings do not reach in practice.
-      std::vector<const boost::json::key_value_pair*> members;
-      for (auto& kv : v.get_object()) members.push_back(&kv);
-      std::sort(members.begin(), members.end(),
-                [](auto* a, auto* b) { return a->key() < b->key(); });
       out += '{';
       bool first = true;
-      for (auto* kv : members) {
+      for (auto* kv : sorted_members(v.get_object())) {
         if (!first) out += ',';
         first = false;
         canonical(out, boost::json::value(kv->key()));
@@ -195,12 +198,9 @@ std::string sha256_hex(std::string_view data) {
 void canonical_json_to(const boost::json::object& o, std::string_view key,
                        const std::function<void(const text_sink&)>& write_value,
                        const text_sink& sink) {
-  std::vector<const boost::json::key_value_pair*> members;
-  for (auto& kv : o) members.push_back(&kv);
-  std::sort(members.begin(), members.end(), [](auto* a, auto* b) { return a->key() < b->key(); });
   std::string out = "{";
   bool first = true;
-  for (auto* kv : members) {
+  for (auto* kv : sorted_members(o)) {
     if (!first) out += ',';
     first = false;
     canonical(out, boost::json::value(kv->key()));
