@@ -96,7 +96,7 @@ json::object pair_json(const case_pair& p) {
                  {"trial", p.trial},
                  {"base", state_text(p.base)},
                  {"candidate", state_text(p.candidate)}};
-  if (auto why = p.why(); !why.empty()) o["why"] = std::move(why);
+  if (auto why = p.why(); !why.empty()) o["why"] = why;
   return o;
 }
 

@@ -14,6 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -135,6 +136,47 @@ BOOST_AUTO_TEST_CASE(a_dropped_session_leaves_a_run_that_a_second_session_finish
   BOOST_TEST(second->reused + second->ran == second->plan.cases.size());
   BOOST_TEST(!second->resumable());
   BOOST_TEST(store::load_run(results, id)->cases.size() == second->plan.cases.size());
+}
+
+// A session keeps the whole records of its first kept_records cases only; its summary, the run's
+// report.json and a resume's summary still cover every case (a resume reads the saved records
+// into its summary and keeps none of them beyond those).
+BOOST_AUTO_TEST_CASE(only_the_first_records_are_kept_and_the_summaries_cover_every_case) {
+  temp_dir dir;
+  auto results = dir.path / "results";
+  auto run = [&](std::string resume) {
+    auto o = slow_session(results, 0);
+    o.kept_records = 2;
+    o.save->resume = std::move(resume);
+    return run_co(
+        [&](asio::io_context&) -> asio::awaitable<tl::expected<session_outcome, session_error>> {
+          return run_session(std::move(o));
+        });
+  };
+  auto total = [](const aggregate::summary& s) {
+    std::size_t n = 0;
+    for (auto c : s.counts) n += c;
+    return n;
+  };
+  auto first = run("");
+  BOOST_REQUIRE(first.has_value());
+  const auto planned = first->plan.cases.size();
+  BOOST_REQUIRE(planned > 2u);
+  BOOST_TEST(first->report.cases.size() == 2u);
+  BOOST_TEST(first->report.cases[0].attempts > 0);
+  BOOST_TEST(total(first->summary) == planned);
+  auto report = boost::json::parse(read_file((first->folder / "report.json").string()));
+  BOOST_TEST(report.at("records").at("count").as_int64() == static_cast<std::int64_t>(planned));
+  BOOST_TEST(!report.as_object().contains("cases"));
+
+  auto again = run(first->run_id);
+  BOOST_REQUIRE(again.has_value());
+  BOOST_TEST(again->ran == 0u);
+  BOOST_TEST(again->reused == planned);
+  BOOST_TEST(again->report.cases.size() == 2u);
+  BOOST_TEST(again->report.cases[0].state == first->report.cases[0].state);
+  BOOST_TEST(total(again->summary) == planned);
+  BOOST_TEST(again->summary.overall.passed == first->summary.overall.passed);
 }
 
 // Errors are typed: a caller decides on the code, never on the text.

@@ -45,15 +45,25 @@ BOOST_AUTO_TEST_CASE(percentiles_interpolate) {
   BOOST_TEST(percentile({}, 50) == 0.0);
 }
 
-BOOST_AUTO_TEST_CASE(summary_of_a_run) {
-  auto listing = protocol::decode_list_result(boost::json::parse(R"({"evals":[
+// A run of 12 cases: eval e, samples a and b, targets x and y, 3 trials each.
+struct twelve_cases {
+  protocol::list_result listing;
+  plan::plan p;
+  std::vector<schedule::case_record> recs;
+  twelve_cases();
+};
+
+twelve_cases::twelve_cases() {
+  auto decoded = protocol::decode_list_result(boost::json::parse(R"({"evals":[
     {"name":"e","samples":[{"id":"a","metadata":{"difficulty":"easy"}},{"id":"b"}],"scorers":[],
      "targets":[{"label":"x","metadata":{"tier":"cheap"}},{"label":"y"}],"trials":3}]})"));
-  BOOST_REQUIRE(listing);
-  auto p = plan::make_plan(*listing);
-  BOOST_REQUIRE(p);
-  BOOST_REQUIRE(p->cases.size() == 12u);
-  std::vector<schedule::case_record> recs(12);
+  BOOST_REQUIRE(decoded);
+  listing = std::move(*decoded);
+  auto planned = plan::make_plan(listing);
+  BOOST_REQUIRE(planned);
+  p = std::move(*planned);
+  BOOST_REQUIRE(p.cases.size() == 12u);
+  recs.resize(12);
   // Records keep the study's text; the summary decodes it.
   auto result = [](bool passed, double aggregate, double cost) {
     return boost::json::serialize(boost::json::object{
@@ -81,6 +91,13 @@ BOOST_AUTO_TEST_CASE(summary_of_a_run) {
           result(states[i] == case_state::passed, states[i] == case_state::passed ? 1.0 : 0.0, 0.5);
   }
   recs[6].retried = {{"rate limit", "429"}, {"rate limit", "429"}};
+}
+
+BOOST_AUTO_TEST_CASE(summary_of_a_run) {
+  twelve_cases run;
+  auto& recs = run.recs;
+  auto* listing = &run.listing;
+  auto* p = &run.p;
   auto s = summarize(*p, recs, &*listing, "difficulty");
   BOOST_TEST(s.count(case_state::passed) == 6u);
   BOOST_TEST(s.count(case_state::error) == 3u);
@@ -114,9 +131,53 @@ BOOST_AUTO_TEST_CASE(summary_of_a_run) {
   BOOST_TEST(s.latency_by_target.at("x").n == 6u);
   BOOST_TEST(s.latency_by_target.at("y").ttft_n == 5u);
 
+  // The box plot of x's latencies {0, 1, 2, 6, 7, 8}: every case's, exact.
+  auto& box = s.latency_by_target.at("x");
+  BOOST_TEST(box.min == 0.0);
+  BOOST_TEST(box.p25 == 1.25, tt::tolerance(1e-12));
+  BOOST_TEST(box.p75 == 6.75, tt::tolerance(1e-12));
+  BOOST_TEST(box.max == 8.0);
+
   auto by_tier = summarize(*p, recs, &*listing, "tier");
   BOOST_TEST(by_tier.groups[0].first == "cheap");
   BOOST_TEST(by_tier.groups[0].second.scored == 6u);
+}
+
+// Cases end in any order, and a run read back gives its plan a case at a time: the summary is
+// the same.
+BOOST_AUTO_TEST_CASE(the_accumulator_takes_cases_in_any_order_and_over_a_growing_plan) {
+  twelve_cases run;
+  schedule::run_report header;
+  const auto expected = boost::json::serialize(
+      summary_json(summarize(run.p, run.recs, &run.listing, "tier"), header));
+  accumulator backwards(run.p, &run.listing, "tier");
+  for (auto i = run.recs.size(); i-- > 0;) backwards.add(i, run.recs[i]);
+  BOOST_TEST(boost::json::serialize(summary_json(backwards.finish(), header)) == expected);
+  plan::plan growing;
+  accumulator as_read(growing, &run.listing, "tier");
+  for (std::size_t i = 0; i < run.recs.size(); ++i) {
+    growing.cases.push_back(run.p.cases[i]);
+    as_read.add(i, run.recs[i]);
+  }
+  BOOST_TEST(boost::json::serialize(summary_json(as_read.finish(), header)) == expected);
+}
+
+// A plan put together again (a narrower resume's saved cases after the plan's) may split one
+// logical case's trials: they are still one entry of the trials, in order of its first case.
+BOOST_AUTO_TEST_CASE(trials_of_a_logical_case_split_in_the_plan_are_joined) {
+  twelve_cases run;
+  const std::vector<std::size_t> order = {0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2};
+  plan::plan split;
+  split.cases = run.p.cases.subset(order);
+  std::vector<schedule::case_record> recs;
+  for (auto i : order) recs.push_back(run.recs[i]);
+  auto s = summarize(split, recs);
+  BOOST_REQUIRE(s.trials.size() == 4u);
+  BOOST_TEST(s.trials[0].logical_key == "e/a@x");
+  BOOST_TEST(s.trials[0].scored == 3u);
+  BOOST_TEST(s.trials[0].passed == 2u);
+  BOOST_TEST(s.trials[0].stddev == 0.5773503, tt::tolerance(1e-6));
+  BOOST_TEST(s.trials[1].logical_key == "e/a@y");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

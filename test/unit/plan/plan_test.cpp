@@ -245,6 +245,52 @@ BOOST_AUTO_TEST_CASE(colliding_keys_are_an_error_naming_both_cases) {
              "eval \"a\", sample \"b/c\", target \"t\" (names contain / @ [ ] , = or #)");
 }
 
+// Names that repeat clash without any key syntax: a sample listed twice.
+BOOST_AUTO_TEST_CASE(a_sample_listed_twice_is_a_key_clash) {
+  auto l = protocol::decode_list_result(boost::json::parse(R"({"evals":[
+    {"name":"e","samples":[{"id":"s"},{"id":"s"}],"scorers":[],"targets":[{"label":"t"}]}]})"));
+  BOOST_REQUIRE(l);
+  auto p = plan::make_plan(*l);
+  BOOST_REQUIRE(!p);
+  BOOST_TEST((p.error().code == plan::errc::duplicate_key));
+}
+
+// The compact list: a case read whole, and each part read alone, say the same; a subset shares
+// the rows; cases appended one by one (a run read back) read back as they were.
+BOOST_AUTO_TEST_CASE(a_case_list_reads_back_what_it_was_given) {
+  auto p = plan::make_plan(listing());
+  BOOST_REQUIRE(p);
+  const auto& cases = p->cases;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto c = cases[i];
+    BOOST_TEST(c.key == cases.key(i));
+    BOOST_TEST(std::string(c.logical_key()) == cases.logical_key(i));
+    BOOST_TEST(c.params.eval.str() == cases.eval(i).str());
+    BOOST_TEST(std::string(c.params.sample) == std::string(cases.sample(i)));
+    BOOST_TEST(c.provider.str() == cases.provider(i).str());
+    BOOST_TEST(c.available == cases.available(i));
+    BOOST_TEST(c.params.trial == cases.trial(i));
+    if (c.params.eval == std::string_view("e")) BOOST_TEST(*c.params.seed == 40 + c.params.trial);
+  }
+  std::vector<std::size_t> odd;
+  for (std::size_t i = 1; i < cases.size(); i += 2) odd.push_back(i);
+  auto part = cases.subset(odd);
+  BOOST_REQUIRE(part.size() == odd.size());
+  for (std::size_t j = 0; j < odd.size(); ++j) BOOST_TEST(part.key(j) == cases.key(odd[j]));
+  plan::case_list appended;
+  for (const auto& c : cases) appended.push_back(c);
+  BOOST_REQUIRE(appended.size() == cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto a = appended[i], b = cases[i];
+    BOOST_TEST(a.key == b.key);
+    BOOST_TEST((a.params == b.params));
+    BOOST_TEST(a.provider.str() == b.provider.str());
+    BOOST_TEST(a.available == b.available);
+  }
+  // One row per eval (its trials and seeds), not per case.
+  BOOST_TEST(appended.eval_rows() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(large_listings_plan_every_case) {
   protocol::list_result l;
   protocol::eval_info e;

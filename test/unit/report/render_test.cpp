@@ -101,6 +101,23 @@ BOOST_AUTO_TEST_CASE(table_columns_are_aligned) {
   BOOST_TEST(lines[2] == "SKIP  e/mid@sim                         (target unavailable)");
 }
 
+// A report that holds the records of its first cases only (a session keeps 10 000) lists those,
+// says so, and takes its counts and its HTML page's case count from the summary.
+BOOST_AUTO_TEST_CASE(a_report_with_its_first_records_only_lists_them_and_says_so) {
+  fixture_run run;
+  for (auto name : {"a", "b", "c", "d"}) run.add(name, case_state::passed, result(true, 1));
+  auto s = run.summary();
+  run.report.cases.resize(2);
+  auto text = table(run, s);
+  BOOST_TEST(text.find("e/b@sim") != std::string::npos, text);
+  BOOST_TEST(text.find("e/c@sim") == std::string::npos, text);
+  BOOST_TEST(text.find("... the first 2 of 4 cases are listed") != std::string::npos, text);
+  BOOST_TEST(text.find("4 passed") != std::string::npos, text);
+  auto html = report::render("html", run.p, run.report, s);
+  BOOST_TEST(html.find("4 cases") != std::string::npos);
+  BOOST_TEST(html.find("The table shows the first 2 of 4 cases") != std::string::npos);
+}
+
 // A failed case's note is its record's message, else its first failing scorer's reason.
 BOOST_AUTO_TEST_CASE(the_table_notes_the_first_failing_scorer) {
   fixture_run run;
