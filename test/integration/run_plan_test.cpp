@@ -121,6 +121,40 @@ BOOST_AUTO_TEST_CASE(a_provider_with_fixed_capacity_gets_every_case_through) {
   BOOST_TEST(rejected < 40u);
 }
 
+// Beyond run_policy::kept_records a case's record lives only while it runs: it still reaches
+// on_result whole (each retried attempt in its history), and the report keeps the first ones.
+BOOST_AUTO_TEST_CASE(records_beyond_the_kept_ones_reach_the_hook_whole_and_are_not_kept) {
+  run_co(
+      [&](asio::io_context&) -> asio::awaitable<void> {
+        std::vector<std::string> args = {"--capacity", "2", "--run-ms", "20"};
+        auto s = co_await open(args);
+        auto p = make(s.list, {"a", "b"}, 10);
+        schedule::run_policy policy;
+        policy.concurrency.max_concurrent = 8;
+        policy.concurrency.adaptive = false;  // keep hitting the capacity: retries happen
+        policy.retry.max_retries = 50;
+        policy.retry.base_backoff = milliseconds(5);
+        policy.retry.max_backoff = milliseconds(20);
+        policy.jitter_seed = 1;
+        policy.kept_records = 3;
+        std::size_t results = 0, retried = 0, extra_attempts = 0;
+        schedule::run_hooks hooks;
+        hooks.on_result = [&](std::size_t, const schedule::case_record& r) {
+          ++results;
+          retried += r.retried.size();
+          extra_attempts += static_cast<std::size_t>(r.attempts - 1);
+        };
+        auto report = co_await schedule::run_plan(s.host, p, policy, hooks);
+        BOOST_TEST(results == 20u);
+        BOOST_TEST(report.cases.size() == 3u);
+        for (auto& c : report.cases) BOOST_TEST(c.state == case_state::passed);
+        BOOST_TEST(retried > 0u);  // the capacity of 2 under 8 in flight turned some away
+        BOOST_TEST(retried == extra_attempts);
+        co_await s.host.shutdown();
+      },
+      std::chrono::seconds(60));
+}
+
 BOOST_AUTO_TEST_CASE(fail_fast_cancels_exactly_the_in_flight_runs) {
   temp_file rec;
   run_co([&](asio::io_context&) -> asio::awaitable<void> {
