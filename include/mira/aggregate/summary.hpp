@@ -95,7 +95,7 @@ struct summary {
 
 /// A run's summary, made as its cases end, in any order: each case's record is read once, when
 /// it is added (its result decoded once), and what is kept of it is its latency (4 bytes), and
-/// its state and score when its eval has several trials (pass@k, spread). So a run of ten
+/// its state and score when its eval has several trials (pass-at-k, spread). So a run of ten
 /// million cases is summarized without its records. The plan (and listing) must outlive it; the
 /// plan may grow while cases are added (a run read back a case at a time: add case i once the
 /// plan has it).
