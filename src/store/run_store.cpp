@@ -279,7 +279,8 @@ json::object listing_fingerprints(const protocol::list_result& list) {
   json::object out;
   for (auto& e : list.evals) {
     // The canonical JSON of the eval's listing entry, hashed as it is made: its samples one at a
-    // time (a million samples as one JSON value would cost hundreds of MB).
+    // time (a million samples as one JSON value would cost hundreds of MB). `head` is every
+    // member but the samples: a member eval_info gains is copied here too.
     protocol::eval_info head;
     head.name = e.name;
     head.description = e.description;
