@@ -226,7 +226,10 @@ BOOST_AUTO_TEST_CASE(a_report_rendered_as_the_run_is_read_is_the_one_from_memory
            {"y", case_state::skipped}});
   auto loaded = load_run(results, run_id);
   BOOST_REQUIRE(loaded.has_value());
-  auto [p, report] = loaded->as_report();
+  // Not a structured binding: the lambda below captures `report` (Clang 14 cannot).
+  auto in_memory = loaded->as_report();
+  auto& p = in_memory.first;
+  auto& report = in_memory.second;
   auto s = mira::aggregate::summarize(p, report.cases);
 
   auto r = run_reader::open(results, run_id);
