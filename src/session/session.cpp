@@ -744,7 +744,6 @@ asio::awaitable<session_outcome> session::run_steps() {
   // for the first o.kept_records cases (the outcome's report, report.html's table). A resume
   // took the saved cases it reuses in when it read them.
   st.start_summaries();
-  auto take = [&st](std::size_t i, const schedule::case_record& r) { st.take(i, r); };
   // Records a session holds from before its run (the artifacts an execute session skips).
   if (!resumed.records.empty()) {
     auto next_todo = resumed.todo.begin();
@@ -753,7 +752,7 @@ asio::awaitable<session_outcome> session::run_steps() {
         ++next_todo;
         continue;
       }
-      take(i, resumed.records[i]);
+      st.take(i, resumed.records[i]);
     }
   }
   std::vector<schedule::case_record>().swap(resumed.records);
@@ -770,7 +769,7 @@ asio::awaitable<session_outcome> session::run_steps() {
   };
   run_hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
     auto i = full_index(j);
-    take(i, r);
+    st.take(i, r);
     ran += r.state != case_state::cancelled;
     if (hooks.on_case) hooks.on_case(i, r);
     if (artifact_writer && r.has_result() &&
@@ -797,7 +796,7 @@ asio::awaitable<session_outcome> session::run_steps() {
     schedule::case_record not_run;
     not_run.message = "not run: " + *failures->first;
     for (std::size_t j = 0; j < to_run.cases.size(); ++j) {
-      take(full_index(j), not_run);
+      st.take(full_index(j), not_run);
       if (hooks.on_case) hooks.on_case(full_index(j), not_run);
     }
     part.stopped = schedule::stop_reason::requested;

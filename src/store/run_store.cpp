@@ -438,16 +438,6 @@ tl::expected<resume_plan, error> plan_resume(const run_reader& run, const plan::
   return out;
 }
 
-schedule::run_report session_report(const plan::plan& p, resume_plan& resumed,
-                                    schedule::run_report part) {
-  // A fresh run ran the plan itself: its report is already in plan order.
-  if (resumed.todo.size() >= p.cases.size()) return part;
-  for (std::size_t j = 0; j < part.cases.size(); ++j)
-    resumed.records[resumed.todo[j]] = std::move(part.cases[j]);
-  part.cases = std::move(resumed.records);
-  return part;
-}
-
 std::optional<std::pair<plan::plan, schedule::run_report>> whole_run(
     const plan::plan& p, const schedule::run_report& report, const resume_plan& resumed) {
   if (resumed.outside.cases.empty()) return std::nullopt;

@@ -4,6 +4,8 @@
 // or file and what is wrong.
 #pragma once
 
+#include <mira/coded_error.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <string>
@@ -25,14 +27,11 @@ enum class errc {
 const boost::system::error_category& category() noexcept;
 boost::system::error_code make_error_code(errc e) noexcept;
 
+/// Makes config::error a type of its own.
+struct error_tag;
 /// A config failure: its kind, and one line for people (the flag, name or file, and what is
 /// wrong with it).
-struct error {
-  boost::system::error_code code;
-  std::string text;
-
-  const std::string& message() const { return text; }
-};
+using error = coded_error<error_tag>;
 
 }  // namespace mira::config
 

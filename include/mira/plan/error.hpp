@@ -3,6 +3,8 @@
 // naming the flag or variable and its value.
 #pragma once
 
+#include <mira/coded_error.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <string>
@@ -21,14 +23,11 @@ enum class errc {
 const boost::system::error_category& category() noexcept;
 boost::system::error_code make_error_code(errc e) noexcept;
 
+/// Makes plan::error a type of its own.
+struct error_tag;
 /// A planning failure: its kind, and one line for people (the flag or variable, the value and
 /// what is wrong with it).
-struct error {
-  boost::system::error_code code;
-  std::string text;
-
-  const std::string& message() const { return text; }
-};
+using error = coded_error<error_tag>;
 
 }  // namespace mira::plan
 

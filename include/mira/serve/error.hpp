@@ -3,6 +3,8 @@
 // failed.
 #pragma once
 
+#include <mira/coded_error.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <string>
@@ -25,13 +27,10 @@ enum class errc {
 const boost::system::error_category& category() noexcept;
 boost::system::error_code make_error_code(errc e) noexcept;
 
+/// Makes serve::error a type of its own.
+struct error_tag;
 /// A server failure: its kind, and one line for people (what failed and why).
-struct error {
-  boost::system::error_code code;
-  std::string text;
-
-  const std::string& message() const { return text; }
-};
+using error = coded_error<error_tag>;
 
 }  // namespace mira::serve
 

@@ -2,6 +2,8 @@
 // (a run in use is not a run that does not exist), and a message for people naming what failed.
 #pragma once
 
+#include <mira/coded_error.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <string>
@@ -23,13 +25,10 @@ enum class errc {
 const boost::system::error_category& category() noexcept;
 boost::system::error_code make_error_code(errc e) noexcept;
 
+/// Makes store::error a type of its own.
+struct error_tag;
 /// A store failure: its kind, and one line for people (what failed and where).
-struct error {
-  boost::system::error_code code;
-  std::string text;
-
-  const std::string& message() const { return text; }
-};
+using error = coded_error<error_tag>;
 
 }  // namespace mira::store
 

@@ -112,11 +112,6 @@ tl::expected<resume_plan, error> plan_resume(const run_reader& run, const plan::
                                              const resume_options& options,
                                              const resume_sink& sink);
 
-/// A session's report over the whole plan `p`: the cases it ran (`part`, one per index of
-/// `resumed.todo`, in that order) put among the ones it reused. Takes `resumed.records`.
-schedule::run_report session_report(const plan::plan& p, resume_plan& resumed,
-                                    schedule::run_report part);
-
 /// The run's cases after a session: this session's plan (`report`, in plan order) and the saved
 /// cases it did not select. Returns nothing when there are none of the latter (`p` and
 /// `report` are then the whole run).
