@@ -1,7 +1,7 @@
 // Host throughput against a study, side by side with its floor.
 //
 //   host_throughput -n N -c C [-r ROUNDS] [--pin] [--two-threads] [--host-only]
-//                   [--versus ARG] -- STUDY_CMD [ARGS...]
+//                   [--versus ARG | --against STUDY2] -- STUDY_CMD [ARGS...]
 //
 // For each round: the baseline (a no-JSON client that writes pre-formatted `run` lines over the
 // same pipes, keeps C in flight and matches answers by scanning for the id) and then the host
@@ -17,6 +17,10 @@
 // rounds' side-by-side ratios (`--versus --typical`: typical answers against minimal ones).
 // On a shared machine single runs of one binary vary by ±15 %, so many short rounds, paired,
 // are the figure to read.
+//
+// --against STUDY2: the same, the other side being the program STUDY2 given STUDY_CMD's
+// arguments (`--against sdk_echo_study -- echo_study`: the study SDK against the hand-written
+// echo study).
 #include "bench_util.hpp"
 
 #include <mira/host.hpp>
@@ -224,10 +228,9 @@ std::string quartiles(std::vector<double> v, const char* format) {
   return buf;
 }
 
-int versus(const std::vector<std::string>& study, const std::string& arg, std::size_t n,
-           std::size_t c, std::size_t rounds, bool two_threads, bool pin) {
-  auto other = study;
-  other.push_back(arg);
+int versus(const std::vector<std::string>& study, const std::vector<std::string>& other,
+           const std::string& label, std::size_t n, std::size_t c, std::size_t rounds,
+           bool two_threads, bool pin) {
   std::vector<double> cps[2], cpu[2], by_cps, by_cpu;
   for (std::size_t round = 0; round < rounds; ++round) {
     figures f[2];
@@ -243,13 +246,13 @@ int versus(const std::vector<std::string>& study, const std::string& arg, std::s
     by_cpu.push_back(f[0].cpu_us_per_case / f[1].cpu_us_per_case);
   }
   std::printf("host_throughput n=%zu c=%zu rounds=%zu%s%s versus '%s' (medians, quartiles)\n", n, c,
-              rounds, pin ? " pinned" : "", two_threads ? " two-threads" : "", arg.c_str());
-  const char* names[2] = {"plain", arg.c_str()};
+              rounds, pin ? " pinned" : "", two_threads ? " two-threads" : "", label.c_str());
+  const char* names[2] = {"plain", label.c_str()};
   for (std::size_t side = 0; side < 2; ++side)
     std::printf("%-12s cases_per_sec %.0f (%s) host_cpu_us_per_case %.3f (%s)\n", names[side],
                 median(cps[side]), quartiles(cps[side], "%.0f-%.0f").c_str(), median(cpu[side]),
                 quartiles(cpu[side], "%.3f-%.3f").c_str());
-  std::printf("ratio %s/plain by cases/s %.3f (%s), by host CPU %.3f (%s)\n", arg.c_str(),
+  std::printf("ratio %s/plain by cases/s %.3f (%s), by host CPU %.3f (%s)\n", label.c_str(),
               median(by_cps), quartiles(by_cps, "%.3f-%.3f").c_str(), median(by_cpu),
               quartiles(by_cpu, "%.3f-%.3f").c_str());
   return 0;
@@ -264,10 +267,19 @@ int main(int argc, char** argv) {
   bool host_only = args.has("--host-only");  // for profiling the host alone
   bool two_threads = args.has("--two-threads");
   auto study = args.study;
+  auto other = study;
+  std::string label;
+  if (auto it = args.options.find("--versus"); it != args.options.end()) {
+    other.push_back(it->second);
+    label = it->second;
+  } else if (auto a = args.options.find("--against"); a != args.options.end() && !other.empty()) {
+    other[0] = a->second;
+    label = a->second.substr(a->second.rfind('/') + 1);
+  }
   if (study.empty() || n == 0 || c == 0 || rounds == 0) {
     std::fprintf(stderr,
                  "usage: host_throughput -n N -c C [-r ROUNDS] [--pin] [--two-threads] "
-                 "[--host-only] [--versus ARG] -- STUDY_CMD [ARGS...]\n");
+                 "[--host-only] [--versus ARG | --against STUDY2] -- STUDY_CMD [ARGS...]\n");
     return 2;
   }
   // --pin: this process (baseline client or host) on CPU 0, the study on CPU 1. Unpinned, the
@@ -281,9 +293,11 @@ int main(int argc, char** argv) {
     CPU_SET(0, &set);
     if (::sched_setaffinity(0, sizeof set, &set) != 0) pin = false;
   }
-  if (pin) study.insert(study.begin(), {"taskset", "-c", "1"});
-  if (auto it = args.options.find("--versus"); it != args.options.end())
-    return versus(study, it->second, n, c, rounds, two_threads, pin);
+  if (pin) {
+    study.insert(study.begin(), {"taskset", "-c", "1"});
+    other.insert(other.begin(), {"taskset", "-c", "1"});
+  }
+  if (!label.empty()) return versus(study, other, label, n, c, rounds, two_threads, pin);
   figures best_base, best_host;
   std::vector<double> paired;
   for (std::size_t round = 0; round < rounds; ++round) {

@@ -55,4 +55,18 @@ g++ -std=c++20 -O1 -H test/consumer/main.cpp -o "$tmp/pkg-config-host" \
 no_toml_or_beast "the pkg-config mira-host consumer's compile" < "$tmp/host-headers.txt"
 PKG_CONFIG_PATH="$pc_path" pkg-config --libs mira-host | no_toml_or_beast "pkg-config --libs mira-host"
 "$tmp/pkg-config-host" "$study"
-echo "test: consumers of mira::mira (package, subdirectory, pkg-config) and of mira::host alone run"
+# mira::study alone: a study built on the SDK links no part of the host, and the mira::host
+# consumer above runs it.
+cmake -S test/consumer -B "$tmp/study" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/install" \
+  -DMIRA_TARGET=mira::study > /dev/null
+cmake --build "$tmp/study" > /dev/null
+if ninja -C "$tmp/study" -t commands consumer | tail -n 1 | grep -E 'mira_host|mira_run|toml|beast'; then
+  echo "test: the mira::study consumer links more than the study SDK (above)" >&2
+  exit 1
+fi
+"$tmp/host/consumer" "$tmp/study/consumer"
+# shellcheck disable=SC2046
+g++ -std=c++20 -O1 test/consumer/study.cpp -o "$tmp/pkg-config-study" \
+  $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira-study)
+"$tmp/pkg-config-host" "$tmp/pkg-config-study"
+echo "test: consumers of mira::mira (package, subdirectory, pkg-config), of mira::host alone and of mira::study alone run"

@@ -1,0 +1,12 @@
+// The study SDK in one include: define evals in a registry, give each a subject and scorers,
+// and serve it (docs/study-sdk.md starts from a 20-line study).
+#pragma once
+
+#include <mira/study/context.hpp>
+#include <mira/study/error.hpp>
+#include <mira/study/program.hpp>
+#include <mira/study/registry.hpp>
+#include <mira/study/sample.hpp>
+#include <mira/study/scorer.hpp>
+#include <mira/study/scorers.hpp>
+#include <mira/study/serve.hpp>

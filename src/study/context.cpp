@@ -1,0 +1,63 @@
+// A subject's view of its case (see context.hpp): notifications and the blocking pool.
+#include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
+#include <mira/study/context.hpp>
+
+#include "study/server.hpp"
+
+namespace mira::study {
+
+std::string_view run_context::param(std::string_view axis) const noexcept {
+  auto it = id_->params.find(std::string(axis));
+  return it == id_->params.end() ? std::string_view() : std::string_view(it->second);
+}
+
+void run_context::event(std::string_view kind, json::object extra) const {
+  std::string f = "{\"method\":\"event\",\"params\":{\"request_id\":";
+  f += std::to_string(request_id_);
+  for (auto [key, value] : {std::pair<const char*, const std::string*>{"eval", &id_->eval},
+                            {"sample", &id_->sample},
+                            {"target", &id_->target}}) {
+    f += ",\"";
+    f += key;
+    f += "\":";
+    protocol::append_json_string(f, *value);
+  }
+  if (!id_->params.empty()) {
+    f += ",\"params\":{";
+    bool first = true;
+    for (auto& [k, v] : id_->params) {
+      if (!first) f += ',';
+      first = false;
+      protocol::append_json_string(f, k);
+      f += ':';
+      protocol::append_json_string(f, v);
+    }
+    f += '}';
+  }
+  f += ",\"kind\":";
+  protocol::append_json_string(f, kind);
+  for (auto& member : extra) {
+    f += ',';
+    protocol::append_json_string(f, member.key());
+    f += ':';
+    protocol::append_json_text(f, member.value());
+  }
+  f += "}}\n";
+  server_->send(std::move(f));
+}
+
+void run_context::log(std::string_view message) const {
+  std::string f = "{\"method\":\"log\",\"params\":{\"request_id\":";
+  f += std::to_string(request_id_);
+  f += ",\"message\":";
+  protocol::append_json_string(f, message);
+  f += "}}\n";
+  server_->send(std::move(f));
+}
+
+boost::asio::any_io_executor run_context::blocking_executor() const {
+  return server_->blocking_executor();
+}
+
+}  // namespace mira::study

@@ -1,0 +1,482 @@
+// The study's server (see server.hpp): reading requests, running cases, writing answers.
+#include "study/server.hpp"
+
+#include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
+#include <mira/protocol/trajectory.hpp>
+#include <mira/study/error.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/json/parse_options.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+
+namespace mira::study::detail {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+void append_id_head(std::string& out, std::int64_t id, std::string_view member) {
+  out += "{\"id\":";
+  out += std::to_string(id);
+  out += ",\"";
+  out += member;
+  out += "\":";
+}
+
+// A notification or answer's text, as `method` / `id` lines the host reads.
+std::string error_frame(std::int64_t id, const protocol::rpc_error& e) {
+  std::string f;
+  append_id_head(f, id, "error");
+  protocol::append_json_text(f, json::value(protocol::encode(e)));
+  f += "}\n";
+  return f;
+}
+
+std::string log_frame(std::string_view message, std::int64_t request_id) {
+  std::string f = "{\"method\":\"log\",\"params\":{\"request_id\":";
+  f += std::to_string(request_id);
+  f += ",\"message\":";
+  protocol::append_json_string(f, message);
+  f += "}}\n";
+  return f;
+}
+
+// The flat fields a producer left unset, from its trajectory (the spec's projection).
+void project(protocol::transcript& t) {
+  if (!t.trajectory || t.trajectory->is_null()) return;
+  auto p = protocol::project(*t.trajectory);
+  if (!p) return;  // an unreadable trajectory is the host's to report; the flat fields stand
+  if (t.final_response.empty()) t.final_response = std::move(p->final_response);
+  if (t.tool_calls.empty()) t.tool_calls = std::move(p->tool_calls);
+  if (t.tool_calls_count == 0) t.tool_calls_count = static_cast<std::int64_t>(t.tool_calls.size());
+  if (t.iterations == 0) t.iterations = p->iterations;
+  if (t.usage.is_default()) t.usage = p->usage;
+}
+
+std::optional<std::int64_t> uint_member(const json::object& o, std::string_view key) {
+  auto* v = o.if_contains(key);
+  if (!v) return std::nullopt;
+  if (v->is_int64() && v->get_int64() >= 0) return v->get_int64();
+  if (v->is_uint64() && v->get_uint64() <= INT64_MAX) return static_cast<std::int64_t>(v->get_uint64());
+  return std::nullopt;
+}
+
+}  // namespace
+
+server::server(const registry& study, const serve_options& options, asio::any_io_executor ex)
+    : study_(study),
+      options_(options),
+      ex_(std::move(ex)),
+      table_(options.max_in_flight),
+      framer_(options.max_line),
+      parser_(json::storage_ptr(), [] {
+        json::parse_options o;
+        o.max_depth = 256;
+        return o;
+      }()),
+      has_output_(ex_, asio::steady_timer::time_point::max()),
+      settled_(ex_, asio::steady_timer::time_point::max()) {}
+
+server::~server() {
+  if (pool_) pool_->join();
+}
+
+asio::any_io_executor server::blocking_executor() {
+  if (!pool_) {
+    auto n = options_.blocking_threads ? options_.blocking_threads
+                                       : std::max(2U, std::thread::hardware_concurrency());
+    pool_.emplace(n);
+  }
+  return pool_->get_executor();
+}
+
+void server::queue(std::string_view frame) {
+  if (write_error_) return;  // the host is gone: nothing more reaches it
+  bool was_empty = out_.empty();
+  out_ += frame;
+  if (was_empty) wake(has_output_);
+}
+
+void server::send(std::string frame) {
+  // Notifications may come from the pool's threads; the buffer is the I/O thread's.
+  if (std::this_thread::get_id() == io_thread_) return queue(frame);
+  asio::post(ex_, [this, f = std::move(frame)] { queue(f); });
+}
+
+void server::answer_error(std::int64_t id, error_code code, std::string_view message,
+                          bool retryable) {
+  protocol::rpc_error e;
+  e.code = rpc_code(code);
+  e.message = std::string(message);
+  e.retryable = retryable;
+  queue(error_frame(id, e));
+}
+
+void server::log(std::string_view message, std::int64_t request_id) {
+  queue(log_frame(message, request_id));
+}
+
+asio::awaitable<void> server::run(byte_stream& stream) {
+  io_thread_ = std::this_thread::get_id();
+  asio::co_spawn(ex_, write(stream), [this](std::exception_ptr e) {
+    write_error_ = e;
+    writer_done_ = true;
+    out_.clear();
+    wake(settled_);
+  });
+  std::exception_ptr read_error;
+  try {
+    co_await read(stream);
+  } catch (...) {
+    read_error = std::current_exception();
+  }
+  // From here on the server only winds down: a cancellation of serve() itself must not cut
+  // that short, or the cases still running would outlive it.
+  co_await asio::this_coro::reset_cancellation_state(
+      [](asio::cancellation_type) { return asio::cancellation_type::none; });
+  end_of_input();
+  while (!table_.empty()) co_await settled_.async_wait(asio::as_tuple(asio::use_awaitable));
+  closing_ = true;
+  wake(has_output_);
+  while (!writer_done_) co_await settled_.async_wait(asio::as_tuple(asio::use_awaitable));
+  // A cancelled serve() reads as the end of the input; a failed read or write is the caller's.
+  if (read_error) {
+    try {
+      std::rethrow_exception(read_error);
+    } catch (const boost::system::system_error& e) {
+      if (e.code() != asio::error::operation_aborted) throw;
+    }
+  }
+  if (write_error_) std::rethrow_exception(write_error_);
+}
+
+asio::awaitable<void> server::read(byte_stream& stream) {
+  for (;;) {
+    auto space = framer_.prepare();
+    auto n = co_await stream.read_some(asio::buffer(space.data(), space.size()));
+    if (n == 0) break;
+    framer_.commit(n);
+    while (auto f = framer_.next()) {
+      if (f->kind == mira::detail::line_framer::frame_kind::overlong) {
+        log("a request line of " + std::to_string(f->size) + " bytes is longer than the " +
+            std::to_string(framer_.max_line()) + " this study reads: skipped (" +
+            mira::detail::excerpt(f->text, 80) + ")");
+        continue;
+      }
+      on_line(f->text);
+    }
+  }
+  if (auto f = framer_.finish()) {
+    if (f->kind == mira::detail::line_framer::frame_kind::partial)
+      on_line(f->text);
+    else
+      log("the input ended inside an overlong line: skipped");
+  }
+}
+
+asio::awaitable<void> server::write(byte_stream& stream) {
+  std::string batch;
+  for (;;) {
+    if (out_.empty()) {
+      if (closing_) co_return;
+      co_await has_output_.async_wait(asio::as_tuple(asio::use_awaitable));
+      continue;
+    }
+    batch.clear();
+    batch.swap(out_);
+    co_await stream.write(asio::buffer(batch));
+  }
+}
+
+void server::on_line(std::string_view line) {
+  arena_.release();
+  parser_.reset(json::storage_ptr(&arena_));
+  error_code ec;
+  parser_.write(line, ec);
+  if (ec) {
+    log("a line that is not JSON was skipped (" + ec.message() + "): " +
+        mira::detail::excerpt(line, 80));
+    return;
+  }
+  json::value v = parser_.release();
+  auto* o = v.if_object();
+  if (!o) {
+    log("a line that is not a JSON object was skipped: " + mira::detail::excerpt(line, 80));
+    return;
+  }
+  auto* method = o->if_contains("method");
+  auto* id = o->if_contains("id");
+  if (!method) {
+    // A response: this study sends no requests, so there is nothing for it to answer.
+    if (id) log("a response was skipped: this study sends no requests");
+    return;
+  }
+  if (!id || id->is_null()) return;  // a notification from the host: none is defined
+  auto rid = uint_member(*o, "id");
+  if (!rid) {
+    log("a request whose id is not a non-negative integer was skipped: " +
+        mira::detail::excerpt(line, 80));
+    return;
+  }
+  if (!method->is_string()) return answer_error(*rid, errc::invalid_request, "method is not a string");
+  auto* params = o->if_contains("params");
+  if (params && params->is_null()) params = nullptr;
+  if (params && !params->is_object())
+    return answer_error(*rid, errc::invalid_params, "params is not an object");
+  on_request(*rid, method->get_string(), params);
+}
+
+void server::on_request(std::int64_t id, std::string_view method, const json::value* params) {
+  static const json::value empty = json::object();
+  const json::value& p = params ? *params : empty;
+  if (method == "run") return admit(id, method_kind::run, params);
+  if (method == "execute") return admit(id, method_kind::execute, params);
+  if (method == "score") return admit(id, method_kind::score, params);
+  if (method == "initialize") {
+    std::string f;
+    append_id_head(f, id, "result");
+    protocol::append_json(f, study_.describe(options_.page_size, options_.cancel));
+    f += "}\n";
+    return queue(f);
+  }
+  if (method == "list") {
+    protocol::list_result l;
+    for (auto& e : study_.evals()) {
+      auto& info = l.evals.emplace_back(e.info());
+      info.targets = study_.targets_of(e);
+      auto n = std::min(e.sample_count(), options_.page_size);
+      info.samples.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) info.samples.push_back(e.sample_at(i).info());
+      if (n < e.sample_count()) info.next_cursor = std::to_string(n);
+    }
+    std::string f;
+    append_id_head(f, id, "result");
+    protocol::append_json_text(f, protocol::encode(l));
+    f += "}\n";
+    return queue(f);
+  }
+  if (method == "list_samples") {
+    auto q = protocol::decode_list_samples_params(p);
+    if (!q) return answer_error(id, errc::invalid_params, q.error().message());
+    auto* e = study_.find(q->eval);
+    if (!e) return answer_error(id, errc::unknown_eval, "no such eval: " + q->eval);
+    std::size_t from = 0;
+    auto [end, ec] = std::from_chars(q->cursor.data(), q->cursor.data() + q->cursor.size(), from);
+    if (ec != std::errc() || end != q->cursor.data() + q->cursor.size() || q->cursor.empty() ||
+        from > e->sample_count())
+      return answer_error(id, errc::invalid_params,
+                          "cursor '" + q->cursor + "' is not one this study gave for eval " +
+                              q->eval);
+    protocol::list_samples_result r;
+    auto to = std::min(e->sample_count(), from + options_.page_size);
+    r.samples.reserve(to - from);
+    for (auto i = from; i < to; ++i) r.samples.push_back(e->sample_at(i).info());
+    if (to < e->sample_count()) r.next_cursor = std::to_string(to);
+    std::string f;
+    append_id_head(f, id, "result");
+    protocol::append_json(f, r);
+    f += "}\n";
+    return queue(f);
+  }
+  if (method == "cancel" && options_.cancel) {
+    auto q = protocol::decode_cancel_params(p);
+    if (!q) return answer_error(id, errc::invalid_params, q.error().message());
+    bool found = table_.find(q->id) != nullptr;
+    cancel(q->id);
+    std::string f;
+    append_id_head(f, id, "result");
+    f += found ? "{\"cancelled\":true}}\n" : "{\"cancelled\":false}}\n";
+    return queue(f);
+  }
+  answer_error(id, errc::unknown_method, "unknown method: " + std::string(method));
+}
+
+void server::admit(std::int64_t id, method_kind kind, const json::value* params) {
+  request r;
+  r.kind = kind;
+  static const json::value empty = json::object();
+  const json::value& p = params ? *params : empty;
+  if (kind == method_kind::score) {
+    auto q = protocol::decode_score_params(p);
+    if (!q) return answer_error(id, errc::invalid_params, q.error().message());
+    auto t = protocol::decode_transcript(json::value(q->transcript));
+    if (!t) return answer_error(id, errc::invalid_params, "transcript." + t.error().message());
+    r.identity = std::move(q->identity);
+    r.transcript = std::move(*t);
+  } else {
+    auto q = protocol::decode_run_params(p);
+    if (!q) return answer_error(id, errc::invalid_params, q.error().message());
+    r.identity = std::move(*q);
+    // Not in the protocol's RunParams: a host that has a per-case timeout may say so, and a
+    // study that does not know the member ignores it, as it ignores every unknown one.
+    if (auto ms = uint_member(p.as_object(), "timeout_ms"))
+      r.deadline = run_context::clock::now() + std::chrono::milliseconds(*ms);
+  }
+  switch (table_.admit(id, std::move(r))) {
+    case request_table<request>::admitted::start:
+      return start(id);
+    case request_table<request>::admitted::wait:
+      return;
+    case request_table<request>::admitted::duplicate:
+      return answer_error(id, errc::duplicate_id,
+                          "request id " + std::to_string(id) + " is already in flight");
+  }
+}
+
+void server::cancel(std::int64_t id, bool answer_removed) {
+  std::optional<request> removed;
+  switch (table_.cancel(id, &removed)) {
+    case request_table<request>::cancelled::removed_waiting:
+      if (answer_removed) answer_error(id, errc::cancelled, "cancelled");
+      wake(settled_);
+      return;
+    case request_table<request>::cancelled::stop_running: {
+      auto& ctl = *table_.find(id)->ctl;
+      ctl.stop.request_stop();
+      ctl.signal.emit(asio::cancellation_type::terminal);
+      return;
+    }
+    case request_table<request>::cancelled::unknown:
+    case request_table<request>::cancelled::already_stopping:
+      return;
+  }
+}
+
+void server::end_of_input() {
+  input_ended_ = true;
+  for (auto id : table_.ids()) cancel(id);
+}
+
+void server::start(std::int64_t id) {
+  auto& ctl = *table_.find(id)->ctl;
+  asio::co_spawn(ex_, handle(id),
+                 asio::bind_cancellation_slot(ctl.signal.slot(), [this, id](std::exception_ptr) {
+                   // The table's entry holds the signal this completion is bound to: it is
+                   // freed once the completion has returned.
+                   asio::post(ex_, [this, id] { finished(id); });
+                 }));
+}
+
+void server::finished(std::int64_t id) {
+  if (auto next = table_.finish(id)) start(*next);
+  if (table_.empty()) wake(settled_);
+}
+
+asio::awaitable<void> server::handle(std::int64_t id) {
+  auto& r = *table_.find(id);
+  try {
+    co_await answer(id, r);
+  } catch (const request_error& e) {
+    queue(error_frame(id, e.to_rpc()));
+  } catch (const std::exception& e) {
+    if (r.ctl->stop.stop_requested())
+      answer_error(id, errc::cancelled, "cancelled");
+    else
+      answer_error(id, errc::subject_failed, std::string("the subject failed: ") + e.what());
+  } catch (...) {
+    answer_error(id, r.ctl->stop.stop_requested() ? errc::cancelled : errc::subject_failed,
+                 r.ctl->stop.stop_requested() ? "cancelled" : "the subject threw a non-exception");
+  }
+}
+
+asio::awaitable<void> server::answer(std::int64_t id, request& r) {
+  auto& c = r.identity;
+  auto* e = study_.find(c.eval);
+  if (!e) throw request_error(errc::unknown_eval, "no such eval: " + c.eval);
+  const protocol::target_info* target = nullptr;
+  for (auto& t : study_.targets_of(*e))
+    if (t.label == c.target) target = &t;
+  if (!target)
+    throw request_error(errc::unknown_target, "no such target: " + c.eval + "@" + c.target);
+  std::optional<study::sample> made;
+  const study::sample* s = e->listed_sample(c.sample);
+  if (!s) {
+    made = e->find_sample(c.sample);
+    if (!made) throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
+    s = &*made;
+  }
+
+  protocol::transcript t;
+  bool skipped = false;
+  if (r.kind == method_kind::score) {
+    t = std::move(r.transcript);
+  } else if (!target->available) {
+    skipped = true;  // listed as unavailable: the host should not have asked; nothing runs
+  } else {
+    run_context ctx;
+    ctx.id_ = &c;
+    ctx.sample_ = s;
+    ctx.target_ = target;
+    ctx.request_id_ = id;
+    ctx.stop_ = r.ctl->stop;
+    ctx.deadline_ = r.deadline;
+    ctx.executor_ = ex_;
+    ctx.server_ = this;
+    auto t0 = run_context::clock::now();
+    t = co_await e->run_subject()(ctx);
+    if (!t.timing.duration_ms)
+      t.timing.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 run_context::clock::now() - t0)
+                                 .count();
+    project(t);
+  }
+
+  result_.clear();
+  if (r.kind == method_kind::execute) {
+    protocol::execute_result x;
+    static_cast<protocol::case_identity&>(x) = c;
+    x.transcript = std::move(t);
+    x.skipped = skipped;
+    append_id_head(result_, id, "result");
+    protocol::append_json(result_, x);
+    result_ += "}\n";
+    queue(result_);
+    co_return;
+  }
+
+  protocol::run_result rr;
+  static_cast<protocol::case_identity&>(rr) = c;
+  rr.skipped = skipped;
+  if (!s->input.empty()) rr.input = s->input;
+  if (s->expected) rr.expected = protocol::lazy_json<json::value>(*s->expected);
+  if (!skipped) {
+    if (t.error && t.error_kind == protocol::error_kind::infra) {
+      // Not the subject's fault: neither passed nor failed, and the host retries it.
+      rr.scores.push_back(not_applicable("infra", *t.error));
+    } else {
+      for (auto& sc : e->scorers()) {
+        try {
+          if (sc.is_coroutine())
+            rr.scores.push_back(co_await sc.co_score(*s, t));
+          else
+            rr.scores.push_back(sc.score(*s, t));
+        } catch (const request_error&) {
+          throw;
+        } catch (const std::exception& ex) {
+          throw request_error(errc::scorer_failed,
+                              "scorer " + sc.name() + " failed: " + ex.what());
+        }
+      }
+    }
+    auto v = judge_scores(rr.scores);
+    rr.passed = v.passed;
+    rr.aggregate = v.aggregate;
+  }
+  rr.transcript = std::move(static_cast<protocol::transcript_summary&>(t));
+  append_id_head(result_, id, "result");
+  protocol::append_json(result_, rr);
+  result_ += "}\n";
+  queue(result_);
+}
+
+}  // namespace mira::study::detail
