@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -34,7 +35,8 @@ protocol::score pass(std::string scorer, std::string reason = {});
 protocol::score fail(std::string scorer, std::string reason = {});
 /// The scorer could not be evaluated (an unreachable judge): excluded from the verdict.
 protocol::score not_applicable(std::string scorer, std::string reason = {});
-/// A graded score: `value` clamped to 0..1, passing when it is at least `threshold`.
+/// A graded score: `value` clamped to 0..1 (NaN grades as 0), passing when it is at least
+/// `threshold`.
 protocol::score graded(std::string scorer, double value, double threshold, std::string reason = {});
 
 /// One scorer: a name (what `list` advertises for the eval, e.g. `contains("42")`) and a
@@ -42,10 +44,10 @@ protocol::score graded(std::string scorer, double value, double threshold, std::
 class scorer {
  public:
   using function = std::function<protocol::score(const sample&, const protocol::transcript&)>;
-  using coroutine =
-      std::function<boost::asio::awaitable<protocol::score>(const sample&,
-                                                            const protocol::transcript&)>;
+  using coroutine = std::function<boost::asio::awaitable<protocol::score>(
+      const sample&, const protocol::transcript&)>;
 
+  /// Throws std::invalid_argument for an empty function.
   scorer(std::string name, function f);
   scorer(std::string name, coroutine f);
 
@@ -55,7 +57,8 @@ class scorer {
 
   /// The score of a plain scorer. Throws std::logic_error for a coroutine scorer.
   protocol::score score(const sample& s, const protocol::transcript& t) const;
-  /// The score of any scorer.
+  /// The score of any scorer. `s` and `t` must outlive the awaitable; the scorer need not (the
+  /// awaitable shares its function).
   boost::asio::awaitable<protocol::score> co_score(const sample& s,
                                                    const protocol::transcript& t) const;
 
