@@ -56,6 +56,14 @@ void run_context::log(std::string_view message) const {
   server_->send(std::move(f));
 }
 
+bool run_context::cancelled() const noexcept {
+  return control_->cancelled;
+}
+
+std::stop_token run_context::stop_token() const {
+  return control_->token();
+}
+
 boost::asio::any_io_executor run_context::blocking_executor() const {
   return server_->blocking_executor();
 }

@@ -199,8 +199,12 @@ asio::awaitable<void> server::write(byte_stream& stream) {
 }
 
 void server::on_line(std::string_view line) {
-  arena_.release();
-  parser_.reset(json::storage_ptr(&arena_));
+  // Everything the line parses to is decoded into typed values before this returns; a fresh
+  // arena per line, on the stack for a typical request (reusing one by release() ran Boost.JSON
+  // 1.81's monotonic_resource into bad_alloc after a few dozen lines).
+  unsigned char first[4096];
+  json::monotonic_resource arena(first, sizeof first);
+  parser_.reset(json::storage_ptr(&arena));
   error_code ec;
   parser_.write(line, ec);
   if (ec) {
@@ -312,7 +316,7 @@ void server::admit(std::int64_t id, method_kind kind, const json::value* params)
     auto t = protocol::decode_transcript(json::value(q->transcript));
     if (!t) return answer_error(id, errc::invalid_params, "transcript." + t.error().message());
     r.identity = std::move(q->identity);
-    r.transcript = std::move(*t);
+    r.transcript.emplace(std::move(*t));
   } else {
     auto q = protocol::decode_run_params(p);
     if (!q) return answer_error(id, errc::invalid_params, q.error().message());
@@ -340,12 +344,9 @@ void server::cancel(std::int64_t id, bool answer_removed) {
       if (answer_removed) answer_error(id, errc::cancelled, "cancelled");
       wake(settled_);
       return;
-    case request_table<request>::cancelled::stop_running: {
-      auto& ctl = *table_.find(id)->ctl;
-      ctl.stop.request_stop();
-      ctl.signal.emit(asio::cancellation_type::terminal);
+    case request_table<request>::cancelled::stop_running:
+      table_.find(id)->ctl->cancel();
       return;
-    }
     case request_table<request>::cancelled::unknown:
     case request_table<request>::cancelled::already_stopping:
       return;
@@ -358,9 +359,10 @@ void server::end_of_input() {
 }
 
 void server::start(std::int64_t id) {
-  auto& ctl = *table_.find(id)->ctl;
-  asio::co_spawn(ex_, handle(id),
-                 asio::bind_cancellation_slot(ctl.signal.slot(), [this, id](std::exception_ptr) {
+  auto& r = *table_.find(id);
+  asio::co_spawn(ex_, answer(id, r),
+                 asio::bind_cancellation_slot(r.ctl->signal.slot(), [this, id](std::exception_ptr e) {
+                   if (e) failed(id, e);
                    // The table's entry holds the signal this completion is bound to: it is
                    // freed once the completion has returned.
                    asio::post(ex_, [this, id] { finished(id); });
@@ -372,20 +374,20 @@ void server::finished(std::int64_t id) {
   if (table_.empty()) wake(settled_);
 }
 
-asio::awaitable<void> server::handle(std::int64_t id) {
-  auto& r = *table_.find(id);
+void server::failed(std::int64_t id, const std::exception_ptr& e) {
+  bool cancelled = table_.find(id)->ctl->cancelled;
   try {
-    co_await answer(id, r);
-  } catch (const request_error& e) {
-    queue(error_frame(id, e.to_rpc()));
-  } catch (const std::exception& e) {
-    if (r.ctl->stop.stop_requested())
+    std::rethrow_exception(e);
+  } catch (const request_error& x) {
+    queue(error_frame(id, x.to_rpc()));
+  } catch (const std::exception& x) {
+    if (cancelled)
       answer_error(id, errc::cancelled, "cancelled");
     else
-      answer_error(id, errc::subject_failed, std::string("the subject failed: ") + e.what());
+      answer_error(id, errc::subject_failed, std::string("the subject failed: ") + x.what());
   } catch (...) {
-    answer_error(id, r.ctl->stop.stop_requested() ? errc::cancelled : errc::subject_failed,
-                 r.ctl->stop.stop_requested() ? "cancelled" : "the subject threw a non-exception");
+    answer_error(id, cancelled ? errc::cancelled : errc::subject_failed,
+                 cancelled ? "cancelled" : "the subject threw something not an exception");
   }
 }
 
@@ -409,7 +411,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   protocol::transcript t;
   bool skipped = false;
   if (r.kind == method_kind::score) {
-    t = std::move(r.transcript);
+    t = std::move(*r.transcript);
   } else if (!target->available) {
     skipped = true;  // listed as unavailable: the host should not have asked; nothing runs
   } else {
@@ -418,7 +420,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     ctx.sample_ = s;
     ctx.target_ = target;
     ctx.request_id_ = id;
-    ctx.stop_ = r.ctl->stop;
+    ctx.control_ = r.ctl.get();
     ctx.deadline_ = r.deadline;
     ctx.executor_ = ex_;
     ctx.server_ = this;
@@ -434,7 +436,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   result_.clear();
   if (r.kind == method_kind::execute) {
     protocol::execute_result x;
-    static_cast<protocol::case_identity&>(x) = c;
+    static_cast<protocol::case_identity&>(x) = std::move(c);
     x.transcript = std::move(t);
     x.skipped = skipped;
     append_id_head(result_, id, "result");
@@ -445,7 +447,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   }
 
   protocol::run_result rr;
-  static_cast<protocol::case_identity&>(rr) = c;
+  static_cast<protocol::case_identity&>(rr) = std::move(c);
   rr.skipped = skipped;
   if (!s->input.empty()) rr.input = s->input;
   if (s->expected) rr.expected = protocol::lazy_json<json::value>(*s->expected);

@@ -26,18 +26,35 @@ namespace mira::study::detail {
 
 enum class method_kind { run, execute, score };
 
+/// How a request in flight is stopped: the signal its coroutine's slot is bound to, and the
+/// stop token blocking code polls, made only when a subject asks for it.
+struct case_control {
+  boost::asio::cancellation_signal signal;
+  bool cancelled = false;
+  std::optional<std::stop_source> stop;
+
+  void cancel() {
+    cancelled = true;
+    if (stop) stop->request_stop();
+    signal.emit(boost::asio::cancellation_type::terminal);
+  }
+  std::stop_token token() {
+    if (!stop) {
+      stop.emplace();
+      if (cancelled) stop->request_stop();
+    }
+    return stop->get_token();
+  }
+};
+
 /// One run / execute / score request: what it asks, and how to stop it.
 struct request {
   method_kind kind = method_kind::run;
   protocol::run_params identity;
-  protocol::transcript transcript;  // score's
+  std::optional<protocol::transcript> transcript;  // score's
   std::optional<run_context::clock::time_point> deadline;
   // Behind a pointer: the table moves payloads, a signal may not move.
-  struct control {
-    boost::asio::cancellation_signal signal;
-    std::stop_source stop;
-  };
-  std::unique_ptr<control> ctl = std::make_unique<control>();
+  std::unique_ptr<case_control> ctl = std::make_unique<case_control>();
 };
 
 class server {
@@ -63,8 +80,8 @@ class server {
   void cancel(std::int64_t id, bool answer_removed = true);
   void end_of_input();
   void start(std::int64_t id);
-  boost::asio::awaitable<void> handle(std::int64_t id);
   boost::asio::awaitable<void> answer(std::int64_t id, request& r);
+  void failed(std::int64_t id, const std::exception_ptr& e);
   void finished(std::int64_t id);
 
   void queue(std::string_view frame);
@@ -78,7 +95,6 @@ class server {
   boost::asio::any_io_executor ex_;
   request_table<request> table_;
   mira::detail::line_framer framer_;
-  boost::json::monotonic_resource arena_;
   boost::json::parser parser_;
   std::string out_;  // frames waiting for the writer
   std::string result_;  // a result's text, reused

@@ -33,6 +33,7 @@ namespace mira::study {
 
 namespace detail {
 class server;
+struct case_control;
 }  // namespace detail
 
 class run_context {
@@ -53,9 +54,9 @@ class run_context {
   std::optional<std::int64_t> seed() const noexcept { return id_->seed; }
 
   /// Whether the host has cancelled the request (or closed the connection).
-  bool cancelled() const noexcept { return stop_.stop_requested(); }
+  bool cancelled() const noexcept;
   /// Stopped when the request is cancelled: for blocking code, which no slot reaches.
-  std::stop_token stop_token() const noexcept { return stop_.get_token(); }
+  std::stop_token stop_token() const;
   /// When the host gives up on this case, if it said (the `timeout_ms` its run params carry
   /// when the host has a per-case timeout): a subject may plan its work to it. The host
   /// cancels the request then, whatever the subject does.
@@ -108,7 +109,7 @@ class run_context {
   const study::sample* sample_ = nullptr;
   const protocol::target_info* target_ = nullptr;
   std::int64_t request_id_ = 0;
-  std::stop_source stop_;
+  detail::case_control* control_ = nullptr;
   std::optional<clock::time_point> deadline_;
   boost::asio::any_io_executor executor_;
   detail::server* server_ = nullptr;

@@ -44,7 +44,7 @@ struct sample_generator {
 /// One eval. Its builder functions return *this, to be chained.
 class eval {
  public:
-  explicit eval(std::string name) : name_(std::move(name)) {}
+  explicit eval(std::string name) : name_(std::move(name)) { info_.name = name_; }
 
   eval& description(std::string text);
   eval& add_sample(study::sample s);

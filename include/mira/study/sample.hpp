@@ -16,13 +16,15 @@ namespace json = boost::json;
 /// its run_context) and the scorers, and are copied into each run result so that a saved result
 /// says what was asked; `tags` and `metadata` are listed for the host's selection and grouping.
 struct sample {
-  std::string id;
+  // Each member has an initializer, so that `{"id"}` and `{"id", input}` leave the rest out
+  // without -Wmissing-field-initializers.
+  std::string id{};
   /// The input turns: strings, or multimodal parts (protocol::part's JSON form).
-  json::array input;
+  json::array input{};
   /// The reference answer, when the dataset has one (matches_expected compares with it).
-  std::optional<json::value> expected;
-  std::vector<std::string> tags;
-  json::object metadata;
+  std::optional<json::value> expected{};
+  std::vector<std::string> tags{};
+  json::object metadata{};
 
   /// The sample's `list` entry.
   protocol::sample_info info() const { return {id, tags, metadata}; }

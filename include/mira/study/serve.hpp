@@ -50,10 +50,6 @@ boost::asio::awaitable<void> serve(const registry& study, byte_stream stream,
 
 /// A byte_stream over one full-duplex Asio stream (a connected socket), or over two (an input
 /// and an output); the streams must outlive serve().
-template <class Stream>
-byte_stream stream_of(Stream& s) {
-  return stream_of(s, s);
-}
 template <class In, class Out>
 byte_stream stream_of(In& in, Out& out) {
   namespace asio = boost::asio;
@@ -66,6 +62,10 @@ byte_stream stream_of(In& in, Out& out) {
           [&out](asio::const_buffer b) -> asio::awaitable<void> {
             co_await asio::async_write(out, b, asio::use_awaitable);
           }};
+}
+template <class Stream>
+byte_stream stream_of(Stream& s) {
+  return stream_of(s, s);
 }
 
 /// Serves `study` on stdin and stdout until the host closes stdin, in an io_context of its own;
