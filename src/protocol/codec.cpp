@@ -450,14 +450,27 @@ lazy_json<T> lazy_json<T>::from_checked_text(std::string_view text) {
 
 template <class T>
 std::string lazy_json<T>::text() const {
-  if (held_ && held_->value) return to_json_text(*held_->value);
-  if (held_) return std::string(held_->text());
-  if constexpr (std::is_same_v<T, json::array>)
-    return "[]";
-  else if constexpr (std::is_same_v<T, json::object>)
-    return "{}";
+  std::string out;
+  append_text(out);
+  return out;
+}
+
+namespace {
+// The text of an empty lazy_json<T>: the empty T.
+template <class T>
+constexpr std::string_view empty_json_text = std::is_same_v<T, json::array>    ? "[]"
+                                             : std::is_same_v<T, json::object> ? "{}"
+                                                                               : "null";
+}  // namespace
+
+template <class T>
+void lazy_json<T>::append_text(std::string& out) const {
+  if (held_ && held_->value)
+    append_json_text(out, *held_->value);
+  else if (held_)
+    out += held_->text();
   else
-    return "null";
+    out += empty_json_text<T>;
 }
 
 template <class T>
