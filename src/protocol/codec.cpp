@@ -539,6 +539,41 @@ decoded<run_params> decode_run_params(const json::value& v) {
   return decode_object<run_params>(v, "");
 }
 
+decoded<initialize_params> decode_initialize_params(const json::value& v) {
+  auto* o = v.if_object();
+  if (!o) return tl::make_unexpected(wrong_type("", "an object", v));
+  initialize_params p{.protocol_version = {}, .host = {}};
+  if (auto e = read_fields(*o, "", p)) return tl::make_unexpected(std::move(*e));
+  return p;
+}
+
+decoded<list_samples_params> decode_list_samples_params(const json::value& v) {
+  return decode_object<list_samples_params>(v, "");
+}
+
+decoded<cancel_params> decode_cancel_params(const json::value& v) {
+  return decode_object<cancel_params>(v, "");
+}
+
+decoded<score_params> decode_score_params(const json::value& v) {
+  auto identity = decode_run_params(v);
+  if (!identity) return tl::make_unexpected(std::move(identity.error()));
+  score_params p;
+  p.identity = std::move(*identity);
+  reader r(v.get_object(), "");
+  r.find("transcript", true);
+  r.object("transcript", p.transcript);  // copied into p's (default) memory resource
+  return finish(r, std::move(p));
+}
+
+decoded<transcript> decode_transcript(const json::value& v) {
+  auto t = decode_object<transcript>(v, "");
+  if (!t) return t;
+  if (auto e = project_trajectory(*t))
+    return tl::make_unexpected(decode_error{child_path("trajectory", e->path), std::move(e->what)});
+  return t;
+}
+
 decoded<run_result> decode_run_result(const json::value& v, std::string raw_json) {
   auto res = decode_object<run_result>(v, "");
   if (res) res->raw_json = raw_json.empty() ? to_json_text(v) : std::move(raw_json);

@@ -263,4 +263,25 @@ struct description<log_params> {
   };
 };
 
+template <>
+struct description<initialize_params> {
+  static constexpr auto fields = std::tuple{
+      f("protocol_version", &initialize_params::protocol_version),
+      f("host", &initialize_params::host),
+  };
+};
+
+template <>
+struct description<list_samples_params> {
+  static constexpr auto fields = std::tuple{
+      f("eval", &list_samples_params::eval, required),
+      f("cursor", &list_samples_params::cursor, required),
+  };
+};
+
+template <>
+struct description<cancel_params> {
+  static constexpr auto fields = std::tuple{f("id", &cancel_params::id, required | non_negative)};
+};
+
 }  // namespace mira::protocol::detail

@@ -46,6 +46,24 @@ decoded<log_params> decode_log_params(const json::value& v);
 decoded<part> decode_part(const json::value& v);
 decoded<run_params> decode_run_params(const json::value& v);
 
+// What a study reads: the params of the host's requests (`v` is the request's params; a request
+// without params is read as an empty object). Errors name the field from the params' root, e.g.
+// `trial`, `transcript`. The members the schema requires and that have no meaningful default are
+// required: list_samples' eval and cursor, cancel's id and score's transcript.
+
+/// A member the host leaves out is empty here, not this library's host's own values.
+decoded<initialize_params> decode_initialize_params(const json::value& v);
+decoded<list_samples_params> decode_list_samples_params(const json::value& v);
+decoded<cancel_params> decode_cancel_params(const json::value& v);
+/// The case identity (read as decode_run_params reads it) and the transcript, kept as the JSON
+/// object received (copied out of `v`); decode_transcript gives its typed view.
+decoded<score_params> decode_score_params(const json::value& v);
+/// The full transcript (summary fields, trajectory, events, files). When it carries a trajectory,
+/// the flat fields the producer left absent or default are filled from the trajectory's
+/// projection (trajectory.hpp's project_trajectory); a trajectory that cannot be read is an error
+/// under `trajectory`. Paths are from the transcript's root: `usage.input_tokens`.
+decoded<transcript> decode_transcript(const json::value& v);
+
 json::object encode(const initialize_params& p);
 json::object encode(const list_samples_params& p);
 json::object encode(const run_params& p);
