@@ -811,45 +811,6 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void append_json(std::string& out, const run_params& p) {
-  char num[24];
-  auto number = [&](std::int64_t v) {
-    auto [end, ec] = std::to_chars(num, num + sizeof num, v);
-    out.append(num, end);
-  };
-  out += "{\"eval\":";
-  append_json_string(out, p.eval);
-  out += ",\"sample\":";
-  append_json_string(out, p.sample);
-  out += ",\"target\":";
-  append_json_string(out, p.target);
-  if (!p.params.empty()) {
-    out += ",\"params\":{";
-    bool first = true;
-    for (auto& [k, v] : p.params) {
-      if (!first) out += ',';
-      first = false;
-      append_json_string(out, k);
-      out += ':';
-      append_json_string(out, v);
-    }
-    out += '}';
-  }
-  if (p.trial != 0) {
-    out += ",\"trial\":";
-    number(p.trial);
-  }
-  if (p.trials > 1) {
-    out += ",\"trials\":";
-    number(p.trials);
-  }
-  if (p.seed) {
-    out += ",\"seed\":";
-    number(*p.seed);
-  }
-  out += '}';
-}
-
 std::optional<unsigned> version_major(std::string_view version) {
   auto dot = version.find('.');
   auto head = version.substr(0, dot);
