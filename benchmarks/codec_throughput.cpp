@@ -9,6 +9,9 @@
 //                   protocol::to_json_text of them (the writer of every other frame)
 //   serialize/text result  a parsed RunResult (scores and costs are doubles) written back by
 //                   json::serialize and by protocol::to_json_text (saved records, reports)
+//   encode result   the typical RunResult written from its typed value by append_json, as a study
+//                   answers (its input, expected and metadata held as values, as a study builds
+//                   them); `result frame` adds the response line around it
 //   record dom / record line    a finished case's saved record (its result the typical one, or
 //                   the minimal one with `minimal`), as the host wrote it before
 //                   (store::encode_case: the result parsed into a DOM, the host's members set,
@@ -217,6 +220,22 @@ int main(int argc, char** argv) {
   });
   measure("text result", n, result_bytes, [&](std::size_t) {
     out = mira::protocol::to_json_text(result);
+    sink += out.size();
+  });
+  // The DOM decoder leaves the open members as values, as a study's own result holds them.
+  auto typed = mira::protocol::decode_run_result(result);
+  typed->raw_json.clear();
+  std::string answer;
+  measure("encode result", n, result_bytes, [&](std::size_t) {
+    out.clear();
+    mira::protocol::append_json(out, *typed);
+    sink += out.size();
+  });
+  measure("result frame", n, result_bytes, [&](std::size_t i) {
+    answer.clear();
+    mira::protocol::append_json(answer, *typed);
+    out.clear();
+    mira::protocol::append_result_frame(out, static_cast<std::int64_t>(i), answer);
     sink += out.size();
   });
 

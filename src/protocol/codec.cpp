@@ -17,6 +17,10 @@
 #include <stdexcept>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace mira::protocol {
 
 std::string decode_error::message() const {
@@ -450,14 +454,27 @@ lazy_json<T> lazy_json<T>::from_checked_text(std::string_view text) {
 
 template <class T>
 std::string lazy_json<T>::text() const {
-  if (held_ && held_->value) return to_json_text(*held_->value);
-  if (held_) return std::string(held_->text());
-  if constexpr (std::is_same_v<T, json::array>)
-    return "[]";
-  else if constexpr (std::is_same_v<T, json::object>)
-    return "{}";
+  std::string out;
+  append_text(out);
+  return out;
+}
+
+namespace {
+// The text of an empty lazy_json<T>: the empty T.
+template <class T>
+constexpr std::string_view empty_json_text = std::is_same_v<T, json::array>    ? "[]"
+                                             : std::is_same_v<T, json::object> ? "{}"
+                                                                               : "null";
+}  // namespace
+
+template <class T>
+void lazy_json<T>::append_text(std::string& out) const {
+  if (held_ && held_->value)
+    append_json_text(out, *held_->value);
+  else if (held_)
+    out += held_->text();
   else
-    return "null";
+    out += empty_json_text<T>;
 }
 
 template <class T>
@@ -520,6 +537,41 @@ decoded<list_samples_result> decode_list_samples_result(const json::value& v) {
 
 decoded<run_params> decode_run_params(const json::value& v) {
   return decode_object<run_params>(v, "");
+}
+
+decoded<initialize_params> decode_initialize_params(const json::value& v) {
+  auto* o = v.if_object();
+  if (!o) return tl::make_unexpected(wrong_type("", "an object", v));
+  initialize_params p{.protocol_version = {}, .host = {}};
+  if (auto e = read_fields(*o, "", p)) return tl::make_unexpected(std::move(*e));
+  return p;
+}
+
+decoded<list_samples_params> decode_list_samples_params(const json::value& v) {
+  return decode_object<list_samples_params>(v, "");
+}
+
+decoded<cancel_params> decode_cancel_params(const json::value& v) {
+  return decode_object<cancel_params>(v, "");
+}
+
+decoded<score_params> decode_score_params(const json::value& v) {
+  auto identity = decode_run_params(v);
+  if (!identity) return tl::make_unexpected(std::move(identity.error()));
+  score_params p;
+  p.identity = std::move(*identity);
+  reader r(v.get_object(), "");
+  r.find("transcript", true);
+  r.object("transcript", p.transcript);  // copied into p's (default) memory resource
+  return finish(r, std::move(p));
+}
+
+decoded<transcript> decode_transcript(const json::value& v) {
+  auto t = decode_object<transcript>(v, "");
+  if (!t) return t;
+  if (auto e = project_trajectory(*t))
+    return tl::make_unexpected(decode_error{child_path("trajectory", e->path), std::move(e->what)});
+  return t;
 }
 
 decoded<run_result> decode_run_result(const json::value& v, std::string raw_json) {
@@ -684,24 +736,43 @@ json::object encode(const list_result& l) {
   return {{"evals", std::move(evals)}};
 }
 
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  // Most strings (keys, names, short texts) need no escape: one append of the quoted whole.
-  std::size_t clean = 0;
-  for (; clean < s.size(); ++clean) {
-    auto c = static_cast<unsigned char>(s[clean]);
+namespace {
+
+// Where the first byte at or after `i` that a JSON string escapes ('"', '\\', a control) is, or
+// s.size(). Sixteen bytes at a time where SSE2 is there: a study's responses and reasons are
+// long enough for the scan to be most of what writing them costs.
+std::size_t first_to_escape(std::string_view s, std::size_t i) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                last_control = _mm_set1_epi8(0x1F);
+  for (; i + 16 <= s.size(); i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    // Unsigned v <= 0x1F: min(v, 0x1F) == v. Bytes >= 0x80 (UTF-8) are written as they are.
+    __m128i stop =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                     _mm_cmpeq_epi8(_mm_min_epu8(v, last_control), v));
+    if (int mask = _mm_movemask_epi8(stop)) return i + __builtin_ctz(static_cast<unsigned>(mask));
+  }
+#endif
+  for (; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x20 || c == '"' || c == '\\') break;
   }
+  return i;
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  // Most strings (keys, names, short texts) need no escape: appended whole between the quotes.
+  std::size_t clean = first_to_escape(s, 0);
+  out += '"';
   if (clean == s.size()) {
-    const auto at = out.size();
-    out.resize(at + s.size() + 2);
-    char* d = out.data() + at;
-    d[0] = '"';
-    std::memcpy(d + 1, s.data(), s.size());
-    d[s.size() + 1] = '"';
+    out += s;
+    out += '"';
     return;
   }
-  out += '"';
   std::size_t run = 0;  // start of the pending run of bytes that need no escaping
   for (std::size_t i = clean; i < s.size(); ++i) {
     auto c = static_cast<unsigned char>(s[i]);
@@ -738,45 +809,6 @@ void append_json_string(std::string& out, std::string_view s) {
   }
   out.append(s.data() + run, s.size() - run);
   out += '"';
-}
-
-void append_json(std::string& out, const run_params& p) {
-  char num[24];
-  auto number = [&](std::int64_t v) {
-    auto [end, ec] = std::to_chars(num, num + sizeof num, v);
-    out.append(num, end);
-  };
-  out += "{\"eval\":";
-  append_json_string(out, p.eval);
-  out += ",\"sample\":";
-  append_json_string(out, p.sample);
-  out += ",\"target\":";
-  append_json_string(out, p.target);
-  if (!p.params.empty()) {
-    out += ",\"params\":{";
-    bool first = true;
-    for (auto& [k, v] : p.params) {
-      if (!first) out += ',';
-      first = false;
-      append_json_string(out, k);
-      out += ':';
-      append_json_string(out, v);
-    }
-    out += '}';
-  }
-  if (p.trial != 0) {
-    out += ",\"trial\":";
-    number(p.trial);
-  }
-  if (p.trials > 1) {
-    out += ",\"trials\":";
-    number(p.trials);
-  }
-  if (p.seed) {
-    out += ",\"seed\":";
-    number(*p.seed);
-  }
-  out += '}';
 }
 
 std::optional<unsigned> version_major(std::string_view version) {

@@ -1,7 +1,8 @@
 // One description of each wire type's fields: its JSON name, the member it fills and the rules
-// a decoder applies to it. Both decoders walk these tables (the DOM one in codec.cpp, the text
-// one in text_decoder.cpp), so a field added, renamed or given a rule is added once and the two
-// cannot drift apart. How a value is read follows from the member's type.
+// a decoder or writer applies to it. Both decoders walk these tables (the DOM one in codec.cpp,
+// the text one in text_decoder.cpp) and so does the text writer (text_encoder.cpp), so a field
+// added, renamed or given a rule is added once and they cannot drift apart. How a value is read
+// or written follows from the member's type; the writer writes the fields in the table's order.
 #pragma once
 
 #include <mira/protocol/types.hpp>
@@ -19,6 +20,10 @@ enum field_rule : unsigned {
   required = 1,        // absent or null is an error ("missing required field")
   non_negative = 2,    // an integer below 0 is an error ("must not be negative")
   zero_means_one = 4,  // 0 (or absent) reads as 1: `trials`
+  // The writer leaves it out at its default: empty, false, 0 (<= 1 with zero_means_one),
+  // error_kind::subject, an object with no member written. An unset std::optional member is
+  // always left out; every other member is always written.
+  omitted = 8,
 };
 
 template <class Owner, class Member>
@@ -70,9 +75,9 @@ struct description<case_identity> {
       f("eval", &case_identity::eval),
       f("sample", &case_identity::sample),
       f("target", &case_identity::target),
-      f("params", &case_identity::params),
-      f("trial", &case_identity::trial, non_negative),
-      f("trials", &case_identity::trials, non_negative | zero_means_one),
+      f("params", &case_identity::params, omitted),
+      f("trial", &case_identity::trial, non_negative | omitted),
+      f("trials", &case_identity::trials, non_negative | zero_means_one | omitted),
       f("seed", &case_identity::seed),
   };
 };
@@ -85,8 +90,8 @@ struct description<run_params> {
 template <>
 struct description<score> {
   static constexpr auto fields = std::tuple{
-      f("scorer", &score::scorer), f("value", &score::value),   f("pass", &score::pass),
-      f("na", &score::na),         f("reason", &score::reason),
+      f("scorer", &score::scorer),  f("value", &score::value),   f("pass", &score::pass),
+      f("na", &score::na, omitted), f("reason", &score::reason),
   };
 };
 
@@ -95,8 +100,8 @@ struct description<usage> {
   static constexpr auto fields = std::tuple{
       f("input_tokens", &usage::input_tokens),
       f("output_tokens", &usage::output_tokens),
-      f("cache_read_tokens", &usage::cache_read_tokens),
-      f("reasoning_tokens", &usage::reasoning_tokens),
+      f("cache_read_tokens", &usage::cache_read_tokens, omitted),
+      f("reasoning_tokens", &usage::reasoning_tokens, omitted),
       f("cost_usd", &usage::cost_usd),
   };
 };
@@ -116,14 +121,14 @@ struct description<transcript_summary> {
       f("final_response", &t::final_response),
       f("iterations", &t::iterations),
       f("tool_calls_count", &t::tool_calls_count),
-      f("tool_calls", &t::tool_calls),
+      f("tool_calls", &t::tool_calls, omitted),
       f("usage", &t::usage),
-      f("timing", &t::timing),
-      f("metrics", &t::metrics),
-      f("metadata", &t::metadata),
+      f("timing", &t::timing, omitted),
+      f("metrics", &t::metrics, omitted),
+      f("metadata", &t::metadata, omitted),
       f("error", &t::error),
-      f("error_kind", &t::error_kind),
-      f("output", &t::output),
+      f("error_kind", &t::error_kind, omitted),
+      f("output", &t::output, omitted),
   };
 };
 
@@ -140,8 +145,8 @@ struct description<run_result> {
   using r = run_result;
   static constexpr auto fields = std::tuple_cat(
       description<case_identity>::fields,
-      std::tuple{f("input", &r::input), f("expected", &r::expected), f("passed", &r::passed),
-                 f("aggregate", &r::aggregate), f("scores", &r::scores),
+      std::tuple{f("input", &r::input, omitted), f("expected", &r::expected),
+                 f("passed", &r::passed), f("aggregate", &r::aggregate), f("scores", &r::scores),
                  f("transcript", &r::transcript), f("skipped", &r::skipped)});
 };
 
@@ -157,8 +162,8 @@ template <>
 struct description<sample_info> {
   static constexpr auto fields = std::tuple{
       f("id", &sample_info::id, required),
-      f("tags", &sample_info::tags),
-      f("metadata", &sample_info::metadata),
+      f("tags", &sample_info::tags, omitted),
+      f("metadata", &sample_info::metadata, omitted),
   };
 };
 
@@ -166,9 +171,9 @@ template <>
 struct description<target_info> {
   static constexpr auto fields = std::tuple{
       f("label", &target_info::label, required),
-      f("provider", &target_info::provider),
+      f("provider", &target_info::provider, omitted),
       f("available", &target_info::available),
-      f("metadata", &target_info::metadata),
+      f("metadata", &target_info::metadata, omitted),
   };
 };
 
@@ -185,16 +190,16 @@ struct description<eval_info> {
   using e = eval_info;
   static constexpr auto fields = std::tuple{
       f("name", &e::name, required),
-      f("description", &e::description),
+      f("description", &e::description, omitted),
       f("samples", &e::samples),
       f("next_cursor", &e::next_cursor),
       f("scorers", &e::scorers),
       f("targets", &e::targets),
-      f("axes", &e::axes),
+      f("axes", &e::axes, omitted),
       f("max_turns", &e::max_turns),
-      f("trials", &e::trials, non_negative | zero_means_one),
+      f("trials", &e::trials, non_negative | zero_means_one | omitted),
       f("seed", &e::seed),
-      f("metadata", &e::metadata),
+      f("metadata", &e::metadata, omitted),
   };
 };
 
@@ -218,18 +223,18 @@ struct description<initialize_result> {
       f("protocol_version", &r::protocol_version, required),
       f("study", &r::study, required),
       f("evals", &r::evals),
-      f("study_version", &r::study_version),
-      f("capabilities", &r::capabilities),
-      f("capability_params", &r::capability_params),
+      f("study_version", &r::study_version, omitted),
+      f("capabilities", &r::capabilities, omitted),
+      f("capability_params", &r::capability_params, omitted),
   };
 };
 
 template <>
 struct description<rpc_error> {
   static constexpr auto fields = std::tuple{
-      f("code", &rpc_error::code),
+      f("code", &rpc_error::code, omitted),
       f("message", &rpc_error::message, required),
-      f("retryable", &rpc_error::retryable),
+      f("retryable", &rpc_error::retryable, omitted),
       f("data", &rpc_error::data),
   };
 };
@@ -247,7 +252,7 @@ struct description<event_params> {
       f("eval", &e::eval),
       f("sample", &e::sample),
       f("target", &e::target),
-      f("params", &e::params),
+      f("params", &e::params, omitted),
       f("kind", &e::kind),
       f("turn", &e::turn),
       f("tool", &e::tool),
@@ -261,6 +266,27 @@ struct description<log_params> {
       f("request_id", &log_params::request_id),
       f("message", &log_params::message),
   };
+};
+
+template <>
+struct description<initialize_params> {
+  static constexpr auto fields = std::tuple{
+      f("protocol_version", &initialize_params::protocol_version),
+      f("host", &initialize_params::host),
+  };
+};
+
+template <>
+struct description<list_samples_params> {
+  static constexpr auto fields = std::tuple{
+      f("eval", &list_samples_params::eval, required),
+      f("cursor", &list_samples_params::cursor, required),
+  };
+};
+
+template <>
+struct description<cancel_params> {
+  static constexpr auto fields = std::tuple{f("id", &cancel_params::id, required | non_negative)};
 };
 
 }  // namespace mira::protocol::detail

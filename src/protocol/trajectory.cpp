@@ -164,6 +164,21 @@ std::optional<decode_error> project_trajectory(json::object& transcript) {
   return std::nullopt;
 }
 
+std::optional<decode_error> project_trajectory(transcript& t) {
+  if (!t.trajectory || t.trajectory->is_null()) return std::nullopt;
+  auto p = project(*t.trajectory);
+  if (!p) return std::move(p.error());
+  // In the order and by the rule of the JSON overload above, tool_calls_count included: the
+  // projection's count, not that of a tool_calls list the producer set.
+  if (t.final_response.empty()) t.final_response = std::move(p->final_response);
+  const auto count = static_cast<std::int64_t>(p->tool_calls.size());
+  if (t.tool_calls.empty()) t.tool_calls = std::move(p->tool_calls);
+  if (t.tool_calls_count == 0) t.tool_calls_count = count;
+  if (t.iterations == 0) t.iterations = p->iterations;
+  if (t.usage.is_default()) t.usage = p->usage;
+  return std::nullopt;
+}
+
 json::object synthesize_trajectory(const transcript_summary& t, std::string_view agent_name,
                                    std::string_view agent_version) {
   json::array steps;

@@ -20,6 +20,10 @@ decoded<trajectory_projection> project(const json::value& trajectory);
 /// If `transcript` carries a non-null trajectory, fills each flat field the producer left absent
 /// or default from its projection, never overwriting one the producer set.
 std::optional<decode_error> project_trajectory(json::object& transcript);
+/// The same on a typed transcript: where the one above finds a field absent or default, this
+/// one finds its member at its default (empty, 0, usage.is_default()). A study calls it on the
+/// transcripts it produces; decode_transcript calls it on the ones it receives.
+std::optional<decode_error> project_trajectory(transcript& t);
 
 /// An ATIF-v1.7 document built from a transcript summary, for a case whose study sent no
 /// trajectory: one agent step per tool call (id "call-N", empty arguments), then a final agent

@@ -67,6 +67,8 @@ class lazy_json {
   /// assigned) the value as to_json_text writes it, which may not read back as the same value:
   /// 1.0 is written "1", an infinity "null". "[]", "{}" or "null" when empty.
   std::string text() const;
+  /// text() appended to `out`, without the temporary string: the writers of a study's answers.
+  void append_text(std::string& out) const;
   /// The value: parsed with the host's parse options, or a copy of the one held.
   T get() const;
 

@@ -1,5 +1,6 @@
 // The host's JSON writer: numbers in their shortest round-trip form, everything else as
 // Boost.JSON writes it.
+#include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
 
 #include <boost/json/parse.hpp>
@@ -80,6 +81,25 @@ BOOST_AUTO_TEST_CASE(values_keep_member_order_and_boost_json_escapes) {
   BOOST_TEST(to_json_text(no_doubles) == json::serialize(no_doubles));
   // And what it writes parses back to the same value.
   BOOST_TEST(json::parse(to_json_text(v)).at("s") == v.at("s"));
+}
+
+// The scan for bytes to escape reads sixteen at a time: each kind of byte at every position of
+// strings on either side of that width, as Boost.JSON escapes it.
+BOOST_AUTO_TEST_CASE(strings_are_escaped_at_every_length_and_position) {
+  const std::string specials[] = {"\"", "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9", " "};
+  for (std::size_t len = 0; len <= 40; ++len) {
+    for (std::size_t at = 0; at <= len; ++at) {
+      for (auto& special : specials) {
+        std::string s(len, 'a');
+        s.insert(at, special);
+        std::string out = "x";
+        mira::protocol::append_json_string(out, s);
+        BOOST_TEST_CONTEXT("length " << len << ", at " << at) {
+          BOOST_TEST(out == "x" + json::serialize(json::string(s)));
+        }
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(random_doubles_read_back_bit_for_bit) {
