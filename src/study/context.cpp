@@ -12,6 +12,7 @@ std::string_view run_context::param(std::string_view axis) const noexcept {
   return it == id_->params.end() ? std::string_view() : std::string_view(it->second);
 }
 
+// Written here rather than through append_json(event_params): `extra` may hold any member.
 void run_context::event(std::string_view kind, json::object extra) const {
   std::string f = "{\"method\":\"event\",\"params\":{\"request_id\":";
   f += std::to_string(request_id_);
@@ -48,11 +49,13 @@ void run_context::event(std::string_view kind, json::object extra) const {
 }
 
 void run_context::log(std::string_view message) const {
-  std::string f = "{\"method\":\"log\",\"params\":{\"request_id\":";
-  f += std::to_string(request_id_);
-  f += ",\"message\":";
-  protocol::append_json_string(f, message);
-  f += "}}\n";
+  protocol::log_params l;
+  l.request_id = request_id_;
+  l.message = std::string(message);
+  std::string params;
+  protocol::append_json(params, l);
+  std::string f;
+  protocol::append_notification_frame(f, "log", params);
   server_->send(std::move(f));
 }
 

@@ -25,44 +25,6 @@ using boost::system::error_code;
 
 namespace {
 
-void append_id_head(std::string& out, std::int64_t id, std::string_view member) {
-  out += "{\"id\":";
-  out += std::to_string(id);
-  out += ",\"";
-  out += member;
-  out += "\":";
-}
-
-// A notification or answer's text, as `method` / `id` lines the host reads.
-std::string error_frame(std::int64_t id, const protocol::rpc_error& e) {
-  std::string f;
-  append_id_head(f, id, "error");
-  protocol::append_json_text(f, json::value(protocol::encode(e)));
-  f += "}\n";
-  return f;
-}
-
-std::string log_frame(std::string_view message, std::int64_t request_id) {
-  std::string f = "{\"method\":\"log\",\"params\":{\"request_id\":";
-  f += std::to_string(request_id);
-  f += ",\"message\":";
-  protocol::append_json_string(f, message);
-  f += "}}\n";
-  return f;
-}
-
-// The flat fields a producer left unset, from its trajectory (the spec's projection).
-void project(protocol::transcript& t) {
-  if (!t.trajectory || t.trajectory->is_null()) return;
-  auto p = protocol::project(*t.trajectory);
-  if (!p) return;  // an unreadable trajectory is the host's to report; the flat fields stand
-  if (t.final_response.empty()) t.final_response = std::move(p->final_response);
-  if (t.tool_calls.empty()) t.tool_calls = std::move(p->tool_calls);
-  if (t.tool_calls_count == 0) t.tool_calls_count = static_cast<std::int64_t>(t.tool_calls.size());
-  if (t.iterations == 0) t.iterations = p->iterations;
-  if (t.usage.is_default()) t.usage = p->usage;
-}
-
 std::optional<std::int64_t> uint_member(const json::object& o, std::string_view key) {
   auto* v = o.if_contains(key);
   if (!v) return std::nullopt;
@@ -113,17 +75,36 @@ void server::send(std::string frame) {
   asio::post(ex_, [this, f = std::move(frame)] { queue(f); });
 }
 
+void server::answer(std::int64_t id, std::string_view result_json) {
+  scratch_.clear();
+  protocol::append_result_frame(scratch_, id, result_json);
+  queue(scratch_);
+}
+
+void server::answer_error(std::int64_t id, const protocol::rpc_error& e) {
+  scratch_.clear();
+  protocol::append_error_frame(scratch_, id, e);
+  queue(scratch_);
+}
+
 void server::answer_error(std::int64_t id, error_code code, std::string_view message,
                           bool retryable) {
   protocol::rpc_error e;
   e.code = rpc_code(code);
   e.message = std::string(message);
   e.retryable = retryable;
-  queue(error_frame(id, e));
+  answer_error(id, e);
 }
 
 void server::log(std::string_view message, std::int64_t request_id) {
-  queue(log_frame(message, request_id));
+  protocol::log_params l;
+  l.request_id = request_id;
+  l.message = std::string(message);
+  std::string params;
+  protocol::append_json(params, l);
+  scratch_.clear();
+  protocol::append_notification_frame(scratch_, "log", params);
+  queue(scratch_);
 }
 
 asio::awaitable<void> server::run(byte_stream& stream) {
@@ -247,11 +228,9 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
   if (method == "execute") return admit(id, method_kind::execute, params);
   if (method == "score") return admit(id, method_kind::score, params);
   if (method == "initialize") {
-    std::string f;
-    append_id_head(f, id, "result");
-    protocol::append_json(f, study_.describe(options_.page_size, options_.cancel));
-    f += "}\n";
-    return queue(f);
+    result_.clear();
+    protocol::append_json(result_, study_.describe(options_.page_size, options_.cancel));
+    return answer(id, result_);
   }
   if (method == "list") {
     protocol::list_result l;
@@ -263,11 +242,9 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
       for (std::size_t i = 0; i < n; ++i) info.samples.push_back(e.sample_at(i).info());
       if (n < e.sample_count()) info.next_cursor = std::to_string(n);
     }
-    std::string f;
-    append_id_head(f, id, "result");
-    protocol::append_json_text(f, protocol::encode(l));
-    f += "}\n";
-    return queue(f);
+    result_.clear();
+    protocol::append_json(result_, l);
+    return answer(id, result_);
   }
   if (method == "list_samples") {
     auto q = protocol::decode_list_samples_params(p);
@@ -286,21 +263,16 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
     r.samples.reserve(to - from);
     for (auto i = from; i < to; ++i) r.samples.push_back(e->sample_at(i).info());
     if (to < e->sample_count()) r.next_cursor = std::to_string(to);
-    std::string f;
-    append_id_head(f, id, "result");
-    protocol::append_json(f, r);
-    f += "}\n";
-    return queue(f);
+    result_.clear();
+    protocol::append_json(result_, r);
+    return answer(id, result_);
   }
   if (method == "cancel" && options_.cancel) {
     auto q = protocol::decode_cancel_params(p);
     if (!q) return answer_error(id, errc::invalid_params, q.error().message());
     bool found = table_.find(q->id) != nullptr;
     cancel(q->id);
-    std::string f;
-    append_id_head(f, id, "result");
-    f += found ? "{\"cancelled\":true}}\n" : "{\"cancelled\":false}}\n";
-    return queue(f);
+    return answer(id, found ? R"({"cancelled":true})" : R"({"cancelled":false})");
   }
   answer_error(id, errc::unknown_method, "unknown method: " + std::string(method));
 }
@@ -379,7 +351,7 @@ void server::failed(std::int64_t id, const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
   } catch (const request_error& x) {
-    queue(error_frame(id, x.to_rpc()));
+    answer_error(id, x.to_rpc());
   } catch (const std::exception& x) {
     if (cancelled)
       answer_error(id, errc::cancelled, "cancelled");
@@ -430,7 +402,8 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
       t.timing.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  run_context::clock::now() - t0)
                                  .count();
-    project(t);
+    // A trajectory the host cannot read either is reported by the host; the flat fields stand.
+    protocol::project_trajectory(t);
   }
 
   result_.clear();
@@ -439,10 +412,8 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     static_cast<protocol::case_identity&>(x) = std::move(c);
     x.transcript = std::move(t);
     x.skipped = skipped;
-    append_id_head(result_, id, "result");
     protocol::append_json(result_, x);
-    result_ += "}\n";
-    queue(result_);
+    answer(id, result_);
     co_return;
   }
 
@@ -475,10 +446,8 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     rr.aggregate = v.aggregate;
   }
   rr.transcript = std::move(static_cast<protocol::transcript_summary&>(t));
-  append_id_head(result_, id, "result");
   protocol::append_json(result_, rr);
-  result_ += "}\n";
-  queue(result_);
+  answer(id, result_);
 }
 
 }  // namespace mira::study::detail

@@ -85,6 +85,8 @@ class server {
   void finished(std::int64_t id);
 
   void queue(std::string_view frame);
+  void answer(std::int64_t id, std::string_view result_json);
+  void answer_error(std::int64_t id, const protocol::rpc_error& e);
   void answer_error(std::int64_t id, boost::system::error_code code, std::string_view message,
                     bool retryable = false);
   void log(std::string_view message, std::int64_t request_id = 0);
@@ -97,7 +99,8 @@ class server {
   mira::detail::line_framer framer_;
   boost::json::parser parser_;
   std::string out_;  // frames waiting for the writer
-  std::string result_;  // a result's text, reused
+  std::string result_;   // a result's text, reused
+  std::string scratch_;  // a frame's text, reused
   boost::asio::steady_timer has_output_;
   boost::asio::steady_timer settled_;  // a request finished, or the writer stopped
   bool input_ended_ = false;

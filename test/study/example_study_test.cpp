@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(every_frame_of_a_run_an_execute_and_a_score_validates,
   BOOST_TEST(count_lines(frames, "\"code\":-32800") == 1U);
   BOOST_TEST(count_lines(frames, "\"method\":\"event\"") == 5U);
   BOOST_TEST(count_lines(frames, "\"method\":\"list_samples\"") == 2U);
-  BOOST_TEST(count_lines(frames, "\"passed\":true") == 37U);
+  BOOST_TEST(count_lines(frames, "\"passed\":true") == 36U);  // all but slow
 
   auto exec = (d.path / "execute.ndjson").string();
   auto artifacts = (d.path / "artifacts").string();

@@ -4,8 +4,7 @@
 #include "common/run_co.hpp"
 
 #include <mira/host.hpp>
-#include <mira/study/context.hpp>
-#include <mira/study/serve.hpp>
+#include <mira/study.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -213,7 +212,7 @@ BOOST_AUTO_TEST_CASE(a_host_lists_and_runs_the_study) {
     BOOST_TEST((res->params == mira::protocol::axis_params{{"k", "v"}}));
     BOOST_TEST(res->trial == 2);
     BOOST_TEST(res->trials == 4);
-    BOOST_TEST(res->seed == 44);
+    BOOST_TEST(res->seed.value_or(0) == 44);
     BOOST_TEST(res->input.get() == (json::array{"q7"}));
     BOOST_TEST(res->expected->get() == json::value("ok"));
     BOOST_TEST(res->scores.size() == 1U);

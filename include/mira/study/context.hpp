@@ -17,10 +17,14 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <exception>
 #include <cstdint>
 #include <optional>
 #include <stop_token>
@@ -82,27 +86,50 @@ class run_context {
   /// cancelled, or nothing. The coroutine waits for `f` to return even after a cancel: `f`
   /// is the one to stop early, and must not outlive what it references otherwise.
   template <class F>
-  auto blocking(F f) const {
-    using result = decltype(call_blocking(f, std::stop_token{}));
-    return boost::asio::co_spawn(
-        blocking_executor(),
-        [f = std::move(f), st = stop_token()]() mutable -> boost::asio::awaitable<result> {
-          co_return call_blocking(f, st);
-        },
-        boost::asio::use_awaitable);
+  auto blocking(F f) const -> boost::asio::awaitable<std::invoke_result_t<F&, std::stop_token>>
+    requires std::is_invocable_v<F&, std::stop_token>
+  {
+    using result = std::invoke_result_t<F&, std::stop_token>;
+    std::optional<std::conditional_t<std::is_void_v<result>, bool, result>> value;
+    // Not co_spawn on the pool: that would carry the case's cancellation into the pool's
+    // coroutine, and the wait here must last until `f` returns, cancelled or not.
+    // Named, not a temporary inside the co_await expression: g++ 12 mishandles those
+    // (docs/toolchain-notes.md).
+    auto initiate = [&f, &value, st = stop_token(), pool = blocking_executor()](auto handler) {
+      boost::asio::post(pool, [&f, &value, st, h = std::move(handler)]() mutable {
+        std::exception_ptr e;
+        try {
+          if constexpr (std::is_void_v<result>) {
+            f(st);
+            value.emplace(true);
+          } else {
+            value.emplace(f(st));
+          }
+        } catch (...) {
+          e = std::current_exception();
+        }
+        auto ex = boost::asio::get_associated_executor(h);
+        boost::asio::dispatch(ex, [h = std::move(h), e]() mutable { std::move(h)(e); });
+      });
+    };
+    auto done = boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                            void(std::exception_ptr)>(initiate,
+                                                                      boost::asio::use_awaitable);
+    co_await std::move(done);
+    if constexpr (!std::is_void_v<result>) co_return std::move(*value);
+  }
+  /// The same for a function of no arguments.
+  template <class F>
+  auto blocking(F f) const -> boost::asio::awaitable<std::invoke_result_t<F&>>
+    requires(!std::is_invocable_v<F&, std::stop_token>)
+  {
+    return blocking([f = std::move(f)](const std::stop_token&) mutable { return f(); });
   }
 
  private:
   friend class detail::server;
   run_context() = default;
 
-  template <class F>
-  static decltype(auto) call_blocking(F& f, const std::stop_token& st) {
-    if constexpr (std::is_invocable_v<F&, std::stop_token>)
-      return f(st);
-    else
-      return f();
-  }
   boost::asio::any_io_executor blocking_executor() const;
 
   const protocol::case_identity* id_ = nullptr;
