@@ -18,9 +18,12 @@ using mira::protocol::transcript;
 int main(int argc, char** argv) {
   long samples = 1, targets = 1, trials = 1;
   for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--samples")) samples = std::strtol(argv[++i], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--targets")) targets = std::strtol(argv[++i], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--trials")) trials = std::strtol(argv[++i], nullptr, 10);
+    if (!std::strcmp(argv[i], "--samples"))
+      samples = std::strtol(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--targets"))
+      targets = std::strtol(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--trials"))
+      trials = std::strtol(argv[++i], nullptr, 10);
   }
   study::registry s("sdk-echo", "1");
   auto& e = s.add("bench");
@@ -34,9 +37,8 @@ int main(int argc, char** argv) {
       }});
   for (long t = 0; t < targets; ++t) e.add_target(t ? "sim" + std::to_string(t) : "sim", "sim");
   e.trials(trials);
-  e.score_with(study::make_scorer("echo", [](const study::sample&, const transcript&) {
-    return study::pass("echo", "echo");
-  }));
+  e.score_with(study::make_scorer(
+      "echo", [](const study::sample&, const transcript&) { return study::pass("echo", "echo"); }));
   e.subject([](study::run_context&) -> asio::awaitable<transcript> { co_return transcript(); });
   study::serve_options o;
   o.page_size = 500;

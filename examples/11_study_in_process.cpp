@@ -79,9 +79,8 @@ int main() {
   // The study ends when the host closes its end (shutdown() above).
   asio::co_spawn(io, study::serve(s, study::stream_of(study_end)), asio::detached);
   int rc = 1;
-  asio::co_spawn(io, check(std::move(host_end)), [&](std::exception_ptr e, int r) {
-    rc = e ? 1 : r;
-  });
+  asio::co_spawn(io, check(std::move(host_end)),
+                 [&](std::exception_ptr e, int r) { rc = e ? 1 : r; });
   io.run();
   return rc;
 }

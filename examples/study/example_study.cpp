@@ -42,14 +42,14 @@ json::value greeting_trajectory(const std::string& sample) {
   return json::object{
       {"schema_version", "ATIF-v1.7"},
       {"agent", json::object{{"name", "example-study"}, {"version", "0.1.0"}}},
-      {"steps", json::array{json::object{{"step_id", 1},
-                                         {"source", "user"},
-                                         {"message", "Say hello, " + sample}},
-                            json::object{{"step_id", 2},
-                                         {"source", "agent"},
-                                         {"message", "Hi! The answer is 42."},
-                                         {"metrics", json::object{{"prompt_tokens", 12},
-                                                                  {"completion_tokens", 8}}}}}}};
+      {"steps",
+       json::array{
+           json::object{{"step_id", 1}, {"source", "user"}, {"message", "Say hello, " + sample}},
+           json::object{
+               {"step_id", 2},
+               {"source", "agent"},
+               {"message", "Hi! The answer is 42."},
+               {"metrics", json::object{{"prompt_tokens", 12}, {"completion_tokens", 8}}}}}}};
 }
 
 study::sample arithmetic_sample(std::size_t i) {
@@ -94,25 +94,23 @@ int main(int argc, char** argv) {
 
   s.add("arithmetic")
       .description("Adds two numbers (paginated dataset)")
-      .samples(study::sample_generator{
-          25, arithmetic_sample,
-          [](std::string_view id) -> std::optional<std::size_t> {
-            if (id.substr(0, 5) != "case-") return std::nullopt;
-            std::size_t i = 0;
-            for (char ch : id.substr(5)) {
-              if (ch < '0' || ch > '9') return std::nullopt;
-              i = i * 10 + static_cast<std::size_t>(ch - '0');
-            }
-            return i;
-          }})
-      .score_with(study::make_scorer("exact",
-                                     [](const study::sample& x, const transcript& t) {
-                                       auto& want = x.expected->as_string();
-                                       return t.final_response == want
-                                                  ? study::pass("exact", "matched")
-                                                  : study::fail("exact", "expected " +
-                                                                             std::string(want));
-                                     }))
+      .samples(study::sample_generator{25, arithmetic_sample,
+                                       [](std::string_view id) -> std::optional<std::size_t> {
+                                         if (id.substr(0, 5) != "case-") return std::nullopt;
+                                         std::size_t i = 0;
+                                         for (char ch : id.substr(5)) {
+                                           if (ch < '0' || ch > '9') return std::nullopt;
+                                           i = i * 10 + static_cast<std::size_t>(ch - '0');
+                                         }
+                                         return i;
+                                       }})
+      .score_with(study::make_scorer(
+          "exact",
+          [](const study::sample& x, const transcript& t) {
+            auto& want = x.expected->as_string();
+            return t.final_response == want ? study::pass("exact", "matched")
+                                            : study::fail("exact", "expected " + std::string(want));
+          }))
       .subject([](study::run_context& c) -> asio::awaitable<transcript> {
         auto n = std::stoll(c.id().sample.substr(5));
         co_return answer(std::to_string(2 * n), 20, 2);
@@ -126,8 +124,8 @@ int main(int argc, char** argv) {
       .score_with(scorers::succeeded())
       .subject([](study::run_context& c) -> asio::awaitable<transcript> {
         bool high = c.param("effort") == "high";
-        auto t = answer("solved at " + std::string(c.param("effort")) + " effort", 40,
-                        high ? 200 : 50);
+        auto t =
+            answer("solved at " + std::string(c.param("effort")) + " effort", 40, high ? 200 : 50);
         t.iterations = high ? 3 : 1;
         t.metrics["steps_per_turn"] = high ? 2.5 : 1.0;
         co_return t;

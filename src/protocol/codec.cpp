@@ -360,6 +360,10 @@ std::optional<decode_error> read_fields(const json::object& o, const std::string
         r.set_error({child_path(path, fd.name), "must not be negative"});
       if ((fd.rules & detail::zero_means_one) && m == 0) m = 1;
     }
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::optional<std::int64_t>>) {
+      if ((fd.rules & detail::non_negative) && !r.error() && m && *m < 0)
+        r.set_error({child_path(path, fd.name), "must not be negative"});
+    }
   });
   return std::move(r.error());
 }

@@ -84,7 +84,9 @@ struct description<case_identity> {
 
 template <>
 struct description<run_params> {
-  static constexpr auto fields = description<case_identity>::fields;
+  static constexpr auto fields =
+      std::tuple_cat(description<case_identity>::fields,
+                     std::tuple{f("timeout_ms", &run_params::timeout_ms, non_negative)});
 };
 
 template <>

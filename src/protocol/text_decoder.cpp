@@ -620,6 +620,8 @@ bool read_field(text_reader& r, T& out) {
   bool good = read_value(r, m);
   if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::int64_t>)
     good = good && !((fd.rules & detail::non_negative) && m < 0);
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(m)>, std::optional<std::int64_t>>)
+    good = good && !((fd.rules & detail::non_negative) && m && *m < 0);
   return good;
 }
 template <detail::described T, std::size_t... I>
@@ -703,6 +705,10 @@ decoded<list_result> decode_list_result_text(std::string_view text) {
 
 decoded<list_samples_result> decode_list_samples_result_text(std::string_view text) {
   return decode_text<list_samples_result, decode_list_samples_result>(text);
+}
+
+decoded<run_params> decode_run_params_text(std::string_view text) {
+  return decode_text<run_params, decode_run_params>(text);
 }
 
 bool detail::read_run_result_text(std::string_view text, run_result& out) {

@@ -128,12 +128,19 @@ void timer_won(attempt_outcome& out, bool fired) {
     out.result = tl::unexpected(error{asio::error::operation_aborted, {}});
 }
 
+// The timeout travels with the request (`timeout_ms`, which a study that does not know it
+// ignores), so that a study can plan to it: mira::study's run_context::deadline().
+void announce(protocol::run_params& params, std::optional<duration> timeout) {
+  if (timeout) params.timeout_ms = std::chrono::ceil<std::chrono::milliseconds>(*timeout).count();
+}
+
 asio::awaitable<attempt_outcome> one_attempt(study_pool pool, protocol::run_params params,
                                              operation op,
                                              std::optional<boost::json::object> transcript,
                                              std::optional<duration> timeout,
                                              notification_handler on_notification) {
   attempt_outcome out;
+  announce(params, timeout);
   pool_request r;
   r.options.on_notification = std::move(on_notification);
   if (!timeout) {
@@ -162,6 +169,7 @@ asio::awaitable<attempt_outcome> one_attempt(host_handle host, protocol::run_par
                                              std::optional<duration> timeout,
                                              notification_handler on_notification) {
   attempt_outcome out;
+  announce(params, timeout);
   auto request = send(std::move(host), std::move(params), op, std::move(transcript),
                       std::move(on_notification));
   if (!timeout) {

@@ -187,7 +187,8 @@ std::string registry::check() const {
       return where + " has no target (add one to it, or a default target to the study)";
     std::set<std::string_view> names;
     for (auto& t : targets_of(e))
-      if (!names.insert(t.label).second) return where + " has two targets labelled '" + t.label + "'";
+      if (!names.insert(t.label).second)
+        return where + " has two targets labelled '" + t.label + "'";
     names.clear();
     for (auto& a : e.info().axes) {
       if (a.name == "target") return where + " has an axis named 'target', which keys collide with";

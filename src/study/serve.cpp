@@ -8,10 +8,10 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include <unistd.h>
 #include <csignal>
 #include <cstdio>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace mira::study {
 

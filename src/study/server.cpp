@@ -1,6 +1,8 @@
 // The study's server (see server.hpp): reading requests, running cases, writing answers.
 #include "study/server.hpp"
 
+#include "protocol/envelope.hpp"
+
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/protocol/trajectory.hpp>
@@ -29,7 +31,8 @@ std::optional<std::int64_t> uint_member(const json::object& o, std::string_view 
   auto* v = o.if_contains(key);
   if (!v) return std::nullopt;
   if (v->is_int64() && v->get_int64() >= 0) return v->get_int64();
-  if (v->is_uint64() && v->get_uint64() <= INT64_MAX) return static_cast<std::int64_t>(v->get_uint64());
+  if (v->is_uint64() && v->get_uint64() <= INT64_MAX)
+    return static_cast<std::int64_t>(v->get_uint64());
   return std::nullopt;
 }
 
@@ -41,11 +44,12 @@ server::server(const registry& study, const serve_options& options, asio::any_io
       ex_(std::move(ex)),
       table_(options.max_in_flight),
       framer_(options.max_line),
-      parser_(json::storage_ptr(), [] {
-        json::parse_options o;
-        o.max_depth = 256;
-        return o;
-      }()),
+      parser_(json::storage_ptr(),
+              [] {
+                json::parse_options o;
+                o.max_depth = 256;
+                return o;
+              }()),
       has_output_(ex_, asio::steady_timer::time_point::max()),
       settled_(ex_, asio::steady_timer::time_point::max()) {}
 
@@ -180,6 +184,21 @@ asio::awaitable<void> server::write(byte_stream& stream) {
 }
 
 void server::on_line(std::string_view line) {
+  // The hot path: a `run` or `execute` read from its text, without a DOM of the line.
+  if (auto env = mira::detail::classify_envelope(line);
+      env && env->kind == mira::detail::envelope_kind::request && env->id) {
+    auto kind = env->method == "run"       ? std::optional(method_kind::run)
+                : env->method == "execute" ? std::optional(method_kind::execute)
+                                           : std::nullopt;
+    if (kind) {
+      auto q = protocol::decode_run_params_text(env->params.empty() ? "{}" : env->params);
+      if (!q) return answer_error(*env->id, errc::invalid_params, q.error().message());
+      request r;
+      r.kind = *kind;
+      r.identity = std::move(*q);
+      return admit(*env->id, std::move(r));
+    }
+  }
   // Everything the line parses to is decoded into typed values before this returns; a fresh
   // arena per line, on the stack for a typical request (reusing one by release() ran Boost.JSON
   // 1.81's monotonic_resource into bad_alloc after a few dozen lines).
@@ -189,8 +208,8 @@ void server::on_line(std::string_view line) {
   error_code ec;
   parser_.write(line, ec);
   if (ec) {
-    log("a line that is not JSON was skipped (" + ec.message() + "): " +
-        mira::detail::excerpt(line, 80));
+    log("a line that is not JSON was skipped (" + ec.message() +
+        "): " + mira::detail::excerpt(line, 80));
     return;
   }
   json::value v = parser_.release();
@@ -213,7 +232,8 @@ void server::on_line(std::string_view line) {
         mira::detail::excerpt(line, 80));
     return;
   }
-  if (!method->is_string()) return answer_error(*rid, errc::invalid_request, "method is not a string");
+  if (!method->is_string())
+    return answer_error(*rid, errc::invalid_request, "method is not a string");
   auto* params = o->if_contains("params");
   if (params && params->is_null()) params = nullptr;
   if (params && !params->is_object())
@@ -255,9 +275,9 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
     auto [end, ec] = std::from_chars(q->cursor.data(), q->cursor.data() + q->cursor.size(), from);
     if (ec != std::errc() || end != q->cursor.data() + q->cursor.size() || q->cursor.empty() ||
         from > e->sample_count())
-      return answer_error(id, errc::invalid_params,
-                          "cursor '" + q->cursor + "' is not one this study gave for eval " +
-                              q->eval);
+      return answer_error(
+          id, errc::invalid_params,
+          "cursor '" + q->cursor + "' is not one this study gave for eval " + q->eval);
     protocol::list_samples_result r;
     auto to = std::min(e->sample_count(), from + options_.page_size);
     r.samples.reserve(to - from);
@@ -289,15 +309,17 @@ void server::admit(std::int64_t id, method_kind kind, const json::value* params)
     if (!t) return answer_error(id, errc::invalid_params, "transcript." + t.error().message());
     r.identity = std::move(q->identity);
     r.transcript.emplace(std::move(*t));
-  } else {
-    auto q = protocol::decode_run_params(p);
-    if (!q) return answer_error(id, errc::invalid_params, q.error().message());
-    r.identity = std::move(*q);
-    // Not in the protocol's RunParams: a host that has a per-case timeout may say so, and a
-    // study that does not know the member ignores it, as it ignores every unknown one.
-    if (auto ms = uint_member(p.as_object(), "timeout_ms"))
-      r.deadline = run_context::clock::now() + std::chrono::milliseconds(*ms);
+    return admit(id, std::move(r));
   }
+  auto q = protocol::decode_run_params(p);
+  if (!q) return answer_error(id, errc::invalid_params, q.error().message());
+  r.identity = std::move(*q);
+  admit(id, std::move(r));
+}
+
+void server::admit(std::int64_t id, request r) {
+  if (r.identity.timeout_ms)
+    r.deadline = run_context::clock::now() + std::chrono::milliseconds(*r.identity.timeout_ms);
   switch (table_.admit(id, std::move(r))) {
     case request_table<request>::admitted::start:
       return start(id);
@@ -332,13 +354,14 @@ void server::end_of_input() {
 
 void server::start(std::int64_t id) {
   auto& r = *table_.find(id);
-  asio::co_spawn(ex_, answer(id, r),
-                 asio::bind_cancellation_slot(r.ctl->signal.slot(), [this, id](std::exception_ptr e) {
-                   if (e) failed(id, e);
-                   // The table's entry holds the signal this completion is bound to: it is
-                   // freed once the completion has returned.
-                   asio::post(ex_, [this, id] { finished(id); });
-                 }));
+  asio::co_spawn(
+      ex_, answer(id, r),
+      asio::bind_cancellation_slot(r.ctl->signal.slot(), [this, id](std::exception_ptr e) {
+        if (e) failed(id, e);
+        // The table's entry holds the signal this completion is bound to: it is
+        // freed once the completion has returned.
+        asio::post(ex_, [this, id] { finished(id); });
+      }));
 }
 
 void server::finished(std::int64_t id) {
@@ -376,7 +399,8 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   const study::sample* s = e->listed_sample(c.sample);
   if (!s) {
     made = e->find_sample(c.sample);
-    if (!made) throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
+    if (!made)
+      throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
     s = &*made;
   }
 
@@ -399,9 +423,9 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     auto t0 = run_context::clock::now();
     t = co_await e->run_subject()(ctx);
     if (!t.timing.duration_ms)
-      t.timing.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 run_context::clock::now() - t0)
-                                 .count();
+      t.timing.duration_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(run_context::clock::now() - t0)
+              .count();
     // A trajectory the host cannot read either is reported by the host; the flat fields stand.
     protocol::project_trajectory(t);
   }
@@ -436,8 +460,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
         } catch (const request_error&) {
           throw;
         } catch (const std::exception& ex) {
-          throw request_error(errc::scorer_failed,
-                              "scorer " + sc.name() + " failed: " + ex.what());
+          throw request_error(errc::scorer_failed, "scorer " + sc.name() + " failed: " + ex.what());
         }
       }
     }

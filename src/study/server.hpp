@@ -77,6 +77,7 @@ class server {
   void on_line(std::string_view line);
   void on_request(std::int64_t id, std::string_view method, const json::value* params);
   void admit(std::int64_t id, method_kind kind, const json::value* params);
+  void admit(std::int64_t id, request r);
   void cancel(std::int64_t id, bool answer_removed = true);
   void end_of_input();
   void start(std::int64_t id);
@@ -98,7 +99,7 @@ class server {
   request_table<request> table_;
   mira::detail::line_framer framer_;
   boost::json::parser parser_;
-  std::string out_;  // frames waiting for the writer
+  std::string out_;      // frames waiting for the writer
   std::string result_;   // a result's text, reused
   std::string scratch_;  // a frame's text, reused
   boost::asio::steady_timer has_output_;

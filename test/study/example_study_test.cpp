@@ -19,8 +19,7 @@ const std::string example = MIRA_EXAMPLE_STUDY;
 
 // The study's command, behind the recording proxy.
 std::string recorded(const std::string& rec, const std::string& args = "") {
-  return std::string(MIRA_PYTHON3) + " " + MIRA_RECORD_PROXY + " " + rec + " -- " + example +
-         args;
+  return std::string(MIRA_PYTHON3) + " " + MIRA_RECORD_PROXY + " " + rec + " -- " + example + args;
 }
 
 std::size_t count_lines(const std::string& text, const std::string& needle) {
@@ -53,6 +52,9 @@ BOOST_AUTO_TEST_CASE(every_frame_of_a_run_an_execute_and_a_score_validates,
   validate(rec);
   auto frames = read_file(rec);
   BOOST_TEST(count_lines(frames, "\"method\":\"cancel\"") == 1U);
+  // The timeout travels with each run request.
+  BOOST_TEST(count_lines(frames, "\"timeout_ms\":1000") ==
+             count_lines(frames, "\"method\":\"run\""));
   BOOST_TEST(count_lines(frames, "\"code\":-32800") == 1U);
   BOOST_TEST(count_lines(frames, "\"method\":\"event\"") == 5U);
   BOOST_TEST(count_lines(frames, "\"method\":\"list_samples\"") == 2U);

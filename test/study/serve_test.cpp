@@ -36,8 +36,8 @@ study::registry one_eval(study::subject subject, std::size_t samples = 3) {
   r.default_target({"sim", "sim", true, {}});
   auto& e = r.add("e");
   for (std::size_t i = 0; i < samples; ++i)
-    e.add_sample({"s" + std::to_string(i), json::array{"q" + std::to_string(i)},
-                  json::value("ok"), {}, {}});
+    e.add_sample(
+        {"s" + std::to_string(i), json::array{"q" + std::to_string(i)}, json::value("ok"), {}, {}});
   e.score_with(study::make_scorer(
       "is_ok", [](const study::sample&, const transcript& t) { return t.final_response == "ok"; }));
   e.subject(std::move(subject));
@@ -137,9 +137,9 @@ BOOST_AUTO_TEST_CASE(initialize_advertises_what_the_study_has) {
   rich.emits_events({"started", "finished"});
   rich.emits_trajectories();
   auto d = rich.describe(10, false);
-  BOOST_TEST((d.capabilities == std::vector<std::string>{"usage", "execute", "score", "trials",
-                                                          "axes", "paginate", "events",
-                                                          "trajectory"}));
+  BOOST_TEST(
+      (d.capabilities == std::vector<std::string>{"usage", "execute", "score", "trials", "axes",
+                                                  "paginate", "events", "trajectory"}));
   BOOST_TEST(d.capability_params.at("events").at("kinds").as_array().size() == 2U);
   BOOST_TEST(d.capability_params.at("trajectory").at("version") == "1.7");
   BOOST_TEST(d.evals == 2);
@@ -234,7 +234,10 @@ BOOST_AUTO_TEST_CASE(an_infra_error_is_scored_na_and_a_failed_case_fails) {
         t.error_kind = mira::protocol::error_kind::infra;
         co_return t;
       });
-  r.add("wrong").add_sample({"x"}).score_with(study::make_scorer("is_ok", ok)).subject(answers("no"));
+  r.add("wrong")
+      .add_sample({"x"})
+      .score_with(study::make_scorer("is_ok", ok))
+      .subject(answers("no"));
   run_co([&](asio::io_context& io) -> asio::awaitable<void> {
     served s(io, r);
     auto host = mira::host_handle::connect(std::move(s.host_end));
@@ -260,7 +263,8 @@ BOOST_AUTO_TEST_CASE(execute_runs_the_subject_and_score_only_the_scorers) {
     t.trajectory = json::object{
         {"schema_version", "ATIF-v1.7"},
         {"agent", json::object{{"name", "a"}, {"version", "1"}}},
-        {"steps", json::array{json::object{{"step_id", 1}, {"source", "agent"}, {"message", "ok"}}}}};
+        {"steps",
+         json::array{json::object{{"step_id", 1}, {"source", "agent"}, {"message", "ok"}}}}};
     co_return t;
   });
   run_co([&](asio::io_context& io) -> asio::awaitable<void> {
@@ -327,8 +331,8 @@ BOOST_AUTO_TEST_CASE(errors_name_what_was_wrong) {
       BOOST_TEST_CONTEXT(c.message) {
         auto res = co_await host.run(c.p);
         BOOST_REQUIRE(!res);
-        BOOST_TEST((res.error().code == (c.retryable ? mira::errc::study_error_retryable
-                                                     : mira::errc::study_error)));
+        BOOST_TEST((res.error().code ==
+                    (c.retryable ? mira::errc::study_error_retryable : mira::errc::study_error)));
         BOOST_REQUIRE(res.error().diag.study_error.has_value());
         BOOST_TEST(res.error().diag.study_error->code == c.code);
         BOOST_TEST(res.error().diag.study_error->message == c.message);
@@ -421,6 +425,40 @@ BOOST_AUTO_TEST_CASE(bad_lines_are_reported_and_the_loop_goes_on) {
     s.host_end.shutdown(socket_t::shutdown_send);
     BOOST_TEST((co_await w.next()).is_null());
   });
+}
+
+BOOST_AUTO_TEST_CASE(the_hosts_timeout_is_the_subjects_deadline) {
+  std::vector<std::optional<std::chrono::milliseconds>> seen;
+  auto r = one_eval([&](study::run_context& c) -> asio::awaitable<transcript> {
+    auto d = c.deadline();
+    seen.push_back(d ? std::optional(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           *d - study::run_context::clock::now()))
+                     : std::nullopt);
+    transcript t;
+    t.final_response = "ok";
+    co_return t;
+  });
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r);
+    wire w{s.host_end, {}};
+    co_await w.send(
+        R"({"id":1,"method":"run","params":{"eval":"e","sample":"s0","target":"sim","timeout_ms":5000}})");
+    auto with = co_await w.answer();
+    // Not echoed: the timeout is no part of the case's identity.
+    BOOST_TEST(!with.at("result").as_object().contains("timeout_ms"));
+    co_await w.send(run_line(2, "s0"));
+    co_await w.answer();
+    co_await w.send(
+        R"({"id":3,"method":"run","params":{"eval":"e","sample":"s0","target":"sim","timeout_ms":-1}})");
+    auto bad = co_await w.answer();
+    BOOST_TEST(bad.at("error").at("message") == "timeout_ms: must not be negative");
+    s.host_end.shutdown(socket_t::shutdown_send);
+  });
+  BOOST_REQUIRE(seen.size() == 2U);
+  BOOST_REQUIRE(seen[0].has_value());
+  BOOST_TEST(seen[0]->count() > 4000);  // generous: the case ran at once
+  BOOST_TEST(seen[0]->count() <= 5000);
+  BOOST_TEST(!seen[1].has_value());
 }
 
 BOOST_AUTO_TEST_CASE(blocking_work_sees_its_stop_token) {

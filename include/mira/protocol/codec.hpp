@@ -50,6 +50,10 @@ decoded<event_params> decode_event_params(const json::value& v);
 decoded<log_params> decode_log_params(const json::value& v);
 decoded<part> decode_part(const json::value& v);
 decoded<run_params> decode_run_params(const json::value& v);
+/// The same from the params' JSON text, read in one pass without a DOM where the text reader
+/// takes it (a study's hot path), through the DOM decoder otherwise. Text that is not JSON is an
+/// error.
+decoded<run_params> decode_run_params_text(std::string_view text);
 
 // What a study reads: the params of the host's requests (`v` is the request's params; a request
 // without params is read as an empty object). Errors name the field from the params' root, e.g.

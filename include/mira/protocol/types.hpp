@@ -177,7 +177,13 @@ struct case_identity {
 };
 
 /// Addresses one repetition of one matrix case; the params of run and execute.
-struct run_params : case_identity {};
+struct run_params : case_identity {
+  /// Not a member of the protocol's RunParams: the host's per-case timeout, in milliseconds from
+  /// when it sent the request, when it has one; a study that does not know the member ignores
+  /// it, as it ignores every unknown one (mira::study gives it to subjects as a deadline). Not
+  /// part of the case's identity: results do not echo it.
+  std::optional<std::int64_t> timeout_ms;
+};
 
 struct score {
   std::string scorer;

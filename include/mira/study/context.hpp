@@ -16,16 +16,16 @@
 #include <mira/study/sample.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/async_result.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -87,8 +87,7 @@ class run_context {
   /// is the one to stop early, and must not outlive what it references otherwise.
   template <class F>
   auto blocking(F f) const -> boost::asio::awaitable<std::invoke_result_t<F&, std::stop_token>>
-    requires std::is_invocable_v<F&, std::stop_token>
-  {
+  requires std::is_invocable_v<F&, std::stop_token> {
     using result = std::invoke_result_t<F&, std::stop_token>;
     std::optional<std::conditional_t<std::is_void_v<result>, bool, result>> value;
     // Not co_spawn on the pool: that would carry the case's cancellation into the pool's
@@ -112,17 +111,16 @@ class run_context {
         boost::asio::dispatch(ex, [h = std::move(h), e]() mutable { std::move(h)(e); });
       });
     };
-    auto done = boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
-                                            void(std::exception_ptr)>(initiate,
-                                                                      boost::asio::use_awaitable);
+    auto done =
+        boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                    void(std::exception_ptr)>(initiate, boost::asio::use_awaitable);
     co_await std::move(done);
     if constexpr (!std::is_void_v<result>) co_return std::move(*value);
   }
   /// The same for a function of no arguments.
   template <class F>
   auto blocking(F f) const -> boost::asio::awaitable<std::invoke_result_t<F&>>
-    requires(!std::is_invocable_v<F&, std::stop_token>)
-  {
+  requires(!std::is_invocable_v<F&, std::stop_token>) {
     return blocking([f = std::move(f)](const std::stop_token&) mutable { return f(); });
   }
 

@@ -41,10 +41,10 @@ struct byte_stream {
 
 /// Serves `study` over `stream` until its input ends. The end of the input ends every request
 /// in flight, as the protocol says closing stdin does: each is cancelled as by `cancel`, and
-/// serve() returns once all have answered (a subject that ignores its cancellation holds it). Runs on the calling coroutine's executor, which must be
-/// single-threaded (an io_context run by one thread, or a strand): every subject and scorer
-/// runs there. Throws std::invalid_argument when study.check() finds a problem, and
-/// boost::system::system_error when the stream fails.
+/// serve() returns once all have answered (a subject that ignores its cancellation holds it). Runs
+/// on the calling coroutine's executor, which must be single-threaded (an io_context run by one
+/// thread, or a strand): every subject and scorer runs there. Throws std::invalid_argument when
+/// study.check() finds a problem, and boost::system::system_error when the stream fails.
 boost::asio::awaitable<void> serve(const registry& study, byte_stream stream,
                                    serve_options options = {});
 

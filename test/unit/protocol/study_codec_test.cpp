@@ -179,6 +179,36 @@ BOOST_AUTO_TEST_CASE(run_params_text_is_what_encode_makes) {
   BOOST_TEST(text_of(p) == to_json_text(encode(p)));
 }
 
+BOOST_AUTO_TEST_CASE(run_params_carry_the_hosts_timeout_and_read_back_from_text) {
+  run_params p;
+  p.eval = "greet";
+  p.sample = "hi";
+  p.target = "sim";
+  BOOST_TEST(text_of(p).find("timeout_ms") == std::string::npos);
+  p.timeout_ms = 1500;
+  p.params = {{"effort", "high"}};
+  auto text = text_of(p);
+  BOOST_TEST(text.find(R"("timeout_ms":1500)") != std::string::npos);
+  auto back = decode_run_params_text(text);
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->timeout_ms.value_or(0) == 1500);
+  BOOST_TEST(back->params.at("effort") == "high");
+  // The DOM decoder behind the text reader gives the same answers and the same errors.
+  auto dom = decode_run_params(json::parse(text));
+  BOOST_REQUIRE(dom);
+  BOOST_TEST(dom->timeout_ms.value_or(0) == 1500);
+  for (auto bad : {R"({"eval":"e","sample":"s","target":"t","timeout_ms":-5})",
+                   R"({"eval":"e","sample":"s","target":"t","timeout_ms":"soon"})"}) {
+    auto t = decode_run_params_text(bad);
+    auto d = decode_run_params(json::parse(bad));
+    BOOST_REQUIRE(!t);
+    BOOST_REQUIRE(!d);
+    BOOST_TEST(t.error().message() == d.error().message());
+    BOOST_TEST(t.error().path == "timeout_ms");
+  }
+  BOOST_TEST(!decode_run_params_text("{not json"));
+}
+
 BOOST_AUTO_TEST_CASE(execute_result_with_a_trajectory_reads_back_through_the_host_decoder) {
   auto x = full_execute();
   BOOST_TEST(x.transcript.final_response == "GOOGL is at $185.35.");
