@@ -16,6 +16,8 @@ echo "== host_throughput, typical results, c=64"
 "$build/benchmarks/host_throughput" -n 200000 -c 64 -r 3 --pin -- "$build/benchmarks/echo_study" --typical
 echo "== host_throughput, typical against minimal results side by side, c=64, 31 paired rounds"
 "$build/benchmarks/host_throughput" -n 100000 -c 64 -r 31 --pin --versus --typical -- "$build/benchmarks/echo_study"
+echo "== host_throughput, the study SDK's echo study against the hand-written one, c=64, 21 paired rounds"
+"$build/benchmarks/host_throughput" -n 100000 -c 64 -r 21 --against "$build/benchmarks/sdk_echo_study" -- "$build/benchmarks/echo_study"
 echo "== host_throughput, minimal echo results, c=64, unpinned"
 "$build/benchmarks/host_throughput" -n 200000 -c 64 -r 3 -- "$build/benchmarks/echo_study"
 echo "== host_throughput, minimal echo results, c=64, callers on a second thread (unpinned)"

@@ -57,7 +57,7 @@ class eval {
   /// An available target of this label and provider.
   eval& add_target(std::string label, std::string provider = {});
   eval& axis(std::string name, std::vector<std::string> values);
-  /// How many times the host should run each case (pass@k); trial t gets seed + t.
+  /// How many times the host should run each case (for pass-at-k); trial t gets seed + t.
   eval& trials(std::int64_t n);
   eval& seed(std::int64_t base);
   eval& max_turns(std::int64_t n);
