@@ -331,11 +331,11 @@ void server::admit(std::int64_t id, request r) {
   }
 }
 
-void server::cancel(std::int64_t id, bool answer_removed) {
+void server::cancel(std::int64_t id) {
   std::optional<request> removed;
   switch (table_.cancel(id, &removed)) {
     case request_table<request>::cancelled::removed_waiting:
-      if (answer_removed) answer_error(id, errc::cancelled, "cancelled");
+      answer_error(id, errc::cancelled, "cancelled");
       wake(settled_);
       return;
     case request_table<request>::cancelled::stop_running:
@@ -348,7 +348,6 @@ void server::cancel(std::int64_t id, bool answer_removed) {
 }
 
 void server::end_of_input() {
-  input_ended_ = true;
   for (auto id : table_.ids()) cancel(id);
 }
 

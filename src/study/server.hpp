@@ -78,7 +78,7 @@ class server {
   void on_request(std::int64_t id, std::string_view method, const json::value* params);
   void admit(std::int64_t id, method_kind kind, const json::value* params);
   void admit(std::int64_t id, request r);
-  void cancel(std::int64_t id, bool answer_removed = true);
+  void cancel(std::int64_t id);
   void end_of_input();
   void start(std::int64_t id);
   boost::asio::awaitable<void> answer(std::int64_t id, request& r);
@@ -104,7 +104,6 @@ class server {
   std::string scratch_;  // a frame's text, reused
   boost::asio::steady_timer has_output_;
   boost::asio::steady_timer settled_;  // a request finished, or the writer stopped
-  bool input_ended_ = false;
   bool closing_ = false;
   bool writer_done_ = false;
   std::exception_ptr write_error_;
