@@ -35,9 +35,15 @@ asio::awaitable<host_handle> start(study_command cmd, host_options o) {
 // Sanitizers change the resident set: ThreadSanitizer keeps shadow memory of about four times
 // what the process touches; AddressSanitizer keeps up to 256 MiB of freed memory in quarantine.
 // Buffering the whole line or flood would still exceed these bounds.
-#if defined(__SANITIZE_THREAD__)
+// g++ says which sanitizer it builds for with a macro, Clang with __has_feature.
+#if defined(__has_feature)
+#define MIRA_HAS_SANITIZER(name) __has_feature(name)
+#else
+#define MIRA_HAS_SANITIZER(name) 0
+#endif
+#if defined(__SANITIZE_THREAD__) || MIRA_HAS_SANITIZER(thread_sanitizer)
 constexpr long rss_factor = 5, rss_allowance = 0;
-#elif defined(__SANITIZE_ADDRESS__)
+#elif defined(__SANITIZE_ADDRESS__) || MIRA_HAS_SANITIZER(address_sanitizer)
 constexpr long rss_factor = 1, rss_allowance = 300;
 #else
 constexpr long rss_factor = 1, rss_allowance = 0;

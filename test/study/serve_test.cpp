@@ -85,6 +85,12 @@ struct served {
                      study_end.shutdown(socket_t::shutdown_both, ignored);
                    });
   }
+  // The serve coroutine holds study_end and completes into this object: a test waits for the
+  // end of the study's output before it lets this go.
+  ~served() { BOOST_TEST(done, "the test ended while the study was still serving"); }
+  served(const served&) = delete;
+  served& operator=(const served&) = delete;
+
   socket_t study_end, host_end;
   bool done = false;
   std::exception_ptr error;
@@ -453,6 +459,7 @@ BOOST_AUTO_TEST_CASE(the_hosts_timeout_is_the_subjects_deadline) {
     auto bad = co_await w.answer();
     BOOST_TEST(bad.at("error").at("message") == "timeout_ms: must not be negative");
     s.host_end.shutdown(socket_t::shutdown_send);
+    BOOST_TEST((co_await w.next()).is_null());
   });
   BOOST_REQUIRE(seen.size() == 2U);
   BOOST_REQUIRE(seen[0].has_value());
@@ -485,6 +492,7 @@ BOOST_AUTO_TEST_CASE(blocking_work_sees_its_stop_token) {
     if (a.at("id") == 2) std::swap(a, b);
     BOOST_TEST(a.at("result").at("transcript").at("final_response") == "stopped");
     s.host_end.shutdown(socket_t::shutdown_send);
+    BOOST_TEST((co_await w.next()).is_null());
   });
 }
 
