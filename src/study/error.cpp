@@ -30,6 +30,8 @@ class study_category final : public boost::system::error_category {
         return "the subject failed";
       case errc::scorer_failed:
         return "a scorer failed";
+      case errc::sample_failed:
+        return "a sample could not be made";
     }
     return "unknown study error";
   }
@@ -63,6 +65,7 @@ std::int64_t rpc_code(boost::system::error_code ec) noexcept {
       return -32800;
     case errc::subject_failed:
     case errc::scorer_failed:
+    case errc::sample_failed:
       return -32603;
   }
   return 0;

@@ -39,6 +39,9 @@ int serve_stdio(const registry& study, serve_options options) {
       std::rethrow_exception(e);
     } catch (const std::exception& x) {
       std::fprintf(stderr, "%s: %s\n", study.name().c_str(), x.what());
+    } catch (...) {
+      std::fprintf(stderr, "%s: serving failed with something not an exception\n",
+                   study.name().c_str());
     }
   });
   io.run();

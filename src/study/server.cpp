@@ -12,13 +12,16 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/json/parse_options.hpp>
 
 #include <algorithm>
 #include <charconv>
 #include <thread>
+#include <type_traits>
 
 namespace mira::study::detail {
 
@@ -34,6 +37,25 @@ std::optional<std::int64_t> uint_member(const json::object& o, std::string_view 
   if (v->is_uint64() && v->get_uint64() <= INT64_MAX)
     return static_cast<std::int64_t>(v->get_uint64());
   return std::nullopt;
+}
+
+// Lists samples [from, to) of an eval into `out`; what a sample generator threw is the error
+// the request is answered with (the other requests go on).
+std::optional<protocol::rpc_error> make_samples(const eval& e, std::size_t from, std::size_t to,
+                                                std::vector<protocol::sample_info>& out) {
+  auto i = from;
+  std::string why;
+  try {
+    for (; i < to; ++i) out.push_back(e.sample_at(i).info());
+    return std::nullopt;
+  } catch (const std::exception& x) {
+    why = x.what();
+  } catch (...) {
+    why = "it threw something not an exception";
+  }
+  return request_error(errc::sample_failed, "eval " + e.name() + ": making sample " +
+                                                std::to_string(i) + " failed: " + why)
+      .to_rpc();
 }
 
 }  // namespace
@@ -54,7 +76,28 @@ server::server(const registry& study, const serve_options& options, asio::any_io
       settled_(ex_, asio::steady_timer::time_point::max()) {}
 
 server::~server() {
+  // Torn down with cases still in flight (the io_context destroyed under serve()): blocking
+  // work waiting on its stop token is told, or the join would wait for ever.
+  for (auto id : table_.ids()) {
+    auto& c = *table_.find(id)->ctl;
+    c.cancelled = true;
+    if (c.stop) c.stop->request_stop();
+  }
   if (pool_) pool_->join();
+}
+
+bool server::on_io_thread() const {
+  // A strand runs on whichever thread of its context is free: ask it. Work-tracking is part of
+  // an io_context executor's type, and co_spawn's executor tracks work.
+  using io_executor = asio::io_context::executor_type;
+  using tracked_io_executor = std::decay_t<decltype(asio::require(
+      std::declval<io_executor>(), asio::execution::outstanding_work.tracked))>;
+  if (auto* s = ex_.target<asio::strand<io_executor>>()) return s->running_in_this_thread();
+  if (auto* s = ex_.target<asio::strand<asio::any_io_executor>>())
+    return s->running_in_this_thread();
+  if (auto* e = ex_.target<io_executor>()) return e->running_in_this_thread();
+  if (auto* e = ex_.target<tracked_io_executor>()) return e->running_in_this_thread();
+  return std::this_thread::get_id() == io_thread_;
 }
 
 asio::any_io_executor server::blocking_executor() {
@@ -74,8 +117,9 @@ void server::queue(std::string_view frame) {
 }
 
 void server::send(std::string frame) {
-  // Notifications may come from the pool's threads; the buffer is the I/O thread's.
-  if (std::this_thread::get_id() == io_thread_) return queue(frame);
+  // Notifications may come from the pool's threads; the buffer is the I/O thread's. A subject's
+  // own are queued at once, so they precede its answer.
+  if (on_io_thread()) return queue(frame);
   asio::post(ex_, [this, f = std::move(frame)] { queue(f); });
 }
 
@@ -259,7 +303,7 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
       info.targets = study_.targets_of(e);
       auto n = std::min(e.sample_count(), options_.page_size);
       info.samples.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) info.samples.push_back(e.sample_at(i).info());
+      if (auto problem = make_samples(e, 0, n, info.samples)) return answer_error(id, *problem);
       if (n < e.sample_count()) info.next_cursor = std::to_string(n);
     }
     result_.clear();
@@ -281,7 +325,7 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
     protocol::list_samples_result r;
     auto to = std::min(e->sample_count(), from + options_.page_size);
     r.samples.reserve(to - from);
-    for (auto i = from; i < to; ++i) r.samples.push_back(e->sample_at(i).info());
+    if (auto problem = make_samples(*e, from, to, r.samples)) return answer_error(id, *problem);
     if (to < e->sample_count()) r.next_cursor = std::to_string(to);
     result_.clear();
     protocol::append_json(result_, r);
@@ -290,7 +334,9 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
   if (method == "cancel" && options_.cancel) {
     auto q = protocol::decode_cancel_params(p);
     if (!q) return answer_error(id, errc::invalid_params, q.error().message());
-    bool found = table_.find(q->id) != nullptr;
+    // An answered request is over, though its entry lives until its completion returns.
+    auto* r = table_.find(q->id);
+    bool found = r && !r->ctl->answered;
     cancel(q->id);
     return answer(id, found ? R"({"cancelled":true})" : R"({"cancelled":false})");
   }
@@ -318,8 +364,12 @@ void server::admit(std::int64_t id, method_kind kind, const json::value* params)
 }
 
 void server::admit(std::int64_t id, request r) {
-  if (r.identity.timeout_ms)
-    r.deadline = run_context::clock::now() + std::chrono::milliseconds(*r.identity.timeout_ms);
+  if (r.identity.timeout_ms) {
+    // Capped at a century, so that the sum cannot overflow the clock's nanoseconds.
+    constexpr std::int64_t century_ms = std::int64_t{100} * 365 * 24 * 3600 * 1000;
+    r.deadline = run_context::clock::now() +
+                 std::chrono::milliseconds(std::min(*r.identity.timeout_ms, century_ms));
+  }
   switch (table_.admit(id, std::move(r))) {
     case request_table<request>::admitted::start:
       return start(id);
@@ -339,7 +389,7 @@ void server::cancel(std::int64_t id) {
       wake(settled_);
       return;
     case request_table<request>::cancelled::stop_running:
-      table_.find(id)->ctl->cancel();
+      if (auto& c = *table_.find(id)->ctl; !c.answered) c.cancel();
       return;
     case request_table<request>::cancelled::unknown:
     case request_table<request>::cancelled::already_stopping:
@@ -369,7 +419,9 @@ void server::finished(std::int64_t id) {
 }
 
 void server::failed(std::int64_t id, const std::exception_ptr& e) {
-  bool cancelled = table_.find(id)->ctl->cancelled;
+  auto& ctl = *table_.find(id)->ctl;
+  ctl.answered = true;
+  bool cancelled = ctl.cancelled;
   try {
     std::rethrow_exception(e);
   } catch (const request_error& x) {
@@ -397,7 +449,12 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   std::optional<study::sample> made;
   const study::sample* s = e->listed_sample(c.sample);
   if (!s) {
-    made = e->find_sample(c.sample);
+    try {
+      made = e->find_sample(c.sample);
+    } catch (const std::exception& x) {
+      throw request_error(errc::sample_failed,
+                          "sample " + c.eval + "/" + c.sample + " could not be made: " + x.what());
+    }
     if (!made)
       throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
     s = &*made;
@@ -429,14 +486,16 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     protocol::project_trajectory(t);
   }
 
-  result_.clear();
+  // result_ is shared by every case: written only between this coroutine's suspensions.
   if (r.kind == method_kind::execute) {
     protocol::execute_result x;
     static_cast<protocol::case_identity&>(x) = std::move(c);
     x.transcript = std::move(t);
     x.skipped = skipped;
+    result_.clear();
     protocol::append_json(result_, x);
     answer(id, result_);
+    r.ctl->answered = true;
     co_return;
   }
 
@@ -459,6 +518,8 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
         } catch (const request_error&) {
           throw;
         } catch (const std::exception& ex) {
+          // A cancel that reached a scorer's co_await is answered as the cancel it is.
+          if (r.ctl->cancelled) throw;
           throw request_error(errc::scorer_failed, "scorer " + sc.name() + " failed: " + ex.what());
         }
       }
@@ -468,8 +529,10 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     rr.aggregate = v.aggregate;
   }
   rr.transcript = std::move(static_cast<protocol::transcript_summary&>(t));
+  result_.clear();
   protocol::append_json(result_, rr);
   answer(id, result_);
+  r.ctl->answered = true;
 }
 
 }  // namespace mira::study::detail

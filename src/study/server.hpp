@@ -15,6 +15,7 @@
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parser.hpp>
 
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -30,7 +31,9 @@ enum class method_kind { run, execute, score };
 /// stop token blocking code polls, made only when a subject asks for it.
 struct case_control {
   boost::asio::cancellation_signal signal;
-  bool cancelled = false;
+  // Atomic: run_context::cancelled() may be asked from blocking code on the pool.
+  std::atomic<bool> cancelled = false;
+  bool answered = false;  // the answer is queued; the entry goes after co_spawn's completion
   std::optional<std::stop_source> stop;
 
   void cancel() {
@@ -92,6 +95,7 @@ class server {
                     bool retryable = false);
   void log(std::string_view message, std::int64_t request_id = 0);
   void wake(boost::asio::steady_timer& t) { t.cancel(); }
+  bool on_io_thread() const;
 
   const registry& study_;
   serve_options options_;
@@ -108,7 +112,7 @@ class server {
   bool writer_done_ = false;
   std::exception_ptr write_error_;
   std::optional<boost::asio::thread_pool> pool_;
-  std::thread::id io_thread_;  // where run() runs: send() from elsewhere posts
+  std::thread::id io_thread_;  // where run() runs, for an executor on_io_thread() cannot ask
 };
 
 }  // namespace mira::study::detail

@@ -17,7 +17,8 @@ BOOST_AUTO_TEST_CASE(each_error_has_its_json_rpc_code) {
         row{study::errc::duplicate_id, -32600}, row{study::errc::invalid_params, -32602},
         row{study::errc::unknown_eval, -32602}, row{study::errc::unknown_sample, -32602},
         row{study::errc::unknown_target, -32602}, row{study::errc::cancelled, -32800},
-        row{study::errc::subject_failed, -32603}, row{study::errc::scorer_failed, -32603}}) {
+        row{study::errc::subject_failed, -32603}, row{study::errc::scorer_failed, -32603},
+        row{study::errc::sample_failed, -32603}}) {
     boost::system::error_code ec = e;
     BOOST_TEST(ec.category().name() == std::string("mira.study"));
     BOOST_TEST(study::rpc_code(ec) == code);

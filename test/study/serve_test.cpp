@@ -8,16 +8,21 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <set>
+#include <thread>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -73,27 +78,32 @@ mira::protocol::run_params case_of(std::string sample, std::string eval = "e") {
 }
 
 // A study served on one end of a socket pair (on the test's io_context) and the other end.
+// The sockets live as long as the serve coroutine: a test that ends early (a failed
+// BOOST_REQUIRE) closes the host's end, and the study winds down on its own.
 struct served {
+  struct pair {
+    explicit pair(asio::io_context& io) : study_end(io), host_end(io) {}
+    socket_t study_end, host_end;
+  };
+
   served(asio::io_context& io, const study::registry& r, study::serve_options o = {})
-      : study_end(io), host_end(io) {
-    asio::local::connect_pair(study_end, host_end);
-    asio::co_spawn(io, study::serve(r, study::stream_of(study_end), o),
-                   [this](std::exception_ptr e) {
-                     error = e;
-                     done = true;
+      : sockets(std::make_shared<pair>(io)) {
+    asio::local::connect_pair(sockets->study_end, sockets->host_end);
+    asio::co_spawn(io, study::serve(r, study::stream_of(sockets->study_end), o),
+                   [keep = sockets](std::exception_ptr) {
                      boost::system::error_code ignored;
-                     study_end.shutdown(socket_t::shutdown_both, ignored);
+                     keep->study_end.shutdown(socket_t::shutdown_both, ignored);
                    });
   }
-  // The serve coroutine holds study_end and completes into this object: a test waits for the
-  // end of the study's output before it lets this go.
-  ~served() { BOOST_TEST(done, "the test ended while the study was still serving"); }
+  ~served() {
+    boost::system::error_code ignored;
+    sockets->host_end.close(ignored);
+  }
   served(const served&) = delete;
   served& operator=(const served&) = delete;
 
-  socket_t study_end, host_end;
-  bool done = false;
-  std::exception_ptr error;
+  std::shared_ptr<pair> sockets;
+  socket_t& host_end = sockets->host_end;
 };
 
 // Raw protocol lines over the host's end.
@@ -122,6 +132,18 @@ struct wire {
       if (!v.as_object().contains("method")) co_return v.as_object();
     }
   }
+};
+
+// A timer made on run_co's io_context, in an optional the subjects see: reset when the test's
+// coroutine ends, before the io_context goes.
+struct timer_slot {
+  std::optional<asio::steady_timer>& timer;
+  timer_slot(std::optional<asio::steady_timer>& t, asio::io_context& io) : timer(t) {
+    timer.emplace(io, asio::steady_timer::time_point::max());
+  }
+  ~timer_slot() { timer.reset(); }
+  timer_slot(const timer_slot&) = delete;
+  timer_slot& operator=(const timer_slot&) = delete;
 };
 
 std::string run_line(int id, std::string_view sample, std::string_view eval = "e") {
@@ -458,14 +480,20 @@ BOOST_AUTO_TEST_CASE(the_hosts_timeout_is_the_subjects_deadline) {
         R"({"id":3,"method":"run","params":{"eval":"e","sample":"s0","target":"sim","timeout_ms":-1}})");
     auto bad = co_await w.answer();
     BOOST_TEST(bad.at("error").at("message") == "timeout_ms: must not be negative");
+    // Beyond what the clock can add (UBSan reports the overflow): a century at most.
+    co_await w.send(
+        R"({"id":4,"method":"run","params":{"eval":"e","sample":"s0","target":"sim","timeout_ms":9000000000000000000}})");
+    BOOST_TEST((co_await w.answer()).contains("result"));
     s.host_end.shutdown(socket_t::shutdown_send);
     BOOST_TEST((co_await w.next()).is_null());
   });
-  BOOST_REQUIRE(seen.size() == 2U);
+  BOOST_REQUIRE(seen.size() == 3U);
   BOOST_REQUIRE(seen[0].has_value());
   BOOST_TEST(seen[0]->count() > 4000);  // generous: the case ran at once
   BOOST_TEST(seen[0]->count() <= 5000);
   BOOST_TEST(!seen[1].has_value());
+  BOOST_REQUIRE(seen[2].has_value());
+  BOOST_TEST(seen[2]->count() > std::int64_t{99} * 365 * 24 * 3600 * 1000);
 }
 
 BOOST_AUTO_TEST_CASE(blocking_work_sees_its_stop_token) {
@@ -496,14 +524,240 @@ BOOST_AUTO_TEST_CASE(blocking_work_sees_its_stop_token) {
   });
 }
 
+BOOST_AUTO_TEST_CASE(a_torn_down_io_context_stops_blocking_work_in_flight) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  bool stopped = false;
+  auto r = one_eval([&](study::run_context& c) -> asio::awaitable<transcript> {
+    c.started();
+    co_await c.blocking([&](std::stop_token st) {
+      std::unique_lock lock(m);
+      stopped = !cv.wait(lock, st, [] { return false; });
+    });
+    co_return transcript{};
+  });
+  {
+    asio::io_context io;
+    served s(io, r);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          wire w{s.host_end, {}};
+          co_await w.send(run_line(1, "s0"));
+          co_await w.next();  // "started": the subject waits on the pool
+          io.stop();
+        },
+        asio::detached);
+    io.run();
+  }  // the io_context goes with the case in flight: the study's pool must not wait for ever
+  BOOST_TEST(stopped);
+}
+
+// Coroutine scorers of two cases wait at once, and an `initialize` is answered meanwhile:
+// each answer is its own, whole.
+BOOST_AUTO_TEST_CASE(coroutine_scorers_in_flight_answer_each_their_own) {
+  std::optional<asio::steady_timer> gate;
+  int waiting = 0;
+  study::registry r("test-study", "1.0");
+  r.default_target({"sim", "sim", true, {}});
+  auto& e = r.add("e");
+  e.add_sample({"s0"}).add_sample({"s1"}).subject(answers("ok"));
+  e.score_with(study::scorer(
+      "waits",
+      study::scorer::coroutine(
+          [&](const study::sample&, const transcript&) -> asio::awaitable<mira::protocol::score> {
+            if (++waiting == 2)
+              gate->cancel();
+            else
+              co_await gate->async_wait(asio::as_tuple(asio::use_awaitable));
+            co_return study::pass("waits");
+          })));
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    timer_slot opens(gate, io);
+    served s(io, r);
+    wire w{s.host_end, {}};
+    // One write: both scorers are waiting when the initialize is read.
+    std::string lines = run_line(1, "s0") + "\n" + run_line(2, "s1") + "\n" +
+                        R"({"id":3,"method":"initialize","params":{"protocol_version":"1"}})" +
+                        "\n";
+    co_await asio::async_write(s.host_end, asio::buffer(lines), asio::use_awaitable);
+    std::map<std::int64_t, json::object> by_id;
+    for (int i = 0; i < 3; ++i) {
+      auto a = co_await w.answer();
+      by_id[a.at("id").as_int64()] = a;
+    }
+    BOOST_TEST(by_id.at(1).at("result").at("sample") == "s0");
+    BOOST_TEST(by_id.at(1).at("result").at("passed") == true);
+    BOOST_TEST(by_id.at(2).at("result").at("sample") == "s1");
+    BOOST_TEST(by_id.at(3).at("result").as_object().contains("capabilities"));
+    s.host_end.shutdown(socket_t::shutdown_send);
+    BOOST_TEST((co_await w.next()).is_null());
+  });
+  BOOST_TEST(waiting == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancel_that_reaches_a_coroutine_scorer_is_answered_as_cancelled) {
+  study::registry r("test-study", "1.0");
+  r.default_target({"sim", "sim", true, {}});
+  auto& e = r.add("e");
+  e.add_sample({"s0"}).subject(answers("ok"));
+  e.score_with(study::scorer(
+      "judge",
+      study::scorer::coroutine(
+          [](const study::sample&, const transcript&) -> asio::awaitable<mira::protocol::score> {
+            asio::steady_timer t(co_await asio::this_coro::executor, 1h);
+            co_await t.async_wait(asio::use_awaitable);
+            co_return study::pass("judge");
+          })));
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r);
+    wire w{s.host_end, {}};
+    co_await w.send(run_line(1, "s0"));
+    co_await w.send(R"({"id":2,"method":"cancel","params":{"id":1}})");
+    auto a = co_await w.answer();
+    auto b = co_await w.answer();
+    if (a.at("id") == 1) std::swap(a, b);
+    BOOST_TEST(a.at("result").at("cancelled") == true);
+    BOOST_TEST(b.at("error").at("code") == -32800);
+    s.host_end.shutdown(socket_t::shutdown_send);
+    BOOST_TEST((co_await w.next()).is_null());
+  });
+}
+
+// `cancel` says true exactly when the request is answered as cancelled: a request already
+// answered (its entry not yet gone) is not.
+BOOST_AUTO_TEST_CASE(a_cancel_says_whether_it_cancelled) {
+  auto r = one_eval(answers("ok"));
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r);
+    wire w{s.host_end, {}};
+    for (int id = 1; id <= 20; id += 2) {
+      std::string lines = run_line(id, "s0") + "\n" + R"({"id":)" + std::to_string(id + 1) +
+                          R"(,"method":"cancel","params":{"id":)" + std::to_string(id) + "}}\n";
+      co_await asio::async_write(s.host_end, asio::buffer(lines), asio::use_awaitable);
+      auto a = co_await w.answer();
+      auto b = co_await w.answer();
+      if (a.at("id") == id) std::swap(a, b);
+      bool said = a.at("result").at("cancelled").as_bool();
+      bool was = b.contains("error") && b.at("error").at("code") == -32800;
+      BOOST_TEST(said == was, "request " << id);
+    }
+    s.host_end.shutdown(socket_t::shutdown_send);
+    BOOST_TEST((co_await w.next()).is_null());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_sample_generator_that_throws_fails_only_its_request) {
+  study::registry r("test-study", "1.0");
+  r.default_target({"sim", "sim", true, {}});
+  r.add("gen")
+      .samples(study::sample_generator{10,
+                                       [](std::size_t i) -> study::sample {
+                                         if (i >= 3) throw std::runtime_error("dataset offline");
+                                         return {"g" + std::to_string(i)};
+                                       },
+                                       [](std::string_view id) -> std::optional<std::size_t> {
+                                         return static_cast<std::size_t>(id.back() - '0');
+                                       }})
+      .subject(answers("ok"));
+  r.add("fixed").add_sample({"x"}).subject(answers("ok"));
+  study::serve_options o;
+  o.page_size = 2;
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r, o);
+    wire w{s.host_end, {}};
+    co_await w.send(R"({"id":1,"method":"list"})");
+    auto list = co_await w.answer();
+    BOOST_TEST(list.at("result").at("evals").as_array().size() == 2U);
+    co_await w.send(R"({"id":2,"method":"list_samples","params":{"eval":"gen","cursor":"2"}})");
+    auto page = co_await w.answer();
+    BOOST_TEST(page.at("error").at("code") == -32603);
+    BOOST_TEST(page.at("error").at("message") ==
+               "eval gen: making sample 3 failed: dataset offline");
+    co_await w.send(run_line(3, "g5", "gen"));
+    auto run = co_await w.answer();
+    BOOST_TEST(run.at("error").at("code") == -32603);
+    BOOST_TEST(run.at("error").at("message") == "sample gen/g5 could not be made: dataset offline");
+    co_await w.send(run_line(4, "x", "fixed"));
+    BOOST_TEST((co_await w.answer()).at("result").at("sample") == "x");
+    s.host_end.shutdown(socket_t::shutdown_send);
+    BOOST_TEST((co_await w.next()).is_null());
+  });
+}
+
+// How many of 300 cases had their subject's "started" event written before their answer,
+// when the study starts serving on this thread and its cases run on `threads` others: on a
+// strand of the io_context, or on the io_context itself (one other thread).
+int events_before_answers(bool on_strand, int threads) {
+  auto r = one_eval([](study::run_context& c) -> asio::awaitable<transcript> {
+    c.started();
+    transcript t;
+    t.final_response = "ok";
+    co_return t;
+  });
+  asio::io_context io(threads);
+  asio::any_io_executor ex = io.get_executor();
+  if (on_strand) ex = asio::make_strand(io);
+  socket_t study_end(ex), host_end(ex);
+  asio::local::connect_pair(study_end, host_end);
+  asio::co_spawn(ex, study::serve(r, study::stream_of(study_end)), [&](std::exception_ptr) {
+    boost::system::error_code ignored;
+    study_end.shutdown(socket_t::shutdown_both, ignored);
+  });
+  io.poll();  // serving starts here, then waits for requests
+  int answered = 0;
+  int after_their_event = 0;
+  asio::co_spawn(
+      ex,
+      [&]() -> asio::awaitable<void> {
+        wire w{host_end, {}};
+        std::string lines;
+        for (int i = 1; i <= 300; ++i) lines += run_line(i, "s" + std::to_string(i % 3)) + "\n";
+        co_await asio::async_write(host_end, asio::buffer(lines), asio::use_awaitable);
+        std::set<std::int64_t> started;
+        while (answered < 300) {
+          auto v = co_await w.next();
+          if (v.is_null()) break;
+          auto& o = v.as_object();
+          if (o.contains("method")) {
+            started.insert(o.at("params").at("request_id").as_int64());
+            continue;
+          }
+          ++answered;
+          after_their_event += static_cast<int>(started.count(o.at("id").as_int64()));
+        }
+        host_end.shutdown(socket_t::shutdown_send);
+        co_await w.next();  // the end of the study's output
+      },
+      asio::detached);
+  std::vector<std::thread> others;
+  for (int i = 0; i < threads; ++i) others.emplace_back([&] { io.run(); });
+  for (auto& t : others) t.join();
+  BOOST_TEST(answered == 300);
+  return after_their_event;
+}
+
+// A subject's own notifications are queued at once, whichever thread runs its executor.
+BOOST_AUTO_TEST_CASE(events_precede_their_answer_on_any_thread_of_the_executor) {
+  BOOST_TEST(events_before_answers(false, 1) == 300);
+  BOOST_TEST(events_before_answers(true, 2) == 300);
+}
+
 BOOST_AUTO_TEST_CASE(ten_thousand_cases_with_a_thousand_in_flight) {
   int running = 0;
   int most = 0;
+  // Subjects wait until the study runs a thousand at once (never, and the watchdog fails the
+  // test); from then on they answer at once.
+  std::optional<asio::steady_timer> gate;
+  bool open = false;
   auto r = one_eval(
-      [&](study::run_context& c) -> asio::awaitable<transcript> {
+      [&](study::run_context&) -> asio::awaitable<transcript> {
         most = std::max(most, ++running);
-        asio::steady_timer t(c.get_executor(), 1ms);
-        co_await t.async_wait(asio::use_awaitable);
+        if (running == 1000) {
+          open = true;
+          gate->cancel();
+        }
+        if (!open) co_await gate->async_wait(asio::as_tuple(asio::use_awaitable));
         --running;
         transcript out;
         out.final_response = "ok";
@@ -514,6 +768,7 @@ BOOST_AUTO_TEST_CASE(ten_thousand_cases_with_a_thousand_in_flight) {
   o.max_in_flight = 1000;
   run_co(
       [&](asio::io_context& io) -> asio::awaitable<void> {
+        timer_slot opens(gate, io);
         served s(io, r, o);
         auto host = mira::host_handle::connect(std::move(s.host_end));
         co_await host.initialize();

@@ -25,6 +25,7 @@ enum class errc {
   cancelled,           // the host cancelled the request (or closed the connection) first
   subject_failed,      // the subject threw
   scorer_failed,       // a scorer threw
+  sample_failed,       // making a sample threw (a sample generator's make or index_of)
 };
 
 const boost::system::error_category& category() noexcept;
@@ -32,8 +33,8 @@ boost::system::error_code make_error_code(errc e) noexcept;
 
 /// The JSON-RPC code an error of this category is answered with: -32601 for an unknown method,
 /// -32600 for an invalid request or a duplicate id, -32602 for bad params and unknown names,
-/// -32800 for a cancelled request (as LSP does), -32603 for a subject or scorer that threw, and
-/// 0 for a code of another category.
+/// -32800 for a cancelled request (as LSP does), -32603 for a subject, scorer or sample generator
+/// that threw, and 0 for a code of another category.
 std::int64_t rpc_code(boost::system::error_code ec) noexcept;
 
 /// Thrown by a subject (or a scorer) to answer its request with an error of its own choosing,

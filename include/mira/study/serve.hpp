@@ -28,7 +28,8 @@ struct serve_options {
   std::size_t page_size = 1000;
   /// The longest request line read; a longer one is skipped with a `log` notification.
   std::size_t max_line = std::size_t{64} << 20;
-  /// Answer `cancel` (and advertise it). Off, a subject runs to its end whatever the host does.
+  /// Answer `cancel` (and advertise it). Off, `cancel` is an unknown method and a subject runs
+  /// to its end whatever the host sends; the end of the input still cancels what is in flight.
   bool cancel = true;
 };
 
