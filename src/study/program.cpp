@@ -224,6 +224,16 @@ struct run_state {
 // default signal dispositions and an empty signal mask, and takes the pipes and a pidfd.
 void spawn(run_state& s) {
   const auto& o = s.options;
+  // With SIGCHLD ignored the kernel reaps the child unseen: no exit status, and a process group
+  // id that may be reused while this still signals it.
+  struct sigaction chld {};
+  if (::sigaction(SIGCHLD, nullptr, &chld) == 0 &&
+      (chld.sa_handler == SIG_IGN || (chld.sa_flags & SA_NOCLDWAIT) != 0))
+    throw boost::system::system_error(
+        error_code(ECHILD, boost::system::generic_category()),
+        "run_program: SIGCHLD is ignored in this process (SIG_IGN or SA_NOCLDWAIT), so its "
+        "children are reaped unseen; give SIGCHLD its default action to run '" +
+            o.argv.front() + "'");
   auto env = child_environment(o);
   auto path = find_program(o.argv.front(), env);
   auto in = make_pipe();

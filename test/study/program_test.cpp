@@ -194,6 +194,19 @@ BOOST_AUTO_TEST_CASE(a_program_that_cannot_start_is_named) {
   BOOST_CHECK_THROW(run({}), std::invalid_argument);
 }
 
+BOOST_AUTO_TEST_CASE(sigchld_ignored_is_refused_before_anything_starts) {
+  struct sigaction ignore {
+  }, before{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGCHLD, &ignore, &before);
+  BOOST_CHECK_EXCEPTION(run({.argv = {"true"}}), system_error, [](const system_error& e) {
+    return e.code() == boost::system::errc::no_child_process &&
+           std::string(e.what()).find("SIGCHLD is ignored") != std::string::npos;
+  });
+  ::sigaction(SIGCHLD, &before, nullptr);
+  BOOST_TEST(run({.argv = {"true"}}).exit_code == 0);
+}
+
 // SIGPIPE at its default action: a child that stops reading its stdin must not end this process.
 BOOST_AUTO_TEST_CASE(a_child_that_stops_reading_does_not_raise_sigpipe_here) {
   default_sigpipe guard;

@@ -83,7 +83,9 @@ struct program_result {
 /// the exec error in the generic category (errc::no_such_file_or_directory for one not found,
 /// errc::permission_denied for one not executable) and whose message names the program (and
 /// the cwd, which may be what is missing); an empty argv throws std::invalid_argument. The caller
-/// must not reap children it did not start (no waitpid(-1), no SIGCHLD set to SIG_IGN).
+/// must not reap children it did not start (no waitpid(-1)); with SIGCHLD ignored (SIG_IGN or
+/// SA_NOCLDWAIT) nothing is started and boost::system::system_error (errc::no_child_process)
+/// says so.
 boost::asio::awaitable<program_result> run_program(program_options options);
 
 /// A result as a transcript: final_response is stdout as written; error is set when the program
