@@ -3,6 +3,7 @@
 
 #include <mira/report/escape.hpp>
 
+#include <cmath>
 #include <cstdio>
 
 namespace mira::report::detail {
@@ -32,7 +33,11 @@ std::string fmt(const char* f, double v) {
 }
 
 std::string pct(double v) {
-  return fmt("%.1f%%", v * 100);
+  // As the console's percent(): a rate below 1 never reads 100%, one above 0 never 0%.
+  double p = v * 100;
+  if (p < 100 && std::round(p * 10) >= 1000) p = 99.9;
+  if (p > 0 && std::round(p * 10) <= 0) p = 0.1;
+  return fmt("%.1f%%", p);
 }
 
 std::string excerpt(std::string_view s, std::size_t n) {

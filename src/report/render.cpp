@@ -74,9 +74,17 @@ std::string fraction(const aggregate::rate& r) {
   return r.scored ? std::to_string(r.passed) + "/" + std::to_string(r.scored) : "-";
 }
 
+// Whole percents, except where rounding would hide the last failure or the only pass: a rate
+// below 1 never reads 100%, one above 0 never 0% (99.85% is 99.8%, 0.02% is 0.1%).
 std::string percent(double v) {
+  double p = v * 100;
   char buf[16];
-  std::snprintf(buf, sizeof buf, "%.0f%%", v * 100);
+  if (p < 100 && std::round(p) >= 100)
+    std::snprintf(buf, sizeof buf, "%.1f%%", std::floor(p * 10) / 10);
+  else if (p > 0 && std::round(p) <= 0)
+    std::snprintf(buf, sizeof buf, "%.1f%%", std::ceil(p * 10) / 10);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f%%", p);
   return buf;
 }
 
@@ -101,18 +109,18 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
     std::string score, note;
   };
   auto shown_of = [](const schedule::case_record& r) {
-    shown out{{}, r.message};
-    if (r.state != case_state::passed && r.state != case_state::failed) return out;
+    shown cell{{}, r.message};
+    if (r.state != case_state::passed && r.state != case_state::failed) return cell;
     auto result = r.result();
-    if (!result) return out;
-    out.score = fixed(result->aggregate);
-    if (out.note.empty() && r.state == case_state::failed)
+    if (!result) return cell;
+    cell.score = fixed(result->aggregate);
+    if (cell.note.empty() && r.state == case_state::failed)
       for (auto& sc : result->scores)
         if (!sc.na && !sc.pass) {
-          out.note = sc.scorer + ": " + sc.reason;
+          cell.note = sc.scorer + ": " + sc.reason;
           break;
         }
-    return out;
+    return cell;
   };
   std::size_t key_width = 0, score_width = 0;
   cases.visit_keys([&](std::size_t, std::string_view key) {

@@ -85,6 +85,23 @@ BOOST_AUTO_TEST_CASE(nothing_scored_is_said_not_shown_as_0_percent) {
   BOOST_TEST(table(run, run.summary()).find("pass rate 100% [") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_rate_with_a_failure_never_reads_100_percent) {
+  fixture_run most;
+  for (int i = 0; i < 999; ++i)
+    most.add("p" + std::to_string(i), case_state::passed, result(true, 1));
+  most.add("f", case_state::failed, result(false, 0));
+  auto t = table(most, most.summary());
+  BOOST_TEST(t.find("pass rate 99.9% [99%, 99.9%]") != std::string::npos,
+             t.substr(t.rfind('\n', t.size() - 2)));
+  fixture_run few;
+  few.add("p", case_state::passed, result(true, 1));
+  for (int i = 0; i < 999; ++i)
+    few.add("f" + std::to_string(i), case_state::failed, result(false, 0));
+  t = table(few, few.summary());
+  BOOST_TEST(t.find("pass rate 0.1% [0.1%, 1%]") != std::string::npos,
+             t.substr(t.rfind('\n', t.size() - 2)));
+}
+
 BOOST_AUTO_TEST_CASE(table_columns_are_aligned) {
   fixture_run run;
   run.add("short", case_state::passed, result(true, 1));
