@@ -5,13 +5,15 @@
 // projection; the text decoder of run results and listings against the DOM decoder on every result
 // and on the whole input; and every line routed twice, by a multiplexer whose run and score ops
 // decode on the hot path (pending_op::decode_unchecked) and by one whose ops decline, which must
-// agree. Built and run by scripts/fuzz.sh.
+// agree; and each line as a study reads a request, its run params by the text reader against the
+// DOM decoder. Built and run by scripts/fuzz.sh.
 #include "common/run_result_diff.hpp"
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/trajectory.hpp>
 #include "connection/multiplexer.hpp"
 #include "framing/line_framer.hpp"
+#include "protocol/envelope.hpp"
 #include "protocol/text_decoder.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
@@ -57,6 +59,7 @@ void decode_for(const std::string& method, const boost::json::value& v, std::str
 void differential(std::string_view text) {
   auto diff = test::text_and_dom_disagree(text);
   if (diff.empty()) diff = test::listing_text_and_dom_disagree(text);
+  if (diff.empty()) diff = test::run_params_text_and_dom_disagree(text);
   if (!diff.empty()) {
     std::fprintf(stderr, "text and DOM decoders disagree: %s\n", diff.c_str());
     std::abort();
@@ -79,7 +82,19 @@ void route_hot(multiplexer& hot, std::string_view line, const inbound& checked) 
     disagree("outcome");
 }
 
+// What a study makes of the same line, read as the host's request: a run's params by the text
+// reader of its hot path, which must agree with the DOM decoder.
+void study_side(std::string_view line) {
+  auto env = classify_envelope(line);
+  if (!env || env->kind != envelope_kind::request || env->params.empty()) return;
+  if (auto diff = test::run_params_text_and_dom_disagree(env->params); !diff.empty()) {
+    std::fprintf(stderr, "text and DOM decoders disagree: %s\n", diff.c_str());
+    std::abort();
+  }
+}
+
 void route(multiplexer& mux, multiplexer& hot, std::string_view line) {
+  study_side(line);
   auto in = mux.on_line(line);
   route_hot(hot, line, in);
   if (in.kind == inbound_kind::response && in.op) {

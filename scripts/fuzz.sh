@@ -17,7 +17,7 @@ clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
   -DBOOST_JSON_NO_LIB -Iinclude -Isrc -Itest \
   fuzz/wire_fuzzer.cpp src/framing/line_framer.cpp src/connection/multiplexer.cpp \
   src/protocol/codec.cpp src/protocol/json_scan.cpp src/protocol/envelope.cpp \
-  src/protocol/json_text.cpp src/protocol/text_decoder.cpp \
+  src/protocol/json_text.cpp src/protocol/text_decoder.cpp src/protocol/text_encoder.cpp \
   src/protocol/trajectory.cpp "$out/boost_json.cpp" \
   -o "$out/wire_fuzzer"
 

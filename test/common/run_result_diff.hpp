@@ -1,6 +1,7 @@
 // Compares what the text decoder and the DOM decoder make of one text, field by field: they
-// must agree (run results and listings). Doubles may differ in the last place: Boost.JSON 1.81 does
-// not round every decimal correctly (the text decoder uses std::from_chars, which does).
+// must agree (run results, listings and run params). Doubles may differ in the last place:
+// Boost.JSON 1.81 does not round every decimal correctly (the text decoder uses std::from_chars,
+// which does).
 #pragma once
 
 #include <mira/protocol/codec.hpp>
@@ -120,6 +121,12 @@ inline boost::json::object as_json(const protocol::list_samples_result& l) {
   holder.next_cursor = l.next_cursor;
   return protocol::encode(holder);
 }
+// Every field of run params, timeout_ms included: the writer a host sends them with.
+inline boost::json::object as_json(const protocol::run_params& p) {
+  std::string text;
+  protocol::append_json(text, p);
+  return boost::json::parse(text).as_object();
+}
 template <class T, class ByText, class ByDom>
 std::string disagree(std::string_view text, ByText by_text_decode, ByDom by_dom_decode) {
   boost::system::error_code ec;
@@ -136,7 +143,7 @@ std::string disagree(std::string_view text, ByText by_text_decode, ByDom by_dom_
     return {};
   }
   if (as_json(*by_text) != as_json(*by_dom))
-    return "listings differ: " + boost::json::serialize(as_json(*by_text)) + " / " +
+    return "values differ: " + boost::json::serialize(as_json(*by_text)) + " / " +
            boost::json::serialize(as_json(*by_dom));
   return {};
 }
@@ -151,6 +158,13 @@ inline std::string listing_text_and_dom_disagree(std::string_view text) {
       text, protocol::decode_list_samples_result_text, protocol::decode_list_samples_result);
   if (!samples.empty()) return "list_samples: " + samples;
   return {};
+}
+
+/// The same for run and execute params: a study reads them by the text reader on its hot path.
+inline std::string run_params_text_and_dom_disagree(std::string_view text) {
+  auto diff = detail_diff::disagree<protocol::run_params>(text, protocol::decode_run_params_text,
+                                                          protocol::decode_run_params);
+  return diff.empty() ? diff : "run params: " + diff;
 }
 
 }  // namespace mira::test

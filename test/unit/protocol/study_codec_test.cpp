@@ -209,6 +209,43 @@ BOOST_AUTO_TEST_CASE(run_params_carry_the_hosts_timeout_and_read_back_from_text)
   BOOST_TEST(!decode_run_params_text("{not json"));
 }
 
+// The text reader a study uses for run and execute params agrees with the DOM decoder on
+// values and on errors, whatever the host sends.
+BOOST_AUTO_TEST_CASE(run_params_text_and_dom_agree) {
+  const char* rows[] = {
+      R"({"eval":"e","sample":"s","target":"t"})",
+      R"({ "eval" : "e" , "sample" : "s" , "target" : "t" , "params" : { } })",
+      R"({"eval":"\u00e9\"q\"\n","sample":"\ud83d\ude00","target":"a/b","params":{"k":"v","\u006b2":"w"}})",
+      R"({"eval":"e","sample":"s","target":"t","trial":3,"trials":0,"seed":-9223372036854775808})",
+      R"({"eval":"e","sample":"s","target":"t","trial":1.0})",
+      R"({"eval":"e","sample":"s","target":"t","trial":1e2})",
+      R"({"eval":"e","sample":"s","target":"t","trial":-1})",
+      R"({"eval":"e","sample":"s","target":"t","trials":-2})",
+      R"({"eval":"e","sample":"s","target":"t","trial":9223372036854775808})",
+      R"({"eval":"e","sample":"s","target":"t","seed":null,"timeout_ms":null})",
+      R"({"eval":"e","sample":"s","target":"t","seed":1.5})",
+      R"({"eval":"e","sample":"s","target":"t","timeout_ms":0})",
+      R"({"eval":"e","sample":"s","target":"t","timeout_ms":18446744073709551615})",
+      R"({"eval":"e","sample":"s","target":"t","params":{"k":1}})",
+      R"({"eval":"e","sample":"s","target":"t","params":{"k":null}})",
+      R"({"eval":"e","sample":"s","target":"t","params":[]})",
+      R"({"eval":"e","sample":"s","target":"t","params":null})",
+      R"({"eval":"e","eval":"f","sample":"s","target":"t"})",
+      R"({"eval":"e","sample":"s","target":"t","params":{"k":"a","k":"b"}})",
+      R"({"eval":"e","sample":"s","target":"t","extra":{"deep":[1,{"x":[true,null]}]}})",
+      R"({"eval":1,"sample":"s","target":"t"})",
+      R"({"sample":"s","target":"t"})",
+      R"({"eval":"","sample":"","target":""})",
+      R"({"eval":"e","sample":"s","target":"t"} )",
+      R"({"eval":"e","sample":"s","target":"t"}x)",
+      R"([])",
+      R"("run")",
+      R"({})",
+      "",
+  };
+  for (auto row : rows) BOOST_TEST(mira::test::run_params_text_and_dom_disagree(row) == "", row);
+}
+
 BOOST_AUTO_TEST_CASE(execute_result_with_a_trajectory_reads_back_through_the_host_decoder) {
   auto x = full_execute();
   BOOST_TEST(x.transcript.final_response == "GOOGL is at $185.35.");
