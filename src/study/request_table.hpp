@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -33,8 +34,24 @@ class request_table {
   /// A new request: started when a slot is free, else queued behind the others. An id already in
   /// flight is refused (the payload is dropped).
   admitted admit(std::int64_t id, Payload p) {
-    auto [it, inserted] = entries_.try_emplace(id);
-    if (!inserted) return admitted::duplicate;
+    typename map::iterator it;
+    if (spare_.empty()) {
+      bool inserted = false;
+      std::tie(it, inserted) = entries_.try_emplace(id);
+      if (!inserted) return admitted::duplicate;
+    } else {
+      auto& node = spare_.back();
+      node.key() = id;
+      auto placed = entries_.insert(std::move(node));
+      if (!placed.inserted) {
+        node = std::move(placed.node);
+        return admitted::duplicate;
+      }
+      spare_.pop_back();
+      it = placed.position;
+      it->second.running = false;
+      it->second.stopping = false;
+    }
     it->second.payload = std::move(p);
     if (running_ < max_running_) {
       it->second.running = true;
@@ -60,7 +77,7 @@ class request_table {
     if (!e.running) {
       std::erase(waiting_, id);
       if (removed) *removed = std::move(e.payload);
-      entries_.erase(it);
+      release(it);
       return cancelled::removed_waiting;
     }
     if (e.stopping) return cancelled::already_stopping;
@@ -72,7 +89,7 @@ class request_table {
   std::optional<std::int64_t> finish(std::int64_t id) {
     auto it = entries_.find(id);
     if (it == entries_.end() || !it->second.running) return std::nullopt;
-    entries_.erase(it);
+    release(it);
     --running_;
     while (!waiting_.empty()) {
       auto next = waiting_.front();
@@ -104,9 +121,23 @@ class request_table {
     bool running = false;
     bool stopping = false;
   };
+  using map = std::unordered_map<std::int64_t, entry>;
+
+  // An entry's node is kept for the next request instead of freed: no allocation per request
+  // once as many have been in flight. Its payload lives on until a new one is moved over it.
+  void release(typename map::iterator it) {
+    if (spare_.size() < max_spare) {
+      spare_.push_back(entries_.extract(it));
+    } else {
+      entries_.erase(it);
+    }
+  }
+  static constexpr std::size_t max_spare = 4096;
+
   std::size_t max_running_;
   std::size_t running_ = 0;
-  std::unordered_map<std::int64_t, entry> entries_;
+  map entries_;
+  std::vector<typename map::node_type> spare_;
   std::deque<std::int64_t> waiting_;
 };
 

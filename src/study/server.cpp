@@ -364,6 +364,7 @@ void server::admit(std::int64_t id, method_kind kind, const json::value* params)
 }
 
 void server::admit(std::int64_t id, request r) {
+  r.ctl = std::make_unique<case_control>();
   if (r.identity.timeout_ms) {
     // Capped at a century, so that the sum cannot overflow the clock's nanoseconds.
     constexpr std::int64_t century_ms = std::int64_t{100} * 365 * 24 * 3600 * 1000;

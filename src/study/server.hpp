@@ -56,8 +56,8 @@ struct request {
   protocol::run_params identity;
   std::optional<protocol::transcript> transcript;  // score's
   std::optional<run_context::clock::time_point> deadline;
-  // Behind a pointer: the table moves payloads, a signal may not move.
-  std::unique_ptr<case_control> ctl = std::make_unique<case_control>();
+  // Behind a pointer: the table moves payloads, a signal may not move. Made when admitted.
+  std::unique_ptr<case_control> ctl;
 };
 
 class server {

@@ -35,6 +35,31 @@ BOOST_AUTO_TEST_CASE(an_id_in_flight_is_refused_and_free_again_once_answered) {
   BOOST_TEST((t.admit(7, "later") == table::admitted::start));
 }
 
+// Answered requests leave their entries for the next ones: reused in every path, with the
+// state of the new request only.
+BOOST_AUTO_TEST_CASE(entries_are_reused_with_nothing_of_the_last_request) {
+  table t(2);
+  BOOST_TEST((t.admit(1, "a") == table::admitted::start));
+  BOOST_TEST((t.admit(2, "b") == table::admitted::start));
+  BOOST_TEST((t.cancel(1) == table::cancelled::stop_running));  // entry 1 is stopping
+  t.finish(1);
+  // A duplicate admitted over a spare entry is refused, and the entry kept for the next.
+  BOOST_TEST((t.admit(2, "again") == table::admitted::duplicate));
+  BOOST_TEST(*t.find(2) == "b");
+  BOOST_TEST((t.admit(3, "c") == table::admitted::start));
+  BOOST_TEST(*t.find(3) == "c");
+  BOOST_TEST((t.cancel(3) == table::cancelled::stop_running));  // not stopping from entry 1
+  BOOST_TEST((t.admit(4, "d") == table::admitted::wait));
+  std::optional<std::string> removed;
+  BOOST_TEST((t.cancel(4, &removed) == table::cancelled::removed_waiting));
+  BOOST_TEST(removed.value_or("") == "d");
+  BOOST_TEST((t.admit(5, "e") == table::admitted::wait));  // over the entry 4 left
+  BOOST_TEST(*t.finish(2) == 5);
+  BOOST_TEST(*t.find(5) == "e");
+  BOOST_TEST(!t.find(1));
+  BOOST_TEST(!t.find(4));
+}
+
 BOOST_AUTO_TEST_CASE(cancel_in_each_state) {
   struct row {
     const char* state;
