@@ -409,13 +409,17 @@ void server::start(std::int64_t id) {
       asio::bind_cancellation_slot(r.ctl->signal.slot(), [this, id](std::exception_ptr e) {
         if (e) failed(id, e);
         // The table's entry holds the signal this completion is bound to: it is
-        // freed once the completion has returned.
-        asio::post(ex_, [this, id] { finished(id); });
+        // released once the completion has returned, with the others of this turn.
+        done_.push_back(id);
+        if (done_.size() == 1) asio::post(ex_, [this] { finished(); });
       }));
 }
 
-void server::finished(std::int64_t id) {
-  if (auto next = table_.finish(id)) start(*next);
+void server::finished() {
+  settling_.swap(done_);
+  for (auto id : settling_)
+    if (auto next = table_.finish(id)) start(*next);
+  settling_.clear();
   if (table_.empty()) wake(settled_);
 }
 

@@ -22,6 +22,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace mira::study::detail {
 
@@ -86,7 +87,7 @@ class server {
   void start(std::int64_t id);
   boost::asio::awaitable<void> answer(std::int64_t id, request& r);
   void failed(std::int64_t id, const std::exception_ptr& e);
-  void finished(std::int64_t id);
+  void finished();
 
   void queue(std::string_view frame);
   void answer(std::int64_t id, std::string_view result_json);
@@ -107,7 +108,9 @@ class server {
   std::string result_;   // a result's text, reused
   std::string scratch_;  // a frame's text, reused
   boost::asio::steady_timer has_output_;
-  boost::asio::steady_timer settled_;  // a request finished, or the writer stopped
+  boost::asio::steady_timer settled_;   // a request finished, or the writer stopped
+  std::vector<std::int64_t> done_;      // answered, their entries released on the next turn
+  std::vector<std::int64_t> settling_;  // done_ of the turn being released
   bool closing_ = false;
   bool writer_done_ = false;
   std::exception_ptr write_error_;
