@@ -55,15 +55,18 @@ void decode_for(const std::string& method, const boost::json::value& v, std::str
   }
 }
 
+void agree(const std::string& diff) {
+  if (diff.empty()) return;
+  std::fprintf(stderr, "text and DOM decoders disagree: %s\n", diff.c_str());
+  std::abort();
+}
+
 // The text decoder must agree with the DOM decoder on everything (see run_result_diff.hpp).
 void differential(std::string_view text) {
   auto diff = test::text_and_dom_disagree(text);
   if (diff.empty()) diff = test::listing_text_and_dom_disagree(text);
   if (diff.empty()) diff = test::run_params_text_and_dom_disagree(text);
-  if (!diff.empty()) {
-    std::fprintf(stderr, "text and DOM decoders disagree: %s\n", diff.c_str());
-    std::abort();
-  }
+  agree(diff);
 }
 
 [[noreturn]] void disagree(const char* what) {
@@ -87,10 +90,7 @@ void route_hot(multiplexer& hot, std::string_view line, const inbound& checked) 
 void study_side(std::string_view line) {
   auto env = classify_envelope(line);
   if (!env || env->kind != envelope_kind::request || env->params.empty()) return;
-  if (auto diff = test::run_params_text_and_dom_disagree(env->params); !diff.empty()) {
-    std::fprintf(stderr, "text and DOM decoders disagree: %s\n", diff.c_str());
-    std::abort();
-  }
+  agree(test::run_params_text_and_dom_disagree(env->params));
 }
 
 void route(multiplexer& mux, multiplexer& hot, std::string_view line) {

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -34,21 +33,14 @@ class request_table {
   /// A new request: started when a slot is free, else queued behind the others. An id already in
   /// flight is refused (the payload is dropped).
   admitted admit(std::int64_t id, Payload p) {
-    typename map::iterator it;
+    if (entries_.contains(id)) return admitted::duplicate;
+    auto it = entries_.end();
     if (spare_.empty()) {
-      bool inserted = false;
-      std::tie(it, inserted) = entries_.try_emplace(id);
-      if (!inserted) return admitted::duplicate;
+      it = entries_.try_emplace(id).first;
     } else {
-      auto& node = spare_.back();
-      node.key() = id;
-      auto placed = entries_.insert(std::move(node));
-      if (!placed.inserted) {
-        node = std::move(placed.node);
-        return admitted::duplicate;
-      }
+      spare_.back().key() = id;
+      it = entries_.insert(std::move(spare_.back())).position;
       spare_.pop_back();
-      it = placed.position;
       it->second.running = false;
       it->second.stopping = false;
     }
