@@ -16,7 +16,7 @@ rank = {}
 for i, line in enumerate(l for l in block.group(1).splitlines() if l.strip()):
     for name in line.split():
         rank[name] = i
-HOST_FILES = {"host", "pool", "error", "log", "detail", "asio", "command_line"}
+HOST_FILES = {"host", "pool", "error", "log", "detail", "asio", "command_line", "fail_when"}
 
 
 def layer(parts):

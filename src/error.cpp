@@ -38,6 +38,8 @@ class category_impl final : public boost::system::error_category {
         return "the request was made before initialize() completed";
       case errc::timed_out:
         return "the request's deadline passed";
+      case errc::rejected_outcome:
+        return "the case's outcome is one the caller fails fast on";
     }
     return "unknown mira error";
   }

@@ -28,6 +28,7 @@ enum class errc {
   response_too_large,     // the answer was longer than host_options::max_line_bytes
   not_initialized,        // a request before initialize() completed (it is never sent)
   timed_out,              // request_options::deadline passed before the answer came
+  rejected_outcome,       // mira::fail_when: the outcome is one its predicate rejects
 };
 
 const boost::system::error_category& category();
