@@ -24,8 +24,10 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -42,8 +44,9 @@ struct pool_options {
   std::size_t max_in_flight_per_process = 0;
   /// Host options of the process in `slot` (1-based). Default: host_options{} whose log is
   /// stderr_log_sink(log_level::warning, "study <slot>"): each stderr line shown as
-  /// "[study <slot>] <line>".
-  std::function<host_options(std::size_t slot)> host_options_for;
+  /// "[study <slot>] <line>". Called where the process is started: in start(), or on the pool's
+  /// executor for a restart.
+  std::function<host_options(std::size_t slot)> host_options_for = {};
   /// Every process must answer initialize within this.
   std::chrono::milliseconds init_timeout{60000};
   /// Restarts of a dead process, per slot.
@@ -53,7 +56,7 @@ struct pool_options {
   /// Told when a slot's process died and is started again (`what` says how it ended), and
   /// when a restart failed. Runs where the request that found the process dead completes, or
   /// on the pool's executor.
-  std::function<void(std::size_t slot, const std::string& what)> on_restart;
+  std::function<void(std::size_t slot, const std::string& what)> on_restart = {};
 };
 
 /// Per-call extras of a pool request.
@@ -62,8 +65,9 @@ struct pool_request {
   pool_request(request_options o) : options(std::move(o)) {}  // NOLINT: implicit by design
   request_options options;
   /// Called once the pool hands the request to a process (at once when one has room): a
-  /// per-attempt timeout starts here, not while the request waits in the pool.
-  std::function<void()> on_dispatch;
+  /// per-attempt timeout starts here, not while the request waits in the pool. Runs in the
+  /// initiating call, or on the completion handler's executor after a wait.
+  std::function<void()> on_dispatch = {};
 };
 
 namespace detail {
@@ -90,9 +94,14 @@ void pool_release(const pool_state_ptr& s, const pool_lease& lease, error_code e
 /// A request waiting for a process with room.
 struct pool_waiting {
   virtual ~pool_waiting() = default;
+  /// Any thread: hands the request to `lease`'s process on the handler's executor, or completes
+  /// it with operation_aborted there if it was cancelled meanwhile.
   virtual void dispatch(pool_lease lease) = 0;
   virtual void fail(error_code ec) = 0;
   virtual boost::asio::cancellation_slot cancellation_slot() = 0;
+  /// Set by the handler's cancellation slot while the request waits (on the emitter's thread):
+  /// a cancellation that comes after drain() took it from the queue still reaches it.
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 };
 /// Queues `w` (or dispatches it at once when a process has room by now).
 void pool_enqueue(const pool_state_ptr& s, std::unique_ptr<pool_waiting> w);
@@ -153,8 +162,21 @@ struct pool_waiting_call final : pool_waiting {
   pool_waiting_call(handler_t<Result> h, Call c, pool_request r, pool_state_ptr s)
       : handler(std::move(h)), call(std::move(c)), request(std::move(r)), state(std::move(s)) {}
   void dispatch(pool_lease lease) override {
-    pool_send<Result>(state, std::move(lease), std::move(call), std::move(request),
-                      std::move(handler));
+    // On the handler's executor, where its cancellation slot is emitted: sending reassigns that
+    // slot to the process's request, which must not happen beside an emit on another thread.
+    // (Through the pool's executor: an erased handler's executor cannot be posted to.)
+    auto ex = boost::asio::get_associated_executor(handler, pool_executor(state));
+    boost::asio::post(
+        pool_executor(state),
+        boost::asio::bind_executor(
+            ex, [h = std::move(handler), c = std::move(call), r = std::move(request), s = state,
+                 lease = std::move(lease), flag = cancelled]() mutable {
+              if (flag->load()) {
+                pool_release(s, lease, boost::asio::error::operation_aborted, nullptr);
+                return std::move(h)(boost::asio::error::operation_aborted, Result{});
+              }
+              pool_send<Result>(s, std::move(lease), std::move(c), std::move(r), std::move(h));
+            }));
   }
   void fail(error_code ec) override {
     // Never inline: this may run inside the initiating call.
@@ -213,7 +235,7 @@ class study_pool {
   /// init_timeout) and checks that every one reports the same study name and study version
   /// (initialize already refuses a protocol major other than the host's, so they share that
   /// too); otherwise fails with errc::incompatible_protocol naming the difference (and the
-  /// processes are killed). Run it from the thread that runs `ex`: it forks.
+  /// processes are killed). Any thread may call it: the processes start with posix_spawn.
   static boost::asio::awaitable<tl::expected<study_pool, error>> start(executor_type ex,
                                                                        study_command cmd,
                                                                        pool_options opts);

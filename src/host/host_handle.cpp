@@ -25,8 +25,18 @@ struct host_ref {
 };
 
 void start_wait_abandoned(const impl_ptr& impl, std::size_t seen, handler_t<std::size_t> h) {
-  asio::dispatch(impl->strand_, [impl, seen, h = std::move(h)]() mutable {
-    impl->wait_abandoned(seen, std::move(h));
+  // The slot is taken here, on the caller's thread, as request() does: a cancellation emitted
+  // right after this call must find it. Its drop reaches the strand behind the wait itself.
+  auto key = impl->next_waiter_key_.fetch_add(1);
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) {
+    slot.assign([w = std::weak_ptr<host_impl>(impl), key](asio::cancellation_type_t) {
+      if (auto self = w.lock())
+        asio::post(self->strand_, [self, key] { self->drop_abandoned_waiter(key); });
+    });
+  }
+  asio::dispatch(impl->strand_, [impl, seen, key, h = std::move(h)]() mutable {
+    impl->wait_abandoned(seen, key, std::move(h));
   });
 }
 

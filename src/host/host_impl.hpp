@@ -25,8 +25,10 @@
 #include <atomic>
 #include <deque>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 
 namespace mira::detail {
 
@@ -63,14 +65,75 @@ struct method {
   bool (*read_unchecked)(std::string_view, T&) = nullptr;
 };
 
+// Calls made in the order they were queued, one at a time, on an executor that may run
+// handlers on several threads at once: posting each call there would lose their order (two
+// handlers of a plain multi-threaded executor run concurrently) and let a completion overtake
+// the notifications before it. One drain runs at a time and takes the calls in turn.
+class ordered_calls : public std::enable_shared_from_this<ordered_calls> {
+ public:
+  // Drains run on `target`, reached through `via` (an erased handler's executor cannot be posted
+  // to directly in Asio 1.26).
+  ordered_calls(asio::any_io_executor via, asio::any_completion_executor target)
+      : via_(std::move(via)), target_(std::move(target)) {}
+
+  template <class F>
+  void push(F f) {
+    bool start = false;
+    {
+      std::lock_guard lock(mutex_);
+      calls_.push_back(std::make_unique<call<F>>(std::move(f)));
+      start = !std::exchange(draining_, true);
+    }
+    if (start)
+      asio::post(via_,
+                 asio::bind_executor(target_, [self = shared_from_this()] { self->drain(); }));
+  }
+
+ private:
+  struct call_base {
+    virtual ~call_base() = default;
+    virtual void run() = 0;
+  };
+  template <class F>
+  struct call final : call_base {
+    explicit call(F fn) : f(std::move(fn)) {}
+    void run() override { f(); }
+    F f;
+  };
+
+  void drain() {
+    for (;;) {
+      std::unique_ptr<call_base> next;
+      {
+        std::lock_guard lock(mutex_);
+        if (calls_.empty()) {
+          draining_ = false;
+          return;
+        }
+        next = std::move(calls_.front());
+        calls_.pop_front();
+      }
+      next->run();
+    }
+  }
+
+  asio::any_io_executor via_;
+  asio::any_completion_executor target_;
+  std::mutex mutex_;
+  std::deque<std::unique_ptr<call_base>> calls_;
+  bool draining_ = false;
+};
+
 // A request waiting in the multiplexer. Completion runs on the strand; the user's handler is
-// then posted to its own executor.
+// then posted to its own executor, behind the request's notifications if it had any.
 struct op_base : pending_op {
   std::int64_t id = 0;
   const method_info* info = nullptr;  // its row of the method table (static storage)
   request_options opts;
   asio::io_context* handler_context = nullptr;  // the io_context the handler runs on, if any
-  bool notified = false;  // notifications were posted to its handler: completion must follow them
+  // Made at the request's first notification: its notifications and then its completion, in
+  // order on the handler's executor.
+  std::shared_ptr<ordered_calls> delivery;
   std::optional<asio::steady_timer> deadline;  // request_options::deadline, armed on the strand
   std::string_view name() const { return info->name; }
   /// `response` (null when ec is set) is only valid during the call. `from_reader`: called by
@@ -160,7 +223,6 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
     op->complete(*this, ec, nullptr, std::move(d), false);
   }
 
-  void post_notification(const notification_handler& cb, notification n);
   void uncorrelated(notification n);
 
   void set_initialized(const protocol::initialize_result& r);
@@ -184,17 +246,19 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   void abandon();
 
   // Completes `h` with the abandoned count once it differs from `seen` (at once if it does
-  // already), or when the connection ends. On the strand.
-  void wait_abandoned(std::size_t seen, handler_t<std::size_t> h);
+  // already), or when the connection ends. On the strand; `key` is from next_waiter_key_, and
+  // h's cancellation slot (assigned by the initiation) drops it.
+  void wait_abandoned(std::size_t seen, std::uint64_t key, handler_t<std::size_t> h);
+  void drop_abandoned_waiter(std::uint64_t key);
 
   asio::strand<asio::any_io_executor> strand_;
   std::atomic<std::int64_t> next_id_{1};
-  std::atomic<std::size_t> abandoned_{0};  // mux_.abandoned(), readable from any thread
+  std::atomic<std::size_t> abandoned_{0};          // mux_.abandoned(), readable from any thread
+  std::atomic<std::uint64_t> next_waiter_key_{1};  // async_wait_abandoned's, from any thread
 
  private:
   // The count changed (a cancellation, a late answer, the end): wake whoever waits for that.
   void abandoned_changed();
-  void drop_abandoned_waiter(std::uint64_t key);
 
   error_code closed_code() const {
     return close_code_ ? close_code_ : make_error_code(errc::study_exited);
@@ -269,6 +333,10 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   std::optional<asio::steady_timer> flush_wait_;
   std::optional<asio::steady_timer> shutdown_done_;  // cancelled when a shutdown() ends
   std::optional<exit_status> shutdown_status_;       // what the one that finished answered
+  // host_options::on_notification's calls, in the order the study sent them (made at the
+  // first): on the inner executor, not the strand, so a slow callback does not hold up the
+  // connection.
+  std::shared_ptr<ordered_calls> uncorrelated_;
   bool shutdown_running_ = false;
   host_registry* registry_ = nullptr;
 
@@ -278,7 +346,6 @@ class host_impl : public std::enable_shared_from_this<host_impl> {
   // A list: Boost 1.81's any_completion_handler recurses without end when move-assigned,
   // which erasing from the middle of a vector does.
   std::list<std::pair<std::uint64_t, handler_t<std::size_t>>> abandoned_waiters_;
-  std::uint64_t abandoned_waiter_seq_ = 0;
   bool initialized_ = false;  // on the strand: initialize succeeded
 
   bool stdout_eof_ = false;
@@ -328,20 +395,26 @@ struct typed_op final : op_base {
       }
     }
     if (opts.diag) *opts.diag = ec ? std::move(d) : diagnostics{};
-    // Completing inline would overtake notifications still queued for this request.
-    host.deliver(
-        std::move(handler), ec, std::move(out),
-        from_reader && !notified ? host_impl::completion::dispatch : host_impl::completion::post,
-        handler_context);
+    if (delivery) {
+      // Behind the notifications still queued for this request.
+      return delivery->push([h = std::move(handler), ec, v = std::move(out)]() mutable {
+        std::move(h)(ec, std::move(v));
+      });
+    }
+    host.deliver(std::move(handler), ec, std::move(out),
+                 from_reader ? host_impl::completion::dispatch : host_impl::completion::post,
+                 handler_context);
   }
 
   void notify(host_impl& host, notification n) override {
     if (!opts.on_notification) return host.uncorrelated(std::move(n));
     // Run it where the requester's completion runs, not on the connection's strand.
-    notified = true;
-    auto ex = asio::get_associated_executor(handler, host.strand_.get_inner_executor());
-    asio::post(host.strand_.get_inner_executor(),
-               asio::bind_executor(ex, [cb = opts.on_notification, n = std::move(n)] { cb(n); }));
+    if (!delivery) {
+      auto inner = host.strand_.get_inner_executor();
+      delivery =
+          std::make_shared<ordered_calls>(inner, asio::get_associated_executor(handler, inner));
+    }
+    delivery->push([cb = opts.on_notification, n = std::move(n)] { cb(n); });
   }
 };
 

@@ -209,9 +209,11 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
           // The handler is type-erased already: the slot is the erased handler's own.
           auto slot = w->cancellation_slot();
           if (slot.is_connected())
-            slot.assign([weak = weak_from_this(), seq](asio::cancellation_type_t) {
-              if (auto self = weak.lock()) self->cancel_waiting(seq);
-            });
+            slot.assign(
+                [weak = weak_from_this(), seq, flag = w->cancelled](asio::cancellation_type_t) {
+                  flag->store(true);
+                  if (auto self = weak.lock()) self->cancel_waiting(seq);
+                });
           waiting.emplace_back(seq, std::move(w));
           arm_watches_locked();
           return;

@@ -72,13 +72,14 @@ void host_impl::cancel_request(std::int64_t id, asio::cancellation_type_t type, 
   if (out.cancel_frame_queued) schedule_write();
 }
 
-void host_impl::post_notification(const notification_handler& cb, notification n) {
-  // The inner executor, not the strand: a slow handler must not hold up the connection.
-  asio::post(strand_.get_inner_executor(), [cb, n = std::move(n)] { cb(n); });
-}
-
+// On the strand.
 void host_impl::uncorrelated(notification n) {
-  if (opts_.on_notification) post_notification(opts_.on_notification, std::move(n));
+  if (!opts_.on_notification) return;
+  if (!uncorrelated_) {
+    auto inner = strand_.get_inner_executor();
+    uncorrelated_ = std::make_shared<ordered_calls>(inner, inner);
+  }
+  uncorrelated_->push([cb = opts_.on_notification, n = std::move(n)] { cb(n); });
 }
 
 void host_impl::set_initialized(const protocol::initialize_result& r) {
@@ -109,18 +110,10 @@ void host_impl::log(log_level level, std::string_view message, std::optional<std
 }
 
 // Completes `h` with the abandoned count once it differs from `seen` (at once if it does
-// already), or when the connection ends. On the strand.
-void host_impl::wait_abandoned(std::size_t seen, handler_t<std::size_t> h) {
+// already), or when the connection ends. On the strand; `h`'s slot drops `key`.
+void host_impl::wait_abandoned(std::size_t seen, std::uint64_t key, handler_t<std::size_t> h) {
   if (abandoned_.load() != seen || finished_)
     return deliver(std::move(h), error_code{}, abandoned_.load());
-  auto slot = asio::get_associated_cancellation_slot(h);
-  auto key = ++abandoned_waiter_seq_;
-  if (slot.is_connected()) {
-    slot.assign([w = weak_from_this(), key](asio::cancellation_type_t) {
-      if (auto self = w.lock())
-        asio::post(self->strand_, [self, key] { self->drop_abandoned_waiter(key); });
-    });
-  }
   abandoned_waiters_.emplace_back(key, std::move(h));
 }
 

@@ -3,6 +3,8 @@
 #include "schedule/scheduler.hpp"
 #include "schedule/sequential_study.hpp"
 
+#include "host/serial_executor.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -11,9 +13,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -645,23 +645,14 @@ asio::awaitable<run_report> run_on_strand(asio::any_io_executor strand, Conn hos
   co_return co_await pl.run();
 }
 
-// An io_context made with concurrency hint 1 promises that one thread runs it: its executor
-// already serialises the bookkeeping. There a strand would only cost (the executor wrapping it
-// is reference-counted on every copy, and completions could not be called directly).
-bool single_threaded(const asio::any_io_executor& ex) {
-  auto* e = ex.target<asio::io_context::executor_type>();
-  if (!e) return false;
-  auto& ctx = asio::query(*e, asio::execution::context);
-  return asio::use_service<asio::detail::scheduler>(ctx).concurrency_hint() == 1;
-}
-
 template <class Conn>
 asio::awaitable<run_report> run_plan_over(Conn host, const plan::plan& p, run_policy policy,
                                           run_hooks hooks) {
   // All bookkeeping on one strand: attempts complete into it, so a multi-threaded executor
   // needs no locks here.
-  auto ex = co_await asio::this_coro::executor;
-  auto strand = single_threaded(ex) ? ex : asio::any_io_executor(asio::make_strand(ex));
+  // An executor that already runs one handler at a time (a strand, an io_context for one
+  // thread) is used as it is: a strand there would only cost.
+  auto strand = mira::detail::serial_executor(co_await asio::this_coro::executor);
   co_return co_await asio::co_spawn(
       strand, run_on_strand(strand, std::move(host), p, std::move(policy), std::move(hooks)),
       asio::use_awaitable);
