@@ -1,5 +1,8 @@
 // The study child process: spawn with piped stdin/stdout/stderr, exit status, signals.
-// Boost.Process v2 is confined to study_process.cpp.
+// Started with posix_spawn, not Boost.Process v2's fork-based launcher, which calls notify_fork
+// on the io_context: spawn_study is safe from any thread while other threads run the executor's
+// context, and an exec that fails (missing file, no permission) is its error. Boost.Process v2
+// (bp::process over a pidfd, for the exit) is confined to study_process.cpp.
 #pragma once
 
 #include <mira/detail/transport.hpp>
@@ -29,6 +32,8 @@ struct spawned_study {
   std::unique_ptr<study_process> process;
 };
 
+// errc::spawn_failed when the program is not found on PATH or cannot be executed, with the
+// command in the message.
 tl::expected<spawned_study, error> spawn_study(const boost::asio::any_io_executor& ex,
                                                const study_command& cmd);
 
