@@ -124,7 +124,7 @@ api_error open_error(const session_error& e, const std::string& study, std::size
                      const std::string& store_what) {
   if (e.code == session_errc::invalid_selection) return selection_error(e.text);
   if (e.code == session_errc::too_many_cases) return too_many_cases(e.cases, max_cases);
-  if (e.code == session_errc::study_failed || e.code == mira::errc::timed_out)
+  if (e.code == session_condition::study_failed)
     return study_unavailable(study, e.text, e.stderr_tail);
   if (e.code == session_errc::cancelled) return shutting_down();
   if (e.code == store::errc::in_use) return make_error(409, "run_locked", e.text);

@@ -12,6 +12,8 @@
 #include <mira/store/records.hpp>
 #include <mira/version.hpp>
 
+#include "host/serial_executor.hpp"
+
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <random>
 #include <type_traits>
 
@@ -61,6 +64,19 @@ struct session_category_impl : boost::system::error_category {
   }
 };
 
+struct session_condition_category_impl : boost::system::error_category {
+  const char* name() const noexcept override { return "mira.session_condition"; }
+  std::string message(int ev) const override {
+    return static_cast<session_condition>(ev) == session_condition::study_failed
+               ? "the study could not be started"
+               : "unknown session condition";
+  }
+  bool equivalent(const boost::system::error_code& code, int condition) const noexcept override {
+    if (static_cast<session_condition>(condition) != session_condition::study_failed) return false;
+    return code.category() == mira::category() || code == session_errc::study_failed;
+  }
+};
+
 }  // namespace
 
 const boost::system::error_category& session_category() noexcept {
@@ -70,6 +86,15 @@ const boost::system::error_category& session_category() noexcept {
 
 boost::system::error_code make_error_code(session_errc e) noexcept {
   return {static_cast<int>(e), session_category()};
+}
+
+const boost::system::error_category& session_condition_category() noexcept {
+  static const session_condition_category_impl c;
+  return c;
+}
+
+boost::system::error_condition make_error_condition(session_condition e) noexcept {
+  return {static_cast<int>(e), session_condition_category()};
 }
 
 bool session_outcome::resumable() const {
@@ -160,7 +185,14 @@ struct session_state {
   std::string id;
   fs::path folder;
   std::vector<std::string> warnings;
+  // Set by session::set_stop_label from any thread (a server's client), read by the end of the
+  // session where long steps run.
+  mutable std::mutex stop_label_mutex;
   std::string stop_label = "interrupted";
+  std::string stop_label_now() const {
+    std::lock_guard lock(stop_label_mutex);
+    return stop_label;
+  }
   std::shared_ptr<study_log> log = std::make_shared<study_log>();
   bool ran = false;
 
@@ -250,19 +282,24 @@ tl::expected<plan::plan, session_error> plan_within(const protocol::list_result&
   return std::move(*p);
 }
 
+// The study's own code is kept (errc::spawn_failed, study_exited, timed_out, ...): each matches
+// session_condition::study_failed.
 session_error study_error(const error& e, const char* step) {
-  return make_session_error(
-      e.code == errc::timed_out ? e.code : make_error_code(session_errc::study_failed),
-      e.code == errc::timed_out ? e.diag.message : std::string(step) + ": " + e.message(),
+  auto out = make_session_error(
+      e.code, e.code == errc::timed_out ? e.diag.message : std::string(step) + ": " + e.message(),
       e.diag.stderr_tail);
+  out.exit = e.diag.exit;
+  return out;
 }
 
-// The launch with the session's log behind each process's stderr and notifications.
+// The launch with the session's log behind each process's stderr and notifications, and its
+// diagnostics in hooks.on_log when that is set.
 study_launch logged(study_launch launch, const std::shared_ptr<detail::study_log>& log,
                     const session_hooks& hooks) {
   auto base = launch.host_options_for;
-  launch.host_options_for = [base, log](std::size_t slot) {
+  launch.host_options_for = [base, log, sink = hooks.on_log](std::size_t slot) {
     auto h = base ? base(slot) : host_options{};
+    if (sink) h.log = sink;
     h.on_stderr_line = [log, slot, theirs = std::move(h.on_stderr_line)](std::string_view line) {
       log->line(slot, line);
       if (theirs) theirs(line);
@@ -514,15 +551,12 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
   co_return std::move(st);
 }
 
-// A cancellation is an answer here (session_errc::cancelled), not an exception; the caller's
-// own setting is given back.
+// A cancellation is an answer here (session_errc::cancelled), not an exception. Spawned on the
+// session's executor (session::open), so the setting is this coroutine's own.
 asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> open_state(
     session_options options) {
-  const bool throws = co_await asio::this_coro::throw_if_cancelled();
   co_await asio::this_coro::throw_if_cancelled(false);
-  auto opened = co_await open_steps(std::move(options));
-  co_await asio::this_coro::throw_if_cancelled(throws);
-  co_return opened;
+  co_return co_await open_steps(std::move(options));
 }
 
 // Saving a result failed: the first failure stops the run.
@@ -530,7 +564,7 @@ struct save_failures {
   std::vector<std::string> keys;
   std::optional<std::string> first;
 
-  // On the session's executor.
+  // On the session's executor (one handler at a time).
   void add(std::string key, std::string message,
            const std::function<void(const std::string&, const std::string&)>& tell) {
     if (tell) tell(key, message);
@@ -547,7 +581,8 @@ struct save_failures {
 // allocates nothing once the buffers have grown and nothing crosses threads per record (what
 // malloc's arena locks made costly when each record was strings and a closure of its own).
 // Shared with the posted hand-overs and the writer's callbacks, which may run after
-// run_steps' frame is gone; used on the session's executor only.
+// run_steps' frame is gone; used on the session's executor only, which runs one handler at a
+// time (session::open made it so).
 struct result_saver : std::enable_shared_from_this<result_saver> {
   asio::any_io_executor ex;
   std::shared_ptr<save_failures> failures;
@@ -615,8 +650,27 @@ session::~session() {
   }
 }
 
+namespace {
+
+// `op` run on `ex` and awaited from the caller's executor, whatever that is: the session's state,
+// its hooks and the hosts it starts live on `ex`, which runs one handler at a time. co_spawn
+// forwards the caller's cancellation there. A cancellation is an answer here, not an exception:
+// the caller's own setting is given back.
+template <class T>
+asio::awaitable<T> awaited_on(asio::any_io_executor ex, asio::awaitable<T> op) {
+  const bool throws = co_await asio::this_coro::throw_if_cancelled();
+  co_await asio::this_coro::throw_if_cancelled(false);
+  auto spawned = asio::co_spawn(std::move(ex), std::move(op), asio::use_awaitable);
+  T out = co_await std::move(spawned);
+  co_await asio::this_coro::throw_if_cancelled(throws);
+  co_return out;
+}
+
+}  // namespace
+
 asio::awaitable<tl::expected<session, session_error>> session::open(session_options o) {
-  auto st = co_await open_state(std::move(o));
+  auto ex = detail::serial_executor(co_await asio::this_coro::executor);
+  auto st = co_await awaited_on(std::move(ex), open_state(std::move(o)));
   if (!st) co_return tl::unexpected(std::move(st.error()));
   co_return session(std::move(*st));
 }
@@ -640,6 +694,7 @@ const store::resume_plan& session::resumed() const {
   return s_->resumed;
 }
 void session::set_stop_label(std::string label) {
+  std::lock_guard lock(s_->stop_label_mutex);
   s_->stop_label = std::move(label);
 }
 asio::any_io_executor session::executor() const {
@@ -647,16 +702,12 @@ asio::any_io_executor session::executor() const {
 }
 
 asio::awaitable<session_outcome> session::run() {
-  // A cancellation stops the run, which still ends as it should: no co_await may throw for it.
-  // The caller's own setting is given back (a nested awaitable shares it).
-  const bool throws = co_await asio::this_coro::throw_if_cancelled();
-  co_await asio::this_coro::throw_if_cancelled(false);
-  auto out = co_await run_steps();
-  co_await asio::this_coro::throw_if_cancelled(throws);
-  co_return out;
+  co_return co_await awaited_on(s_->ex, run_steps());
 }
 
 asio::awaitable<session_outcome> session::run_steps() {
+  // A cancellation stops the run, which still ends as it should: no co_await may throw for it.
+  co_await asio::this_coro::throw_if_cancelled(false);
   auto& st = *s_;
   st.ran = true;
   auto& o = st.o;
@@ -854,7 +905,7 @@ asio::awaitable<session_outcome> session::run_steps() {
     s.seconds = rep.seconds;
     s.ran = out.ran;
     if (rep.stopped == schedule::stop_reason::interrupted)
-      s.stopped = st.stop_label;
+      s.stopped = st.stop_label_now();
     else if (rep.stopped != schedule::stop_reason::none)
       s.stopped = std::string(to_string(rep.stopped));
     if (auto e = st.store->append_stderr(stderr_text)) st.warnings.push_back(e.message());

@@ -47,9 +47,10 @@
 namespace mira {
 
 /// Why a session could not run. Store failures keep the store's codes (store::errc: a run in
-/// use, not found, ...); these are the session's own.
+/// use, not found, ...) and a study that could not be started, initialized or listed keeps the
+/// host's (mira::errc: spawn_failed, study_exited, timed_out, ...); these are the session's own.
 enum class session_errc {
-  study_failed = 1,    // the study could not be started, initialized or listed
+  study_failed = 1,    // no longer made: the study's own mira::errc is kept (session_condition)
   study_incapable,     // it lacks the capability the operation sends (execute, score)
   invalid_selection,   // the selection plans nothing valid (a bad glob, an unknown axis)
   too_many_cases,      // the plan is larger than session_options::max_cases
@@ -62,12 +63,26 @@ enum class session_errc {
 const boost::system::error_category& session_category() noexcept;
 boost::system::error_code make_error_code(session_errc e) noexcept;
 
+/// What a caller may ask of a session_error's code whatever layer made it.
+enum class session_condition {
+  /// The study could not be started, initialized or listed: every mira::errc (spawn_failed for
+  /// a missing or unexecutable program, study_exited for one that ended before answering,
+  /// timed_out, bad_response, incompatible_protocol, ...) and session_errc::study_failed.
+  study_failed = 1,
+};
+
+const boost::system::error_category& session_condition_category() noexcept;
+boost::system::error_condition make_error_condition(session_condition e) noexcept;
+
 /// A session that could not run: its kind (session_errc, store::errc, or mira::errc for the
-/// study), one line for people, and the study's last stderr lines when it is the study's fault.
+/// study), one line for people, and when it is the study's fault how it ended and its last
+/// stderr lines.
 struct session_error {
-  boost::system::error_code code;
-  std::string text;
-  std::vector<std::string> stderr_tail;
+  boost::system::error_code code = {};
+  std::string text = {};
+  std::vector<std::string> stderr_tail = {};
+  /// How the study process ended, when it did (e.g. errc::study_exited: its exit code).
+  std::optional<exit_status> exit = {};
   /// session_errc::too_many_cases: the cases the selection plans (a service reports the figure).
   std::size_t cases = 0;
 
@@ -78,17 +93,17 @@ struct session_error {
 struct save_options {
   std::filesystem::path results_dir = "results";
   /// A saved run to resume (its folder is locked for the session); empty: a new run.
-  std::string resume;
+  std::string resume = {};
   /// A new run's id; empty: store::new_run_id() (retried on a clash).
-  std::string new_id;
+  std::string new_id = {};
   store::layout layout = store::layout::per_case;
-  store::resume_options resume_options;
+  store::resume_options resume_options = {};
   /// Fills in meta.json and this session's entry of it before the session begins, after the
   /// session filled in the study, its version, initialize, the host and the fingerprints (where
   /// the run had none yet) and the entry's planned and reused counts.
-  std::function<void(store::run_meta&, store::run_session& entry)> describe;
+  std::function<void(store::run_meta&, store::run_session& entry)> describe = {};
   /// Written into the run folder when the session begins (e.g. an archived plan).
-  std::vector<store::report_file> files;
+  std::vector<store::report_file> files = {};
 };
 
 /// What the session does with each case.
@@ -98,38 +113,43 @@ enum class session_mode {
   score,    // `score`, each transcript read from `artifacts` (cases without one are left out)
 };
 
-/// The session's presentation: what a caller shows or keeps. No global sink; every hook runs on
-/// the session's executor, and none is required.
+/// The session's presentation: what a caller shows or keeps. No global sink, and none is
+/// required. Every hook runs on the session's executor (see session::open): one at a time,
+/// never two at once, whichever threads run the caller's executor. None may block.
 struct session_hooks {
   /// The study answered initialize and its listing (a pool: every process).
-  std::function<void(const protocol::initialize_result&, std::size_t processes)> on_study;
+  std::function<void(const protocol::initialize_result&, std::size_t processes)> on_study = {};
   /// A warning: an unreadable saved record or artifact, a changed eval, a resume's notes.
-  std::function<void(const std::string& text)> on_warning;
+  std::function<void(const std::string& text)> on_warning = {};
   /// An attempt of a planned case (index into the session's plan) starts.
-  std::function<void(std::size_t case_index)> on_attempt;
+  std::function<void(std::size_t case_index)> on_attempt = {};
   /// A case's final record (index into the session's plan). A cancelled one was not finished:
   /// a resume runs it.
-  std::function<void(std::size_t case_index, const schedule::case_record&)> on_case;
+  std::function<void(std::size_t case_index, const schedule::case_record&)> on_case = {};
   /// An event or log notification: `key` is the case's when the study correlated it with one.
-  std::function<void(const std::string* key, const notification&)> on_notification;
+  std::function<void(const std::string* key, const notification&)> on_notification = {};
   /// A line the study wrote on stderr; `slot` is 0 for one process, else 1..processes.
-  std::function<void(std::size_t slot, std::string_view line)> on_stderr_line;
+  std::function<void(std::size_t slot, std::string_view line)> on_stderr_line = {};
   /// The study is started again: `slot` 0 for one process (why the last one went), else the
   /// pool's slot.
-  std::function<void(std::size_t slot, const std::string& why)> on_restart;
+  std::function<void(std::size_t slot, const std::string& why)> on_restart = {};
   /// One process answers one request at a time while several wait (see run_hooks).
-  std::function<void()> on_sequential_study;
+  std::function<void()> on_sequential_study = {};
   /// A finished case could not be saved (the run then stops): what, where and why. An empty
   /// key: the run's writer could not be opened, and no case runs.
-  std::function<void(const std::string& key, const std::string& text)> on_save_failed;
+  std::function<void(const std::string& key, const std::string& text)> on_save_failed = {};
+  /// The diagnostics of the study's processes (a pool's too): a request that failed after the
+  /// study went, a malformed line. When set, nothing of the session goes to the process's
+  /// stderr; when empty, each process's host_options::log does (stderr_log_sink() by default).
+  std::function<void(const log_record&)> on_log = {};
 };
 
 struct session_options {
   /// The study to start. Ignored when `connection` is set.
-  study_launch study;
+  study_launch study = {};
   /// A study the caller started (it keeps running after the session) and its listing.
-  std::optional<started_study> connection;
-  plan::selection selection;
+  std::optional<started_study> connection = {};
+  plan::selection selection = {};
   /// Refused (session_errc::too_many_cases) before the plan is made, when it can be told from
   /// one trial's. 0: no limit.
   std::size_t max_cases = 0;
@@ -137,24 +157,25 @@ struct session_options {
   /// sets per-case timeouts in `policy`, or refuses the session with an error.
   std::function<std::optional<session_error>(plan::plan&, const protocol::list_result&,
                                              schedule::run_policy& policy)>
-      refine;
-  schedule::run_policy policy;  // its `op` and `transcript_for` are the mode's
+      refine = {};
+  schedule::run_policy policy = {};  // its `op` and `transcript_for` are the mode's
   session_mode mode = session_mode::run;
   /// session_mode::execute and score: the artifacts directory.
-  std::filesystem::path artifacts;
+  std::filesystem::path artifacts = {};
   /// Where to save; nothing saves no run (a dry run, or a service that keeps results itself).
-  std::optional<save_options> save;
+  std::optional<save_options> save = {};
   /// What summarize() groups by (a sample metadata key); the listing's samples are kept for it.
-  std::string group_by;
+  std::string group_by = {};
   /// The outcome's report keeps the whole records of the plan's first `kept_records` cases (what
   /// report.html's table shows). Every case reaches hooks.on_case and the summary; beyond these,
   /// a session keeps 4 to 13 bytes of a case (docs/session.md), so it runs millions.
   std::size_t kept_records = 10000;
-  session_hooks hooks;
+  session_hooks hooks = {};
   /// Where the session's long steps run (planning, reading a saved run to resume it, the end of
   /// the session with its reports), e.g. a thread pool, so a server's executor stays free. Empty:
-  /// on the session's executor. The session's state never leaves its own executor otherwise.
-  std::optional<boost::asio::any_io_executor> work_executor;
+  /// on the session's executor. These steps call no hook; the session's state never leaves its
+  /// own executor otherwise.
+  std::optional<boost::asio::any_io_executor> work_executor = {};
 };
 
 /// How a session ended.
@@ -193,7 +214,11 @@ struct session_state;
 /// run id is known before it runs (a server answers with it). Move-only; run it once.
 class session {
  public:
-  /// Opens a session on the calling coroutine's executor (see session_options).
+  /// Opens a session on the calling coroutine's executor, or on a strand it makes over that
+  /// executor when it may run handlers on several threads at once (the plain executor of an
+  /// io_context run by several threads, a thread_pool): the session's state, its hooks and the
+  /// processes it starts live there, so the caller never needs a strand. May be awaited from any
+  /// thread; starting processes does not fork (posix_spawn).
   static boost::asio::awaitable<tl::expected<session, session_error>> open(session_options o);
 
   session(session&&) noexcept;
@@ -210,7 +235,7 @@ class session {
   const store::resume_plan& resumed() const;
 
   /// How a stop is written in meta.json: "interrupted" unless set (a server writes
-  /// "cancelled" for a cancel a client asked for). Call before cancelling.
+  /// "cancelled" for a cancel a client asked for). Call before cancelling, from any thread.
   void set_stop_label(std::string label);
 
   /// Runs the session: completes with `void(std::exception_ptr, session_outcome)` as co_spawn
@@ -244,4 +269,6 @@ auto async_run_session(boost::asio::any_io_executor ex, session_options o, Token
 /// @cond
 template <>
 struct boost::system::is_error_code_enum<mira::session_errc> : std::true_type {};
+template <>
+struct boost::system::is_error_condition_enum<mira::session_condition> : std::true_type {};
 /// @endcond
