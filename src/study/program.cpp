@@ -7,10 +7,14 @@
 // once started): the operation that run_program awaits takes it on its slot and wakes the
 // watchdog. That operation's handler belongs to the state, which the coroutines own, so an
 // io_context destroyed meanwhile destroys it all, and the child is killed and reaped on the way.
+//
+// The slot is the caller's, and its cancellation is emitted where the caller runs. So the strand
+// never touches it: the slot's handler only posts to the strand, through a weak_ptr, and the
+// completion is posted to the caller's executor, which clears the slot and runs the handler, as
+// Asio's awaitable clears its own where its handler runs.
 #include <mira/study/program.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -411,14 +415,20 @@ void coroutine_done(run_state& s, std::exception_ptr e) {
         boost::system::system_error(error_code(asio::error::operation_aborted)));
   auto done = std::move(*s.done);
   s.done.reset();
-  if (auto slot = asio::get_associated_cancellation_slot(done); slot.is_connected()) slot.clear();
-  asio::post(s.caller, asio::append(std::move(done), outcome, std::move(s.result)));
+  asio::post(s.caller, [h = std::move(done), outcome, r = std::move(s.result)]() mutable {
+    // On the caller's executor, where its cancellation is emitted (its strand, or its one
+    // thread): the slot's handler is not running now, and cannot start once it is gone.
+    if (auto slot = asio::get_associated_cancellation_slot(h); slot.is_connected()) slot.clear();
+    std::move(h)(outcome, std::move(r));
+  });
 }
 
 void launch(std::shared_ptr<run_state> s, done_handler done) {
   // The slot is the erased handler's: erasing replaces whatever the raw one's slot held.
   auto& erased = s->done.emplace(std::move(done));
   if (auto slot = asio::get_associated_cancellation_slot(erased); slot.is_connected()) {
+    // Runs where the emission is, maybe beside the strand: it touches nothing of the state but
+    // the weak_ptr, and leaves the rest to the strand.
     slot.assign([weak = std::weak_ptr<run_state>(s)](asio::cancellation_type type) {
       using ct = asio::cancellation_type;
       if ((type & (ct::terminal | ct::partial)) == ct::none) return;

@@ -58,12 +58,45 @@ std::optional<protocol::rpc_error> make_samples(const eval& e, std::size_t from,
       .to_rpc();
 }
 
+using runs_here_fn = bool (*)(const asio::any_io_executor&);
+
+template <class Executor>
+bool runs_here(const asio::any_io_executor& ex) {
+  return ex.target<Executor>()->running_in_this_thread();
+}
+
+// How to ask `ex` whether this thread runs it, for the kinds that can say: a strand (of an
+// io_context's executor, or of any, as the server makes), or an io_context's executor (work
+// tracking is part of its type, and co_spawn's executor may track work). Null for the others.
+runs_here_fn asker_of(const asio::any_io_executor& ex) {
+  using io_executor = asio::io_context::executor_type;
+  using tracked_io_executor = std::decay_t<decltype(asio::require(
+      std::declval<io_executor>(), asio::execution::outstanding_work.tracked))>;
+  if (ex.target<asio::strand<io_executor>>()) return runs_here<asio::strand<io_executor>>;
+  if (ex.target<asio::strand<asio::any_io_executor>>())
+    return runs_here<asio::strand<asio::any_io_executor>>;
+  if (ex.target<io_executor>()) return runs_here<io_executor>;
+  if (ex.target<tracked_io_executor>()) return runs_here<tracked_io_executor>;
+  return nullptr;
+}
+
+// The executor the server runs its subjects on: the caller's when asker_of() can ask it, else a
+// strand over it, which can. The strand runs its handlers inside the caller's executor, which
+// runs one at a time (serve.hpp), so it adds no concurrency; and when the caller's threads change
+// with every handler (a strand over a thread_pool), only such a strand can say whether the one
+// calling is a subject.
+asio::any_io_executor askable(asio::any_io_executor ex) {
+  if (asker_of(ex)) return ex;
+  return asio::any_io_executor(asio::make_strand(ex));
+}
+
 }  // namespace
 
 server::server(const registry& study, const serve_options& options, asio::any_io_executor ex)
     : study_(study),
       options_(options),
-      ex_(std::move(ex)),
+      ex_(askable(std::move(ex))),
+      runs_here_(asker_of(ex_)),
       table_(options.max_in_flight),
       framer_(options.max_line),
       parser_(json::storage_ptr(),
@@ -78,26 +111,8 @@ server::server(const registry& study, const serve_options& options, asio::any_io
 server::~server() {
   // Torn down with cases still in flight (the io_context destroyed under serve()): blocking
   // work waiting on its stop token is told, or the join would wait for ever.
-  for (auto id : table_.ids()) {
-    auto& c = *table_.find(id)->ctl;
-    c.cancelled = true;
-    if (c.stop) c.stop->request_stop();
-  }
+  for (auto id : table_.ids()) table_.find(id)->ctl->request_stop();
   if (pool_) pool_->join();
-}
-
-bool server::on_io_thread() const {
-  // A strand runs on whichever thread of its context is free: ask it. Work-tracking is part of
-  // an io_context executor's type, and co_spawn's executor tracks work.
-  using io_executor = asio::io_context::executor_type;
-  using tracked_io_executor = std::decay_t<decltype(asio::require(
-      std::declval<io_executor>(), asio::execution::outstanding_work.tracked))>;
-  if (auto* s = ex_.target<asio::strand<io_executor>>()) return s->running_in_this_thread();
-  if (auto* s = ex_.target<asio::strand<asio::any_io_executor>>())
-    return s->running_in_this_thread();
-  if (auto* e = ex_.target<io_executor>()) return e->running_in_this_thread();
-  if (auto* e = ex_.target<tracked_io_executor>()) return e->running_in_this_thread();
-  return std::this_thread::get_id() == io_thread_;
 }
 
 asio::any_io_executor server::blocking_executor() {
@@ -118,7 +133,8 @@ void server::queue(std::string_view frame) {
 
 void server::send(std::string frame) {
   // Notifications may come from the pool's threads; the buffer is the I/O thread's. A subject's
-  // own are queued at once, so they precede its answer.
+  // own are queued at once, so they precede its answer: a subject runs on ex_, which says so
+  // whichever thread runs it.
   if (on_io_thread()) return queue(frame);
   asio::post(ex_, [this, f = std::move(frame)] { queue(f); });
 }
@@ -156,7 +172,6 @@ void server::log(std::string_view message, std::int64_t request_id) {
 }
 
 asio::awaitable<void> server::run(byte_stream& stream) {
-  io_thread_ = std::this_thread::get_id();
   asio::co_spawn(ex_, write(stream), [this](std::exception_ptr e) {
     write_error_ = e;
     writer_done_ = true;

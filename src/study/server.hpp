@@ -18,10 +18,10 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace mira::study::detail {
@@ -35,20 +35,42 @@ struct case_control {
   // Atomic: run_context::cancelled() may be asked from blocking code on the pool.
   std::atomic<bool> cancelled = false;
   bool answered = false;  // the answer is queued; the entry goes after co_spawn's completion
-  std::optional<std::stop_source> stop;
 
+  /// On the I/O thread.
   void cancel() {
-    cancelled = true;
-    if (stop) stop->request_stop();
+    request_stop();
     signal.emit(boost::asio::cancellation_type::terminal);
   }
-  std::stop_token token() {
-    if (!stop) {
-      stop.emplace();
-      if (cancelled) stop->request_stop();
-    }
-    return stop->get_token();
+  /// Marks the request cancelled and stops its token, if one was made. From any thread.
+  void request_stop() {
+    cancelled = true;  // before the look: a token made after it sees the flag
+    if (auto* s = made_source()) s->request_stop();
   }
+  /// From any thread: run_context::stop_token() may be called from blocking code, while the
+  /// I/O thread cancels.
+  std::stop_token token() {
+    std::stop_source* s = nullptr;
+    {
+      std::lock_guard lock(stop_mutex_);
+      if (!stop_) stop_.emplace();
+      s = &*stop_;
+    }
+    // A request_stop() that found no source had set the flag first. Outside the lock, as in
+    // request_stop(): a stop runs the token's callbacks, which may ask for the token again.
+    if (cancelled) s->request_stop();
+    return s->get_token();
+  }
+
+ private:
+  // The source, once made, is never reset: its address may be used outside the lock
+  // (request_stop() and get_token() are safe to call from several threads at once).
+  std::stop_source* made_source() {
+    std::lock_guard lock(stop_mutex_);
+    return stop_ ? &*stop_ : nullptr;
+  }
+
+  std::mutex stop_mutex_;  // guards the making of stop_ against a look for it
+  std::optional<std::stop_source> stop_;
 };
 
 /// One run / execute / score request: what it asks, and how to stop it.
@@ -96,11 +118,15 @@ class server {
                     bool retryable = false);
   void log(std::string_view message, std::int64_t request_id = 0);
   void wake(boost::asio::steady_timer& t) { t.cancel(); }
-  bool on_io_thread() const;
+  bool on_io_thread() const { return runs_here_(ex_); }
 
   const registry& study_;
   serve_options options_;
+  // The caller's executor, or a strand over it when that kind cannot tell whether it runs on
+  // this thread (a strand over a thread_pool): every subject runs on it.
   boost::asio::any_io_executor ex_;
+  // Asks the executor type ex_ holds whether this thread runs it; chosen once, with ex_.
+  bool (*runs_here_)(const boost::asio::any_io_executor&);
   request_table<request> table_;
   mira::detail::line_framer framer_;
   boost::json::parser parser_;
@@ -115,7 +141,6 @@ class server {
   bool writer_done_ = false;
   std::exception_ptr write_error_;
   std::optional<boost::asio::thread_pool> pool_;
-  std::thread::id io_thread_;  // where run() runs, for an executor on_io_thread() cannot ask
 };
 
 }  // namespace mira::study::detail

@@ -8,8 +8,12 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -18,10 +22,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <functional>
 #include <thread>
+#include <variant>
+#include <vector>
 
 namespace asio = boost::asio;
 namespace study = mira::study;
@@ -108,6 +115,38 @@ asio::awaitable<study::program_result> hearing_partial(study::program_options o)
 asio::awaitable<study::program_result> hearing_total(study::program_options o) {
   co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
   co_return co_await study::run_program(std::move(o));
+}
+
+study::program_options true_program() {
+  return {.argv = {"true"}};
+}
+
+// What the races of the chains below came to; the chains run at once, on different threads.
+struct race_tally {
+  std::atomic<int> program_first{0};  // the program's result came first
+  std::atomic<int> timer_first{0};    // the timer's did: the program was cancelled, or not heard
+  std::atomic<int> failed{0};         // the program's result says it failed
+  std::atomic<int> chains_done{0};
+  std::atomic<int> chains_thrown{0};
+};
+
+// `rounds` runs of `true`, each raced in `||` against a timer of a quarter to seven quarters of
+// how long a run takes, so the cancellation comes before, as and after the program ends.
+asio::awaitable<void> race_the_end(steady::duration typical, int rounds, int offset,
+                                   race_tally& tally) {
+  using namespace asio::experimental::awaitable_operators;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (int i = 0; i < rounds; ++i) {
+    timer.expires_after(typical * ((i + offset) % 7 + 1) / 4);
+    auto o = true_program();
+    auto r = co_await (study::run_program(std::move(o)) || timer.async_wait(asio::use_awaitable));
+    if (r.index() == 1)
+      ++tally.timer_first;
+    else if (std::get<0>(r).exit_code == 0)
+      ++tally.program_first;
+    else
+      ++tally.failed;
+  }
 }
 
 // SIGPIPE back to its default action (ending the process) while it lives.
@@ -321,6 +360,45 @@ BOOST_AUTO_TEST_CASE(runs_on_an_io_context_with_two_threads) {
   second.join();
   for (std::size_t i = 0; i < outs.size(); ++i)
     BOOST_TEST((outs[i] == std::to_string(i) + pattern(100000)));
+}
+
+// A cancellation that comes as the program ends, from a timer about as long as the run in `||`,
+// on an io_context run by four threads: four chains at once, each on a strand of the context
+// (where a `||` on several threads belongs, program.hpp), so run_program's own strand runs
+// beside the other chains' emissions and completions. Every run completes once, and no child or
+// descriptor is left.
+BOOST_AUTO_TEST_CASE(a_cancellation_as_the_program_ends_on_four_threads) {
+  BOOST_REQUIRE(!has_children());
+  const auto fds_before = open_fds();
+  const auto t0 = steady::now();
+  for (int i = 0; i < 5; ++i) run(true_program());
+  const auto typical = (steady::now() - t0) / 5;
+  constexpr int chains = 4;
+  constexpr int rounds = 100;
+  race_tally tally;
+  {
+    asio::io_context ctx(4);
+    for (int k = 0; k < chains; ++k)
+      asio::co_spawn(asio::make_strand(ctx), race_the_end(typical, rounds, k, tally),
+                     [&tally](std::exception_ptr e) {
+                       if (e)
+                         ++tally.chains_thrown;
+                       else
+                         ++tally.chains_done;
+                     });
+    std::vector<std::thread> others;
+    for (int i = 0; i < 3; ++i) others.emplace_back([&ctx] { ctx.run_for(60s); });
+    ctx.run_for(60s);  // a watchdog: a hang fails the counts below
+    for (auto& t : others) t.join();
+  }
+  BOOST_TEST_MESSAGE("program first " << tally.program_first.load() << ", timer first "
+                                      << tally.timer_first.load());
+  BOOST_TEST(tally.chains_done.load() == chains);
+  BOOST_TEST(tally.chains_thrown.load() == 0);
+  BOOST_TEST(tally.program_first.load() + tally.timer_first.load() == chains * rounds);
+  BOOST_TEST(tally.failed.load() == 0);
+  BOOST_TEST(!has_children());
+  BOOST_TEST(open_fds() == fds_before);
 }
 
 BOOST_AUTO_TEST_CASE(to_transcript_says_how_the_program_ended) {

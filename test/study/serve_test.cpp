@@ -7,6 +7,7 @@
 #include <mira/study.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/local/connect_pair.hpp>
@@ -14,6 +15,7 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
@@ -22,6 +24,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stop_token>
+#include <string>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -524,6 +528,54 @@ BOOST_AUTO_TEST_CASE(blocking_work_sees_its_stop_token) {
   });
 }
 
+// A stop token asked for off the I/O thread as the cancel comes: the subject's own thread waits
+// until the request is marked cancelled and asks for the token at once, while the I/O thread,
+// which has just marked it, looks for a token to stop. Not through blocking(), which makes the
+// token on the I/O thread before it hands over. The token is stopped every time.
+BOOST_AUTO_TEST_CASE(a_stop_token_made_off_the_io_thread_as_the_cancel_comes_is_stopped) {
+  constexpr int cases = 200;
+  auto r = one_eval([](study::run_context& c) -> asio::awaitable<transcript> {
+    std::string seen = "not cancelled";
+    std::jthread asker([&c, &seen](std::stop_token own) {
+      const auto give_up = std::chrono::steady_clock::now() + 20s;
+      while (!c.cancelled() && !own.stop_requested() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::yield();
+      if (c.cancelled()) seen = c.stop_token().stop_requested() ? "stopped" : "not stopped";
+    });
+    c.started();
+    asio::steady_timer until_cancelled(c.get_executor(), 1h);
+    co_await until_cancelled.async_wait(asio::as_tuple(asio::use_awaitable));
+    asker.join();  // at once: the request is marked cancelled before its slot hears it
+    transcript t;
+    t.final_response = seen;
+    co_return t;  // a result despite the cancel: the host gets it
+  });
+  run_co(
+      [&](asio::io_context& io) -> asio::awaitable<void> {
+        served s(io, r);
+        wire w{s.host_end, {}};
+        int stopped = 0;
+        for (int id = 1; id < 2 * cases; id += 2) {
+          co_await w.send(run_line(id, "s0"));
+          co_await w.next();  // "started": the subject's thread waits for the cancel
+          std::string cancel = R"({"id":)" + std::to_string(id + 1) +
+                               R"(,"method":"cancel","params":{"id":)" + std::to_string(id) + "}}";
+          co_await w.send(std::move(cancel));
+          auto a = co_await w.answer();
+          auto b = co_await w.answer();
+          if (a.at("id") == id + 1) std::swap(a, b);
+          BOOST_REQUIRE(a.contains("result"));
+          const bool ok = a.at("result").at("transcript").at("final_response") == "stopped";
+          BOOST_TEST(ok, "request " << id);
+          stopped += static_cast<int>(ok);
+        }
+        BOOST_TEST(stopped == cases);
+        s.host_end.shutdown(socket_t::shutdown_send);
+        BOOST_TEST((co_await w.next()).is_null());
+      },
+      std::chrono::seconds(60));
+}
+
 BOOST_AUTO_TEST_CASE(a_torn_down_io_context_stops_blocking_work_in_flight) {
   std::mutex m;
   std::condition_variable_any cv;
@@ -685,16 +737,45 @@ BOOST_AUTO_TEST_CASE(a_sample_generator_that_throws_fails_only_its_request) {
   });
 }
 
-// How many of 300 cases had their subject's "started" event written before their answer,
-// when the study starts serving on this thread and its cases run on `threads` others: on a
-// strand of the io_context, or on the io_context itself (one other thread).
-int events_before_answers(bool on_strand, int threads) {
-  auto r = one_eval([](study::run_context& c) -> asio::awaitable<transcript> {
+// A subject that sends its "started" event and answers at once.
+study::subject starts_then_answers() {
+  return [](study::run_context& c) -> asio::awaitable<transcript> {
     c.started();
     transcript t;
     t.final_response = "ok";
     co_return t;
-  });
+  };
+}
+
+// The host's side of the two below: 300 cases in one write, then how many of the answers came
+// after their subject's "started" event. The references outlive it.
+asio::awaitable<void> count_events_before_answers(socket_t& host_end, int& answered,
+                                                  int& after_their_event) {
+  wire w{host_end, {}};
+  std::string lines;
+  for (int i = 1; i <= 300; ++i) lines += run_line(i, "s" + std::to_string(i % 3)) + "\n";
+  co_await asio::async_write(host_end, asio::buffer(lines), asio::use_awaitable);
+  std::set<std::int64_t> started;
+  while (answered < 300) {
+    auto v = co_await w.next();
+    if (v.is_null()) break;
+    auto& o = v.as_object();
+    if (o.contains("method")) {
+      started.insert(o.at("params").at("request_id").as_int64());
+      continue;
+    }
+    ++answered;
+    after_their_event += static_cast<int>(started.count(o.at("id").as_int64()));
+  }
+  host_end.shutdown(socket_t::shutdown_send);
+  co_await w.next();  // the end of the study's output
+}
+
+// How many of 300 cases had their subject's "started" event written before their answer,
+// when the study starts serving on this thread and its cases run on `threads` others: on a
+// strand of the io_context, or on the io_context itself (one other thread).
+int events_before_answers(bool on_strand, int threads) {
+  auto r = one_eval(starts_then_answers());
   asio::io_context io(threads);
   asio::any_io_executor ex = io.get_executor();
   if (on_strand) ex = asio::make_strand(io);
@@ -707,32 +788,38 @@ int events_before_answers(bool on_strand, int threads) {
   io.poll();  // serving starts here, then waits for requests
   int answered = 0;
   int after_their_event = 0;
-  asio::co_spawn(
-      ex,
-      [&]() -> asio::awaitable<void> {
-        wire w{host_end, {}};
-        std::string lines;
-        for (int i = 1; i <= 300; ++i) lines += run_line(i, "s" + std::to_string(i % 3)) + "\n";
-        co_await asio::async_write(host_end, asio::buffer(lines), asio::use_awaitable);
-        std::set<std::int64_t> started;
-        while (answered < 300) {
-          auto v = co_await w.next();
-          if (v.is_null()) break;
-          auto& o = v.as_object();
-          if (o.contains("method")) {
-            started.insert(o.at("params").at("request_id").as_int64());
-            continue;
-          }
-          ++answered;
-          after_their_event += static_cast<int>(started.count(o.at("id").as_int64()));
-        }
-        host_end.shutdown(socket_t::shutdown_send);
-        co_await w.next();  // the end of the study's output
-      },
-      asio::detached);
+  asio::co_spawn(ex, count_events_before_answers(host_end, answered, after_their_event),
+                 asio::detached);
   std::vector<std::thread> others;
   for (int i = 0; i < threads; ++i) others.emplace_back([&] { io.run(); });
   for (auto& t : others) t.join();
+  BOOST_TEST(answered == 300);
+  return after_their_event;
+}
+
+// The same with the study served on a strand over a thread_pool of `threads` (serve.hpp allows
+// any strand), which no io_context executor can ask: the threads running it change from one
+// handler to the next. A watchdog closes the host's end after a minute.
+int events_before_answers_on_a_pool_strand(int threads) {
+  auto r = one_eval(starts_then_answers());
+  asio::thread_pool pool(static_cast<std::size_t>(threads));
+  asio::any_io_executor ex = asio::make_strand(pool);
+  socket_t study_end(ex), host_end(ex);
+  asio::local::connect_pair(study_end, host_end);
+  asio::co_spawn(ex, study::serve(r, study::stream_of(study_end)), [&](std::exception_ptr) {
+    boost::system::error_code ignored;
+    study_end.shutdown(socket_t::shutdown_both, ignored);
+  });
+  asio::steady_timer watchdog(ex, 60s);
+  watchdog.async_wait(asio::bind_executor(ex, [&](boost::system::error_code ec) {
+    boost::system::error_code ignored;
+    if (!ec) host_end.close(ignored);
+  }));
+  int answered = 0;
+  int after_their_event = 0;
+  asio::co_spawn(ex, count_events_before_answers(host_end, answered, after_their_event),
+                 asio::bind_executor(ex, [&](std::exception_ptr) { watchdog.cancel(); }));
+  pool.join();
   BOOST_TEST(answered == 300);
   return after_their_event;
 }
@@ -741,6 +828,11 @@ int events_before_answers(bool on_strand, int threads) {
 BOOST_AUTO_TEST_CASE(events_precede_their_answer_on_any_thread_of_the_executor) {
   BOOST_TEST(events_before_answers(false, 1) == 300);
   BOOST_TEST(events_before_answers(true, 2) == 300);
+}
+
+// Also on a strand over a thread_pool, whose threads take turns at running the subjects.
+BOOST_AUTO_TEST_CASE(events_precede_their_answer_on_a_strand_over_a_thread_pool) {
+  BOOST_TEST(events_before_answers_on_a_pool_strand(4) == 300);
 }
 
 BOOST_AUTO_TEST_CASE(ten_thousand_cases_with_a_thousand_in_flight) {

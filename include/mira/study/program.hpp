@@ -69,7 +69,12 @@ struct program_result {
 /// a write to a closed pipe raises there is discarded: the caller need not ignore SIGPIPE.
 ///
 /// Executor: the calling coroutine's; run_program's own operations run on a strand of it, so
-/// an io_context run by several threads is fine.
+/// an io_context run by several threads is fine. It completes on the calling coroutine's
+/// executor, and only there is the cancellation slot cleared, so a cancellation may come at any
+/// moment (the program's end included) when it is emitted where that coroutine runs, as Asio
+/// asks of every operation. A coroutine that races run_program in `||` or a parallel group on an
+/// io_context run by several threads belongs on a strand: on the plain executor Asio 1.81 emits
+/// from whichever thread ends the other operation, which nothing serialises with this one's end.
 ///
 /// Cancellation: whatever the calling coroutine's cancellation state lets through (terminal
 /// only, by default; partial too after reset_cancellation_state(enable_partial_cancellation())),
