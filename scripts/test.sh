@@ -36,6 +36,11 @@ pc_path="$(dirname "$(find "$tmp/install" -name mira.pc)")"
 g++ -std=c++20 -O1 test/consumer/main.cpp -o "$tmp/pkg-config-consumer" \
   $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira)
 "$tmp/pkg-config-consumer" "$study"
+# The documentation's snippets, as a user copies them, compile without a warning.
+# shellcheck disable=SC2046
+g++ -std=c++20 -O0 -Wall -Wextra -Werror test/consumer/snippets.cpp -o "$tmp/snippets" \
+  $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira)
+"$tmp/snippets"
 
 # mira::host alone: a service that wants a host_handle opens no toml++ or Beast header and links
 # neither (CMake package and pkg-config alike).

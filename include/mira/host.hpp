@@ -52,10 +52,10 @@ namespace mira {
 
 /// How to start a study: an exact argv (no shell splitting).
 struct study_command {
-  std::vector<std::string> argv;  // argv[0] without a '/' is looked up on PATH
-  std::optional<std::filesystem::path> working_directory;
+  std::vector<std::string> argv = {};  // argv[0] without a '/' is looked up on PATH
+  std::optional<std::filesystem::path> working_directory = {};
   /// Full environment as "KEY=VALUE" entries; nullopt inherits the host's environment.
-  std::optional<std::vector<std::string>> environment;
+  std::optional<std::vector<std::string>> environment = {};
 };
 
 /// A notification from the study (`event` or `log`), as received.
@@ -71,14 +71,17 @@ struct host_options {
   std::string host_name = "mira-cpp";
   std::size_t max_line_bytes = std::size_t{64} << 20;
   /// The host's diagnostics, and the study's stderr lines when on_stderr_line is not set (as
-  /// log_source::study_stderr records). Empty: dropped.
+  /// log_source::study_stderr records). Empty: dropped. Set, nothing of this host goes to the
+  /// process's stderr. Runs on the handle's strand, one record at a time; must not block.
   log_sink log = stderr_log_sink();
   /// Each line the study writes on stderr. Default: a study_stderr record to `log`, which
-  /// stderr_log_sink writes as "[study] <line>".
-  std::function<void(std::string_view)> on_stderr_line;
+  /// stderr_log_sink writes as "[study] <line>". Runs on the handle's strand, one line at a
+  /// time; must not block (the study's output waits meanwhile).
+  std::function<void(std::string_view)> on_stderr_line = {};
   std::size_t stderr_tail_lines = 20;  // kept for error diagnostics
-  /// Notifications not correlated with a live request (request_id 0 or unknown).
-  notification_handler on_notification;
+  /// Notifications not correlated with a live request (request_id 0 or unknown). Runs on the
+  /// handle's executor (not its strand), one at a time, in the order the study sent them.
+  notification_handler on_notification = {};
   /// Graceful shutdown: after closing stdin, wait this long before SIGTERM ...
   std::chrono::milliseconds shutdown_grace{5000};
   /// ... and this long after SIGTERM before SIGKILL.
@@ -97,8 +100,9 @@ struct request_options {
   /// Must outlive the operation.
   diagnostics* diag = nullptr;
   /// event/log notifications correlated with this request, run on the completion handler's
-  /// executor so a slow handler never blocks the connection's reader.
-  notification_handler on_notification;
+  /// executor so a slow handler never blocks the connection's reader: in order, each before
+  /// the completion, never two at once, whatever that executor is.
+  notification_handler on_notification = {};
   /// Set to the request's id when the operation is initiated (before its frame is queued), so
   /// async_cancel(id) and correlation of logs work without the study echoing it. Written on
   /// the initiating thread; must outlive the initiation. Not set by list_all and shutdown,
@@ -107,7 +111,7 @@ struct request_options {
   /// When this passes before the answer, the request is cancelled as a dropped awaitable would
   /// be (removed if unsent; else abandoned, and `cancel` sent for run/execute/score when the
   /// study advertised it) and the operation completes with errc::timed_out.
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::optional<std::chrono::steady_clock::time_point> deadline = {};
 };
 
 /// Tag for the fail-fast overloads (`host.async_run(c, mira::as_expected, asio::deferred)`):
@@ -198,7 +202,9 @@ class host_handle {
   using executor_type = boost::asio::any_io_executor;
 
   /// Starts the study (stdin/stdout piped, stderr drained into options.on_stderr_line).
-  /// Call it from the thread that runs `ex` (or before any thread runs it): it forks.
+  /// Any thread may call it, also while other threads run `ex`'s context: the study is started
+  /// with posix_spawn, so the host process never forks (Asio forbids notify_fork while other
+  /// threads use the context).
   static tl::expected<host_handle, error> spawn(executor_type ex, study_command cmd,
                                                 host_options opts = {});
 

@@ -23,24 +23,24 @@ namespace mira {
 
 /// How to start a study.
 struct study_launch {
-  study_command command;
+  study_command command = {};
   /// Processes: 1 is one host_handle; more is a study_pool of that many.
   std::size_t processes = 1;
   /// A pool's requests in flight per process (pool_options::max_in_flight_per_process).
   std::size_t max_in_flight_per_process = 0;
   /// The host options of the process in `slot`: 0 for a single process, else 1..processes.
   /// Empty: host_options{}.
-  std::function<host_options(std::size_t slot)> host_options_for;
+  std::function<host_options(std::size_t slot)> host_options_for = {};
   /// initialize, and then the whole listing, must each answer within this.
   std::chrono::milliseconds init_timeout{60000};
   /// How the caller's users name init_timeout (e.g. "--init-timeout"): a message about a missed
   /// limit ends with it in parentheses.
-  std::string init_timeout_name;
+  std::string init_timeout_name = {};
   /// A pool's restarts of a dead process (a single process is restarted by the session).
   int max_restarts = 3;
   std::chrono::milliseconds restart_backoff{500};
   /// A pool's slot whose process died and is started again, or whose restart failed.
-  std::function<void(std::size_t slot, const std::string& what)> on_pool_restart;
+  std::function<void(std::size_t slot, const std::string& what)> on_pool_restart = {};
 };
 
 /// A started, initialized study: one process or a pool. Copies share the processes.
