@@ -12,6 +12,7 @@
 #include <mira/pool.hpp>
 #include <mira/session/session.hpp>
 #include <mira/store/run_reader.hpp>
+#include <mira/store/run_store.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -187,6 +188,54 @@ BOOST_DATA_TEST_CASE(sessions_started_while_threads_run_with_restarts_forced,
     BOOST_TEST(probes[i]->overlaps.load() == 0);
   }
   BOOST_TEST(no_children_left());
+}
+
+// Rows 7 and 11: a session cancelled at its first attempt, with its stop label set from a thread
+// of its own meanwhile, on a multi-threaded context: it stops as interrupted, saves what ended
+// and writes the label. The cancellation is emitted where the awaiting coroutine runs (a strand),
+// as Asio asks.
+BOOST_DATA_TEST_CASE(a_session_cancelled_at_its_first_attempt_on_threads,
+                     bdata::make(thread_counts), threads) {
+  for (int round = 0; round < 10; ++round) {
+    temp_dir dir;
+    asio::io_context ctx(threads);
+    auto strand = asio::make_strand(ctx);
+    asio::cancellation_signal stop;
+    std::atomic<session*> opened{nullptr};
+    std::atomic<bool> fired{false};
+    std::thread labeller;
+    auto o = example_session(dir.path / "results", 1);
+    o.hooks.on_attempt = [&](std::size_t) {
+      if (fired.exchange(true)) return;
+      labeller = std::thread([&] {
+        opened.load()->set_stop_label("cancelled");
+        asio::post(strand, [&] { stop.emit(asio::cancellation_type::terminal); });
+      });
+    };
+    std::optional<session_outcome> out;
+    asio::co_spawn(
+        strand,
+        [&]() -> asio::awaitable<void> {
+          // Each operation made outside the co_await that awaits it (g++ 12 and temporaries).
+          auto opening = session::open(std::move(o));
+          auto s = co_await std::move(opening);
+          if (!s) co_return;
+          opened = &*s;
+          auto running =
+              s->async_run(asio::bind_cancellation_slot(stop.slot(), asio::use_awaitable));
+          out.emplace(co_await std::move(running));
+        },
+        asio::detached);
+    run_threads(ctx, threads);
+    if (labeller.joinable()) labeller.join();
+    BOOST_REQUIRE(out.has_value());
+    BOOST_TEST((out->stopped() == schedule::stop_reason::interrupted));
+    BOOST_TEST(out->resumable());
+    auto saved = store::load_run(dir.path / "results", out->run_id);
+    BOOST_REQUIRE(saved);
+    BOOST_TEST(saved->cases.size() == out->ran);
+    BOOST_TEST(saved->meta.sessions.back().stopped == "cancelled");
+  }
 }
 
 // Row 5: each completion, on a strand of its own over a 4-thread context, comes after all six
