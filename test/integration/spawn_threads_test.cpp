@@ -91,7 +91,9 @@ asio::awaitable<std::string> start_initialize_stop(std::atomic<int>& initialized
   o.on_stderr_line = [](std::string_view) {};
   study_command c;
   c.argv = {MIRA_EXAMPLE_STUDY};
-  auto host = host_handle::spawn(co_await asio::this_coro::executor, c, o);
+  // No co_await in the spawn's full-expression: g++ 12 destroys its temporaries twice.
+  auto ex = co_await asio::this_coro::executor;
+  auto host = host_handle::spawn(ex, c, o);
   if (!host) co_return "spawn: " + host.error().message();
   auto init = co_await host->initialize();
   if (!init) co_return "initialize: " + init.error().message();
