@@ -370,12 +370,16 @@ std::string junit_report(const case_source& cases, const aggregate::summary& s) 
       case case_state::na:
       case case_state::skipped:
       case case_state::cancelled:
-      case case_state::executed:
+      case case_state::executed: {
         ++su.skipped;
-        su.cases += "<skipped message=\"" +
-                    xml_text(std::string(to_string(r.state)) + (why.empty() ? "" : ": " + why)) +
-                    "\"/>";
+        // The state leads the message once ("cancelled: fail-fast" already says it).
+        std::string state(to_string(r.state));
+        auto message = why.empty()                       ? state
+                       : why.rfind(state + ": ", 0) == 0 ? why
+                                                         : state + ": " + why;
+        su.cases += "<skipped message=\"" + xml_text(message) + "\"/>";
         break;
+      }
     }
     if (result && !result->transcript.final_response.empty())
       su.cases += "<system-out>" + xml_text(result->transcript.final_response.substr(0, 2000)) +
@@ -426,7 +430,13 @@ std::string md_report(const case_source& cases, const aggregate::summary& s) {
     if (r.state != case_state::failed && r.state != case_state::error) return true;
     std::string why = r.message;
     if (why.empty())
-      if (auto result = r.result()) why = result->transcript.error.value_or("");
+      if (auto result = r.result()) {
+        why = result->transcript.error.value_or("");
+        // A case that failed its scores has no error: the first failing score says why.
+        for (auto& sc : result->scores)
+          if (why.empty() && !sc.pass && !sc.na)
+            why = sc.reason.empty() ? sc.scorer : sc.scorer + ": " + sc.reason;
+      }
     problems += "| " + md_cell(c.key) + " | " + std::string(to_string(r.state)) + " | " +
                 md_cell(why) + " |\n";
     return true;

@@ -85,6 +85,24 @@ BOOST_AUTO_TEST_CASE(nothing_scored_is_said_not_shown_as_0_percent) {
   BOOST_TEST(table(run, run.summary()).find("pass rate 100% [") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(the_markdown_says_why_a_case_failed) {
+  fixture_run run;
+  run.add("p", case_state::passed, result(true, 1));
+  run.add("f", case_state::failed, result(false, 0));
+  auto md = report::render("md", run.p, run.report, run.summary());
+  BOOST_TEST(md.find("| failed | match: why |") != std::string::npos, md);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_case_says_cancelled_once_in_junit) {
+  fixture_run run;
+  run.add("p", case_state::passed, result(true, 1));
+  run.add("c", case_state::cancelled);
+  run.report.cases.back().message = "cancelled: fail-fast";
+  auto junit = report::render("junit", run.p, run.report, run.summary());
+  BOOST_TEST(junit.find("<skipped message=\"cancelled: fail-fast\"/>") != std::string::npos, junit);
+  BOOST_TEST(junit.find("cancelled: cancelled") == std::string::npos, junit);
+}
+
 BOOST_AUTO_TEST_CASE(a_rate_with_a_failure_never_reads_100_percent) {
   fixture_run most;
   for (int i = 0; i < 999; ++i)
