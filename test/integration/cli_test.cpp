@@ -113,6 +113,22 @@ BOOST_AUTO_TEST_CASE(usage_errors_exit_2) {
   BOOST_TEST(cli("--version").out == "mira " + std::string(mira::version) + " (protocol 1.1)\n");
 }
 
+// A report that cannot be written is refused before the study starts (it failed, rc 3, after
+// the whole suite had run), and nothing is saved.
+BOOST_AUTO_TEST_CASE(an_out_that_cannot_be_written_is_refused_before_the_run) {
+  temp_dir dir;
+  const auto results = (dir.path / "results").string();
+  for (const auto& out : {dir.path / "nodir" / "x.xml", dir.path}) {
+    auto r = run_command(mira_bin + " run --format junit --results-dir " + results + " --out " +
+                         out.string() + " -- " + example + " 2>&1");
+    BOOST_TEST(r.code == 2, r.out);
+    BOOST_TEST(r.out.find("mira: --out " + out.string() + ": ") != std::string::npos, r.out);
+    BOOST_TEST(!fs::exists(results));
+  }
+  // A device is written in place, and is fine.
+  BOOST_TEST(cli("run --dry-run --format junit --out /dev/null -- " + example).code == 0);
+}
+
 BOOST_AUTO_TEST_CASE(host_and_study_errors_exit_3) {
   BOOST_TEST(cli("run --dry-run -- /nonexistent/study").code == 3);
   BOOST_TEST(cli("list -- /bin/false").code == 3);

@@ -378,11 +378,24 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   co_return result;
 }
 
+namespace {
+
+// An --out that cannot be written, said before the study starts.
+bool refuse_out(const run_args& a) {
+  auto why = out_path_problem(a.out);
+  if (why)
+    std::fprintf(stderr, "mira: --out %s: %s\n", printable(a.out).c_str(), printable(*why).c_str());
+  return why.has_value();
+}
+
+}  // namespace
+
 int cmd_run(const std::vector<std::string>& args) {
   auto a = parse_args(command::run, args);
   if (a.help) return std::fputs(command_help(command::run).c_str(), stdout), exit_ok;
   if (!a.experiment.empty()) return run_experiment(args, a);
   prepare(command::run, a);
+  if (refuse_out(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
     rc = (co_await run_cases(args, std::move(a), false, out)).rc;
@@ -393,6 +406,7 @@ int cmd_score(const std::vector<std::string>& args) {
   auto a = parse_args(command::score, args);
   if (a.help) return std::fputs(command_help(command::score).c_str(), stdout), exit_ok;
   prepare(command::score, a);
+  if (refuse_out(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
     rc = (co_await run_cases(args, std::move(a), true, out)).rc;

@@ -14,7 +14,9 @@
 #include <boost/json/serialize.hpp>
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -267,6 +269,26 @@ bool use_colour(const run_args& a) {
   const char* no_color = std::getenv("NO_COLOR");
   if (no_color && *no_color) return false;
   return a.color == "always" || (a.color == "auto" && ::isatty(1));
+}
+
+std::optional<std::string> out_path_problem(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  if (path.empty() || path == "-") return std::nullopt;
+  auto cannot = [](std::string what) {
+    return std::optional<std::string>(std::move(what) + ": " + std::strerror(errno));
+  };
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (fs::is_directory(st)) return "it is a folder";
+  // A device or FIFO is written in place; a regular file is replaced beside itself.
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    return ::access(path.c_str(), W_OK) == 0 ? std::nullopt : cannot("it cannot be written");
+  auto parent = path.parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec)) return "the folder " + parent.string() + " does not exist";
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    return cannot("the folder " + parent.string() + " cannot be written to");
+  return std::nullopt;
 }
 
 // The finished report on stdout and, with --out, in a file. Returns false when the file could

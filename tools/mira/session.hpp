@@ -118,6 +118,11 @@ int run_io(std::function<boost::asio::awaitable<void>(int& rc)> body);
 /// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
 bool use_colour(const run_args& a);
 
+/// Why --out `path` could not be written, looked at before anything runs (a run must not end
+/// with its report refused): a folder, a missing or unwritable parent folder, a device or FIFO
+/// that cannot be written. Nothing is opened: a FIFO would block. nullopt for none, or "-".
+std::optional<std::string> out_path_problem(const std::filesystem::path& path);
+
 /// The report in `format` written to `path` as it is rendered (store::output_file: a regular
 /// file is replaced only when complete; a device, FIFO or "-" is written in place; a symbolic
 /// link is written through).
