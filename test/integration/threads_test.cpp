@@ -23,7 +23,6 @@
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/data/monomorphic.hpp>
@@ -293,11 +292,17 @@ BOOST_AUTO_TEST_CASE(uncorrelated_notifications_arrive_alone_and_in_order) {
   overlap_probe probe;
   std::vector<std::int64_t> order;  // pushed only inside the probe
   std::atomic<std::size_t> delivered{0};
+  std::optional<host_handle> handle;  // set before the study can write
+  auto guard = asio::make_work_guard(ctx);
   ho.on_notification = [&](const notification& n) {
     probe.enter();
     if (auto* seq = n.params.if_contains("seq")) order.push_back(seq->to_number<std::int64_t>());
     probe.leave();
-    ++delivered;
+    if (++delivered != 2000) return;
+    asio::co_spawn(
+        ctx, [h = *handle]() mutable -> asio::awaitable<void> { co_await h.shutdown(); },
+        asio::detached);
+    guard.reset();
   };
   // A study of one line of shell: 2 000 numbered log notifications with no request id, then it
   // waits for its input to close.
@@ -308,19 +313,7 @@ BOOST_AUTO_TEST_CASE(uncorrelated_notifications_arrive_alone_and_in_order) {
               "\"message\":\"m\",\"seq\":'$i'}}'; i=$((i+1)); done; cat > /dev/null"};
   auto host = host_handle::spawn(ctx.get_executor(), cmd, std::move(ho));
   BOOST_REQUIRE(host);
-  auto guard = asio::make_work_guard(ctx);
-  asio::co_spawn(
-      ctx,
-      [&]() -> asio::awaitable<void> {
-        asio::steady_timer t(ctx);
-        while (delivered.load() < 2000) {
-          t.expires_after(std::chrono::milliseconds(5));
-          co_await t.async_wait(asio::use_awaitable);
-        }
-        co_await host->shutdown();
-        guard.reset();
-      },
-      asio::detached);
+  handle = *host;  // no thread runs the context yet
   run_threads(ctx, 4, std::chrono::seconds(60));
   BOOST_TEST(probe.overlaps.load() == 0);
   BOOST_REQUIRE(order.size() == 2000u);
@@ -410,6 +403,7 @@ BOOST_AUTO_TEST_CASE(a_pool_request_cancelled_while_handed_over_is_never_sent) {
   asio::io_context ctx;
   int completed = 0;
   std::optional<error_code> second_ec;
+  asio::cancellation_signal second;
   asio::co_spawn(
       ctx,
       [&]() -> asio::awaitable<void> {
@@ -423,25 +417,23 @@ BOOST_AUTO_TEST_CASE(a_pool_request_cancelled_while_handed_over_is_never_sent) {
         auto pool = co_await std::move(starting);
         BOOST_REQUIRE(pool.has_value());
         auto strand = asio::make_strand(ex);
-        asio::cancellation_signal second;
         pool->async_run(echo_case("a"),
                         asio::bind_executor(strand, [&](error_code, protocol::run_result) {
                           second.emit(asio::cancellation_type::terminal);
                           ++completed;
                         }));
-        pool->async_run(echo_case("b"),
-                        asio::bind_cancellation_slot(
-                            second.slot(),
-                            asio::bind_executor(strand, [&](error_code ec, protocol::run_result) {
-                              second_ec = ec;
-                              ++completed;
-                            })));
-        asio::steady_timer t(ex);
-        while (completed < 2) {
-          t.expires_after(std::chrono::milliseconds(5));
-          co_await t.async_wait(asio::use_awaitable);
-        }
-        co_await pool->shutdown();
+        pool->async_run(
+            echo_case("b"),
+            asio::bind_cancellation_slot(
+                second.slot(),
+                asio::bind_executor(strand, [&, p = *pool](error_code ec, protocol::run_result) {
+                  second_ec = ec;
+                  ++completed;
+                  // The last to complete (both run on `strand`, in order).
+                  asio::co_spawn(
+                      ctx, [p]() mutable -> asio::awaitable<void> { co_await p.shutdown(); },
+                      asio::detached);
+                })));
       },
       asio::detached);
   ctx.run_for(std::chrono::seconds(30));
