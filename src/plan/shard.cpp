@@ -106,9 +106,25 @@ tl::expected<shard_spec, error> shard_from_env(
         {**index, **count},
         quoted("JOB_COMPLETION_INDEX", getenv("JOB_COMPLETION_INDEX")) + " with MIRA_SHARD_COUNT");
   }
+  if (getenv("CI_NODE_INDEX")) {
+    // GitLab's `parallel:` jobs count from 1.
+    auto index = number("CI_NODE_INDEX");
+    auto total = number("CI_NODE_TOTAL");
+    for (auto* r : {&index, &total})
+      if (!*r) return tl::make_unexpected(r->error());
+    const std::string from = quoted("CI_NODE_INDEX", getenv("CI_NODE_INDEX"));
+    if (!*total)
+      return fail(errc::no_shard_env,
+                  "--shard auto: CI_NODE_INDEX is set but CI_NODE_TOTAL is not");
+    if (**index == 0)
+      return fail(errc::invalid_shard,
+                  "--shard auto: " + from + " is 0, but GitLab counts its parallel jobs from 1");
+    return check({**index - 1, **total}, from + " with CI_NODE_TOTAL");
+  }
   return fail(errc::no_shard_env,
-              "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor "
-              "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set; give --shard I/N");
+              "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array), "
+              "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor CI_NODE_INDEX (GitLab's "
+              "parallel jobs) is set; give --shard I/N");
 }
 
 std::uint64_t stable_hash(std::string_view text) {

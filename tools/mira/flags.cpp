@@ -243,8 +243,9 @@ const flag_spec table[] = {
      },
      "selection.seed", [](const run_args& a) { return optional_json(a.selection.seed); }},
     {"--shard", "", "I/N|auto", selecting, section::selection,
-     "only shard I of N (0-based) of the plan; auto: from\nSLURM_ARRAY_TASK_ID/_COUNT or "
-     "JOB_COMPLETION_INDEX with\nMIRA_SHARD_COUNT (merge the shards with mira merge)",
+     "only shard I of N (0-based) of the plan; auto: from\nSLURM_ARRAY_TASK_ID/_COUNT, "
+     "JOB_COMPLETION_INDEX with\nMIRA_SHARD_COUNT or GitLab's CI_NODE_INDEX/_TOTAL\n(merge the "
+     "shards with mira merge)",
      [](run_args& o, const std::string&, const std::string& v) {
        auto spec = v == "auto" ? plan::shard_from_env([](const char* n) { return std::getenv(n); })
                                : plan::parse_shard(v);

@@ -33,7 +33,8 @@ tl::expected<shard_spec, error> parse_shard(std::string_view text);
 /// SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT (the index counted from
 /// SLURM_ARRAY_TASK_MIN when set), or with SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX;
 /// else JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs) with MIRA_SHARD_COUNT (Kubernetes
-/// exports no count). Fails naming the variables: errc::no_shard_env when neither is there (or
+/// exports no count); else CI_NODE_INDEX (1-based: GitLab's parallel jobs) with CI_NODE_TOTAL.
+/// Fails naming the variables: errc::no_shard_env when neither is there (or
 /// one is without its count), errc::invalid_shard when a value is malformed or out of range.
 tl::expected<shard_spec, error> shard_from_env(
     const std::function<const char*(const char*)>& getenv);

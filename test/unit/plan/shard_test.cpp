@@ -77,6 +77,9 @@ BOOST_AUTO_TEST_CASE(reads_slurm_arrays_and_kubernetes_indexed_jobs) {
                    {"SLURM_ARRAY_TASK_MIN", "5"},
                    {"SLURM_ARRAY_TASK_MAX", "8"}}) == "2/4");
   BOOST_TEST(spec({{"JOB_COMPLETION_INDEX", "3"}, {"MIRA_SHARD_COUNT", "8"}}) == "3/8");
+  // GitLab's parallel jobs count from 1.
+  BOOST_TEST(spec({{"CI_NODE_INDEX", "1"}, {"CI_NODE_TOTAL", "4"}}) == "0/4");
+  BOOST_TEST(spec({{"CI_NODE_INDEX", "4"}, {"CI_NODE_TOTAL", "4"}}) == "3/4");
   // Slurm wins when both are there (a Kubernetes pod does not run inside a Slurm array).
   BOOST_TEST(spec({{"SLURM_ARRAY_TASK_ID", "0"},
                    {"SLURM_ARRAY_TASK_COUNT", "2"},
@@ -92,6 +95,9 @@ BOOST_AUTO_TEST_CASE(a_missing_or_malformed_environment_is_named) {
     BOOST_TEST(r.error().message().find(text) != std::string::npos, r.error().message());
   };
   fails_with({}, "neither SLURM_ARRAY_TASK_ID", errc::no_shard_env);
+  fails_with({{"CI_NODE_INDEX", "1"}}, "CI_NODE_TOTAL is not", errc::no_shard_env);
+  fails_with({{"CI_NODE_INDEX", "0"}, {"CI_NODE_TOTAL", "4"}}, "counts its parallel jobs from 1");
+  fails_with({{"CI_NODE_INDEX", "5"}, {"CI_NODE_TOTAL", "4"}}, "less than the count");
   fails_with({{"JOB_COMPLETION_INDEX", "1"}}, "MIRA_SHARD_COUNT is not", errc::no_shard_env);
   fails_with({{"JOB_COMPLETION_INDEX", "1"}, {"MIRA_SHARD_COUNT", "four"}},
              "MIRA_SHARD_COUNT='four' is not a whole number");
