@@ -36,9 +36,17 @@ bool is_xml_nonchar(std::string_view seq) {
   return seq == "\xef\xbf\xbe" || seq == "\xef\xbf\xbf";  // U+FFFE, U+FFFF
 }
 
+// A byte XML cannot carry, written as printable() writes it: two keys that differ only there
+// stay two names (a JUnit consumer would merge them).
+void xml_escape_byte(std::string& out, unsigned char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", c);
+  out += buf;
+}
+
 // Markup text for XML (`xml`) or HTML: the same escapes; they differ in what they cannot carry.
-// XML drops invalid UTF-8, U+FFFE/U+FFFF and C0 controls but tab/LF/CR (kept as references);
-// HTML shows invalid UTF-8 as U+FFFD, drops C1 and C0 controls but tab and LF.
+// XML shows invalid UTF-8, U+FFFE/U+FFFF and C0 controls but tab/LF/CR (kept as references) as
+// \xNN text; HTML shows invalid UTF-8 as U+FFFD, drops C1 and C0 controls but tab and LF.
 std::string markup_text(std::string_view v, bool xml) {
   std::string out;
   out.reserve(v.size() + v.size() / 8);
@@ -46,13 +54,19 @@ std::string markup_text(std::string_view v, bool xml) {
     auto c = static_cast<unsigned char>(v[i]);
     auto n = utf8_length(v, i);
     if (n == 0) {
-      if (!xml) out += "\xef\xbf\xbd";  // U+FFFD
+      if (xml)
+        xml_escape_byte(out, c);
+      else
+        out += "\xef\xbf\xbd";  // U+FFFD
       ++i;
       continue;
     }
     if (n > 1) {
       auto seq = v.substr(i, n);
-      if (xml ? !is_xml_nonchar(seq) : !is_c1(seq)) out.append(seq);
+      if (xml && is_xml_nonchar(seq))
+        for (unsigned char b : seq) xml_escape_byte(out, b);
+      else if (xml || !is_c1(seq))
+        out.append(seq);
       i += n;
       continue;
     }
@@ -83,7 +97,10 @@ std::string markup_text(std::string_view v, bool xml) {
         if (xml) out += "&#13;";
         break;
       default:
-        if (c >= 0x20 && c != 0x7f) out += static_cast<char>(c);
+        if (c >= 0x20 && c != 0x7f)
+          out += static_cast<char>(c);
+        else if (xml)
+          xml_escape_byte(out, c);
     }
   }
   return out;

@@ -15,8 +15,9 @@ std::string printable(std::string_view s);
 /// An RFC 4180 field: quoted when it holds a comma, a quote or a line break; quotes doubled.
 std::string csv_field(std::string_view v);
 
-/// XML 1.0 content or attribute value: markup escaped, characters XML cannot carry (C0 controls
-/// but tab/LF/CR, U+FFFE, U+FFFF, invalid UTF-8) dropped; tab/LF/CR as character references.
+/// XML 1.0 content or attribute value: markup escaped, each byte of what XML cannot carry (C0
+/// controls but tab/LF/CR, U+FFFE, U+FFFF, invalid UTF-8) written as `\xNN` text, so distinct
+/// keys keep distinct names; tab/LF/CR as character references.
 std::string xml_text(std::string_view v);
 
 /// A Markdown table cell: pipes and backslashes escaped, markup characters escaped, line breaks
