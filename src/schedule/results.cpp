@@ -37,6 +37,14 @@ std::string_view to_string(stop_reason r) {
   return "?";
 }
 
+stop_reason stop_reason_from_label(std::string_view label) {
+  if (label == "cancelled") return stop_reason::interrupted;
+  for (auto r : {stop_reason::fail_fast, stop_reason::budget, stop_reason::deadline,
+                 stop_reason::study_failed, stop_reason::interrupted})
+    if (to_string(r) == label) return r;
+  return stop_reason::requested;
+}
+
 std::optional<protocol::run_result> case_record::result() const {
   if (result_json.empty()) return std::nullopt;
   auto r = protocol::decode_run_result_text(result_json);

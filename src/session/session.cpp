@@ -24,6 +24,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -881,6 +882,11 @@ asio::awaitable<session_outcome> session::run_steps() {
   out.ran = ran;
   out.report = std::move(part);
   out.report.cases = std::move(st.kept_records);
+  out.report.run_id = st.id;
+  out.report.study = st.conn->study().study;
+  out.report.started =
+      st.store ? st.store->meta().started
+               : store::iso_utc(std::time(nullptr) - static_cast<std::time_t>(out.report.seconds));
   auto& report = out.report;
   if (failures->first && report.stopped == schedule::stop_reason::none) {
     // A result that could not be saved, reported after the last case had ended.
@@ -908,6 +914,7 @@ asio::awaitable<session_outcome> session::run_steps() {
       s.stopped = st.stop_label_now();
     else if (rep.stopped != schedule::stop_reason::none)
       s.stopped = std::string(to_string(rep.stopped));
+    s.stop_message = rep.stop_message;
     if (auto e = st.store->append_stderr(stderr_text)) st.warnings.push_back(e.message());
     // The run's report covers every saved case, also those this session's selection left out.
     // finish_run sets the report's seconds to every session's; the caller's stay this one's.

@@ -188,6 +188,18 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   run_session merge;
   merge.argv = options.argv;
   merge.config = json::object{{"merge", info.to_json()}};
+  // What the merged run planned and how it stands: a shard that stopped leaves it stopped.
+  merge.planned = info.plan_cases;
+  for (auto& i : in) {
+    merge.reused += i.run.size();
+    auto& last = i.run.meta().sessions;
+    if (merge.stopped.empty() && !last.empty() && !last.back().stopped.empty()) {
+      merge.stopped = last.back().stopped;
+      merge.stop_message =
+          "shard " + std::to_string(i.shard.spec.index) + " (run " + i.run.meta().run_id + "): " +
+          (last.back().stop_message.empty() ? last.back().stopped : last.back().stop_message);
+    }
+  }
   if (auto e = store->begin_session(std::move(merge))) return tl::make_unexpected(e.message());
 
   for (auto& i : in) {
@@ -242,6 +254,14 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   auto summary = feed.finish();
   schedule::run_report report;
   report.seconds = store->seconds();
+  report.run_id = run_id;
+  report.study = meta.study;
+  report.started = meta.started;
+  if (auto& merge_session = store->session(); !merge_session.stopped.empty()) {
+    report.stopped = schedule::stop_reason_from_label(merge_session.stopped);
+    report.stop_message = merge_session.stop_message;
+  }
+  if (info.plan_cases > copied) count_unfinished(summary, info.plan_cases - copied);
   std::vector<report_file> files;
   if (options.report_files) files = options.report_files(merged, report, summary);
   if (auto e = store->finish(files, aggregate::summary_json(summary, report)))

@@ -99,6 +99,7 @@ json::object run_session::to_json() const {
                  {"planned", planned}, {"reused", reused},           {"ran", ran},
                  {"seconds", seconds}};
   if (!stopped.empty()) o["stopped"] = stopped;
+  if (!stop_message.empty()) o["stop_message"] = stop_message;
   return o;
 }
 
@@ -115,6 +116,7 @@ run_session run_session::from_json(const json::object& o) {
   s.ran = static_cast<std::size_t>(integer(o, "ran"));
   if (auto* v = o.if_contains("seconds"); v && v->is_number()) s.seconds = v->to_number<double>();
   s.stopped = text(o, "stopped");
+  s.stop_message = text(o, "stop_message");
   return s;
 }
 

@@ -342,4 +342,43 @@ plan::planned_case planned_case_of(const saved_case& c) {
   return pc;
 }
 
+run_completeness completeness_of(const run_reader& run) {
+  return completeness_of(run.meta(), run.size() + run.unreadable().size());
+}
+
+run_completeness completeness_of(const run_meta& meta, std::size_t saved) {
+  run_completeness c;
+  c.saved = saved;
+  auto& sessions = meta.sessions;
+  if (sessions.empty()) return c;
+  auto& last = sessions.back();
+  c.planned = last.planned;
+  if (!last.stopped.empty()) {
+    c.stopped = schedule::stop_reason_from_label(last.stopped);
+    c.stop_message = last.stop_message;
+    if (c.stop_message.empty()) c.stop_message = last.stopped;  // a caller's label ("cancelled")
+    if (c.stop_message == to_string(c.stopped)) c.stop_message.clear();  // says nothing more
+  } else if (last.finished.empty()) {
+    c.stopped = schedule::stop_reason::interrupted;
+    c.stop_message = "its last session (started " + last.started +
+                     (last.hostname.empty() ? "" : " on " + last.hostname) +
+                     ") did not finish: it was killed, or could not write its report";
+  } else if (c.unfinished() > 0) {
+    c.stop_message = std::to_string(c.unfinished()) + " of " + std::to_string(c.planned) +
+                     " planned case(s) have no saved record";
+  }
+  return c;
+}
+
+schedule::run_report report_header(const run_reader& run, const run_completeness& c) {
+  schedule::run_report header;
+  header.seconds = run.meta().seconds();
+  header.run_id = run.meta().run_id.empty() ? run.path().filename().string() : run.meta().run_id;
+  header.study = run.meta().study;
+  header.started = run.meta().started;
+  header.stopped = c.stopped;
+  header.stop_message = c.stop_message;
+  return header;
+}
+
 }  // namespace mira::store

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -273,6 +274,26 @@ tl::expected<run_meta, error> load_run_meta(const fs::path& results_dir,
   auto path = existing_run(results_dir, run_id);
   if (!path) return tl::make_unexpected(path.error());
   return read_meta(*path, run_id);
+}
+
+std::optional<std::string> latest_run_id(const fs::path& results_dir) {
+  std::optional<std::string> best;
+  std::string best_started;
+  std::error_code ec;
+  for (fs::directory_iterator it(results_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    auto id = it->path().filename().string();
+    if (id.empty() || id.front() == '.' || invalid_run_id(id) || !it->is_directory(ec) ||
+        !fs::is_regular_file(it->path() / "meta.json", ec))
+      continue;
+    auto meta = read_meta(it->path(), id);
+    if (!meta) continue;
+    std::string started = meta->sessions.empty() ? meta->started : meta->sessions.back().started;
+    if (!best || std::tie(started, id) > std::tie(best_started, *best)) {
+      best = id;
+      best_started = std::move(started);
+    }
+  }
+  return best;
 }
 
 json::object listing_fingerprints(const protocol::list_result& list) {

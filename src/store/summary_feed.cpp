@@ -17,4 +17,8 @@ aggregate::summary summary_feed::finish() {
   return s;
 }
 
+void count_unfinished(aggregate::summary& s, std::size_t unfinished) {
+  s.counts[static_cast<std::size_t>(schedule::case_state::cancelled)] += unfinished;
+}
+
 }  // namespace mira::store

@@ -97,6 +97,9 @@ enum class stop_reason {
 };
 std::string_view to_string(stop_reason r);
 std::ostream& operator<<(std::ostream& os, stop_reason r);
+/// The reason a saved session's label names: to_string()'s names, and "cancelled" (a server's
+/// or a caller's stop, interrupted); another label is a stop someone requested.
+stop_reason stop_reason_from_label(std::string_view label);
 
 struct run_report {
   /// In plan order: every case's, or the first cases' only when a run keeps no more
@@ -106,6 +109,11 @@ struct run_report {
   std::string stop_message;
   double seconds = 0;
   int restarts = 0;  // studies started by `respawn` (over a pool: processes it restarted)
+  /// The saved run and the study (initialize.study) the report is of, when known: what a
+  /// report names them by.
+  std::string run_id;
+  std::string study;
+  std::string started;  // when the run began: UTC, ISO 8601 ("2026-11-30T08:15:02Z")
 };
 
 }  // namespace mira::schedule

@@ -38,6 +38,7 @@ struct run_session {
   std::size_t ran = 0;            // finished in this session
   double seconds = 0;             // wall time of its run
   std::string stopped;            // stop reason when it did not run to the end
+  std::string stop_message;       // and why, for people
 
   boost::json::object to_json() const;
   static run_session from_json(const boost::json::object& o);

@@ -85,6 +85,27 @@ class run_reader {
   std::unique_ptr<state> s_;
 };
 
+/// How far a saved run got: meta.json's last session against the records found. What every
+/// report of a saved run says of it, and what `mira report --check` and doctor judge it by.
+struct run_completeness {
+  std::size_t planned = 0;  ///< the last session's plan (a merged run: the whole plan); 0 unknown
+  std::size_t saved = 0;    ///< records found, readable or not
+  /// How the last session stopped: none when it ran to its end; interrupted when it never
+  /// finished (killed, or still running).
+  schedule::stop_reason stopped = schedule::stop_reason::none;
+  std::string stop_message;  ///< why, for people: the stop's, or what became of the missing cases
+  /// Planned cases that have no saved record.
+  std::size_t unfinished() const { return planned > saved ? planned - saved : 0; }
+  bool complete() const { return stopped == schedule::stop_reason::none && unfinished() == 0; }
+};
+run_completeness completeness_of(const run_reader& run);
+/// The same from a run's meta.json and the number of records found (readable or not).
+run_completeness completeness_of(const run_meta& meta, std::size_t saved);
+
+/// The header a report over the saved run is rendered with: the run's seconds over every
+/// session, its id and study, and how it stopped (`c`).
+schedule::run_report report_header(const run_reader& run, const run_completeness& c);
+
 /// A saved case as a planned one: its identity (the record's eval, sample, target, params,
 /// trial) and its key.
 plan::planned_case planned_case_of(const saved_case& c);

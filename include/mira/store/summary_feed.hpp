@@ -28,4 +28,9 @@ class summary_feed {
   aggregate::accumulator summary_;
 };
 
+/// The planned cases that have no saved record counted as cancelled in `s` (a summary of the
+/// saved records), as the run itself counted them when it stopped: every report of a stopped run
+/// then has the same counts.
+void count_unfinished(aggregate::summary& s, std::size_t unfinished);
+
 }  // namespace mira::store
