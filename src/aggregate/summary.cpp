@@ -504,7 +504,12 @@ json::object summary_json(const summary& s, const schedule::run_report& report) 
                               {"metric_means", std::move(metrics)}}},
       {"latency", std::move(latency)},
       {"seconds", report.seconds},
+      // Planned cases without a verdict (the cancelled ones): 0 for a run that finished.
+      {"unfinished", s.count(schedule::case_state::cancelled)},
   };
+  if (!report.run_id.empty()) out["run_id"] = report.run_id;
+  if (!report.study.empty()) out["study"] = report.study;
+  if (!report.started.empty()) out["started"] = report.started;
   if (!s.group_by.empty())
     out["groups"] = json::object{{"by", s.group_by}, {"values", std::move(groups)}};
   if (report.stopped != schedule::stop_reason::none)

@@ -236,9 +236,11 @@ void html_report(const case_source& cases, const schedule::run_report& report,
   for (auto count : s.counts) n += count;
   out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(n) + " cases · " +
          fmt("%.2f", report.seconds) + " s</div>\n";
-  if (report.stopped != schedule::stop_reason::none)
-    out += "<p class=\"stop\"><b>Stopped (" + std::string(to_string(report.stopped)) + "):</b> " +
-           html_text(report.stop_message) + "</p>\n";
+  if (!report.run_id.empty() || !report.study.empty())
+    out += "<div class=\"sub\">run " + html_text(report.run_id) +
+           (report.study.empty() ? "" : " · study " + html_text(report.study)) + "</div>\n";
+  if (auto incomplete = incompleteness(report, s); !incomplete.empty())
+    out += "<p class=\"stop\"><b>Incomplete:</b> " + html_text(incomplete) + "</p>\n";
 
   auto ci = s.overall.ci();
   auto& t = s.total;

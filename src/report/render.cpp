@@ -5,6 +5,7 @@
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
+#include "plan/natural_order.hpp"
 #include "report/html_report.hpp"
 
 #include <boost/json/parse.hpp>
@@ -262,9 +263,24 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
                s.count(case_state::passed), s.count(case_state::failed), s.count(case_state::na),
                s.count(case_state::skipped), s.count(case_state::cancelled),
                s.count(case_state::error), executed.c_str(), total, rate.c_str(), report.seconds);
-  if (report.stopped != schedule::stop_reason::none)
-    std::fprintf(out, "stopped (%s): %s\n", std::string(to_string(report.stopped)).c_str(),
-                 printable(report.stop_message).c_str());
+  if (auto incomplete = incompleteness(report, s); !incomplete.empty())
+    std::fprintf(out, "%s\n", printable(incomplete).c_str());
+}
+
+std::string incompleteness(const schedule::run_report& report, const aggregate::summary& s) {
+  std::size_t planned = 0;
+  for (auto n : s.counts) planned += n;
+  const auto unfinished = s.count(case_state::cancelled);
+  std::string out;
+  if (unfinished > 0)
+    out = std::to_string(unfinished) + " of " + std::to_string(planned) +
+          " planned case(s) not finished";
+  if (report.stopped == schedule::stop_reason::none) return out;
+  const std::string reason(to_string(report.stopped));
+  out += (out.empty() ? "" : ": ") + std::string("stopped (") + reason + ")";
+  if (!report.stop_message.empty() && report.stop_message != reason)
+    out += ": " + report.stop_message;
+  return out;
 }
 
 }  // namespace mira::report
@@ -329,7 +345,8 @@ void csv_report(const case_source& cases, const text_sink& sink) {
   });
 }
 
-std::string junit_report(const case_source& cases, const aggregate::summary& s) {
+std::string junit_report(const case_source& cases, const schedule::run_report& report,
+                         const aggregate::summary& s) {
   // One pass over the cases, each eval's test cases gathered apart, then the suites in the
   // summary's eval order.
   struct suite {
@@ -387,32 +404,63 @@ std::string junit_report(const case_source& cases, const aggregate::summary& s) 
     su.cases += "</testcase>\n";
     return true;
   });
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mira\">\n";
+  // JUnit's timestamp is a dateTime without a zone: the UTC time without its "Z".
+  std::string timestamp;
+  if (!report.started.empty())
+    timestamp = " timestamp=\"" +
+                xml_text(std::string_view(report.started).substr(0, report.started.find('Z'))) +
+                "\"";
+  suite all;
+  std::string body;
+  auto add_suite = [&](const std::string& name, const suite& su) {
+    all.tests += su.tests, all.failures += su.failures, all.errors += su.errors;
+    all.skipped += su.skipped, all.time += su.time;
+    body += "  <testsuite name=\"" + xml_text(name) + "\" tests=\"" + std::to_string(su.tests) +
+            "\" failures=\"" + std::to_string(su.failures) + "\" errors=\"" +
+            std::to_string(su.errors) + "\" skipped=\"" + std::to_string(su.skipped) +
+            "\" time=\"" + number(su.time) + "\"" + timestamp + ">\n" + su.cases +
+            "  </testsuite>\n";
+  };
   for (auto& eval : s.eval_order) {
     auto it = suites.find(eval);
-    const suite none;
-    const suite& su = it == suites.end() ? none : it->second;
-    out += "  <testsuite name=\"" + xml_text(eval) + "\" tests=\"" + std::to_string(su.tests) +
-           "\" failures=\"" + std::to_string(su.failures) + "\" errors=\"" +
-           std::to_string(su.errors) + "\" skipped=\"" + std::to_string(su.skipped) + "\" time=\"" +
-           number(su.time) + "\">\n" + su.cases + "  </testsuite>\n";
+    add_suite(eval, it == suites.end() ? suite{} : it->second);
   }
-  return out + "</testsuites>\n";
+  // A run that did not finish its plan is one more test that errs, so no consumer counts it
+  // green: the cases it never saved cannot be named, only counted.
+  if (auto incomplete = incompleteness(report, s); !incomplete.empty()) {
+    suite run;
+    run.tests = run.errors = 1;
+    run.cases =
+        "    <testcase classname=\"mira run\" name=\"run complete\" time=\"0\"><error message=\"" +
+        xml_text(incomplete) + "\"/></testcase>\n";
+    add_suite("mira run", run);
+  }
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mira\" tests=\"" +
+         std::to_string(all.tests) + "\" failures=\"" + std::to_string(all.failures) +
+         "\" errors=\"" + std::to_string(all.errors) + "\" skipped=\"" +
+         std::to_string(all.skipped) + "\" time=\"" + number(report.seconds) + "\"" + timestamp +
+         ">\n" + body + "</testsuites>\n";
 }
 
-std::string md_report(const case_source& cases, const aggregate::summary& s) {
+std::string md_report(const case_source& cases, const schedule::run_report& report,
+                      const aggregate::summary& s) {
   auto ci = s.overall.ci();
-  std::string out = "## Mira eval results\n\n" +
-                    (s.overall.scored ? "**" + std::to_string(s.overall.passed) + " / " +
-                                            std::to_string(s.overall.scored) + " passed** (" +
-                                            percent(s.overall.value()) + ", 95% interval " +
-                                            percent(ci.low) + "–" + percent(ci.high) + "); "
-                                      : std::string("**no scored cases**; ")) +
-                    std::to_string(s.count(case_state::failed)) + " failed, " +
-                    std::to_string(s.count(case_state::error)) + " errors, " +
-                    std::to_string(s.count(case_state::na)) + " n/a, " +
-                    std::to_string(s.count(case_state::skipped)) + " skipped, " +
-                    std::to_string(s.count(case_state::cancelled)) + " cancelled\n\n| eval |";
+  std::string out = "## Mira eval results\n\n";
+  if (!report.run_id.empty() || !report.study.empty())
+    out += "Run " + md_cell(report.run_id.empty() ? "(not saved)" : report.run_id) +
+           (report.study.empty() ? "" : " of study " + md_cell(report.study)) + "\n\n";
+  if (auto incomplete = incompleteness(report, s); !incomplete.empty())
+    out += "> **Incomplete:** " + md_cell(incomplete) + "\n\n";
+  out += (s.overall.scored
+              ? "**" + std::to_string(s.overall.passed) + " / " + std::to_string(s.overall.scored) +
+                    " passed** (" + percent(s.overall.value()) + ", 95% interval " +
+                    percent(ci.low) + "–" + percent(ci.high) + "); "
+              : std::string("**no scored cases**; ")) +
+         std::to_string(s.count(case_state::failed)) + " failed, " +
+         std::to_string(s.count(case_state::error)) + " errors, " +
+         std::to_string(s.count(case_state::na)) + " n/a, " +
+         std::to_string(s.count(case_state::skipped)) + " skipped, " +
+         std::to_string(s.count(case_state::cancelled)) + " cancelled\n\n| eval |";
   for (auto& t : s.target_order) out += " " + md_cell(t) + " |";
   out += "\n|---|";
   for (std::size_t k = 0; k < s.target_order.size(); ++k) out += "---|";
@@ -469,8 +517,8 @@ void render(const std::string& format, const case_source& cases, const schedule:
         protocol::to_json_text(json::object{{"summary", aggregate::summary_json(s, report)}}) +
         "\n");
   }
-  if (format == "junit") return out(junit_report(cases, s));
-  if (format == "md") return out(md_report(cases, s));
+  if (format == "junit") return out(junit_report(cases, report, s));
+  if (format == "md") return out(md_report(cases, report, s));
   if (format == "html") return html_report(cases, report, s, "Mira eval report", out);
   // {"summary": ..., "cases": [...]}, a case at a time, in pieces of about 64 KiB.
   std::string item =
@@ -540,15 +588,36 @@ std::size_t memory_cases::size() const {
   return std::min(p_.cases.size(), report_.cases.size());
 }
 
+const std::vector<std::size_t>& memory_cases::order() const {
+  const auto n = size();
+  if (order_.size() == n) return order_;
+  order_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) order_[i] = i;
+  // Each key made once (a compact plan makes them on demand); a plan already in order is not
+  // sorted.
+  std::vector<std::string> keys(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = p_.cases.key(i);
+  auto by_key = [&keys](std::size_t a, std::size_t b) {
+    return plan::natural_less(keys[a], keys[b]);
+  };
+  if (!std::is_sorted(order_.begin(), order_.end(), by_key))
+    std::stable_sort(order_.begin(), order_.end(), by_key);
+  return order_;
+}
+
 void memory_cases::visit(const case_fn& fn) const {
-  for (std::size_t i = 0, n = size(); i < n; ++i)
-    if (!fn(i, p_.cases[i], report_.cases[i])) return;
+  std::size_t at = 0;
+  for (auto i : order()) {
+    const auto& c = p_.cases[i];  // may be a value (a compact plan): lives through the call
+    if (!fn(at++, c, report_.cases[i])) return;
+  }
 }
 
 void memory_cases::visit_keys(const key_fn& fn) const {
-  for (std::size_t i = 0, n = size(); i < n; ++i) {
-    const auto& c = p_.cases[i];  // may be a value (a compact plan): lives through the call
-    if (!fn(i, c.key)) return;
+  std::size_t at = 0;
+  for (auto i : order()) {
+    const auto& c = p_.cases[i];
+    if (!fn(at++, c.key)) return;
   }
 }
 

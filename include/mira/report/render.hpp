@@ -37,7 +37,9 @@ class case_source {
   virtual void visit_keys(const key_fn& fn) const = 0;
 };
 
-/// A plan and its report in memory (report.cases in plan order). Refers to both.
+/// A plan and its report in memory (report.cases in plan order), visited in natural key order
+/// as a saved run reads back, so a run's reports and `mira report`'s list cases alike. Refers to
+/// both.
 class memory_cases final : public case_source {
  public:
   memory_cases(const plan::plan& p, const schedule::run_report& report) : p_(p), report_(report) {}
@@ -46,8 +48,11 @@ class memory_cases final : public case_source {
   void visit_keys(const key_fn& fn) const override;
 
  private:
+  /// Plan indexes of the cases in natural key order (sorted on the first visit).
+  const std::vector<std::size_t>& order() const;
   const plan::plan& p_;
   const schedule::run_report& report_;
+  mutable std::vector<std::size_t> order_;
 };
 
 /// A saved run's cases read back through `run` (which must outlive it), every one or those
@@ -108,6 +113,11 @@ std::vector<store::report_file> saved_run_files(const store::run_reader& run,
 /// summary (run_store::finish). Returns the first file that could not be written.
 store::write_error finish_run(store::run_store& run, const plan::plan& whole,
                               schedule::run_report& report, const aggregate::summary& s);
+
+/// What every report of a run that did not finish its plan says about it: "16 of 20 planned
+/// case(s) not finished: stopped (interrupted): ..." (the cancelled cases are the unfinished
+/// ones), "stopped (fail-fast): ..." when it stopped after its last case; "" for a finished run.
+std::string incompleteness(const schedule::run_report& report, const aggregate::summary& s);
 
 /// The readable report: every case, the eval x target matrix, trials with `pass@k`, the
 /// group-by table, totals, and how the run ended. With `colour`, verdict badges are coloured

@@ -131,9 +131,10 @@ BOOST_AUTO_TEST_CASE(table_columns_are_aligned) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line) && !line.empty();) lines.push_back(line);
   BOOST_REQUIRE(lines.size() == 3u);
-  BOOST_TEST(lines[0] == "PASS  e/short@sim                 1.00");
-  BOOST_TEST(lines[1] == "FAIL  e/a-much-longer-sample@sim  0.25  (match: why)");
-  BOOST_TEST(lines[2] == "SKIP  e/mid@sim                         (target unavailable)");
+  // In natural key order, as `mira report` lists a saved run.
+  BOOST_TEST(lines[0] == "FAIL  e/a-much-longer-sample@sim  0.25  (match: why)");
+  BOOST_TEST(lines[1] == "SKIP  e/mid@sim                         (target unavailable)");
+  BOOST_TEST(lines[2] == "PASS  e/short@sim                 1.00");
 }
 
 // A report that holds the records of its first cases only (a session keeps 10 000) lists those,
