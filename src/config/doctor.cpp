@@ -3,6 +3,7 @@
 #include "config/concat.hpp"
 
 #include <mira/plan/plan.hpp>
+#include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 
 #include <fcntl.h>
@@ -190,11 +191,24 @@ std::vector<finding> check_results_dir(const fs::path& dir) {
       add(out, severity::error, concat({in, "cannot read ", u, " (that case counts as not run)"}));
     for (auto& u : loaded->superseded) add(out, severity::warning, concat({in, u}));
     auto& meta = loaded->meta;
+    const auto c = store::completeness_of(meta, loaded->cases.size() + loaded->unreadable.size());
+    const auto resume =
+        concat({"; resume it with `mira run --resume ", id, "` and the same study and selection"});
     const bool killed = !meta.sessions.empty() && meta.sessions.back().finished.empty();
     if (meta.finished.empty() || killed)
       add(out, severity::warning,
-          concat({in, "never finished (its host was stopped); resume it with `mira run --resume ",
-                  id, "` and the same study and selection"}));
+          concat({in,
+                  "its last session did not finish (the host was killed, or could not write "
+                  "the run's report)",
+                  resume}));
+    else if (c.stopped != schedule::stop_reason::none)
+      add(out, severity::warning,
+          concat({in, "stopped (", std::string(to_string(c.stopped)), ")",
+                  c.stop_message.empty() ? "" : ": " + c.stop_message, "; ",
+                  std::to_string(c.unfinished()), " of ", std::to_string(c.planned),
+                  " planned case(s) not finished", c.unfinished() ? resume : ""}));
+    else if (c.unfinished() > 0)
+      add(out, severity::error, concat({in, c.stop_message, resume}));
     for (auto it = fs::recursive_directory_iterator(run, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
       if (it->is_regular_file(ec) && is_temporary(it->path().filename().string()))

@@ -437,7 +437,7 @@ BOOST_AUTO_TEST_CASE(doctor_names_each_problem_of_a_broken_setup) {
            "warning: eval \"bare\": target \"off\" is unavailable",
            "warning: preset \"none\" (line 8): ",
            "warning: [targets] \"ghost\" (line 10): no eval of the study declares this target",
-           "run 20261201T000000Z-0001: never finished",
+           "run 20261201T000000Z-0001: its last session did not finish",
            "run 20261201T000000Z-0001: cannot read ",
            "leftover temporary file ",
            "run not-a-run: no meta.json",

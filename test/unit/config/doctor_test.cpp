@@ -163,7 +163,8 @@ BOOST_AUTO_TEST_CASE(results_dir_states) {
   }
   // Closed without finishing (as when its host is killed): the lock went with it.
   expect_one(cfg::check_results_dir(root), cfg::severity::warning,
-             "run 20261201T000000Z-0002: never finished (its host was stopped); resume it with "
+             "run 20261201T000000Z-0002: its last session did not finish (the host was killed, "
+             "or could not write the run's report); resume it with "
              "`mira run --resume 20261201T000000Z-0002`");
   fs::remove_all(root);
 }
