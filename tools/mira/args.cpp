@@ -82,6 +82,17 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
   }
   if (!exports && !out.out.empty() && out.format == "table")
     throw usage_error{"--out needs a file --format (json, jsonl, csv, junit, md or html)"};
+  for (std::size_t i = 0; i < out.outs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (out.outs[i].path == out.outs[j].path)
+        throw usage_error{"--out: " + printable(out.outs[i].path) + " is given twice (" +
+                          out.outs[j].format + " and " + out.outs[i].format + ")"};
+  for (auto& o : out.outs)
+    if (o.path == out.out || (o.path == "-" && out.out.empty() && out.format != "table"))
+      throw usage_error{"--out " + o.format + ":" + printable(o.path) + ": " +
+                        (o.path == "-" ? "stdout already has the --format report"
+                                       : "the --format report already goes there")};
+  if (cmd == command::report && out.min_scored > 0) out.check = true;
   if (cmd == command::compare) {
     if (out.runs.size() != 2)
       throw usage_error{"mira compare needs two runs, BASE and CANDIDATE (got " +
@@ -102,6 +113,14 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
   if (!launches) return out;
   if (out.dry_run && !out.resume.empty())
     throw usage_error{"--dry-run and --resume do not go together: a dry run saves nothing"};
+  if (!out.new_run_id.empty()) {
+    if (out.dry_run || out.execute_only)
+      throw usage_error{std::string("--run-id names a saved run; ") +
+                        (out.dry_run ? "--dry-run" : "--execute-only") + " saves none"};
+    if (!out.resume.empty() && out.resume != out.new_run_id)
+      throw usage_error{"--run-id " + out.new_run_id + " and --resume " + printable(out.resume) +
+                        " name two runs: --resume ID alone continues a run"};
+  }
   if (cmd == command::score && out.artifacts.empty())
     throw usage_error{"mira score needs --artifacts DIR (made by mira run --execute-only)"};
   if (cmd == command::run && out.execute_only) {

@@ -46,7 +46,15 @@ struct run_args {
   std::size_t procs = 1;
   std::string format = "table";  // table | json | jsonl | csv | junit | md (run, report)
   std::string out;               // write the format there (atomically); the table to stdout
-  std::string color = "auto";    // table badges: auto (a terminal) | always | never; NO_COLOR wins
+  /// --out FORMAT:PATH, each a report of its own beside --format's (run, score, report).
+  struct output {
+    std::string format, path;
+  };
+  std::vector<output> outs;
+  /// Gates (run, score, report): --check (report: exit as `mira run` would have), --min-scored.
+  bool check = false;
+  std::size_t min_scored = 0;
+  std::string color = "auto";  // table badges: auto (a terminal) | always | never; NO_COLOR wins
   std::string group_by;
   bool json = false;  // list / plan --json
   // Saved runs (run).
@@ -65,7 +73,7 @@ struct run_args {
   // merge: the shard runs (paths or ids), the merged run's id, and whether missing shards may be
   // reported as not run.
   std::vector<std::string> runs;
-  std::string merged_run_id;
+  std::string new_run_id;  // --run-id: run, score, merge (the merged run)
   bool allow_partial = false;
   std::optional<store::layout> convert_to;                  // store convert --to
   schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal

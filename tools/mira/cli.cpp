@@ -154,19 +154,17 @@ int cmd_plan(const std::vector<std::string>& args) {
 
 namespace {
 
-// An unfiltered `mira report` renders the run's report.json and report.html again (over every
-// saved case), as the Rust host does. Only under the run's lock: a run in use is left alone (it
-// writes its own at its end). False when a file could not be written (each is replaced whole or
-// not at all): the report was shown, but the folder's copy is not what it claims to be.
-bool rewrite_run_reports(const run_args& a, std::shared_ptr<const report::case_source> cases,
+// The run's own report.json and report.html are rendered again (over every saved case, as the
+// Rust host does) when one is missing or older than the records: the run's last session did
+// not finish (killed, or cut short before it wrote them). Only under the run's lock, and only
+// when the run is still what was read: a run in use, or resumed meanwhile, writes its own. A
+// finished run's files (a downloaded artefact's too) are left as they are. False when a file
+// could not be written (each is replaced whole or not at all).
+bool refresh_run_reports(const run_args& a, const store::run_reader& read,
+                         std::shared_ptr<const report::case_source> cases,
                          const schedule::run_report& report, const aggregate::summary& s) {
-  auto run = store::run_store::open(a.results_dir, a.run_id);
-  if (!run) {
-    std::fprintf(stderr, "mira: note: report.json and report.html left as they are: %s\n",
-                 printable(run.error().message()).c_str());
-    return true;
-  }
-  if (run->meta().made_by_rust_host) {
+  const auto& meta = read.meta();
+  if (meta.made_by_rust_host) {
     // Its report.json has the Rust host's shape, which its own tools read.
     std::fprintf(stderr,
                  "mira: note: run %s was made by the Rust mira CLI: its report files are left as "
@@ -174,11 +172,27 @@ bool rewrite_run_reports(const run_args& a, std::shared_ptr<const report::case_s
                  printable(a.run_id).c_str());
     return true;
   }
-  if (run->meta().finished.empty()) {
+  std::error_code ec;
+  const bool missing = !std::filesystem::exists(read.path() / "report.json", ec) ||
+                       !std::filesystem::exists(read.path() / "report.html", ec);
+  const bool last_finished = !meta.sessions.empty() && !meta.sessions.back().finished.empty();
+  if (!missing && last_finished) return true;
+  auto run = store::run_store::open(a.results_dir, a.run_id);
+  if (!run) {
+    std::fprintf(stderr, "mira: note: report.json and report.html left as they are: %s\n",
+                 printable(run.error().message()).c_str());
+    return true;
+  }
+  auto session_of = [](const store::run_meta& m) {
+    return m.sessions.empty() ? std::pair<std::string, std::string>{}
+                              : std::pair{m.sessions.back().started, m.sessions.back().finished};
+  };
+  if (run->meta().sessions.size() != meta.sessions.size() ||
+      session_of(run->meta()) != session_of(meta)) {
     std::fprintf(stderr,
-                 "mira: note: run %s never finished; its report files are written when "
-                 "`mira run --resume %s` ends\n",
-                 printable(a.run_id).c_str(), printable(a.run_id).c_str());
+                 "mira: note: run %s was resumed while it was read: its report files are left to "
+                 "that session\n",
+                 printable(a.run_id).c_str());
     return true;
   }
   if (auto failed = run->write_files(report::run_files(cases, report, s))) {
@@ -196,6 +210,7 @@ int cmd_report(const std::vector<std::string>& args) {
   auto a = parse_args(command::report, args);
   if (a.help) return std::fputs(command_help(command::report).c_str(), stdout), exit_ok;
   prepare(command::report, a);
+  if (refuse_outs(a)) return exit_usage;
   // The run is read a case at a time: once for the summary (and the cases the filter keeps),
   // then once per thing written (the table, the --format report, the run's report files).
   auto run = open_saved_run(a);
@@ -228,11 +243,17 @@ int cmd_report(const std::vector<std::string>& args) {
     std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
   unreadable += late.size();
   auto s = feed.finish();
-  schedule::run_report header;
-  header.seconds = run->meta().seconds();
+  // How far the run got, as the run itself said it: the planned cases it never saved count as
+  // cancelled, and every artefact says why it stopped.
+  const auto completeness = store::completeness_of(*run);
+  if (filter.empty()) store::count_unfinished(s, completeness.unfinished());
+  const auto header = store::report_header(*run, completeness);
   auto cases = std::make_shared<const report::saved_cases>(*run, std::move(chosen));
   if (!emit_report(a, *cases, header, s, false)) return exit_host_error;
-  if (filter.empty() && unreadable == 0 && !rewrite_run_reports(a, cases, header, s))
+  // Rendering elsewhere (--out) never writes into the run folder.
+  const bool rendered_elsewhere = !a.out.empty() || !a.outs.empty();
+  if (filter.empty() && unreadable == 0 && !rendered_elsewhere &&
+      !refresh_run_reports(a, *run, cases, header, s))
     return exit_host_error;
   unreadable += cases->problems().size();
   if (unreadable > 0) {
@@ -242,7 +263,12 @@ int cmd_report(const std::vector<std::string>& args) {
                  unreadable, total, printable(a.run_id).c_str());
     return exit_host_error;
   }
-  return exit_ok;
+  if (!a.check) return exit_ok;
+  // Cases missing though no session stopped (lost records, shards not merged) make it
+  // incomplete; a stop is judged as the run was.
+  const bool lost =
+      completeness.stopped == schedule::stop_reason::none && completeness.unfinished() > 0;
+  return exit_code_for(header, s, lost, a.min_scored);
 }
 
 int main(const std::vector<std::string>& args) {

@@ -1,6 +1,8 @@
 // mira.toml applied to a command (see config_step.hpp).
 #include "config_step.hpp"
 
+#include <mira/store/run_store.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -36,8 +38,30 @@ void apply_config(command cmd, run_args& a, const config::config& c) {
   a.study = std::move(launch->argv);
 }
 
+namespace {
+
+// `latest` where a saved run is named: the run of the results directory started or resumed last
+// (a folder of that name wins).
+void resolve_latest(run_args& a) {
+  auto resolve = [&](std::string& id) {
+    std::error_code ec;
+    if (id != "latest" || std::filesystem::exists(std::filesystem::path(a.results_dir) / id, ec))
+      return;
+    auto found = store::latest_run_id(a.results_dir);
+    if (!found) throw usage_error{"latest: there is no saved run in " + printable(a.results_dir)};
+    std::fprintf(stderr, "mira: latest is run %s\n", printable(*found).c_str());
+    id = *found;
+  };
+  resolve(a.run_id);
+  resolve(a.resume);
+  for (auto& run : a.runs) resolve(run);
+}
+
+}  // namespace
+
 void prepare(command cmd, run_args& a) {
   apply_config(cmd, a, load_project_config());
+  resolve_latest(a);
 }
 
 planned_timeouts planned_timeout(const run_args& a, const config::config& c,

@@ -1,6 +1,8 @@
 // The `mira` flag table (see flags.hpp) and what reads it: lookup, help, saved configuration.
 #include "flags.hpp"
 
+#include <mira/store/files.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -73,6 +75,34 @@ std::vector<std::string> split_globs(const std::string& s) {
   }
   if (!part.empty()) out.push_back(std::move(part));
   return out;
+}
+
+// --out PATH, or FORMAT:PATH (a format name before the first colon; ./json:x is a path).
+void add_out(run_args& o, const std::string& flag, const std::string& v) {
+  auto colon = v.find(':');
+  auto format = colon == std::string::npos ? std::string() : canonical_format(v.substr(0, colon));
+  if (format.empty()) {
+    if (!o.out.empty())
+      throw usage_error{flag + " PATH is given twice ('" + printable(o.out) + "' and '" +
+                        printable(v) + "'): give the others as FORMAT:PATH"};
+    o.out = v;
+    return;
+  }
+  auto path = v.substr(colon + 1);
+  if (path.empty()) throw usage_error{flag + " " + printable(v) + ": no PATH after the format"};
+  if (format == "table")
+    throw usage_error{flag + " " + printable(v) +
+                      ": the table goes to stdout; FORMAT is json, jsonl, csv, junit, md or html"};
+  o.outs.push_back({format, path});
+}
+
+// A name for a new run: a valid run id, and not `latest` (which names the newest run).
+std::string run_name(const std::string& flag, const std::string& v) {
+  if (auto why = store::invalid_run_id(v))
+    throw usage_error{flag + " '" + printable(v) + "': " + *why};
+  if (v == "latest")
+    throw usage_error{flag + " latest: 'latest' names the newest saved run; choose another id"};
+  return v;
 }
 
 // Records one way to start the study; a second one is a usage error.
@@ -375,10 +405,21 @@ const flag_spec table[] = {
                            printable(v) + "'"};
        o.format = format;
      }},
-    {"--out", "", "PATH", reporting, section::report,
+    {"--out", "", "[FORMAT:]PATH", reporting, section::report,
      "write the --format report to PATH (a file is replaced\nwhole; a device, FIFO or symlink "
-     "target is written\nthrough); the table to stdout; - for the report on stdout",
-     [](run_args& o, const std::string&, const std::string& v) { o.out = v; }},
+     "target is written\nthrough); the table to stdout; - for the report on stdout.\n"
+     "FORMAT:PATH (repeatable) writes that format there as well,\ne.g. --out junit:junit.xml "
+     "--out md:summary.md",
+     [](run_args& o, const std::string& f, const std::string& v) { add_out(o, f, v); }},
+    {"--check", "", "", bit(command::report), section::report,
+     "exit as `mira run` would have for this run: 0 every scored\ncase passed, 1 a case failed "
+     "or errored, 3 incomplete (a case\nnot saved), 4 budget or deadline, 130 interrupted",
+     [](run_args& o, const std::string&, const std::string&) { o.check = true; }},
+    {"--min-scored", "", "N", reporting, section::report,
+     "fewer than N scored cases (passed or failed) is a failure,\nexit 1 (report: implies --check)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.min_scored = static_cast<std::size_t>(whole_number(f, v, 0, 1'000'000'000'000));
+     }},
     {"--color", "", "WHEN", reporting, section::report,
      "colour the table: auto (on a terminal), always or never;\nnever when NO_COLOR is set",
      [](run_args& o, const std::string& f, const std::string& v) {
@@ -445,7 +486,15 @@ const flag_spec table[] = {
 
     {"--run-id", "", "ID", bit(command::merge), section::saved,
      "the merged run's id (default: a new one); it must not exist",
-     [](run_args& o, const std::string&, const std::string& v) { o.merged_run_id = v; }},
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.new_run_id = run_name(f, v);
+     }},
+    {"--run-id", "", "ID", running, section::saved,
+     "the new run's id (default: the time and 4 random hex digits);\nrefused when the run exists "
+     "(resume it with --resume ID)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.new_run_id = run_name(f, v);
+     }},
     {"--allow-partial", "", "", bit(command::merge), section::saved,
      "merge even when shards are missing or unfinished: their cases\nare reported as not run, "
      "exit 4; `mira run --resume ID` runs them",

@@ -34,7 +34,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   store::merge_options o;
   o.report_files = report::saved_run_files;
   o.results_dir = a.results_dir;
-  o.run_id = a.merged_run_id;
+  o.run_id = a.new_run_id;
   o.allow_partial = a.allow_partial;
   const auto& runs = a.runs;
   std::vector<fs::path> folders;

@@ -66,19 +66,6 @@ std::string resume_command(std::vector<std::string> args, const std::string& id)
   return out;
 }
 
-// The exit code of a finished command, from how it ended. One place, so `run`, `score` and a
-// resumed run agree.
-int exit_code_for(const schedule::run_report& report, const aggregate::summary& s,
-                  bool saving_failed) {
-  using schedule::stop_reason;
-  if (report.stopped == stop_reason::interrupted) return exit_interrupted;
-  if (saving_failed || report.stopped == stop_reason::study_failed) return exit_host_error;
-  if (report.stopped == stop_reason::budget || report.stopped == stop_reason::deadline)
-    return exit_stopped;
-  if (s.count(case_state::failed) + s.count(case_state::error) > 0) return exit_failed;
-  return exit_ok;
-}
-
 // mira.toml's `[targets.LABEL] timeout` of the plan: one for every case, or each case's.
 void set_timeouts(const run_args& a, const protocol::list_result& list, const plan::plan& p,
                   schedule::run_policy& policy) {
@@ -228,7 +215,8 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   o.group_by = a.group_by;
   // A report that lists every case (json, csv, junit, md, jsonl after the run) needs every
   // record; the table and the saved report.html show the first 10 000.
-  const bool lists_every_case = !t && a.format != "table" && a.format != "html" && !stream_jsonl;
+  bool lists_every_case = !t && a.format != "table" && a.format != "html" && !stream_jsonl;
+  for (auto& out_file : a.outs) lists_every_case = lists_every_case || out_file.format != "html";
   if (lists_every_case) o.kept_records = std::numeric_limits<std::size_t>::max();
   o.mode = m == mode::execute_only ? session_mode::execute
            : m == mode::score      ? session_mode::score
@@ -257,6 +245,7 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
     save_options save;
     save.results_dir = a.results_dir;
     save.resume = a.resume;
+    if (a.resume.empty()) save.new_id = a.new_run_id;
     save.layout = a.store_layout;
     save.resume_options = {a.retry_errors, a.retry_failed, a.allow_other_study};
     save.describe = [&](store::run_meta& meta, store::run_session& entry) {
@@ -374,18 +363,26 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   }
   const bool saving_failed = !done.unsaved.empty() || !written || done.unfinished ||
                              done.report.stopped == schedule::stop_reason::requested;
-  rc = exit_code_for(done.report, done.summary, saving_failed);
+  rc = exit_code_for(done.report, done.summary, saving_failed, a.min_scored);
   co_return result;
 }
 
 namespace {
 
-// An --out that cannot be written, said before the study starts.
-bool refuse_out(const run_args& a) {
-  auto why = out_path_problem(a.out);
-  if (why)
-    std::fprintf(stderr, "mira: --out %s: %s\n", printable(a.out).c_str(), printable(*why).c_str());
-  return why.has_value();
+// What must hold before the study starts: every --out can be written, a --run-id is new.
+bool refuse_before_start(const run_args& a) {
+  if (refuse_outs(a)) return true;
+  std::error_code ec;
+  if (!a.new_run_id.empty() && a.resume.empty() &&
+      std::filesystem::exists(std::filesystem::path(a.results_dir) / a.new_run_id, ec)) {
+    std::fprintf(stderr,
+                 "mira: --run-id %s: run %s already exists in %s (resume it with --resume %s, "
+                 "or choose another id)\n",
+                 printable(a.new_run_id).c_str(), printable(a.new_run_id).c_str(),
+                 printable(a.results_dir).c_str(), printable(a.new_run_id).c_str());
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -395,7 +392,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (a.help) return std::fputs(command_help(command::run).c_str(), stdout), exit_ok;
   if (!a.experiment.empty()) return run_experiment(args, a);
   prepare(command::run, a);
-  if (refuse_out(a)) return exit_usage;
+  if (refuse_before_start(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
     rc = (co_await run_cases(args, std::move(a), false, out)).rc;
@@ -406,7 +403,7 @@ int cmd_score(const std::vector<std::string>& args) {
   auto a = parse_args(command::score, args);
   if (a.help) return std::fputs(command_help(command::score).c_str(), stdout), exit_ok;
   prepare(command::score, a);
-  if (refuse_out(a)) return exit_usage;
+  if (refuse_before_start(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
     rc = (co_await run_cases(args, std::move(a), true, out)).rc;

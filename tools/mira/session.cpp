@@ -311,25 +311,70 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
 bool emit_report(const run_args& a, const report::case_source& cases,
                  const schedule::run_report& report, const aggregate::summary& s,
                  bool cases_already_streamed) {
-  if (!a.out.empty()) {
-    const bool to_stdout = a.out == "-";  // the report instead of the table
-    if (!to_stdout) print_table(stdout, cases, report, s, use_colour(a));
-    if (auto ec = write_report(a.out, a.format, cases, report, s)) {
-      std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(a.out).c_str(),
+  bool written = true;
+  auto write_to = [&](const std::string& path, const std::string& format) {
+    if (auto ec = write_report(path, format, cases, report, s)) {
+      std::fprintf(stderr, "mira: cannot write %s: %s\n", printable(path).c_str(),
                    ec.message().c_str());
-      return false;
+      written = false;
+    } else if (path != "-") {
+      std::fprintf(stderr, "wrote %s (%s)\n", printable(path).c_str(), format.c_str());
     }
-    if (!to_stdout)
-      std::fprintf(stderr, "wrote %s (%s)\n", printable(a.out).c_str(), a.format.c_str());
-    return true;
-  }
-  if (a.format == "table")
-    print_table(stdout, cases, report, s, use_colour(a));
-  else if (a.format == "jsonl" && cases_already_streamed)
+  };
+  // stdout: the --format report, or the table when it goes to a file (or a FORMAT:- takes it).
+  bool stdout_taken = a.out == "-";
+  for (auto& o : a.outs) stdout_taken = stdout_taken || o.path == "-";
+  if (!a.out.empty()) {
+    if (!stdout_taken) print_table(stdout, cases, report, s, use_colour(a));
+    write_to(a.out, a.format);
+  } else if (a.format == "table") {
+    if (!stdout_taken) print_table(stdout, cases, report, s, use_colour(a));
+  } else if (a.format == "jsonl" && cases_already_streamed) {
     std::cout << protocol::to_json_text(json::object{{"summary", summary_json(s, report)}}) << '\n';
-  else
+  } else {
     render(a.format, cases, report, s, [](std::string_view piece) { std::cout << piece; });
-  return true;
+  }
+  std::cout << std::flush;
+  for (auto& o : a.outs) write_to(o.path, o.format);
+  return written;
+}
+
+int exit_code_for(const schedule::run_report& report, const aggregate::summary& s, bool incomplete,
+                  std::size_t min_scored) {
+  using schedule::stop_reason;
+  if (report.stopped == stop_reason::interrupted) return exit_interrupted;
+  if (incomplete || report.stopped == stop_reason::study_failed ||
+      report.stopped == stop_reason::requested)
+    return exit_host_error;
+  if (report.stopped == stop_reason::budget || report.stopped == stop_reason::deadline)
+    return exit_stopped;
+  const bool failed = s.count(schedule::case_state::failed) + s.count(schedule::case_state::error);
+  if (s.overall.scored < min_scored) {
+    std::fprintf(stderr, "mira: gate failed: %zu case(s) scored, --min-scored asks for %zu\n",
+                 s.overall.scored, min_scored);
+    return exit_failed;
+  }
+  std::size_t cases = 0;
+  for (auto n : s.counts) cases += n;
+  if (s.overall.scored == 0 && min_scored == 0 && cases > s.count(schedule::case_state::executed))
+    std::fprintf(stderr,
+                 "mira: warning: no case was scored (each was n/a, skipped or not run); "
+                 "--min-scored 1 makes that a failure\n");
+  return failed ? exit_failed : exit_ok;
+}
+
+bool refuse_outs(const run_args& a) {
+  bool refused = false;
+  auto check = [&](const std::string& path, const std::string& shown) {
+    if (auto why = out_path_problem(path)) {
+      std::fprintf(stderr, "mira: --out %s: %s\n", printable(shown).c_str(),
+                   printable(*why).c_str());
+      refused = true;
+    }
+  };
+  check(a.out, a.out);
+  for (auto& o : a.outs) check(o.path, o.format + ":" + o.path);
+  return refused;
 }
 
 std::optional<store::run_reader> open_saved_run(const run_args& a) {

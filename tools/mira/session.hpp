@@ -50,6 +50,14 @@ inline int exit_for(const store::error& e) {
 /// study's capabilities, a saved run of another study), a host error otherwise.
 int exit_for(const session_error& e);
 
+/// The exit code of a run from how it ended: what `mira run` exits with, and what
+/// `mira report --check` judges a saved run by. 130 interrupted; 3 the study failed, a result
+/// was not saved or the run is `incomplete`; 4 stopped by a budget or the deadline; 1 a case
+/// failed or errored, or fewer than `min_scored` cases were scored (said on stderr); else 0. A
+/// run that scored nothing is warned about when no --min-scored was asked for.
+int exit_code_for(const schedule::run_report& report, const aggregate::summary& s, bool incomplete,
+                  std::size_t min_scored);
+
 // Progress on stderr while a run goes: on a terminal a live line redrawn every half second
 // (cleared around every other stderr line, so study output never garbles it); elsewhere a
 // heartbeat line every --heartbeat seconds.
@@ -118,6 +126,10 @@ int run_io(std::function<boost::asio::awaitable<void>(int& rc)> body);
 /// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
 bool use_colour(const run_args& a);
 
+/// Every --out path that cannot be written, each said on stderr before anything runs. True
+/// when one was.
+bool refuse_outs(const run_args& a);
+
 /// Why --out `path` could not be written, looked at before anything runs (a run must not end
 /// with its report refused): a folder, a missing or unwritable parent folder, a device or FIFO
 /// that cannot be written. Nothing is opened: a FIFO would block. nullopt for none, or "-".
@@ -132,7 +144,8 @@ boost::system::error_code write_report(const std::filesystem::path& path, const 
                                        const aggregate::summary& s);
 
 /// The finished report on stdout and, with --out, in a file (with `--out -`, the report on
-/// stdout instead of the table). False when the file could not be written.
+/// stdout instead of the table), and each --out FORMAT:PATH. False when a file could not be
+/// written (the others still are).
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed);
 /// emit_report() over any case source; `report` gives the run's seconds and how it stopped.
