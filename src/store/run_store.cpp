@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -165,12 +166,22 @@ class folder_lock {
 };
 
 // Appends to one file (created when missing), O_APPEND so earlier sessions' text is never
-// touched.
+// touched, and never through a link. A file that does not end its last line (a host killed
+// mid-write, a study whose last stderr line had no end) gets one first, so what follows starts
+// on a line of its own.
 write_error append_file(const fs::path& path, std::string_view text) {
   if (text.empty()) return {};
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return {errno_code(), path};
-  auto ec = detail::write_all(fd, text);
+  boost::system::error_code ec;
+  struct stat st {};
+  char last = '\n';
+  if (::fstat(fd, &st) != 0)
+    ec = errno_code();
+  else if (st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) != 1)
+    ec = errno_code();
+  if (!ec && last != '\n') ec = detail::write_all(fd, "\n");
+  if (!ec) ec = detail::write_all(fd, text);
   if (::close(fd) != 0 && !ec) ec = errno_code();
   return {ec, path};
 }

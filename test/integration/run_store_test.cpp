@@ -62,6 +62,37 @@ BOOST_AUTO_TEST_CASE(a_resume_appends_events_and_stderr_and_the_folder_keeps_rep
   BOOST_TEST(html.find("<!DOCTYPE html>") == 0u);
 }
 
+// A resume appended its session marker onto a torn last line (`{"session":1,"trunc{"session":2`),
+// and wrote through a link where its logs were expected.
+BOOST_AUTO_TEST_CASE(a_resume_starts_its_logs_on_a_new_line_and_never_through_a_link) {
+  temp_dir dir;
+  auto results = dir / "results";
+  BOOST_TEST(run_command(mira_bin + " run --evals greet --results-dir " + results + " -- " +
+                         example + " 2>/dev/null")
+                 .code == 0);
+  auto id = only_run(results).filename().string();
+  auto folder = fs::path(results) / id;
+  std::ofstream(folder / "events.ndjson", std::ios::app) << "{\"session\":1,\"trunc";
+  std::ofstream(folder / "study.stderr.log", std::ios::app) << "half a line";
+  const std::string resume = mira_bin + " run --evals greet --resume " + id + " --results-dir " +
+                             results + " -- " + example;
+  BOOST_TEST(run_command(resume + " 2>/dev/null").code == 0);
+  auto events = read_file((folder / "events.ndjson").string());
+  BOOST_TEST(events.find("\"trunc\n{\"session\":2") != std::string::npos, events);
+  BOOST_TEST(read_file((folder / "study.stderr.log").string()).find("half a line\n--- session 2") !=
+             std::string::npos);
+
+  // A link where the log is: named, and the file it points at left alone.
+  const auto outside = dir / "outside.txt";
+  write(outside, "not the store's\n");
+  fs::remove(folder / "study.stderr.log");
+  fs::create_symlink(outside, folder / "study.stderr.log");
+  auto linked = run_command(resume + " 2>&1");
+  BOOST_TEST(linked.out.find((folder / "study.stderr.log").string()) != std::string::npos,
+             linked.out);
+  BOOST_TEST(read_file(outside) == "not the store's\n");
+}
+
 // Defect 3: a resume that selects less rewrote report.json and meta.json's summary with only
 // its selection, kept only the first selection, and `mira report` showed 0.00 s.
 BOOST_AUTO_TEST_CASE(a_narrower_resume_keeps_the_whole_run_in_report_and_meta) {
