@@ -1,6 +1,7 @@
 // Example 8: compare two saved runs of one study with the library alone (no study needed):
 // cases paired by key and trial, the overall change with its interval and exact McNemar p, the
-// change per eval, and the cases that regressed. Exits 1 when the drop is significant (a gate).
+// change per eval, the cases that regressed and the gate. Exits 1 when the gate fails (a
+// significant drop, missing cases or a stopped candidate, nothing scored in both runs).
 //
 // Usage: example_08_compare_two_runs RESULTS_DIR BASE_RUN_ID CANDIDATE_RUN_ID
 #include <mira/compare/compare.hpp>
@@ -35,5 +36,6 @@ int main(int argc, char** argv) {
                   g.ci->high);
   for (auto& p : c->cases)
     if (p.what == mira::compare::change::regressed) std::printf("  regressed: %s\n", p.key.c_str());
-  return c->regression() ? 1 : 0;
+  std::printf("gate: %s\n", c->gate.summary().c_str());
+  return c->gate.passed() ? 0 : 1;
 }

@@ -432,12 +432,14 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
 
 namespace {
 
+// A rate of nothing scored is no rate: null, as compare writes it, not a 0 a reader would take
+// for "every case failed".
 json::object rate_json(const aggregate::rate& r) {
   auto ci = r.ci();
   return {{"passed", r.passed},
           {"scored", r.scored},
-          {"rate", r.value()},
-          {"ci95", json::array{ci.low, ci.high}}};
+          {"rate", r.scored ? json::value(r.value()) : json::value(nullptr)},
+          {"ci95", r.scored ? json::value(json::array{ci.low, ci.high}) : json::value(nullptr)}};
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string_view>
@@ -193,6 +194,90 @@ struct run_side {
       visit;
 };
 
+// What stop_of() says of a run whose last session has neither a stop reason nor an end.
+constexpr std::string_view never_finished = "never finished";
+
+// Why a run did not run to its end, or "" when it did: its last session's stop reason (or its
+// summary's, which this host writes with it), else "never finished" when that session has no end
+// time (its host was killed, or it is still running). A run of the Rust mira CLI has one session,
+// made from its meta.json.
+std::string stop_of(const store::run_meta& m) {
+  if (!m.sessions.empty() && !m.sessions.back().stopped.empty()) return m.sessions.back().stopped;
+  if (auto* stopped = m.summary ? m.summary->if_contains("stopped") : nullptr;
+      stopped && stopped->is_object())
+    if (auto* reason = stopped->as_object().if_contains("reason"); reason && reason->is_string())
+      return std::string(reason->as_string());
+  const auto& finished = m.sessions.empty() ? m.finished : m.sessions.back().finished;
+  return finished.empty() ? std::string(never_finished) : "";
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+gate_check missing_rule(const comparison& c) {
+  gate_check out{.rule = gate_rule::missing};
+  std::string found;
+  if (c.only_in_base > 0)
+    found = std::to_string(c.only_in_base) + " baseline case(s) missing from the candidate";
+  if (!c.candidate_stopped.empty())
+    found += std::string(found.empty() ? "" : ", and ") +
+             (c.candidate_stopped == never_finished
+                  ? "the candidate run never finished: killed, or still running"
+                  : "the candidate run stopped before its end: " + c.candidate_stopped);
+  if (found.empty()) {
+    out.detail = "every baseline case is in the candidate, which ran to its end";
+  } else {
+    out.fired = !c.opts.gate.allow_missing;
+    out.detail =
+        found + (out.fired ? " (--allow-missing to accept)" : ": accepted (--allow-missing)");
+  }
+  return out;
+}
+
+gate_check regressions_rule(const comparison& c) {
+  const auto n = c.overall.table.regressed;
+  const auto& max = c.opts.gate.max_regressions;
+  gate_check out{.rule = gate_rule::regressions, .fired = max && n > *max};
+  out.detail = std::to_string(n) + " regression(s) (passed -> failed or error)";
+  if (!max)
+    out.detail += ", no limit set (--max-regressions)";
+  else
+    out.detail += (out.fired ? ", more than --max-regressions " : ", at most --max-regressions ") +
+                  std::to_string(*max);
+  return out;
+}
+
+gate_check drop_rule(const comparison& c) {
+  const auto& g = c.overall;
+  gate_check out{.rule = gate_rule::significant_drop, .fired = g.significant_drop};
+  const auto test = std::to_string(g.table.regressed) + " regressed against " +
+                    std::to_string(g.table.fixed) +
+                    " fixed, McNemar exact p = " + number_text(g.p_value);
+  out.detail = (out.fired ? "the pass rate dropped significantly: " + test + ", below alpha "
+                          : "no significant drop: " + test + ", alpha ") +
+               number_text(c.opts.alpha);
+  return out;
+}
+
+gate_check min_scored_rule(const comparison& c) {
+  const auto n = c.overall.table.n();
+  const auto min = std::max<std::size_t>(1, c.opts.gate.min_scored);
+  gate_check out{.rule = gate_rule::min_scored, .fired = n < min};
+  if (n == 0)
+    out.detail = "no case was scored (passed or failed) in both runs: nothing was compared";
+  else
+    out.detail = std::to_string(n) + " case(s) scored in both runs, " +
+                 (out.fired ? "fewer than --min-scored " : "at least ") + std::to_string(min);
+  return out;
+}
+
+gate_verdict check_gate(const comparison& c) {
+  return {{missing_rule(c), regressions_rule(c), drop_rule(c), min_scored_rule(c)}};
+}
+
 tl::expected<comparison, compare_error> compare_sides(const run_side& base,
                                                       const run_side& candidate, const options& o) {
   if (!(o.alpha > 0 && o.alpha < 1))
@@ -300,6 +385,12 @@ tl::expected<comparison, compare_error> compare_sides(const run_side& base,
       ++out.only_in_candidate;
     } else if (!p.candidate.state) {
       ++out.only_in_base;
+    } else if (p.base.state == case_state::passed && p.candidate.state == case_state::error) {
+      // A case the candidate lost, whatever made it error: left unpaired, a run whose every
+      // case errors would pass the gate. The reverse (error -> passed) stays unpaired, so a
+      // base's errors never offset the candidate's regressions.
+      p.what = change::regressed;
+      continue;
     } else if (!p.base.scored() || !p.candidate.scored()) {
       ++out.not_scored;
     } else if (*p.base.state == *p.candidate.state) {
@@ -345,17 +436,44 @@ tl::expected<comparison, compare_error> compare_sides(const run_side& base,
       return it == p.params.end() ? "(unset)" : it->second;
     });
   }
+  out.candidate_stopped = stop_of(candidate.meta);
+  out.gate = check_gate(out);
   return out;
 }
 
 }  // namespace
 
+std::string_view to_string(gate_rule r) {
+  switch (r) {
+    case gate_rule::missing:
+      return "missing";
+    case gate_rule::regressions:
+      return "regressions";
+    case gate_rule::significant_drop:
+      return "significant_drop";
+    case gate_rule::min_scored:
+      return "min_scored";
+  }
+  return {};
+}
+
+bool gate_verdict::passed() const {
+  return std::none_of(checks.begin(), checks.end(), [](const gate_check& g) { return g.fired; });
+}
+
+std::string gate_verdict::summary() const {
+  std::string fired;
+  for (auto& g : checks)
+    if (g.fired) fired += (fired.empty() ? "" : "; ") + g.detail;
+  return fired.empty() ? "passed" : "failed: " + fired;
+}
+
 std::string case_pair::why() const {
+  if (what == change::regressed && candidate.state == case_state::error) return "passed -> error";
+  if (what != change::unpaired) return {};
   if (!base.state) return "only in the candidate";
   if (!candidate.state) return "only in the base";
-  if (!base.scored() || !candidate.scored())
-    return state_name(base) + " -> " + state_name(candidate);
-  return {};
+  return state_name(base) + " -> " + state_name(candidate);
 }
 
 tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& base,

@@ -100,6 +100,39 @@ json::object pair_json(const case_pair& p) {
   return o;
 }
 
+// A rule of the gate: whether it fired, why, and the numbers it was decided on.
+json::object check_json(const comparison& c, const gate_check& g) {
+  json::object o{{"rule", to_string(g.rule)}, {"fired", g.fired}, {"detail", g.detail}};
+  switch (g.rule) {
+    case gate_rule::missing:
+      o["missing"] = c.only_in_base;
+      o["candidate_stopped"] =
+          c.candidate_stopped.empty() ? json::value(nullptr) : json::value(c.candidate_stopped);
+      o["allowed"] = c.opts.gate.allow_missing;
+      break;
+    case gate_rule::regressions:
+      o["regressions"] = c.overall.table.regressed;
+      o["max"] = c.opts.gate.max_regressions ? json::value(*c.opts.gate.max_regressions)
+                                             : json::value(nullptr);
+      break;
+    case gate_rule::significant_drop:
+      o["p_value"] = c.overall.p_value;
+      o["alpha"] = c.opts.alpha;
+      break;
+    case gate_rule::min_scored:
+      o["scored"] = c.overall.table.n();
+      o["min"] = std::max<std::size_t>(1, c.opts.gate.min_scored);
+      break;
+  }
+  return o;
+}
+
+json::object gate_json(const comparison& c) {
+  json::array rules;
+  for (auto& g : c.gate.checks) rules.push_back(check_json(c, g));
+  return {{"passed", c.gate.passed()}, {"rules", std::move(rules)}};
+}
+
 std::string as_json(const comparison& c) {
   json::array regressions, fixes, unpaired;
   for (auto& p : c.cases) {
@@ -117,6 +150,7 @@ std::string as_json(const comparison& c) {
                  {"interval_method", "Newcombe hybrid score (1998, method 10)"},
                  {"test", "exact McNemar (two-sided binomial on discordant pairs)"},
                  {"regression", c.regression()},
+                 {"gate", gate_json(c)},
                  {"overall", group_json(c.overall)},
                  {"per_eval", groups_json(c.per_eval)},
                  {"per_target", groups_json(c.per_target)},
@@ -204,6 +238,7 @@ std::string as_table(const comparison& c) {
                     fmt("%g", c.opts.alpha) + "\n";
   out += "overall: " + overall_line(c) + "\n";
   out += "unpaired: " + unpaired_line(c) + "\n";
+  out += "gate: " + c.gate.summary() + "\n";
   table_groups(out, "per eval", c.per_eval, c);
   table_groups(out, "per target", c.per_target, c);
   if (!c.opts.group_by.empty()) table_groups(out, "by " + printable(c.opts.group_by), c.groups, c);
@@ -216,7 +251,7 @@ std::string as_table(const comparison& c) {
         out += "  " + printable(p.key) + (why.empty() ? "" : "  (" + why + ")") + "\n";
       }
   };
-  list("regressed (passed -> failed)", change::regressed);
+  list("regressed (passed -> failed or error)", change::regressed);
   list("fixed (failed -> passed)", change::fixed);
   list("unpaired (left out of the rates)", change::unpaired);
   for (auto& w : c.warnings) out += "warning: " + printable(w) + "\n";
@@ -226,7 +261,7 @@ std::string as_table(const comparison& c) {
 void md_groups(std::string& out, std::string_view title, const std::vector<group_delta>& gs,
                const comparison& c) {
   if (gs.empty()) return;
-  out += "\n## " + std::string(title) + "\n\n| | base | candidate | delta (pp) | " +
+  out += "\n### " + std::string(title) + "\n\n| | base | candidate | delta (pp) | " +
          confidence_label(c) +
          " CI (pp) | McNemar p | regressed | fixed | paired | unpaired | |\n"
          "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
@@ -242,26 +277,29 @@ void md_groups(std::string& out, std::string_view title, const std::vector<group
 }
 
 std::string as_md(const comparison& c) {
-  std::string out = "# Comparison of " + md_cell(c.study) + "\n\nBase `" + md_cell(c.base_run) +
+  // One "##" title and "###" sections, as the run's Markdown report: `cat run.md compare.md`
+  // reads as one document.
+  std::string out = "## Comparison of " + md_cell(c.study) + "\n\nBase `" + md_cell(c.base_run) +
                     "`, candidate `" + md_cell(c.candidate_run) + "`, alpha " +
                     fmt("%g", c.opts.alpha) + ".\n\n**Overall:** " + overall_line(c) +
-                    ".\n\n**Unpaired:** " + unpaired_line(c) + ".\n";
+                    ".\n\n**Unpaired:** " + unpaired_line(c) + ".\n\n**Gate:** " +
+                    md_cell(c.gate.summary()) + ".\n";
   md_groups(out, "Per eval", c.per_eval, c);
   md_groups(out, "Per target", c.per_target, c);
   if (!c.opts.group_by.empty()) md_groups(out, "By " + md_cell(c.opts.group_by), c.groups, c);
   auto list = [&](std::string_view title, change what) {
     if (c.count(what) == 0) return;
-    out += "\n## " + std::string(title) + "\n\n| case | base | candidate |\n|---|---|---|\n";
+    out += "\n### " + std::string(title) + "\n\n| case | base | candidate |\n|---|---|---|\n";
     for (auto& p : c.cases)
       if (p.what == what)
         out += "| " + md_cell(p.key) + " | " + state_text(p.base) + " | " +
                state_text(p.candidate) + " |\n";
   };
-  list("Regressed (passed → failed)", change::regressed);
+  list("Regressed (passed → failed or error)", change::regressed);
   list("Fixed (failed → passed)", change::fixed);
   list("Unpaired (left out of the rates)", change::unpaired);
   if (!c.warnings.empty()) {
-    out += "\n## Warnings\n\n";
+    out += "\n### Warnings\n\n";
     for (auto& w : c.warnings) out += "- " + md_cell(w) + "\n";
   }
   return out;
@@ -357,8 +395,13 @@ void as_html(const comparison& c, const text_sink& sink) {
          card(p_text(g.p_value), "McNemar exact p") + card(html_text(verdict(g)), "verdict") +
          card(std::to_string(t.regressed), "regressed") + card(std::to_string(t.fixed), "fixed") +
          card(std::to_string(t.n()), "paired") +
-         card(std::to_string(c.count(change::unpaired)), "unpaired") + "</div>\n";
-  out += "<p>" + html_text(unpaired_line(c)) + ".</p>\n";
+         card(std::to_string(c.count(change::unpaired)), "unpaired") +
+         card(c.gate.passed() ? "passed" : "failed", "gate") + "</div>\n";
+  out += "<p>" + html_text(unpaired_line(c)) + ".</p>\n<h2>Gate</h2><ul>";
+  for (auto& r : c.gate.checks)
+    out += std::string("<li") + (r.fired ? " class=\"drop\"><b>fired</b>" : "><b>ok</b>") + " " +
+           html_text(to_string(r.rule)) + ": " + html_text(r.detail) + "</li>";
+  out += "</ul>\n";
   for (auto& w : c.warnings) out += "<p class=\"warn\">" + html_text(w) + "</p>\n";
   if (!c.per_eval.empty())
     out += "<h2>Per eval</h2><div class=\"chart\">" + delta_chart(c) + "</div>\n";
@@ -381,7 +424,7 @@ void as_html(const comparison& c, const text_sink& sink) {
     }
     out += "</table>\n";
   };
-  list("Regressed (passed → failed)", change::regressed);
+  list("Regressed (passed → failed or error)", change::regressed);
   list("Fixed (failed → passed)", change::fixed);
   list("Unpaired (left out of the rates)", change::unpaired);
   out += "</body></html>\n";
@@ -389,23 +432,31 @@ void as_html(const comparison& c, const text_sink& sink) {
 }
 
 void as_junit(const comparison& c, const text_sink& sink) {
-  std::size_t tests = 1, failures = c.regression() ? 1 : 0;
+  std::size_t tests = c.gate.checks.size(), failures = 0;
+  for (auto& g : c.gate.checks) failures += g.fired ? 1 : 0;
   for (auto& p : c.cases) {
     if (p.what == change::regressed || p.what == change::fixed || p.what == change::same) ++tests;
     if (p.what == change::regressed) ++failures;
   }
+  // The suite is named by the study alone, the run ids are properties: test-history tools key
+  // suites by name, and a name with the run ids would be a new suite every run.
   std::string out =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mira compare\" "
       "tests=\"" +
       std::to_string(tests) + "\" failures=\"" + std::to_string(failures) +
-      "\">\n<testsuite name=\"" +
-      xml_text(c.study + ": " + c.candidate_run + " against " + c.base_run) + "\" tests=\"" +
-      std::to_string(tests) + "\" failures=\"" + std::to_string(failures) + "\">\n";
-  out += "<testcase classname=\"gate\" name=\"overall pass rate\">";
-  if (c.regression())
-    out += "<failure message=\"" + xml_text("significant drop: " + overall_line(c)) +
-           "\" type=\"regression\"/>";
-  out += "<system-out>" + xml_text(overall_line(c)) + "</system-out></testcase>\n";
+      "\">\n<testsuite name=\"" + xml_text("compare " + c.study) + "\" tests=\"" +
+      std::to_string(tests) + "\" failures=\"" + std::to_string(failures) +
+      "\">\n<properties><property name=\"base\" value=\"" + xml_text(c.base_run) +
+      "\"/><property name=\"candidate\" value=\"" + xml_text(c.candidate_run) +
+      "\"/><property name=\"alpha\" value=\"" + fmt("%g", c.opts.alpha) + "\"/></properties>\n";
+  for (auto& g : c.gate.checks) {
+    const auto rule = std::string(to_string(g.rule));
+    out += "<testcase classname=\"gate\" name=\"" + rule + "\">";
+    if (g.fired) out += "<failure message=\"" + xml_text(g.detail) + "\" type=\"" + rule + "\"/>";
+    out += "<system-out>" +
+           xml_text(g.rule == gate_rule::significant_drop ? overall_line(c) : g.detail) +
+           "</system-out></testcase>\n";
+  }
   for (auto& p : c.cases) {
     if (p.what == change::unpaired) continue;
     if (out.size() >= (std::size_t{64} << 10)) {
@@ -414,8 +465,9 @@ void as_junit(const comparison& c, const text_sink& sink) {
     }
     out += "<testcase classname=\"" + xml_text(p.eval) + "\" name=\"" + xml_text(p.key) + "\"";
     if (p.what == change::regressed)
-      out += "><failure message=\"passed in " + xml_text(c.base_run) + ", failed in " +
-             xml_text(c.candidate_run) + "\" type=\"regressed\"/></testcase>\n";
+      out += "><failure message=\"passed in " + xml_text(c.base_run) + ", " +
+             state_text(p.candidate) + " in " + xml_text(c.candidate_run) +
+             "\" type=\"regressed\"/></testcase>\n";
     else
       out += "/>\n";
   }

@@ -1,6 +1,8 @@
 // `mira compare` end to end: two saved runs of a test study whose environment knob makes chosen
 // cases fail; the comparison flags exactly those, with the gate's exit code, every output format
-// and the bad inputs (another study, an unknown run) exiting 2.
+// and the bad inputs (another study, an unknown run) exiting 2. Each rule of the gate is driven by
+// a real candidate run: one that lacks cases, one stopped by its budget, errors where the base
+// passed, nothing scored, and five flips too few for the test.
 #include "integration/process_util.hpp"
 
 #include <boost/json/parse.hpp>
@@ -8,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 using namespace mira::test;
@@ -29,6 +32,14 @@ fs::path saved_run(const fs::path& dir, const std::string& env) {
   auto r = cli("run --color never --results-dir " + dir.string() + " " + env + " -- " + study);
   BOOST_REQUIRE_MESSAGE(r.code == 0 || r.code == 1, r.out);
   return only_run(dir);
+}
+
+// The checks of the gate's rules in a JSON comparison, by rule name.
+std::map<std::string, json::object> rules(const json::object& comparison) {
+  std::map<std::string, json::object> out;
+  for (auto& r : comparison.at("gate").at("rules").as_array())
+    out[std::string(r.at("rule").as_string())] = r.as_object();
+  return out;
 }
 
 std::set<std::string> keys(const json::value& list) {
@@ -119,12 +130,27 @@ BOOST_FIXTURE_TEST_CASE(every_format_and_group_by_an_axis, two_runs) {
   r = cli("compare " + ids + " --format junit --out " + junit.string());
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.out);
   auto xml = read_file(junit.string());
-  // 23 paired cases and the gate; 8 regressed cases and the gate fail.
-  BOOST_TEST(xml.find("tests=\"24\" failures=\"9\"") != std::string::npos, xml);
+  // 23 paired cases and the gate's four rules; 8 regressed cases and the significant drop fail.
+  BOOST_TEST(xml.find("tests=\"27\" failures=\"9\"") != std::string::npos, xml);
+  // The suite keeps its name from run to run; the run ids are properties.
+  BOOST_TEST(xml.find("<testsuite name=\"compare compare-study\" ") != std::string::npos, xml);
+  BOOST_TEST(xml.find("<property name=\"candidate\" value=\"" + candidate.filename().string()) !=
+                 std::string::npos,
+             xml);
+  BOOST_TEST(xml.find("<testcase classname=\"gate\" name=\"significant_drop\"><failure") !=
+                 std::string::npos,
+             xml);
 
   r = cli("compare " + ids + " --format md --out -");
   BOOST_REQUIRE_MESSAGE(r.code == 0, r.out);
   BOOST_TEST(r.out.find("| math |") != std::string::npos, r.out);
+  // The run's Markdown levels: `cat run.md compare.md` is one document.
+  BOOST_TEST(r.out.find("## Comparison of compare-study\n") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("\n### Per eval\n") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("\n# ") == std::string::npos, r.out);
+  BOOST_TEST(
+      r.out.find("**Gate:** failed: the pass rate dropped significantly") != std::string::npos,
+      r.out);
 }
 
 // A run folder the Rust mira CLI wrote (bare RunResults, its meta.json) against a compact-layout
@@ -179,6 +205,150 @@ BOOST_AUTO_TEST_CASE(bad_input_exits_2_naming_what_is_wrong) {
   BOOST_TEST(r.out.find("'nope'") != std::string::npos, r.out);
   r = cli("compare " + base.string() + " " + base.string() + " --alpha 1.5");
   BOOST_TEST(r.code == 2, r.out);
+}
+
+// 20 pairs (4 cases N/A in both runs), 5 passed -> failed: a 25-point drop at p = 0.0625, which
+// the test lets through at 0.05 and --max-regressions 0 does not.
+BOOST_AUTO_TEST_CASE(five_flips_pass_the_test_and_fail_max_regressions_0) {
+  temp_dir tmp;
+  auto base = saved_run(tmp.path / "base", "--study-env COMPARE_NA=text/t4,text/t5");
+  auto cand = saved_run(tmp.path / "cand",
+                        "--study-env COMPARE_NA=text/t4,text/t5 --study-env "
+                        "COMPARE_FAIL=math/m0,math/m1,math/m2@low");
+  const auto runs = "compare " + base.string() + " " + cand.string();
+  auto r = cli(runs + " --fail-on-regression");
+  BOOST_TEST(r.code == 0, r.out);
+  BOOST_TEST(r.out.find("100.0% -> 75.0% over 20 paired case(s): -25.0 pp") != std::string::npos,
+             r.out);
+  BOOST_TEST(r.out.find("McNemar exact p = 0.0625") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("\ngate: passed\n") != std::string::npos, r.out);
+
+  r = cli(runs + " --max-regressions 0");
+  BOOST_TEST(r.code == 1, r.out);
+  BOOST_TEST(r.out.find("gate: failed: 5 regression(s) (passed -> failed or error), more than "
+                        "--max-regressions 0\n") != std::string::npos,
+             r.out);
+  r = cli(runs + " --fail-on-regression --max-regressions 5");
+  BOOST_TEST(r.code == 0, r.out);
+
+  auto out = tmp.path / "c.json";
+  r = cli(runs + " --max-regressions 4 --format json --out " + out.string());
+  BOOST_TEST(r.code == 1, r.out);
+  auto j = json::parse(read_file(out.string())).as_object();
+  BOOST_TEST(!j.at("gate").at("passed").as_bool());
+  auto checks = rules(j);
+  BOOST_TEST(checks["regressions"].at("fired").as_bool());
+  BOOST_TEST(checks["regressions"].at("regressions").as_int64() == 5);
+  BOOST_TEST(checks["regressions"].at("max").as_int64() == 4);
+  BOOST_TEST(!checks["significant_drop"].at("fired").as_bool());
+  BOOST_TEST(checks["significant_drop"].at("p_value").as_double() == 0.0625);
+  BOOST_TEST(!checks["missing"].at("fired").as_bool());
+  BOOST_TEST(!checks["min_scored"].at("fired").as_bool());
+}
+
+// A candidate of one eval (--evals math) lacks the 12 text cases of the base.
+BOOST_AUTO_TEST_CASE(a_candidate_missing_baseline_cases_fails_the_gate) {
+  temp_dir tmp;
+  auto base = saved_run(tmp.path / "base", "");
+  auto cand = saved_run(tmp.path / "cand", "--evals math");
+  const auto runs = "compare " + base.string() + " " + cand.string();
+  auto r = cli(runs + " --fail-on-regression");
+  BOOST_TEST(r.code == 1, r.out);
+  BOOST_TEST(r.out.find("\ngate: failed: 12 baseline case(s) missing from the candidate "
+                        "(--allow-missing to accept)\n") != std::string::npos,
+             r.out);
+  r = cli(runs + " --fail-on-regression --allow-missing");
+  BOOST_TEST(r.code == 0, r.out);
+  BOOST_TEST(r.out.find("\ngate: passed\n") != std::string::npos, r.out);
+  // Without a gate flag the gate is shown and named on stderr, and the exit is 0.
+  r = cli(runs);
+  BOOST_TEST(r.code == 0, r.out);
+  BOOST_TEST(r.out.find("(exit 0 without --fail-on-regression") != std::string::npos, r.out);
+
+  auto out = tmp.path / "c.json";
+  r = cli(runs + " --fail-on-regression --format json --out " + out.string());
+  BOOST_TEST(r.code == 1, r.out);
+  auto checks = rules(json::parse(read_file(out.string())).as_object());
+  BOOST_TEST(checks["missing"].at("fired").as_bool());
+  BOOST_TEST(checks["missing"].at("missing").as_int64() == 12);
+  BOOST_TEST(checks["missing"].at("candidate_stopped").is_null());
+}
+
+// A candidate stopped by its budget (7 tokens, each case spends 2) before its end.
+BOOST_AUTO_TEST_CASE(a_stopped_candidate_fails_the_gate_and_says_so) {
+  temp_dir tmp;
+  auto base = saved_run(tmp.path / "base", "");
+  auto r = cli("run --color never -j 1 --max-tokens 7 --results-dir " +
+               (tmp.path / "cand").string() + " -- " + study);
+  BOOST_REQUIRE_MESSAGE(r.code == 4, r.out);
+  const auto runs = "compare " + base.string() + " " + only_run(tmp.path / "cand").string();
+  r = cli(runs + " --fail-on-regression");
+  BOOST_TEST(r.code == 1, r.out);
+  // The cases it never ran are missing too (how many is the scheduler's business).
+  BOOST_TEST(r.out.find(" baseline case(s) missing from the candidate, and the candidate run "
+                        "stopped before its end: budget (--allow-missing to accept)\n") !=
+                 std::string::npos,
+             r.out);
+  r = cli(runs + " --fail-on-regression --allow-missing");
+  BOOST_TEST(r.code == 0, r.out);
+
+  auto out = tmp.path / "c.json";
+  r = cli(runs + " --fail-on-regression --format json --out " + out.string());
+  auto checks = rules(json::parse(read_file(out.string())).as_object());
+  BOOST_TEST(checks["missing"].at("candidate_stopped").as_string() == "budget");
+}
+
+BOOST_AUTO_TEST_CASE(passed_to_error_is_a_regression) {
+  temp_dir tmp;
+  auto base = saved_run(tmp.path / "base", "");
+  // Six cases answered with an error: 6 of 24 flips, p = 2 / 2^6 = 0.03125.
+  auto cand = saved_run(tmp.path / "cand", "--study-env COMPARE_ERROR=math/m0,math/m1,math/m2");
+  const auto runs = "compare " + base.string() + " " + cand.string();
+  auto r = cli(runs + " --fail-on-regression");
+  BOOST_TEST(r.code == 1, r.out);
+  BOOST_TEST(r.out.find("math/m0@sim[effort=low]  (passed -> error)") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("gate: failed: the pass rate dropped significantly: 6 regressed against 0 "
+                        "fixed") != std::string::npos,
+             r.out);
+  auto out = tmp.path / "c.json";
+  r = cli(runs + " --format json --out " + out.string());
+  BOOST_TEST(r.code == 0, r.out);  // no gate flag
+  auto j = json::parse(read_file(out.string())).as_object();
+  BOOST_TEST(j.at("overall").at("regressed").as_int64() == 6);
+  BOOST_TEST(j.at("unpaired").as_array().empty());
+  for (auto& c : j.at("regressions").as_array())
+    BOOST_TEST(c.at("candidate").as_string() == "error");
+}
+
+BOOST_AUTO_TEST_CASE(nothing_or_too_little_scored_in_both_runs_fails_the_gate) {
+  temp_dir tmp;
+  auto base = saved_run(tmp.path / "base", "");
+  // The candidate's target is unavailable: every case skipped, nothing compared.
+  auto cand = saved_run(tmp.path / "cand", "--study-env COMPARE_UNAVAILABLE=1");
+  auto r = cli("compare " + base.string() + " " + cand.string() + " --fail-on-regression");
+  BOOST_TEST(r.code == 1, r.out);
+  BOOST_TEST(r.out.find("gate: failed: no case was scored (passed or failed) in both runs: "
+                        "nothing was compared") != std::string::npos,
+             r.out);
+  // Every case N/A in the candidate: the same.
+  auto na = saved_run(tmp.path / "na",
+                      "--study-env COMPARE_NA=math/m0,math/m1,math/m2,math/m3,math/m4,math/m5,"
+                      "text/t0,text/t1,text/t2,text/t3,text/t4,text/t5");
+  r = cli("compare " + base.string() + " " + na.string() + " --fail-on-regression");
+  BOOST_TEST(r.code == 1, r.out);
+  BOOST_TEST(r.out.find("nothing was compared") != std::string::npos, r.out);
+  // --min-scored alone turns the gate on: 24 scored in both runs.
+  r = cli("compare " + base.string() + " " + base.string() + " --min-scored 25");
+  BOOST_TEST(r.code == 1, r.out);
+  BOOST_TEST(
+      r.out.find("gate: failed: 24 case(s) scored in both runs, fewer than --min-scored 25") !=
+          std::string::npos,
+      r.out);
+  r = cli("compare " + base.string() + " " + base.string() + " --min-scored 24");
+  BOOST_TEST(r.code == 0, r.out);
+  r = cli("compare " + base.string() + " " + base.string() + " --min-scored 0");
+  BOOST_TEST(r.code == 2, r.out);
+  BOOST_TEST(r.out.find("--min-scored") != std::string::npos, r.out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

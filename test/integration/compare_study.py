@@ -5,6 +5,8 @@ that pass unless an environment knob says otherwise.
 
   COMPARE_FAIL  comma-separated eval/sample[@effort] that fail (e.g. "math/m1,text/t2@high")
   COMPARE_NA    the same, for cases whose every score is N/A
+  COMPARE_ERROR the same, for cases answered with an error (not retryable)
+  COMPARE_UNAVAILABLE  "1": the target is listed as unavailable (every case skipped)
   COMPARE_STUDY the name initialize reports (default compare-study)
 """
 import json
@@ -16,7 +18,7 @@ def listed(var):
     return {s for s in os.environ.get(var, "").split(",") if s}
 
 
-FAIL, NA = listed("COMPARE_FAIL"), listed("COMPARE_NA")
+FAIL, NA, ERROR = listed("COMPARE_FAIL"), listed("COMPARE_NA"), listed("COMPARE_ERROR")
 
 
 def hit(names, params):
@@ -59,9 +61,12 @@ def main():
             for name, prefix in (("math", "m"), ("text", "t")):
                 evals.append({"name": name, "samples": [{"id": prefix + str(i)} for i in range(6)],
                               "scorers": ["check"],
-                              "targets": [{"label": "sim", "provider": "sim", "available": True}],
+                              "targets": [{"label": "sim", "provider": "sim",
+                                           "available": os.environ.get("COMPARE_UNAVAILABLE") != "1"}],
                               "axes": [{"name": "effort", "values": ["low", "high"]}]})
             send({"id": rid, "result": {"evals": evals}})
+        elif method == "run" and hit(ERROR, params):
+            send({"id": rid, "error": {"code": -32000, "message": "knob"}})
         elif method == "run":
             send({"id": rid, "result": result(params)})
         else:

@@ -77,9 +77,12 @@ struct run_args {
   bool allow_partial = false;
   std::optional<store::layout> convert_to;                  // store convert --to
   schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
-  // compare: BASE and CANDIDATE are `runs`; the significance level and the gate.
+  // compare: BASE and CANDIDATE are `runs`; the significance level and the gate, which decides
+  // the exit code when --fail-on-regression, --max-regressions or --min-scored is given.
   double alpha = 0.05;
   bool fail_on_regression = false;
+  bool allow_missing = false;
+  std::optional<std::size_t> max_regressions, min_scored_pairs;
   // run --experiment: the plan, and how many treatments run at once.
   std::string experiment;
   std::size_t experiment_parallel = 1;

@@ -1,5 +1,6 @@
 // `mira compare BASE CANDIDATE`: opens both runs, compares them (compare::compare_runs) and
-// prints or writes the comparison; with --fail-on-regression its exit code is the gate.
+// prints or writes the comparison; with --fail-on-regression, --max-regressions or --min-scored
+// its exit code is the gate's.
 #include "commands.hpp"
 #include "config_step.hpp"
 #include "help.hpp"
@@ -27,7 +28,12 @@ int cmd_compare(const std::vector<std::string>& args) {
       std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
     runs[i] = std::move(*run);
   }
-  auto c = compare::compare_runs(*runs[0], *runs[1], {a.group_by, a.alpha});
+  auto c = compare::compare_runs(*runs[0], *runs[1],
+                                 {.group_by = a.group_by,
+                                  .alpha = a.alpha,
+                                  .gate = {.allow_missing = a.allow_missing,
+                                           .max_regressions = a.max_regressions,
+                                           .min_scored = a.min_scored_pairs.value_or(1)}});
   if (!c) {
     std::fprintf(stderr, "mira: compare: %s\n", printable(c.error().message).c_str());
     return exit_usage;
@@ -50,11 +56,17 @@ int cmd_compare(const std::vector<std::string>& args) {
     if (!to_stdout)
       std::fprintf(stderr, "wrote %s (%s)\n", printable(a.out).c_str(), a.format.c_str());
   }
-  if (c->regression())
-    std::fprintf(stderr, "mira: compare: the pass rate of %s dropped significantly against %s%s\n",
+  // A threshold of the gate asks for the gate: a --max-regressions that did not decide the exit
+  // code would let through what it was given to stop.
+  const bool gated = a.fail_on_regression || a.max_regressions || a.min_scored_pairs;
+  if (!c->gate.passed())
+    std::fprintf(stderr, "mira: compare: %s against %s: gate %s%s\n",
                  printable(c->candidate_run).c_str(), printable(c->base_run).c_str(),
-                 a.fail_on_regression ? "" : " (exit 0 without --fail-on-regression)");
-  return a.fail_on_regression && c->regression() ? exit_failed : exit_ok;
+                 printable(c->gate.summary()).c_str(),
+                 gated ? ""
+                       : " (exit 0 without --fail-on-regression, --max-regressions or "
+                         "--min-scored)");
+  return gated && !c->gate.passed() ? exit_failed : exit_ok;
 }
 
 }  // namespace mira::cli

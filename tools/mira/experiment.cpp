@@ -427,7 +427,8 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
     std::fprintf(stderr, "mira: %s\n", printable(base.error().message()).c_str());
     return exit_host_error;
   }
-  compare::options o{p.group_by == "treatment" ? std::string() : p.group_by, p.alpha};
+  compare::options o{.group_by = p.group_by == "treatment" ? std::string() : p.group_by,
+                     .alpha = p.alpha};
   std::vector<std::string> regressed;
   for (auto& t : p.treatments) {
     if (t.name == p.baseline || !runs.count(t.name)) continue;

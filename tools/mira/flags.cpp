@@ -511,8 +511,24 @@ const flag_spec table[] = {
        if (o.alpha >= 1) throw usage_error{f + " must be below 1, got '" + printable(v) + "'"};
      }},
     {"--fail-on-regression", "", "", bit(command::compare), section::report,
-     "exit 1 when the overall pass rate dropped significantly",
+     "exit 1 when the gate fails: the overall pass rate dropped\nsignificantly, baseline cases "
+     "are missing from the candidate\nor it stopped, or no case was scored in both runs",
      [](run_args& o, const std::string&, const std::string&) { o.fail_on_regression = true; }},
+    {"--max-regressions", "", "N", bit(command::compare), section::report,
+     "the gate also fails on more than N regressions (passed ->\nfailed or error), whatever the "
+     "test says; turns the gate on",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.max_regressions = static_cast<std::size_t>(whole_number(f, v, 0, 1000000000));
+     }},
+    {"--min-scored", "", "N", bit(command::compare), section::report,
+     "the gate also fails when fewer than N cases were scored in\nboth runs; turns the gate on",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.min_scored_pairs = static_cast<std::size_t>(whole_number(f, v, 1, 1000000000));
+     }},
+    {"--allow-missing", "", "", bit(command::compare), section::report,
+     "the gate accepts baseline cases missing from the candidate\nand a candidate run that "
+     "stopped before its end",
+     [](run_args& o, const std::string&, const std::string&) { o.allow_missing = true; }},
     {"--format", "", "F", bit(command::compare), section::report,
      "table (default), json, md, html (a page with a chart of\nper-eval deltas) or junit (each "
      "regressed case a failure);\nany case; xml is junit, markdown is md",

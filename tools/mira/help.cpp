@@ -133,15 +133,21 @@ help_text text_of(command cmd) {
           "  BASE, CANDIDATE  run ids in --results-dir, or paths to run folders\n\n"
           "Cases are paired by logical key and trial. Pairs scored (passed or failed) in both "
           "runs give\nthe pass rates, their difference with a Newcombe hybrid score interval "
-          "at 1 - alpha, and an\nexact McNemar test; the flips (passed -> failed, failed -> "
-          "passed) are listed. Cases only in\none run, or N/A, errored, skipped or cancelled in "
-          "either, are counted and listed as unpaired,\nnever silently dropped. "
-          "docs/compare.md describes the statistics.\n",
-          "Exit codes: 0; 1 with --fail-on-regression when the overall pass rate dropped "
-          "significantly\n(McNemar p < alpha); 2 bad input (no such run, runs of different "
-          "studies, a bad flag);\n3 --out cannot be written.\n\n"
+          "at 1 - alpha, and an\nexact McNemar test; the flips (passed -> failed or error, "
+          "failed -> passed) are listed. Cases\nonly in one run, or N/A, skipped or cancelled "
+          "in either (or errored other than after a pass),\nare counted and listed as "
+          "unpaired, never silently dropped.\n\n"
+          "The gate fails when a rule fires: missing (baseline cases missing from the "
+          "candidate, or the\ncandidate stopped or never finished; --allow-missing accepts "
+          "both), regressions (more than\n--max-regressions N), significant_drop (McNemar p < "
+          "alpha), min_scored (fewer than\n--min-scored N, at least 1, cases scored in both "
+          "runs). Every format says which fired.\ndocs/compare.md describes the statistics and "
+          "the gate.\n",
+          "Exit codes: 0 the gate passed, or none of --fail-on-regression, --max-regressions, "
+          "--min-scored\nturned it on; 1 the gate failed; 2 bad input (no such run, runs of "
+          "different studies, a bad\nflag); 3 --out cannot be written.\n\n"
           "Example:\n  mira compare 20261130T081502Z-3fa9 20261201T091200Z-77c1 "
-          "--fail-on-regression --format html --out compare.html\n"};
+          "--fail-on-regression --max-regressions 0\n"};
   }
   return {"", ""};
 }

@@ -1,7 +1,8 @@
 // Comparing two saved runs of one study: cases paired by logical key and trial, the flips
 // between them, pass-rate deltas overall, per eval, per target and by a chosen key, each with a
-// confidence interval for the paired difference and an exact McNemar test. A library component:
-// the CLI's `mira compare` and an experiment's closing comparison are thin clients of it.
+// confidence interval for the paired difference and an exact McNemar test, and the gate a CI job
+// stops on. A library component: the CLI's `mira compare` and an experiment's closing comparison
+// are thin clients of it.
 #pragma once
 
 #include <mira/aggregate/summary.hpp>
@@ -27,10 +28,11 @@ namespace mira::compare {
 /// X ~ Bin(b + c, 1/2). 1 when there is no discordant pair.
 double mcnemar_exact_p(std::size_t regressed, std::size_t fixed);
 
-/// The 2 x 2 table of the pairs scored (passed or failed) in both runs.
+/// The 2 x 2 table of the pairs scored (passed or failed) in both runs, and of the cases that
+/// passed in the base and errored in the candidate (as regressions).
 struct paired_table {
   std::size_t both_pass = 0;  // a
-  std::size_t regressed = 0;  // b: passed in the base, failed in the candidate
+  std::size_t regressed = 0;  // b: passed in the base, failed or errored in the candidate
   std::size_t fixed = 0;      // c: failed in the base, passed in the candidate
   std::size_t both_fail = 0;  // d
   std::size_t n() const { return both_pass + regressed + fixed + both_fail; }
@@ -56,7 +58,7 @@ struct side {
 };
 
 enum class change {
-  regressed,  // passed -> failed
+  regressed,  // passed -> failed, or passed -> error
   fixed,      // failed -> passed
   same,       // passed both times, or failed both times
   unpaired,   // missing from a run, or not scored (N/A, error, skipped, cancelled) in one
@@ -74,8 +76,8 @@ struct case_pair {
   std::int64_t trial = 0;
   side base, candidate;
   change what = change::unpaired;
-  /// For an unpaired case: "only in the base", "only in the candidate", or the states; empty
-  /// for a paired one.
+  /// For an unpaired case: "only in the base", "only in the candidate", or the states; for a
+  /// regression to an error "passed -> error"; empty for the other paired ones.
   std::string why() const;
 };
 
@@ -90,10 +92,45 @@ struct group_delta {
   bool significant_gain = false;          // delta > 0 and p_value < alpha
 };
 
+/// The rules of the gate (docs/compare.md, "Gates"): the candidate passes when none fires.
+enum class gate_rule {
+  missing,           // baseline cases missing from the candidate, or a candidate that stopped
+  regressions,       // more regressions than gate_options::max_regressions
+  significant_drop,  // the overall pass rate dropped significantly (exact McNemar, p < alpha)
+  min_scored,        // fewer cases scored in both runs than gate_options::min_scored
+};
+std::string_view to_string(gate_rule r);
+
+struct gate_options {
+  /// Accept baseline cases missing from the candidate, and a candidate that did not run to its
+  /// end (stopped, interrupted, never finished).
+  bool allow_missing = false;
+  /// More regressions than this fails the gate; nothing: no limit (the test still applies).
+  std::optional<std::size_t> max_regressions = std::nullopt;
+  /// Fewer cases scored in both runs fails the gate; 0 counts as 1: nothing compared is no pass.
+  std::size_t min_scored = 1;
+};
+
+/// One rule of the gate, checked.
+struct gate_check {
+  gate_rule rule = gate_rule::missing;
+  bool fired = false;
+  std::string detail = {};  // what was found, in words: why it fired, or why not
+};
+
+/// The gate over a comparison: every rule, checked.
+struct gate_verdict {
+  std::vector<gate_check> checks;  // one per rule, in the order of gate_rule
+  bool passed() const;
+  /// "passed", or "failed: " and the detail of each rule that fired, joined by "; ".
+  std::string summary() const;
+};
+
 struct options {
   /// eval, target, sample or an axis name; empty: no extra breakdown.
   std::string group_by;
   double alpha = 0.05;  // significance level; intervals are at 1 - alpha
+  gate_options gate = {};
 };
 
 /// Two runs compared.
@@ -108,8 +145,13 @@ struct comparison {
   /// Study version or eval fingerprints that differ, unreadable records: the comparison stands
   /// but may not compare like with like.
   std::vector<std::string> warnings;
+  /// Why the candidate did not run to its end: its last session's stop reason ("budget",
+  /// "interrupted", ...) or "never finished" (killed, or still running); empty when it did.
+  std::string candidate_stopped;
+  /// Every rule of the gate, checked with opts.gate.
+  gate_verdict gate;
 
-  /// The regression gate: the overall pass rate dropped significantly at alpha.
+  /// The overall pass rate dropped significantly at alpha (one rule of the gate).
   bool regression() const { return overall.significant_drop; }
   std::size_t count(change c) const;
 };
@@ -144,7 +186,7 @@ using text_sink = std::function<void(std::string_view)>;
 
 /// The comparison in a format: table (terminal text; study names made printable), json, md,
 /// html (one self-contained page with a chart of per-eval deltas and their intervals), junit
-/// (one testcase per case scored in both runs, each regression a failure, plus the gate).
+/// (one testcase per paired case, each regression a failure, plus one per rule of the gate).
 /// Fails on an unknown format.
 bool render(const comparison& c, std::string_view format, const text_sink& out);
 std::string render(const comparison& c, std::string_view format);

@@ -1,7 +1,7 @@
 // The comparison of two runs: the exact McNemar p-values and the Newcombe intervals against
 // values computed by hand for known tables, the edge cases (no discordant pair, nothing scored,
-// no cases), the pairing of cases (by logical key and trial; unpaired cases counted and listed)
-// and each output format's escaping.
+// no cases), the pairing of cases (by logical key and trial; unpaired cases counted and listed;
+// passed -> error a regression), each rule of the gate, and each output format's escaping.
 #include <boost/test/unit_test.hpp>
 
 #include <mira/compare/compare.hpp>
@@ -37,13 +37,21 @@ store::saved_case saved(const std::string& eval, const std::string& sample, case
   return {c.key, boost::json::parse(store::case_line(c, r)).as_object()};
 }
 
+// A run that ran to its end: its one session finished, stopped by nothing.
 store::loaded_run run(const std::string& id, std::vector<store::saved_case> cases,
                       const std::string& study = "s") {
   store::loaded_run r;
   r.meta.run_id = id;
   r.meta.study = study;
+  r.meta.finished = "2026-11-30T08:15:10Z";
+  r.meta.sessions.emplace_back().finished = r.meta.finished;
   r.cases = std::move(cases);
   return r;
+}
+
+// The check of one rule of a comparison's gate.
+const compare::gate_check& rule(const compare::comparison& c, compare::gate_rule r) {
+  return c.gate.checks.at(static_cast<std::size_t>(r));
 }
 
 }  // namespace
@@ -325,6 +333,230 @@ BOOST_AUTO_TEST_CASE(table_columns_line_up_when_a_cell_or_a_name_is_not_ascii) {
   BOOST_REQUIRE(p_column.size() == 3u);  // header, café, plain
   BOOST_TEST(p_column[0] == p_column[1], text);
   BOOST_TEST(p_column[0] == p_column[2], text);
+}
+
+BOOST_AUTO_TEST_CASE(passed_to_error_is_a_regression_and_error_to_passed_no_fix) {
+  using st = case_state;
+  auto c =
+      compare::compare_runs(run("r1", {saved("e", "a", st::passed), saved("e", "b", st::error),
+                                       saved("e", "c", st::failed), saved("e", "d", st::passed)}),
+                            run("r2", {saved("e", "a", st::error), saved("e", "b", st::passed),
+                                       saved("e", "c", st::error), saved("e", "d", st::passed)}));
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->overall.table.regressed == 1u);  // a: passed -> error
+  BOOST_TEST(c->overall.table.fixed == 0u);      // b: error -> passed stays unpaired
+  BOOST_TEST(c->overall.table.both_pass == 1u);  // d
+  BOOST_TEST(c->overall.table.n() == 2u);
+  BOOST_TEST(c->not_scored == 2u);  // b, and c: failed -> error is no flip
+  BOOST_REQUIRE_EQUAL(c->cases.size(), 4u);
+  BOOST_TEST((c->cases[0].what == change::regressed));
+  BOOST_TEST(c->cases[0].why() == "passed -> error");
+  BOOST_TEST(c->cases[1].why() == "error -> passed");
+  BOOST_TEST(c->cases[3].why() == "");
+  auto j = boost::json::parse(compare::render(*c, "json")).as_object();
+  BOOST_REQUIRE_EQUAL(j.at("regressions").as_array().size(), 1u);
+  BOOST_TEST(j.at("regressions").as_array()[0].at("candidate").as_string() == "error");
+  auto junit = compare::render(*c, "junit");
+  BOOST_TEST(junit.find("message=\"passed in r1, error in r2\"") != std::string::npos, junit);
+  BOOST_TEST(compare::render(*c, "table").find("e/a@t  (passed -> error)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_gate_fails_on_missing_cases_unless_allowed) {
+  using st = case_state;
+  std::vector<store::saved_case> base, cand;
+  for (auto s : {"a", "b", "c", "d"}) base.push_back(saved("e", s, st::passed));
+  cand.push_back(saved("e", "a", st::passed));
+  cand.push_back(saved("e", "new", st::failed));  // only in the candidate: no matter
+  auto c = compare::compare_runs(run("r1", base), run("r2", cand));
+  BOOST_REQUIRE(c);
+  BOOST_TEST(!c->gate.passed());
+  BOOST_TEST(rule(*c, compare::gate_rule::missing).fired);
+  BOOST_TEST(c->gate.summary() ==
+             "failed: 3 baseline case(s) missing from the candidate (--allow-missing to accept)");
+  for (auto r : {compare::gate_rule::regressions, compare::gate_rule::significant_drop,
+                 compare::gate_rule::min_scored})
+    BOOST_TEST(!rule(*c, r).fired, to_string(r));
+  c = compare::compare_runs(run("r1", base), run("r2", cand),
+                            {.group_by = "", .gate = {.allow_missing = true}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.passed());
+  BOOST_TEST(rule(*c, compare::gate_rule::missing).detail ==
+             "3 baseline case(s) missing from the candidate: accepted (--allow-missing)");
+  // Unreadable records of the candidate are missing cases too.
+  auto damaged = run("r2", base);
+  damaged.cases.pop_back();
+  damaged.unreadable.push_back("e/d@t: corrupt");
+  c = compare::compare_runs(run("r1", base), damaged);
+  BOOST_REQUIRE(c);
+  BOOST_TEST(rule(*c, compare::gate_rule::missing).fired);
+}
+
+BOOST_AUTO_TEST_CASE(the_gate_fails_on_a_candidate_that_stopped_or_never_finished) {
+  using st = case_state;
+  std::vector<store::saved_case> cases{saved("e", "a", st::passed), saved("e", "b", st::passed)};
+  auto stopped = run("r2", cases);
+  stopped.meta.sessions.back().stopped = "interrupted";
+  auto c = compare::compare_runs(run("r1", cases), stopped);
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->candidate_stopped == "interrupted");
+  BOOST_TEST(c->gate.summary() ==
+             "failed: the candidate run stopped before its end: interrupted (--allow-missing to "
+             "accept)");
+  // The summary says so when the session does not (written together by this host).
+  auto by_summary = run("r2", cases);
+  by_summary.meta.summary =
+      boost::json::object{{"stopped", boost::json::object{{"reason", "deadline"}}}};
+  c = compare::compare_runs(run("r1", cases), by_summary);
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->candidate_stopped == "deadline");
+  // A last session without an end: killed, or still running; an earlier one does not count.
+  auto killed = run("r2", cases);
+  killed.meta.sessions.emplace_back().started = "2026-11-30T09:00:00Z";
+  c = compare::compare_runs(run("r1", cases), killed);
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.summary() ==
+             "failed: the candidate run never finished: killed, or still running "
+             "(--allow-missing to accept)");
+  c = compare::compare_runs(run("r1", cases), killed,
+                            {.group_by = "", .gate = {.allow_missing = true}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.passed());
+  // A stopped base is not the gate's business: its cases are what is compared against.
+  c = compare::compare_runs(stopped, run("r2", cases));
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.passed());
+}
+
+BOOST_AUTO_TEST_CASE(the_gate_counts_regressions_beside_the_test) {
+  using st = case_state;
+  // 20 pairs, 5 passed -> failed: -25 pp but p = 2 / 2^5 = 0.0625, not significant at 0.05.
+  std::vector<store::saved_case> base, cand;
+  for (int i = 0; i < 20; ++i) {
+    auto id = "s" + std::to_string(i);
+    base.push_back(saved("e", id, st::passed));
+    cand.push_back(saved("e", id, i < 5 ? st::failed : st::passed));
+  }
+  auto c = compare::compare_runs(run("r1", base), run("r2", cand));
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->overall.table.delta() == -0.25, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(c->overall.p_value == 0.0625, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(c->gate.passed(), c->gate.summary());
+  BOOST_TEST(rule(*c, compare::gate_rule::regressions).detail ==
+             "5 regression(s) (passed -> failed or error), no limit set (--max-regressions)");
+  c = compare::compare_runs(run("r1", base), run("r2", cand),
+                            {.group_by = "", .gate = {.max_regressions = 0}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.summary() ==
+             "failed: 5 regression(s) (passed -> failed or error), more than --max-regressions 0");
+  c = compare::compare_runs(run("r1", base), run("r2", cand),
+                            {.group_by = "", .gate = {.max_regressions = 5}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.passed());
+  // One more flip is significant: both rules fire.
+  cand[5] = saved("e", "s5", st::failed);
+  c = compare::compare_runs(run("r1", base), run("r2", cand),
+                            {.group_by = "", .gate = {.max_regressions = 0}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(rule(*c, compare::gate_rule::regressions).fired);
+  BOOST_TEST(rule(*c, compare::gate_rule::significant_drop).fired);
+  BOOST_TEST(rule(*c, compare::gate_rule::significant_drop).detail ==
+             "the pass rate dropped significantly: 6 regressed against 0 fixed, McNemar exact p = "
+             "0.03125, below alpha 0.05");
+}
+
+BOOST_AUTO_TEST_CASE(the_gate_fails_when_too_few_or_no_cases_were_scored_in_both_runs) {
+  using st = case_state;
+  // Every case N/A or skipped in the candidate (a target unavailable): nothing compared.
+  auto c =
+      compare::compare_runs(run("r1", {saved("e", "a", st::passed), saved("e", "b", st::passed)}),
+                            run("r2", {saved("e", "a", st::na), saved("e", "b", st::skipped)}));
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.summary() ==
+             "failed: no case was scored (passed or failed) in both runs: nothing was compared");
+  // min_scored 0 is 1: nothing compared is never a pass.
+  c = compare::compare_runs(run("r1", {}), run("r2", {}),
+                            {.group_by = "", .gate = {.min_scored = 0}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(rule(*c, compare::gate_rule::min_scored).fired);
+  auto two = run("r1", {saved("e", "a", st::passed), saved("e", "b", st::failed)});
+  c = compare::compare_runs(two, two, {.group_by = "", .gate = {.min_scored = 3}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.summary() ==
+             "failed: 2 case(s) scored in both runs, fewer than --min-scored 3");
+  c = compare::compare_runs(two, two, {.group_by = "", .gate = {.min_scored = 2}});
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->gate.passed());
+  BOOST_TEST(c->gate.summary() == "passed");
+}
+
+BOOST_AUTO_TEST_CASE(every_format_says_which_rule_of_the_gate_fired) {
+  using st = case_state;
+  auto base = run("r1", {saved("e", "a", st::passed), saved("e", "b", st::passed)});
+  auto cand = run("r2", {saved("e", "a", st::failed)});
+  auto c = compare::compare_runs(base, cand, {.group_by = "", .gate = {.max_regressions = 0}});
+  BOOST_REQUIRE(c);
+  const std::string missing = "1 baseline case(s) missing from the candidate";
+  const std::string regressions = "1 regression(s) (passed -> failed or error), more than";
+  auto table = compare::render(*c, "table");
+  BOOST_TEST(table.find("\ngate: failed: " + missing) != std::string::npos, table);
+  BOOST_TEST(table.find(regressions) != std::string::npos, table);
+  auto md = compare::render(*c, "md");
+  BOOST_TEST(md.find("**Gate:** failed: " + missing) != std::string::npos, md);
+  auto html = compare::render(*c, "html");
+  BOOST_TEST(html.find("<b>fired</b> missing: " + missing) != std::string::npos, html);
+  BOOST_TEST(html.find("<b>ok</b> significant_drop: ") != std::string::npos, html);
+  auto j = boost::json::parse(compare::render(*c, "json")).as_object();
+  auto& gate = j.at("gate").as_object();
+  BOOST_TEST(!gate.at("passed").as_bool());
+  auto& rules = gate.at("rules").as_array();
+  BOOST_REQUIRE_EQUAL(rules.size(), 4u);
+  const char* names[] = {"missing", "regressions", "significant_drop", "min_scored"};
+  const bool fired[] = {true, true, false, false};
+  for (std::size_t i = 0; i < 4; ++i) {
+    BOOST_TEST(rules[i].at("rule").as_string() == names[i]);
+    BOOST_TEST(rules[i].at("fired").as_bool() == fired[i], names[i]);
+  }
+  BOOST_TEST(rules[0].at("missing").as_int64() == 1);
+  BOOST_TEST(rules[0].at("candidate_stopped").is_null());
+  BOOST_TEST(rules[1].at("regressions").as_int64() == 1);
+  BOOST_TEST(rules[1].at("max").as_int64() == 0);
+  BOOST_TEST(rules[3].at("scored").as_int64() == 1);
+  auto junit = compare::render(*c, "junit");
+  BOOST_TEST(junit.find("<testcase classname=\"gate\" name=\"missing\"><failure message=\"" +
+                        missing) != std::string::npos,
+             junit);
+  BOOST_TEST(junit.find("<testcase classname=\"gate\" name=\"significant_drop\"><system-out>") !=
+                 std::string::npos,
+             junit);
+  // Four gate testcases and one paired case; the two fired rules and the regression fail.
+  BOOST_TEST(junit.find("tests=\"5\" failures=\"3\"") != std::string::npos, junit);
+}
+
+BOOST_AUTO_TEST_CASE(junit_names_its_suite_by_the_study_and_md_has_the_run_reports_levels) {
+  using st = case_state;
+  auto c = compare::compare_runs(run("20261130T081502Z-3fa9", {saved("e", "a", st::passed)}),
+                                 run("20261201T091200Z-77c1", {saved("e", "a", st::failed)}));
+  BOOST_REQUIRE(c);
+  auto junit = compare::render(*c, "junit");
+  // The same suite every run: test-history tools key suites by name.
+  BOOST_TEST(junit.find("<testsuite name=\"compare s\" ") != std::string::npos, junit);
+  BOOST_TEST(
+      junit.find("<property name=\"base\" value=\"20261130T081502Z-3fa9\"/>") != std::string::npos,
+      junit);
+  BOOST_TEST(junit.find("<property name=\"candidate\" value=\"20261201T091200Z-77c1\"/>") !=
+                 std::string::npos,
+             junit);
+  // One "##" title, "###" sections: the levels of the run's Markdown report.
+  auto md = compare::render(*c, "md");
+  BOOST_TEST(md.rfind("## Comparison of s\n", 0) == 0u, md);
+  for (std::size_t at = 0; (at = md.find('#', at)) != std::string::npos;) {
+    const bool line_start = at == 0 || md[at - 1] == '\n';
+    auto hashes = md.find_first_not_of('#', at) - at;
+    if (line_start) BOOST_TEST((hashes == 3 || at == 0), md.substr(at, 40));
+    at += hashes;
+  }
+  BOOST_TEST(md.find("\n### Per eval\n") != std::string::npos, md);
+  BOOST_TEST(md.find("\n### Regressed (passed → failed or error)\n") != std::string::npos, md);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

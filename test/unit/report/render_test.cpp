@@ -80,6 +80,19 @@ BOOST_AUTO_TEST_CASE(nothing_scored_is_said_not_shown_as_0_percent) {
   // The policy admits the page's one script, by its hash.
   BOOST_TEST(html.find("img-src data:; script-src 'sha256-") != std::string::npos);
   BOOST_TEST(html.find("(95% 0%–0%)") == std::string::npos);
+  // The JSON's rates of nothing scored are null, not 0 with [0, 0] (as compare writes them).
+  for (auto format : {"json", "jsonl"}) {
+    auto text = report::render(format, run.p, run.report, s);
+    auto summary = boost::json::parse(text.substr(text.rfind("{\"summary\"")));
+    for (auto rate :
+         {&summary.at("summary").at("overall"), &summary.at("summary").at("per_eval").at("e"),
+          &summary.at("summary").at("per_target").at("sim"),
+          &summary.at("summary").at("matrix").at("e").at("sim")}) {
+      BOOST_TEST(rate->at("scored").as_int64() == 0, format);
+      BOOST_TEST(rate->at("rate").is_null(), format);
+      BOOST_TEST(rate->at("ci95").is_null(), format);
+    }
+  }
   // With one scored case the rate is back.
   run.add("c", case_state::passed, result(true, 1));
   BOOST_TEST(table(run, run.summary()).find("pass rate 100% [") != std::string::npos);
