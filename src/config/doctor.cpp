@@ -3,6 +3,7 @@
 #include "config/concat.hpp"
 
 #include <mira/plan/plan.hpp>
+#include <mira/store/merge.hpp>
 #include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 
@@ -162,7 +163,12 @@ std::vector<finding> check_results_dir(const fs::path& dir) {
   std::vector<fs::path> runs;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
        it.increment(ec))
-    if (it->is_directory(ec)) runs.push_back(it->path());
+    if (it->is_directory(ec) && it->path().filename().string().front() != '.')
+      runs.push_back(it->path());
+  for (auto& left : store::abandoned_merges(dir, false))
+    add(out, severity::warning,
+        concat({"leftover folder of a killed merge: ", left.string(),
+                " (`mira doctor --fix` or the next `mira merge` removes it)"}));
   std::sort(runs.begin(), runs.end());
   for (auto& run : runs) {
     const auto id = run.filename().string();

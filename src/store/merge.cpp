@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ namespace json = boost::json;
 using boost::system::error_code;
 
 namespace {
+
+constexpr char merging_prefix[] = ".merging-";
 
 struct input {
   fs::path folder;
@@ -330,9 +333,10 @@ tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>&
   if (fs::symlink_status(out.path, ec).type() != fs::file_type::not_found)
     return refuse(out.path.string() + " exists: give another --run-id");
 
+  (void)abandoned_merges(options.results_dir, true);
   std::random_device rd;
   char tmp[40];
-  std::snprintf(tmp, sizeof tmp, ".merging-%08x%08x", rd(), rd());
+  std::snprintf(tmp, sizeof tmp, "%s%08x%08x", merging_prefix, rd(), rd());
   auto written = write_merged(in, info, options, tmp, out.run_id);
   auto tmp_path = options.results_dir / tmp;
   if (!written) {
@@ -349,6 +353,25 @@ tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>&
   // Best effort: the merged run is whole and in place; a crash before the directory's next sync
   // could lose only its name, and its inputs are untouched.
   (void)detail::sync_directory(options.results_dir);
+  return out;
+}
+
+std::vector<fs::path> abandoned_merges(const fs::path& results_dir, bool remove) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(results_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind(merging_prefix, 0) != 0) continue;
+    // A merge under way holds its folder's lock (run_store's flock on the folder itself).
+    int fd = ::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      std::error_code failed;
+      if (remove) fs::remove_all(it->path(), failed);
+      if (!failed) out.push_back(it->path());
+    }
+    ::close(fd);
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

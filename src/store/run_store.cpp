@@ -290,6 +290,7 @@ tl::expected<run_meta, error> load_run_meta(const fs::path& results_dir,
 std::optional<std::string> latest_run_id(const fs::path& results_dir) {
   std::optional<std::string> best;
   std::string best_started;
+  fs::file_time_type best_written;
   std::error_code ec;
   for (fs::directory_iterator it(results_dir, ec), end; !ec && it != end; it.increment(ec)) {
     auto id = it->path().filename().string();
@@ -299,9 +300,14 @@ std::optional<std::string> latest_run_id(const fs::path& results_dir) {
     auto meta = read_meta(it->path(), id);
     if (!meta) continue;
     std::string started = meta->sessions.empty() ? meta->started : meta->sessions.back().started;
-    if (!best || std::tie(started, id) > std::tie(best_started, *best)) {
+    // Times are to the second: meta.json's own (written as a session begins and ends) breaks
+    // a tie, e.g. a merge and its last shard.
+    std::error_code unknown;  // a time it cannot read is the oldest
+    auto written = fs::last_write_time(it->path() / "meta.json", unknown);
+    if (!best || std::tie(started, written, id) > std::tie(best_started, best_written, *best)) {
       best = id;
       best_started = std::move(started);
+      best_written = written;
     }
   }
   return best;

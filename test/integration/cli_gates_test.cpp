@@ -10,6 +10,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -223,6 +224,46 @@ BOOST_AUTO_TEST_CASE(a_lost_record_makes_the_check_fail) {
   auto doctor = mira_in(dir, "doctor");
   BOOST_TEST(contains(doctor.out, "error: run lost: 1 of 22 planned case(s) have no saved record"),
              doctor.out);
+}
+
+// The sharded-matrix recipe: shards, one interrupted, merged; the merge job's gate. A killed
+// merge's temporary folder was never removed, and doctor offered to resume it as a run.
+BOOST_AUTO_TEST_CASE(a_merged_run_gates_on_its_shards_and_killed_merges_are_cleaned) {
+  temp_dir dir;
+  const auto leftover = dir.path / "results/.merging-0000dead0000beef";
+  fs::create_directories(leftover / "cases");
+  auto doctor = mira_in(dir, "doctor");
+  BOOST_TEST(contains(doctor.out, "leftover folder of a killed merge: results/.merging-0000dead"),
+             doctor.out);
+  BOOST_TEST(!contains(doctor.out, "run .merging"), doctor.out);
+
+  BOOST_TEST(mira_in(dir, run_flags("--shard 0/2 --run-id s0")).code == 1);
+  auto s1 = mira_in(dir, run_flags("-j 1 --shard 1/2 --run-id s1") + " --interrupt-host-after 3");
+  BOOST_TEST(s1.code == 130, s1.out);
+  auto merged = mira_in(dir, "merge s0 s1 --run-id merged --allow-partial");
+  BOOST_TEST(merged.code == 4, merged.out);
+  BOOST_TEST(!fs::exists(leftover));  // removed before the merge began
+  auto check = mira_in(dir, "report latest --check");
+  BOOST_TEST(contains(check.out, "mira: latest is run merged"), check.out);
+  BOOST_TEST(contains(check.out, "stopped (interrupted)"), check.out);
+  BOOST_TEST(check.code == 130, check.out);
+
+  // The interrupted shard resumed and merged again: the gate is the suite's verdict.
+  BOOST_TEST(mira_in(dir, run_flags("--resume s1")).code == 1);
+  BOOST_TEST(mira_in(dir, "merge s0 s1 --run-id whole").code == 0);  // a merge judges nothing
+  auto whole = mira_in(dir, "report whole --check");
+  BOOST_TEST(whole.code == 1, whole.out);
+  BOOST_TEST(!contains(whole.out, "not finished"), whole.out);
+}
+
+// A meta.json that cannot be read is the run's trouble (exit 3), not a usage error.
+BOOST_AUTO_TEST_CASE(a_damaged_meta_json_is_a_host_error) {
+  temp_dir dir;
+  BOOST_TEST(mira_in(dir, run_flags("--run-id damaged")).code == 1);
+  std::ofstream(dir.path / "results/damaged/meta.json") << "{\"format\":";
+  auto report = mira_in(dir, "report damaged");
+  BOOST_TEST(report.code == 3, report.out);
+  BOOST_TEST(mira_in(dir, "report nosuchrun").code == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -213,8 +213,9 @@ int cmd_report(const std::vector<std::string>& args) {
   if (refuse_outs(a)) return exit_usage;
   // The run is read a case at a time: once for the summary (and the cases the filter keeps),
   // then once per thing written (the table, the --format report, the run's report files).
-  auto run = open_saved_run(a);
-  if (!run) return exit_usage;
+  int rc = exit_ok;
+  auto run = open_saved_run(a, rc);
+  if (!run) return rc;
   // A script must never take a report that leaves cases out for the whole run.
   auto unreadable = run->unreadable().size();
   const auto total = run->size() + unreadable;

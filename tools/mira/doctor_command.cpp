@@ -9,6 +9,7 @@
 
 #include <mira/config/doctor.hpp>
 #include <mira/store/files.hpp>
+#include <mira/store/merge.hpp>
 #include <mira/store/run_store.hpp>
 
 #include <fcntl.h>
@@ -184,6 +185,9 @@ int cmd_doctor(const std::vector<std::string>& args) {
     }
   }
   if (a.fix && fs::is_directory(results, ec) && !rebuild_damaged_meta(results)) fix_failed = true;
+  if (a.fix)
+    for (auto& left : store::abandoned_merges(results, true))
+      std::printf("fixed: removed %s, left by a killed merge\n", printable(left.string()).c_str());
   t.section("results dir: " + results.string(), config::check_results_dir(results));
 
   std::printf("summary: %zu warning(s), %zu error(s)\n", t.warnings, t.errors);

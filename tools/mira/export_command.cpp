@@ -92,8 +92,9 @@ int cmd_export(const std::vector<std::string>& args) {
   if (a.help) return std::fputs(command_help(command::export_).c_str(), stdout), exit_ok;
   prepare(command::export_, a);
   // Read a case at a time: a run of a million cases is exported in the memory of its keys.
-  auto run = open_saved_run(a);
-  if (!run) return exit_usage;
+  int rc = exit_ok;
+  auto run = open_saved_run(a, rc);
+  if (!run) return rc;
   // A run made by `mira score` knows where its artifacts are.
   if (a.artifacts.empty()) {
     auto* dir = run->meta().extra.if_contains("scored_artifacts");

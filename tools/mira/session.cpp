@@ -377,10 +377,11 @@ bool refuse_outs(const run_args& a) {
   return refused;
 }
 
-std::optional<store::run_reader> open_saved_run(const run_args& a) {
+std::optional<store::run_reader> open_saved_run(const run_args& a, int& rc) {
   auto run = store::run_reader::open(a.results_dir, a.run_id);
   if (!run) {
     std::fprintf(stderr, "mira: %s\n", printable(run.error().message()).c_str());
+    rc = exit_for(run.error());
     return std::nullopt;
   }
   for (auto& u : run->unreadable())

@@ -157,6 +157,7 @@ bool emit_report(const run_args& a, const report::case_source& cases,
 /// order. Prints each unreadable file; nothing when the run cannot be opened (printed too).
 std::optional<store::loaded_run> load_saved_run(const run_args& a);
 /// The same run opened for reading a case at a time (store::run_reader): prints the same.
-std::optional<store::run_reader> open_saved_run(const run_args& a);
+/// Without it, `rc` is the exit code: 2 for no such run, 3 for a run that cannot be read.
+std::optional<store::run_reader> open_saved_run(const run_args& a, int& rc);
 
 }  // namespace mira::cli

@@ -61,4 +61,10 @@ struct merge_outcome {
 tl::expected<merge_outcome, merge_error> merge_runs(
     const std::vector<std::filesystem::path>& inputs, const merge_options& options);
 
+/// The temporary folders (".merging-*") that merges killed in `results_dir` left behind: those
+/// no merge holds. With `remove`, each is removed under its lock (merge_runs does so before it
+/// starts). Never a run: a merged run has its own name once it is whole.
+std::vector<std::filesystem::path> abandoned_merges(const std::filesystem::path& results_dir,
+                                                    bool remove);
+
 }  // namespace mira::store
