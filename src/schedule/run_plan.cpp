@@ -402,9 +402,18 @@ class pipeline {
     // every further attempt would fail the same way.
     bool fatal = a.error && is_fatal(a.error->code);
     bool recovered = fatal && recover(generation, a.error->message());
-    auto v = fatal && !recovered
-                 ? attempt_verdict{}
-                 : classify(a, policy_.timeout_is_infra, policy_.rate_limited, policy_.transient);
+    if (fatal && !recovered) {
+      // The study died for good under this case: it never got a verdict, so it is not final
+      // (a resume runs it), like every case the stop leaves.
+      auto why = a.error->message();
+      sched_->release(id);
+      rec.state = case_state::cancelled;
+      rec.message = "not run: " + why;
+      report(index);
+      stop(stop_reason::study_failed, why);
+      return;
+    }
+    auto v = classify(a, policy_.timeout_is_infra, policy_.rate_limited, policy_.transient);
     if (recovered) v.retry = true;
     auto d = sched_->finish(id, v, clock::now());
     if (d == disposition::retry) {
@@ -420,7 +429,6 @@ class pipeline {
     } else if (!o.result) {
       auto& e = o.result.error();
       rec.message = e.message();
-      if (is_fatal(e.code) && !recovered) stop(stop_reason::study_failed, e.message());
     } else {
       auto& r = *o.result;
       if (r.transcript.error) rec.message = *r.transcript.error;

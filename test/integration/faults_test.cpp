@@ -3,6 +3,7 @@
 // hundreds of megabytes, floods stderr; and a results folder that cannot take a result.
 #include "common/fake_study.hpp"
 #include "common/run_co.hpp"
+#include "common/temp_dir.hpp"
 #include "integration/process_util.hpp"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -166,6 +167,27 @@ BOOST_AUTO_TEST_CASE(a_study_killed_by_a_signal_is_reported_by_its_signal_not_it
                         "died [killed by signal 9 (SIGKILL)]") != std::string::npos);
   BOOST_TEST(r.out.find("closed its output [") == std::string::npos);
   BOOST_TEST(r.out.find("stopped reading its input") == std::string::npos);
+}
+
+// A study that died beyond --max-restarts with cases in flight: those were saved as errors ("the
+// study exited"), so the resume the run printed ended with them still errors (exit 1).
+BOOST_AUTO_TEST_CASE(cases_in_flight_when_the_study_dies_for_good_are_run_by_the_resume) {
+  temp_dir dir;
+  const auto results = dir / "results";
+  auto r = run_command("timeout 60 " + mira_bin + " run -j 4 --max-restarts 0 --results-dir " +
+                       results + " -- " + py + " --samples 8 --run-ms 200 --die-after 4 2>&1");
+  BOOST_TEST(r.code == 3, r.out);
+  BOOST_TEST(r.out.find(" 0 errors ") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("(not run: the study exited") != std::string::npos, r.out);
+  auto at = r.out.find("resume with: ");
+  BOOST_REQUIRE(at != std::string::npos);
+  auto resume = r.out.substr(at + 13, r.out.find('\n', at) - at - 13);
+  // The printed command, less the study's switch that kills it.
+  resume = resume.substr(0, resume.find(" --die-after"));
+  BOOST_REQUIRE(resume.rfind("mira run ", 0) == 0u);
+  auto resumed = run_command("timeout 60 " + mira_bin + resume.substr(4) + " 2>&1");
+  BOOST_TEST(resumed.code == 0, resumed.out);
+  BOOST_TEST(resumed.out.find("8 passed, 0 failed") != std::string::npos, resumed.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_study_that_answers_initialize_but_not_list_times_out_naming_the_phase) {
