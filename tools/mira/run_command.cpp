@@ -7,6 +7,7 @@
 #include "config_step.hpp"
 #include "experiment.hpp"
 #include "flags.hpp"
+#include "github_output.hpp"
 #include "help.hpp"
 #include "shard_step.hpp"
 
@@ -166,10 +167,10 @@ class progress_ticker {
       : timer_(std::move(ex)), p_(p) {
     p_.t0 = std::chrono::steady_clock::now();
     p_.active = true;
-    period_ = p_.tty
+    period_ = p_.mode == progress_mode::tty
                   ? std::chrono::duration_cast<schedule::duration>(std::chrono::milliseconds(500))
                   : heartbeat;
-    tick();
+    if (p_.mode != progress_mode::none) tick();
   }
   ~progress_ticker() {
     p_.active = false;
@@ -228,7 +229,10 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   o.group_by = a.group_by;
   // A report that lists every case (json, csv, junit, md, jsonl after the run) needs every
   // record; the table and the saved report.html show the first 10 000.
-  const bool lists_every_case = !t && a.format != "table" && a.format != "html" && !stream_jsonl;
+  // So does GitHub's step summary, the md report.
+  const bool github = !t && github_output_on(a, process_env);
+  const bool lists_every_case =
+      !t && ((a.format != "table" && a.format != "html" && !stream_jsonl) || github);
   if (lists_every_case) o.kept_records = std::numeric_limits<std::size_t>::max();
   o.mode = m == mode::execute_only ? session_mode::execute
            : m == mode::score      ? session_mode::score
@@ -347,6 +351,9 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   else
     written = emit_report(a, done.plan, done.report, done.summary, stream_jsonl);
   std::fflush(stdout);  // the report before what stderr says about it
+  if (github)
+    write_github_output(report::memory_cases(done.plan, done.report), done.report, done.summary,
+                        out, process_env);
   result.run_id = done.run_id;
   if (!done.run_id.empty()) {
     if (done.unfinished)
@@ -398,6 +405,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (refuse_out(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
+    out.progress.mode = progress_for(a);
     rc = (co_await run_cases(args, std::move(a), false, out)).rc;
   });
 }
@@ -409,6 +417,7 @@ int cmd_score(const std::vector<std::string>& args) {
   if (refuse_out(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
+    out.progress.mode = progress_for(a);
     rc = (co_await run_cases(args, std::move(a), true, out)).rc;
   });
 }
