@@ -1,5 +1,7 @@
 // `mira run` in CI: GitHub Actions annotations and step summary (and nothing of them outside
-// GitHub or with --no-github), and progress on a pseudo-terminal for each --progress and TERM.
+// GitHub or with --no-github), progress on a pseudo-terminal for each --progress and TERM, and
+// docs/ci.md's GitHub step run as the runner runs it (`bash -e` on the step's script) and
+// cancelled as the runner cancels it (a signal to that shell's process alone).
 #include "integration/process_util.hpp"
 
 #include <boost/json/parse.hpp>
@@ -68,6 +70,7 @@ pid_t start(std::vector<std::string> argv, const std::vector<std::string>& env, 
   auto envs = c_strings(envp);
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::setpgid(0, 0);  // a group of its own, which exit_code_within kills whole
     int in = ::open("/dev/null", O_RDONLY);
     int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -83,6 +86,22 @@ pid_t start(std::vector<std::string> argv, const std::vector<std::string>& env, 
 int exit_code(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The exit code of `pid`, or -1 when it has not exited within `limit`: then its whole process
+// group is killed, so a test that would hang fails instead (the limit is a guard, not a timing).
+int exit_code_within(pid_t pid, std::chrono::seconds limit) {
+  auto give_up = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -171,6 +190,43 @@ finished progress_run(std::vector<std::string> flags, const std::vector<std::str
   return r;
 }
 
+// The script of the step whose id is `id` in the first YAML block after `marker` in the doc:
+// its `run: |` lines, unindented, which is what the runner writes to the file the shell runs.
+std::string step_script(const std::string& doc, const std::string& marker, const std::string& id) {
+  auto at = doc.find(marker);
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "no " << marker << " in docs/ci.md");
+  std::istringstream in(doc.substr(doc.find("```yaml", at)));
+  std::string line, script;
+  bool in_step = false, in_run = false;
+  const auto none = std::string::npos;
+  std::size_t key_indent = 0, body_indent = none;
+  while (std::getline(in, line) && line != "```") {
+    auto indent = line.find_first_not_of(' ');
+    if (!in_step) {
+      in_step = line.find("id: " + id) != none;
+      continue;
+    }
+    if (!in_run) {
+      if (indent != none && line.substr(indent) == "run: |") in_run = true, key_indent = indent;
+      continue;
+    }
+    if (indent != none && indent <= key_indent) break;  // the block ends
+    if (body_indent == none && indent != none) body_indent = indent;
+    script += (indent == none ? "" : line.substr(body_indent)) + "\n";
+  }
+  BOOST_REQUIRE_MESSAGE(!script.empty(), "no `run: |` in the step " << id);
+  return script;
+}
+
+// The first case record a run under `results` saved, once there is one.
+bool a_case_is_saved(const fs::path& results) {
+  std::error_code ec;
+  for (fs::directory_iterator run(results, ec), end; !ec && run != end; run.increment(ec))
+    for (fs::directory_iterator c(run->path() / "cases", ec); !ec && c != end; c.increment(ec))
+      if (fs::exists(c->path() / "result.json")) return true;
+  return false;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(mira_ci)
@@ -255,6 +311,47 @@ BOOST_AUTO_TEST_CASE(progress_on_a_pseudo_terminal_in_ci_is_plain_and_none_is_si
   BOOST_TEST(!has(none.out, "\r"), none.out);
   BOOST_TEST(!has(none.out, "progress: ["), none.out);
   BOOST_TEST(has(none.out, "41 cases"));
+}
+
+// docs/ci.md's shard step, run as the runner runs it: its script in a file, `bash -e FILE`, in
+// a job with GITHUB_ACTIONS and CI set. Cancelling the job signals that shell's process only
+// (SIGINT, then SIGTERM): with `exec`, that is mira, which must stop, save and tell how to
+// resume. The study's slow case never ends by itself; the signal comes once a case is saved.
+BOOST_AUTO_TEST_CASE(the_docs_github_step_is_cancelled_as_github_cancels_it) {
+  const auto script = step_script(read_file(MIRA_CI_DOC), "<!-- ci_recipe_test: github", "evals");
+  BOOST_TEST(has(script, "exec mira run "), script);
+  BOOST_TEST(!has(script, "${{"), "the runner would substitute expressions: " << script);
+  for (int sig : {SIGINT, SIGTERM}) {
+    BOOST_TEST_CONTEXT(::strsignal(sig)) {
+      temp_dir dir;
+      fs::create_directory(dir.path / "bin");
+      fs::create_symlink(mira_bin, dir.path / "bin" / "mira");
+      std::ofstream(dir / "mira.toml") << "default_launcher = \"study\"\n[launchers.study]\n"
+                                       << "cmd = \"'" << example << "' --slow-ms 600000\"\n";
+      std::ofstream(dir / "step.sh") << script;
+      const auto summary = dir / "summary.md";
+      std::ofstream(summary) << earlier;
+      pid_t shell =
+          start({"/bin/bash", "-e", dir / "step.sh"},
+                {"PATH=" + dir / "bin" + ":" + std::getenv("PATH"), "GITHUB_ACTIONS=true",
+                 "CI=true", "CI_NODE_INDEX=1", "CI_NODE_TOTAL=1", "GITHUB_STEP_SUMMARY=" + summary},
+                dir.path, dir / "out.txt", dir / "err.txt");
+      BOOST_REQUIRE(shell > 0);
+      // Watching the run folder (the guard only stops a test that would hang).
+      auto guard = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+      while (!a_case_is_saved(dir.path / "results") && std::chrono::steady_clock::now() < guard)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!a_case_is_saved(dir.path / "results")) ::kill(-shell, SIGKILL);
+      BOOST_REQUIRE(a_case_is_saved(dir.path / "results"));
+      ::kill(shell, sig);  // the shell's process alone, as the runner does
+      BOOST_TEST(exit_code_within(shell, std::chrono::seconds(60)) == 130);
+      auto out = read_file(dir / "out.txt"), err = read_file(dir / "err.txt");
+      BOOST_TEST(has(out, "stopped (interrupted)"), out);
+      BOOST_TEST(has(err, "mira: interrupted: cancelling the cases in flight"), err);
+      BOOST_TEST(has(err, "resume with: mira run --resume "), err);
+      BOOST_TEST(read_file(summary).rfind(earlier + "\n## Mira eval results\n", 0) == 0u);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
