@@ -38,7 +38,7 @@ std::optional<std::string> append_step_summary(const std::filesystem::path& path
   if (fd < 0) return "cannot open " + path.string() + ": " + std::strerror(errno);
   struct stat st {};
   std::size_t used = ::fstat(fd, &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
-  // A blank line between what is there and the report, whose heading must start a line.
+  // The report's heading must start a line of its own, whatever ends what is there.
   const std::string_view lead = used > 0 ? "\n" : "";
   std::size_t room = used + lead.size() < limit ? limit - used - lead.size() : 0;
   std::string note;
