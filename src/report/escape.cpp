@@ -212,4 +212,41 @@ std::string safe_href(std::string_view url) {
   return html_text(url);
 }
 
+namespace {
+
+// `%` first of all: the runner decodes each %XX once, so a literal "%0A" must arrive as "%250A".
+std::string github_text(std::string_view v, bool property) {
+  std::string out, plain;
+  auto flush = [&] {
+    out += printable(plain);
+    plain.clear();
+  };
+  for (char c : v) {
+    const char* code = c == '%'               ? "%25"
+                       : c == '\r'            ? "%0D"
+                       : c == '\n'            ? "%0A"
+                       : property && c == ':' ? "%3A"
+                       : property && c == ',' ? "%2C"
+                                              : nullptr;
+    if (!code) {
+      plain += c;
+      continue;
+    }
+    flush();
+    out += code;
+  }
+  flush();
+  return out;
+}
+
+}  // namespace
+
+std::string github_data(std::string_view v) {
+  return github_text(v, false);
+}
+
+std::string github_property(std::string_view v) {
+  return github_text(v, true);
+}
+
 }  // namespace mira::report

@@ -476,17 +476,8 @@ std::string md_report(const case_source& cases, const schedule::run_report& repo
   std::string problems;
   cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
     if (r.state != case_state::failed && r.state != case_state::error) return true;
-    std::string why = r.message;
-    if (why.empty())
-      if (auto result = r.result()) {
-        why = result->transcript.error.value_or("");
-        // A case that failed its scores has no error: the first failing score says why.
-        for (auto& sc : result->scores)
-          if (why.empty() && !sc.pass && !sc.na)
-            why = sc.reason.empty() ? sc.scorer : sc.scorer + ": " + sc.reason;
-      }
     problems += "| " + md_cell(c.key) + " | " + std::string(to_string(r.state)) + " | " +
-                md_cell(why) + " |\n";
+                md_cell(failure_reason(r)) + " |\n";
     return true;
   });
   if (!problems.empty())
@@ -495,6 +486,19 @@ std::string md_report(const case_source& cases, const schedule::run_report& repo
 }
 
 }  // namespace
+
+std::string failure_reason(const schedule::case_record& r) {
+  std::string why = r.message;
+  if (why.empty())
+    if (auto result = r.result()) {
+      why = result->transcript.error.value_or("");
+      // A case that failed its scores has no error: the first failing score says why.
+      for (auto& sc : result->scores)
+        if (why.empty() && !sc.pass && !sc.na)
+          why = sc.reason.empty() ? sc.scorer : sc.scorer + ": " + sc.reason;
+    }
+  return why;
+}
 
 void render(const std::string& format, const plan::plan& p, const schedule::run_report& report,
             const aggregate::summary& s, const text_sink& out) {

@@ -22,6 +22,10 @@ struct usage_error {
   std::string message;
 };
 
+/// How a run shows its progress on stderr (--progress): `automatic` is resolved to `tty` or
+/// `plain` when the run starts (progress_for in session.hpp).
+enum class progress_mode { automatic, tty, plain, none };
+
 struct run_args {
   std::vector<std::string> study;  // the study's argv, once resolved (config_step.hpp)
   bool help = false;
@@ -76,7 +80,9 @@ struct run_args {
   std::string new_run_id;  // --run-id: run, score, merge (the merged run)
   bool allow_partial = false;
   std::optional<store::layout> convert_to;                  // store convert --to
-  schedule::duration heartbeat = std::chrono::seconds(10);  // progress lines when not a terminal
+  schedule::duration heartbeat = std::chrono::seconds(10);  // between plain progress lines
+  progress_mode progress = progress_mode::automatic;        // --progress
+  bool github = true;  // run, score: GitHub Actions output when GITHUB_ACTIONS=true (--no-github)
   // compare: BASE and CANDIDATE are `runs`; the significance level and the gate, which decides
   // the exit code when --fail-on-regression, --max-regressions or --min-scored is given.
   double alpha = 0.05;

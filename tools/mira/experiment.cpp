@@ -377,7 +377,6 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
       treatment_args.insert(treatment_args.end(), parent.tail.begin(), parent.tail.end());
       console out;
       out.prefix = "[" + t.name + "] ";
-      out.progress.tty = false;  // lines of several treatments interleave: heartbeats only
       run_args ta;
       try {
         ta = parse_args(command::run, treatment_args);
@@ -387,6 +386,9 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
         exit_codes[t.name] = exit_usage;
         continue;
       }
+      // Lines of several treatments interleave: heartbeats only, unless none are wanted.
+      out.progress.mode =
+          ta.progress == progress_mode::none ? progress_mode::none : progress_mode::plain;
       treatment_label label{
           id, t.name, t.name == p.baseline, p.study, plan_file.string(), text.str(), resolved_plan};
       std::fprintf(stderr, "treatment %s: started\n", printable(t.name).c_str());

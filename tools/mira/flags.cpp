@@ -421,14 +421,28 @@ const flag_spec table[] = {
        o.min_scored = static_cast<std::size_t>(whole_number(f, v, 0, 1'000'000'000'000));
      }},
     {"--color", "", "WHEN", reporting, section::report,
-     "colour the table: auto (on a terminal), always or never;\nnever when NO_COLOR is set",
+     "colour the table: auto (on a live terminal, not with\n--progress plain), always or never; "
+     "never when NO_COLOR\nis set",
      [](run_args& o, const std::string& f, const std::string& v) {
        one_of(f, v, {"auto", "always", "never"}, "auto, always or never");
        o.color = v;
      }},
+    {"--progress", "", "WHEN", running, section::report,
+     "progress on stderr: auto (tty on a terminal, else plain), tty\n(a line redrawn in place), "
+     "plain (a line every --heartbeat,\nnever a redraw or an escape code) or none",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       one_of(f, v, {"auto", "tty", "plain", "none"}, "auto, tty, plain or none");
+       o.progress = v == "tty"     ? progress_mode::tty
+                    : v == "plain" ? progress_mode::plain
+                    : v == "none"  ? progress_mode::none
+                                   : progress_mode::automatic;
+     }},
     {"--heartbeat", "", "SECONDS", running, section::report,
-     "progress line interval when stderr is not a terminal (10)",
+     "the interval of plain progress lines (10)",
      [](run_args& o, const std::string& f, const std::string& v) { o.heartbeat = seconds(f, v); }},
+    {"--no-github", "", "", running, section::report,
+     "no GitHub Actions annotations or step summary (written when\nGITHUB_ACTIONS=true)",
+     [](run_args& o, const std::string&, const std::string&) { o.github = false; }},
     {"--format", "", "atif", bit(command::export_), section::report,
      "the only format (ATIF-v1.7), and the default",
      [](run_args& o, const std::string&, const std::string& v) {

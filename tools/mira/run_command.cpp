@@ -7,6 +7,7 @@
 #include "config_step.hpp"
 #include "experiment.hpp"
 #include "flags.hpp"
+#include "github_output.hpp"
 #include "help.hpp"
 #include "shard_step.hpp"
 
@@ -153,10 +154,10 @@ class progress_ticker {
       : timer_(std::move(ex)), p_(p) {
     p_.t0 = std::chrono::steady_clock::now();
     p_.active = true;
-    period_ = p_.tty
+    period_ = p_.mode == progress_mode::tty
                   ? std::chrono::duration_cast<schedule::duration>(std::chrono::milliseconds(500))
                   : heartbeat;
-    tick();
+    if (p_.mode != progress_mode::none) tick();
   }
   ~progress_ticker() {
     p_.active = false;
@@ -215,7 +216,9 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   o.group_by = a.group_by;
   // A report that lists every case (json, csv, junit, md, jsonl after the run) needs every
   // record; the table and the saved report.html show the first 10 000.
-  bool lists_every_case = !t && a.format != "table" && a.format != "html" && !stream_jsonl;
+  // So does GitHub's step summary, the md report.
+  const bool github = !t && github_output_on(a, process_env);
+  bool lists_every_case = !t && ((a.format != "table" && a.format != "html" && !stream_jsonl) || github);
   for (auto& out_file : a.outs) lists_every_case = lists_every_case || out_file.format != "html";
   if (lists_every_case) o.kept_records = std::numeric_limits<std::size_t>::max();
   o.mode = m == mode::execute_only ? session_mode::execute
@@ -336,6 +339,9 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   else
     written = emit_report(a, done.plan, done.report, done.summary, stream_jsonl);
   std::fflush(stdout);  // the report before what stderr says about it
+  if (github)
+    write_github_output(report::memory_cases(done.plan, done.report), done.report, done.summary,
+                        out, process_env);
   result.run_id = done.run_id;
   if (!done.run_id.empty()) {
     if (done.unfinished)
@@ -395,6 +401,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (refuse_before_start(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
+    out.progress.mode = progress_for(a);
     rc = (co_await run_cases(args, std::move(a), false, out)).rc;
   });
 }
@@ -406,6 +413,7 @@ int cmd_score(const std::vector<std::string>& args) {
   if (refuse_before_start(a)) return exit_usage;
   return run_io([&](int& rc) -> asio::awaitable<void> {
     console out;
+    out.progress.mode = progress_for(a);
     rc = (co_await run_cases(args, std::move(a), true, out)).rc;
   });
 }

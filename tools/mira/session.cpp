@@ -50,14 +50,34 @@ std::string progress_line::text() const {
   return t;
 }
 
+const char* process_env(const char* name) {
+  return std::getenv(name);
+}
+
+bool output_is_a_log(const env_reader& env) {
+  const char* term = env("TERM");
+  if (!term || !*term || std::string_view(term) == "dumb") return true;
+  const char* ci = env("CI");
+  return ci && *ci && std::string_view(ci) != "false";
+}
+
+progress_mode progress_for(const run_args& a, bool stderr_is_terminal, const env_reader& env) {
+  if (a.progress != progress_mode::automatic) return a.progress;
+  return stderr_is_terminal && !output_is_a_log(env) ? progress_mode::tty : progress_mode::plain;
+}
+
+progress_mode progress_for(const run_args& a) {
+  return progress_for(a, ::isatty(2) != 0, process_env);
+}
+
 void progress_line::clear() {
-  if (tty && shown) std::fputs("\r\x1b[K", stderr);
+  if (mode == progress_mode::tty && shown) std::fputs("\r\x1b[K", stderr);
   shown = false;
 }
 
 void progress_line::draw() {
-  if (!active) return;
-  if (tty) {
+  if (!active || mode == progress_mode::none) return;
+  if (mode == progress_mode::tty) {
     std::fprintf(stderr, "\r\x1b[K%s", text().c_str());
     shown = true;
   } else {
@@ -69,7 +89,7 @@ void progress_line::draw() {
 void console::line(const std::string& text) {
   progress.clear();
   std::fprintf(stderr, "%s%s\n", prefix.c_str(), text.c_str());
-  if (progress.tty && progress.active) progress.draw();
+  if (progress.mode == progress_mode::tty && progress.active) progress.draw();
 }
 
 host_options cli_host_options(const run_args& a) {
@@ -264,11 +284,15 @@ int run_io(std::function<asio::awaitable<void>(int& rc)> body) {
   return rc;
 }
 
-// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
-bool use_colour(const run_args& a) {
-  const char* no_color = std::getenv("NO_COLOR");
+bool colour_for(const run_args& a, bool stdout_is_terminal, const env_reader& env) {
+  const char* no_color = env("NO_COLOR");
   if (no_color && *no_color) return false;
-  return a.color == "always" || (a.color == "auto" && ::isatty(1));
+  if (a.color != "auto") return a.color == "always";
+  return stdout_is_terminal && !output_is_a_log(env) && a.progress != progress_mode::plain;
+}
+
+bool use_colour(const run_args& a) {
+  return colour_for(a, ::isatty(1) != 0, process_env);
 }
 
 std::optional<std::string> out_path_problem(const std::filesystem::path& path) {

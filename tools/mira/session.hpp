@@ -58,11 +58,28 @@ int exit_for(const session_error& e);
 int exit_code_for(const schedule::run_report& report, const aggregate::summary& s, bool incomplete,
                   std::size_t min_scored);
 
-// Progress on stderr while a run goes: on a terminal a live line redrawn every half second
-// (cleared around every other stderr line, so study output never garbles it); elsewhere a
-// heartbeat line every --heartbeat seconds.
+/// The environment as getenv reads it: nullptr for an unset variable.
+using env_reader = std::function<const char*(const char*)>;
+/// This process's environment.
+const char* process_env(const char* name);
+
+/// Whether what mira writes ends up in a log rather than before someone at a live terminal:
+/// TERM unset, empty or `dumb` (a terminal that takes no escape codes), or CI set (to anything
+/// but "" or "false"; GitHub, GitLab and most CI services set CI=true), whose log keeps every
+/// redraw of a line.
+bool output_is_a_log(const env_reader& env);
+
+/// --progress as it applies: `automatic` is `tty` when stderr is a terminal and the output is
+/// not a log, else `plain`; the others as asked.
+progress_mode progress_for(const run_args& a, bool stderr_is_terminal, const env_reader& env);
+/// progress_for() of this process's stderr and environment.
+progress_mode progress_for(const run_args& a);
+
+// Progress on stderr while a run goes: `tty`, a live line redrawn every half second (cleared
+// around every other stderr line, so study output never garbles it); `plain`, a line every
+// --heartbeat seconds, never a carriage return or an escape code; `none`, nothing.
 struct progress_line {
-  bool tty = ::isatty(2) != 0;
+  progress_mode mode = progress_mode::plain;  // never automatic
   bool active = false;
   bool shown = false;
   std::size_t total = 0, done = 0, passed = 0, failed = 0, na = 0;
@@ -123,7 +140,11 @@ boost::json::object environment_json(
 /// Runs `body` (which sets the exit code) on a fresh io_context.
 int run_io(std::function<boost::asio::awaitable<void>(int& rc)> body);
 
-/// Colour on stdout only for a terminal (or --color always), and never with NO_COLOR set.
+/// The table's colour: --color always; auto when stdout is a terminal, the output is not a log
+/// (output_is_a_log) and --progress is not plain (asked for on a terminal, it says the terminal
+/// is a log); never with NO_COLOR set (non-empty).
+bool colour_for(const run_args& a, bool stdout_is_terminal, const env_reader& env);
+/// colour_for() of this process's stdout and environment.
 bool use_colour(const run_args& a);
 
 /// Every --out path that cannot be written, each said on stderr before anything runs. True

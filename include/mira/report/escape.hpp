@@ -28,6 +28,15 @@ std::string md_cell(std::string_view v);
 /// feed dropped, invalid UTF-8 replaced by U+FFFD.
 std::string html_text(std::string_view v);
 
+/// A GitHub Actions workflow command's message (what follows the second `::`): `%`, CR and LF
+/// percent-encoded as the runner decodes them (a line break stays one in the annotation), every
+/// other control character and invalid UTF-8 shown as printable() shows them.
+std::string github_data(std::string_view v);
+
+/// A workflow command's property value (`title=...`): github_data() with `:` and `,` encoded
+/// too, which would end the value.
+std::string github_property(std::string_view v);
+
 /// An href for a study-provided URL: the escaped URL when its scheme is http or https, else
 /// empty (javascript:, data: and the like are never linked).
 std::string safe_href(std::string_view url);

@@ -74,6 +74,11 @@ class saved_cases final : public case_source {
   mutable std::vector<std::string> problems_;
 };
 
+/// Why a failed or errored case is one, as the Markdown report's failures table says: its
+/// record's message, else its transcript's error, else its first failing score (with its reason).
+/// Empty when none of them says.
+std::string failure_reason(const schedule::case_record& r);
+
 /// The report in a file format: json (summary + cases), jsonl (cases, then the summary), csv
 /// (RFC 4180, one row per case), junit (one testsuite per eval; XML-illegal characters
 /// removed), md or html. json, jsonl and csv go to `out` a case at a time, so a large run's

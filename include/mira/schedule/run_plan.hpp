@@ -67,9 +67,9 @@ struct run_hooks {
   /// Asked after each on_result: a message stops the run as fail-fast does
   /// (stop_reason::requested), e.g. when results can no longer be saved.
   std::function<std::optional<std::string>(std::size_t case_index, const case_record&)> stop_after;
-  /// Called once when the study (one host_handle, not a pool) answers strictly one request at
-  /// a time while at least 4 are pending for at least 2 s (docs/pools.md): a pool of
-  /// processes would run it in parallel.
+  /// Called once when the timings prove that the study (one host_handle, not a pool) answers
+  /// one request at a time while several wait (the rule: docs/pools.md): a pool of processes
+  /// would run it in parallel.
   std::function<void()> on_sequential_study;
   /// Called when run_policy::respawn is about to start the study again, with why the last one
   /// is gone (it died: how; or the run gave up on it as hung: after how long).

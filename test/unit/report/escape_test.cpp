@@ -56,4 +56,17 @@ BOOST_AUTO_TEST_CASE(markdown_cells_cannot_break_the_table_or_inject_html) {
   BOOST_TEST(md_cell("*x* [l](u) `c`") == "\\*x\\* \\[l\\](u) \\`c\\`");
 }
 
+// The runner decodes %25, %0D and %0A in a command's message, and %3A and %2C too in a
+// property; a study's text must not end the value early, start another command on a new line, or
+// put an escape sequence in the log.
+BOOST_AUTO_TEST_CASE(github_workflow_command_values_are_percent_encoded) {
+  BOOST_TEST(github_data("a%0Ab\r\nc") == "a%250Ab%0D%0Ac");
+  BOOST_TEST(github_data("x\n::error::injected") == "x%0A::error::injected");
+  BOOST_TEST(github_data("k: v, w") == "k: v, w");  // only properties encode : and ,
+  BOOST_TEST(github_property("e/s@t[k=a,b]: x%") == "e/s@t[k=a%2Cb]%3A x%25");
+  BOOST_TEST(github_property("a\r\nb") == "a%0D%0Ab");
+  BOOST_TEST(github_data("\x1b[31mred\x07") == "\\x1b[31mred\\x07");
+  BOOST_TEST(github_data("caf\xc3\xa9 bad\xff%") == "caf\xc3\xa9 bad\\xff%25");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
