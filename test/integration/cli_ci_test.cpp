@@ -354,4 +354,72 @@ BOOST_AUTO_TEST_CASE(the_docs_github_step_is_cancelled_as_github_cancels_it) {
   }
 }
 
+// The docs' gate job on shards as download-artifact lays them out (shards/shard-N/<run id>):
+// the merge step, then the gate step, run as the runner runs them. Red for failed cases, a
+// missing shard or a run that scored nothing; each --out written.
+BOOST_AUTO_TEST_CASE(the_docs_github_gate_job_merges_the_shards_and_gates_on_the_merged_run) {
+  const auto doc = read_file(MIRA_CI_DOC);
+  const auto merge = step_script(doc, "<!-- ci_recipe_test: github", "merge");
+  const auto gate = step_script(doc, "<!-- ci_recipe_test: github", "gate");
+  BOOST_TEST(!has(merge + gate, "${{"), "the runner would substitute expressions");
+  const std::string study = std::string(MIRA_PYTHON3) + " " MIRA_CI_STUDY;
+  struct outcome {
+    int merge = -1, gate = -1;
+    std::string out;
+  };
+  // Two shards of the study with `knobs`, then the gate job; `shards` of them are downloaded.
+  auto pipeline = [&](const temp_dir& dir, const std::string& knobs, int shards) {
+    std::ofstream(dir / "step-merge.sh") << merge;
+    std::ofstream(dir / "step-gate.sh") << gate;
+    const std::string shell = "cd '" + dir.path.string() + "' && PATH='" + dir.path.string() +
+                              "/bin':\"$PATH\" GITHUB_RUN_ID=7 ";
+    fs::create_directory(dir.path / "bin");
+    fs::create_symlink(mira_bin, dir.path / "bin" / "mira");
+    fs::create_directories(dir.path / "shards");
+    for (int node = 1; node <= 2; ++node) {
+      const auto job = "job" + std::to_string(node);
+      auto r = run_command(shell + "CI_NODE_INDEX=" + std::to_string(node) +
+                           " CI_NODE_TOTAL=2 mira run --shard auto --no-github --max-retries 0 "
+                           "--results-dir " +
+                           job + " -- " + study + " " + knobs + " 2>&1");
+      BOOST_TEST((r.code == 0 || r.code == 1), r.out);
+      if (node <= shards)
+        fs::rename(dir.path / job, dir.path / "shards" / ("shard-" + std::to_string(node)));
+    }
+    outcome o;
+    auto m = run_command(shell + "bash -e step-merge.sh 2>&1");
+    o.merge = m.code;
+    o.out = m.out;
+    if (m.code != 0) return o;
+    auto g = run_command(shell + "bash -e step-gate.sh 2>&1");
+    o.gate = g.code;
+    o.out += g.out;
+    return o;
+  };
+  {
+    temp_dir dir;
+    auto o = pipeline(dir, "", 2);
+    BOOST_TEST(o.merge == 0, o.out);
+    BOOST_TEST(o.gate == 1, o.out);  // a failure and an error in the suite
+    BOOST_TEST(has(o.out, "mira: latest is run evals-7"), o.out);
+    BOOST_TEST(has(read_file(dir / "junit.xml"), "<testsuites name=\"mira\""));
+    BOOST_TEST(fs::file_size(dir.path / "report.html") > 0u);
+  }
+  {
+    temp_dir dir;
+    BOOST_TEST(pipeline(dir, "--fail 0 --errors 0", 2).gate == 0);
+  }
+  {
+    temp_dir dir;
+    auto o = pipeline(dir, "--fail 0 --errors 0 --all-unavailable", 2);
+    BOOST_TEST(o.gate == 1, o.out);  // --min-scored 1: nothing scored is red
+    BOOST_TEST(has(o.out, "gate failed: 0 case(s) scored"), o.out);
+  }
+  {
+    temp_dir dir;
+    auto o = pipeline(dir, "--fail 0 --errors 0", 1);  // one shard's artifact is missing
+    BOOST_TEST(o.merge == 2, o.out);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
