@@ -233,6 +233,20 @@ bool bearer_matches(std::string_view authorization, std::string_view token) {
   return scheme_ok && diff == 0;
 }
 
+bool cookie_token_matches(std::string_view cookie, std::string_view token) {
+  constexpr std::string_view name = "mira_token=";
+  while (!cookie.empty()) {
+    auto semi = cookie.find(';');
+    auto pair = cookie.substr(0, semi);
+    cookie = semi == std::string_view::npos ? std::string_view{} : cookie.substr(semi + 1);
+    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+    if (pair.substr(0, name.size()) != name) continue;
+    auto value = percent_decode(pair.substr(name.size()), false);
+    return value && bearer_matches("Bearer " + *value, token);
+  }
+  return false;
+}
+
 namespace {
 
 // NAME=COMMAND as a study_entry, or what is wrong with it.

@@ -99,6 +99,10 @@ std::optional<std::string> check_run_id(std::string_view id);
 /// Whether an Authorization header value is "Bearer <token>" for `token`, compared in constant
 /// time over the token's length (the header's length only shortens a mismatch).
 bool bearer_matches(std::string_view authorization, std::string_view token);
+/// Whether a Cookie header value holds `mira_token=<token>` (percent-encoded), compared as
+/// bearer_matches compares. The dashboard sets it (SameSite=Strict) so that a link it shows,
+/// such as a run's HTML report, can be opened with a token; the server takes it on GET only.
+bool cookie_token_matches(std::string_view cookie, std::string_view token);
 
 /// Whether a Host header value ("name", "name:port", "[v6]" or "[v6]:port") names this server,
 /// so a page whose DNS name was rebound to this address is refused: a loopback name

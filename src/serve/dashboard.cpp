@@ -21,6 +21,10 @@ constexpr std::string_view script = R"JS("use strict";
   const body = document.body;
   const token = new URLSearchParams(location.hash.slice(1)).get("token");
   const headers = token ? { Authorization: "Bearer " + token } : {};
+  // Links the page shows (a run's HTML report) are opened without its headers: the server takes
+  // the token from this cookie on a GET. SameSite=Strict: no other site's page sends it.
+  if (token)
+    document.cookie = "mira_token=" + encodeURIComponent(token) + "; path=/v1/; SameSite=Strict";
   const $ = (id) => document.getElementById(id);
   const put = (el, v) => { el.textContent = String(v); };
   const shown = ["passed", "failed", "error", "na", "skipped", "cancelled"];

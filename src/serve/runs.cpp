@@ -27,6 +27,7 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -222,24 +223,50 @@ tl::expected<void, api_error> run_exists(const fs::path& results, const std::str
   return {};
 }
 
+}  // namespace
+
+std::optional<json::object> saved_counts::find(const std::string& id, const stamp& s) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.first != s) return std::nullopt;
+  return it->second.second;
+}
+
+void saved_counts::keep(const std::string& id, const stamp& s, json::object status) {
+  std::lock_guard lock(mutex_);
+  if (entries_.size() >= max_entries) entries_.clear();  // a new start, not a growing server
+  entries_[id] = {s, std::move(status)};
+}
+
+namespace {
+
 // A saved run's status from its folder: its meta.json, and its records when its last session
-// did not end.
+// did not end, counted once per version of its meta.json (`counts`): such a run's records
+// change only in a session of its own, which rewrites meta.json as it begins and ends.
 tl::expected<json::object, api_error> read_saved_status(const fs::path& results,
-                                                        const std::string& id) {
+                                                        const std::string& id,
+                                                        saved_counts& counts) {
   if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
   auto meta = store::load_run_meta(results, id);
   if (!meta) return tl::unexpected(make_error(500, "store_error", meta.error().message()));
   if (last_session_ended(*meta)) return saved_status(*meta, nullptr);
+  std::error_code ec;
+  const auto file = results / id / "meta.json";
+  saved_counts::stamp stamp{fs::last_write_time(file, ec), fs::file_size(file, ec)};
+  if (!ec)
+    if (auto known = counts.find(id, stamp)) return std::move(*known);
   auto run = store::load_run(results, id);
   if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
-  return saved_status(run->meta, &run->cases);
+  auto status = saved_status(run->meta, &run->cases);
+  if (!ec) counts.keep(id, stamp, status);
+  return status;
 }
 
 // A page of saved runs, newest first (ids sort by start time), after `cursor`: each with its
 // status, or nothing for the ids in `live` (the caller has theirs). Also the next cursor.
 std::pair<std::vector<std::pair<std::string, std::optional<json::object>>>, std::string> saved_page(
     const fs::path& results, std::size_t limit, const std::string& cursor,
-    const std::set<std::string>& live) {
+    const std::set<std::string>& live, saved_counts& counts) {
   std::vector<std::string> ids;
   boost::system::error_code ec;
   for (fs::directory_iterator it(results, ec), end; !ec && it != end; it.increment(ec)) {
@@ -258,7 +285,7 @@ std::pair<std::vector<std::pair<std::string, std::optional<json::object>>>, std:
     }
     if (live.count(id)) {
       items.emplace_back(id, std::nullopt);
-    } else if (auto s = read_saved_status(results, id)) {
+    } else if (auto s = read_saved_status(results, id, counts)) {
       items.emplace_back(id, std::move(*s));
     }
   }
@@ -384,16 +411,18 @@ struct run_tally {
     run->in_progress = starts - finished_attempts;
   }
 
-  void finished(std::size_t i, const schedule::case_record& r) {
+  void finished(const std::string& key, const schedule::case_record& r) {
     auto& live = *run;
     finished_attempts += static_cast<std::size_t>(r.attempts);
     live.in_progress = starts - finished_attempts;
     ++live.counts[static_cast<std::size_t>(r.state)];
     if (r.state != case_state::cancelled) ++live.done;  // a cancelled case is not finished
-    json::object e{
-        {"key", plan->cases[i].key}, {"state", to_string(r.state)},
-        {"attempts", r.attempts},    {"latency_ms", std::round(r.latency_seconds * 1e6) / 1e3},
-        {"done", live.done},         {"total", live.total}};
+    json::object e{{"key", key},
+                   {"state", to_string(r.state)},
+                   {"attempts", r.attempts},
+                   {"latency_ms", std::round(r.latency_seconds * 1e6) / 1e3},
+                   {"done", live.done},
+                   {"total", live.total}};
     if (!r.message.empty()) e["message"] = r.message;
     live.publish("case", std::move(e));
     if (live.done % progress_every == 0 || live.done == live.total)
@@ -428,7 +457,10 @@ session_options session_of(const study_entry& study, const run_request& r, const
   return o;
 }
 
-void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally) {
+// The hooks run on the session's thread; the run's state lives on the server's executor `home`,
+// where each hook posts what it tells (in order, before the session's end reaches it).
+void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally,
+           const asio::any_io_executor& home) {
   // The server's log: what a run's session warns of (a resume's notes, a file of the run that
   // could not be written as the session began).
   hooks.on_warning = [tally](const std::string& text) {
@@ -437,10 +469,17 @@ void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally) {
     std::fprintf(stderr, "mira serve: warning: %s: %s\n", which.c_str(),
                  report::printable(text).c_str());
   };
-  hooks.on_attempt = [tally](std::size_t) { tally->attempt(); };
-  hooks.on_case = [tally](std::size_t i, const schedule::case_record& r) { tally->finished(i, r); };
-  hooks.on_save_failed = [tally](const std::string&, const std::string& text) {
-    if (!tally->save_failure) tally->save_failure = text;
+  hooks.on_attempt = [tally, home](std::size_t) {
+    asio::post(home, [tally] { tally->attempt(); });
+  };
+  // The plan does not change while the session runs: its key is read here.
+  hooks.on_case = [tally, home](std::size_t i, const schedule::case_record& r) {
+    asio::post(home, [tally, key = tally->plan->cases[i].key, r] { tally->finished(key, r); });
+  };
+  hooks.on_save_failed = [tally, home](const std::string&, const std::string& text) {
+    asio::post(home, [tally, text] {
+      if (!tally->save_failure) tally->save_failure = text;
+    });
   };
 }
 
@@ -506,6 +545,52 @@ void publish_end(live_run& run, const run_tally& tally, session_outcome& out) {
 
 }  // namespace
 
+namespace {
+
+// A study's pipes on the server's side (stdin, stdout, stderr) and, while it is spawned, its own.
+constexpr std::size_t descriptors_per_process = 6;
+
+// The study processes the descriptors this process may open allow, beside `connections` client
+// connections and a reserve for the listener, the stores' files and the reports being read.
+std::size_t process_budget_of(std::size_t connections) {
+  rlimit rl{};
+  std::size_t open_max = 1024;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    open_max =
+        rl.rlim_cur == RLIM_INFINITY ? std::size_t{1} << 20 : static_cast<std::size_t>(rl.rlim_cur);
+  const std::size_t reserve = connections + 64;
+  return open_max > reserve ? (open_max - reserve) / descriptors_per_process : 0;
+}
+
+api_error too_many_procs(std::size_t procs, std::size_t max_procs) {
+  return make_error(422, "invalid_request",
+                    "options.procs: " + std::to_string(procs) +
+                        " processes; this server starts at most " + std::to_string(max_procs) +
+                        " for one run (--max-procs)",
+                    json::object{{"member", "options.procs"}, {"max_procs", max_procs}});
+}
+
+// session::open run where it is spawned: the session, its hooks and its processes live there.
+// Optional only because co_spawn's result must be default-constructible.
+asio::awaitable<std::optional<tl::expected<session, session_error>>> open_session(
+    session_options o) {
+  co_return co_await mira::session::open(std::move(o));
+}
+
+// A study's initialize and listing, the study started and shut down where this is spawned.
+asio::awaitable<tl::expected<json::object, api_error>> list_study(study_entry study,
+                                                                  std::chrono::milliseconds init) {
+  auto started = co_await start_study(launch_of(study, run_options{}, init));
+  if (!started) {
+    auto& e = started.error();
+    co_return tl::unexpected(study_unavailable(study.name, e.message(), e.diag.stderr_tail));
+  }
+  co_await started->connection.shutdown();
+  co_return catalog_json(study.name, started->connection.study(), started->listing);
+}
+
+}  // namespace
+
 struct run_manager::catalog_load {
   explicit catalog_load(asio::any_io_executor ex)
       : done(ex, asio::steady_timer::time_point::max()) {}
@@ -549,7 +634,11 @@ asio::awaitable<std::invoke_result_t<F&>> run_manager::off_executor(F& job) {
 }
 
 run_manager::run_manager(asio::any_io_executor ex, const server_config& config)
-    : ex_(std::move(ex)), config_(config), changed_(new_notify(ex_)) {}
+    : ex_(std::move(ex)),
+      config_(config),
+      changed_(new_notify(ex_)) {
+  process_budget_ = process_budget_of(config.max_connections);
+}
 
 const study_entry* run_manager::find_study(const std::string& name) const {
   for (auto& s : config_.studies)
@@ -557,8 +646,17 @@ const study_entry* run_manager::find_study(const std::string& name) const {
   return nullptr;
 }
 
-tl::expected<void, api_error> run_manager::admit() const {
+tl::expected<void, api_error> run_manager::admit(std::size_t processes) const {
   if (stopping_) return tl::unexpected(shutting_down());
+  if (processes_ + processes > process_budget_) {
+    auto e = make_error(429, "too_many_processes",
+                        "the runs going hold " + std::to_string(processes_) +
+                            " study processes; this server's descriptors allow " +
+                            std::to_string(process_budget_) + " at once",
+                        json::object{{"processes", processes_}, {"budget", process_budget_}});
+    e.retry_after = 5;
+    return tl::unexpected(e);
+  }
   if (active_ >= config_.max_runs) {
     auto e =
         make_error(429, "too_many_runs",
@@ -570,8 +668,9 @@ tl::expected<void, api_error> run_manager::admit() const {
   return {};
 }
 
-void run_manager::release() {
+void run_manager::release(std::size_t processes) {
   --active_;
+  processes_ -= processes;
   notify_changed();
 }
 
@@ -584,7 +683,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(const 
                                                                           run_request r,
                                                                           std::string resume,
                                                                           resume_request rr) {
-  place held(*this);
+  place held(*this, r.options.procs.value_or(1));
   auto run = std::make_shared<live_run>(ex_);
   run->study = study.name;
   run->id = resume;  // a new run's when its session has opened
@@ -593,7 +692,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(const 
   auto o = session_of(study, r, config_, work_.get_executor());
   o.save->resume = resume;
   o.save->resume_options = store::resume_options{rr.retry_errors, rr.retry_failed, false};
-  watch(o.hooks, tally);
+  watch(o.hooks, tally, ex_);
   // Refused before anything is saved: a new run that plans nothing, or a server that began to
   // stop meanwhile (a stop that comes later cancels the run once it has started).
   o.refine = [this, fresh = resume.empty()](plan::plan& p, const protocol::list_result&,
@@ -603,7 +702,11 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(const 
       return refusal(session_errc::invalid_selection, "no cases match the selection");
     return std::nullopt;
   };
-  auto opened = co_await mira::session::open(std::move(o));
+  // Opened on the run thread, the session lives there: it starts its processes, schedules and
+  // saves there.
+  auto open =
+      asio::co_spawn(sessions_.ctx.get_executor(), open_session(std::move(o)), asio::use_awaitable);
+  auto opened = std::move(*co_await std::move(open));
   if (!opened) {
     auto what = resume.empty() ? std::string("cannot create the run: ") : std::string();
     co_return tl::unexpected(open_error(opened.error(), study.name, config_.max_cases, what));
@@ -617,7 +720,9 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(const 
 }
 
 asio::awaitable<tl::expected<std::string, api_error>> run_manager::start(run_request r) {
-  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
+  if (auto procs = r.options.procs.value_or(1); procs > config_.max_procs)
+    co_return tl::unexpected(too_many_procs(procs, config_.max_procs));
+  if (auto ok = admit(r.options.procs.value_or(1)); !ok) co_return tl::unexpected(ok.error());
   auto* study = find_study(r.study);
   if (!study) co_return tl::unexpected(unknown_study(r.study));
   std::string new_run;
@@ -630,7 +735,6 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
   if (auto ok = run_exists(config_.results_dir, id); !ok) co_return tl::unexpected(ok.error());
   if (auto l = live(id); l && !l->finished)
     co_return tl::unexpected(make_error(409, "run_active", "run '" + id + "' is still going"));
-  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
   auto meta = store::load_run_meta(config_.results_dir, id);
   if (!meta) co_return tl::unexpected(make_error(500, "store_error", meta.error().message()));
   // The study and the selection the run was started with; never a command from the request.
@@ -651,6 +755,10 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::resume(std::s
   if (request.empty()) request = minimal_request(study->name);
   auto decoded = decode_run_request("application/json", json::serialize(request));
   if (!decoded) co_return tl::unexpected(decoded.error());
+  if (auto procs = decoded->options.procs.value_or(1); procs > config_.max_procs)
+    co_return tl::unexpected(too_many_procs(procs, config_.max_procs));
+  if (auto ok = admit(decoded->options.procs.value_or(1)); !ok)
+    co_return tl::unexpected(ok.error());
   co_return co_await launch(*study, std::move(*decoded), id, rr);
 }
 
@@ -714,7 +822,9 @@ bool run_manager::exists(const std::string& id) const {
 
 asio::awaitable<tl::expected<json::object, api_error>> run_manager::status(std::string id) {
   if (auto run = live(id)) co_return run->status();
-  auto read = [results = config_.results_dir, id] { return read_saved_status(results, id); };
+  auto read = [results = config_.results_dir, id, counts = counts_] {
+    return read_saved_status(results, id, *counts);
+  };
   co_return co_await off_executor(read);
 }
 
@@ -722,8 +832,8 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::list(std::si
                                                                          std::string cursor) {
   std::set<std::string> live_ids;
   for (auto& [id, run] : runs_) live_ids.insert(id);
-  auto read = [results = config_.results_dir, limit, cursor, live_ids] {
-    return saved_page(results, limit, cursor, live_ids);
+  auto read = [results = config_.results_dir, limit, cursor, live_ids, counts = counts_] {
+    return saved_page(results, limit, cursor, live_ids, *counts);
   };
   auto [items, next] = co_await off_executor(read);
   json::array runs;
@@ -750,8 +860,8 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std:
     while (!load->result) co_await load->done.async_wait(asio::as_tuple(asio::use_awaitable));
     co_return *load->result;
   }
-  if (auto ok = admit(); !ok) co_return tl::unexpected(ok.error());
-  place held(*this);
+  if (auto ok = admit(1); !ok) co_return tl::unexpected(ok.error());
+  place held(*this, 1);
   auto load = std::make_shared<catalog_load>(ex_);
   loading_[name] = load;
   // On every path (an exception too) the waiters are woken, and then the place is given back.
@@ -766,16 +876,10 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std:
       load->done.cancel();
     }
   } guard{this, name, load};
-  auto launch = launch_of(*study, run_options{}, config_.init_timeout);
-  auto started = co_await start_study(std::move(launch));
-  if (!started) {
-    auto& e = started.error();
-    load->result = tl::unexpected(study_unavailable(name, e.message(), e.diag.stderr_tail));
-    co_return *load->result;
-  }
-  co_await started->connection.shutdown();
-  catalogs_[name] = catalog_json(name, started->connection.study(), started->listing);
-  load->result = catalogs_[name];
+  auto listing = asio::co_spawn(sessions_.ctx.get_executor(),
+                                list_study(*study, config_.init_timeout), asio::use_awaitable);
+  load->result = co_await std::move(listing);
+  if (*load->result) catalogs_[name] = **load->result;
   co_return *load->result;
 }
 

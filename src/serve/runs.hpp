@@ -2,8 +2,10 @@
 // mira::session (the library's saved run: the study, the plan, the run store, the run with every
 // case saved, the end with the run's files), keeps each live run's state and event log from the
 // session's hooks, cancels, and answers for saved runs from the results directory. Its state
-// lives on the server's executor; what takes long over a big run (planning, reading a saved run,
-// rendering a report, ending a session) runs on its own worker threads. Nothing here knows HTTP.
+// lives on the server's executor; the sessions (their studies' processes, their scheduling and
+// saving, which may wait for the disk) live on a run thread of its own, and what takes long over
+// a big run (planning, reading a saved run, rendering a report, ending a session) runs on its
+// worker threads. Nothing here knows HTTP.
 #pragma once
 
 #include "serve/api.hpp"
@@ -16,15 +18,21 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 
 #include <array>
+#include <atomic>
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -65,6 +73,21 @@ struct live_run {
   /// Stops the run, its stop named `label`; a second stop only renames it. A run whose
   /// coroutine has not begun is stopped when it begins (the signal has no handler before).
   void stop(std::string label);
+};
+
+/// The status of saved runs whose last session never ended, counted from their records once per
+/// version of their meta.json (its time and size), so that listing them again reads no record.
+/// Shared with the worker threads that read saved runs.
+class saved_counts {
+ public:
+  using stamp = std::pair<std::filesystem::file_time_type, std::uintmax_t>;
+  static constexpr std::size_t max_entries = 4096;
+  std::optional<boost::json::object> find(const std::string& id, const stamp& s);
+  void keep(const std::string& id, const stamp& s, boost::json::object status);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::pair<stamp, boost::json::object>> entries_;
 };
 
 /// What a run's session hooks keep: the live run's counts, attempts and events (runs.cpp).
@@ -108,23 +131,45 @@ class run_manager {
   bool exists(const std::string& id) const;
   std::size_t active() const { return active_; }
   bool stopping() const { return stopping_; }
+  /// Study processes all runs and catalog loads may have at once: what the descriptors the
+  /// process may open allow beside max_connections.
+  std::size_t process_budget() const { return process_budget_; }
   /// Refuses new runs, cancels the live ones and waits until each is saved.
   boost::asio::awaitable<void> stop();
 
  private:
-  /// A place among the runs (max_runs) while a run is opened or goes, or a catalog loads. It is
-  /// given back when it goes, on every path (an exception out of a run's coroutine too).
+  /// A place among the runs (max_runs) while a run is opened or goes, or a catalog loads, with
+  /// its study processes counted against the process budget. It is given back when it goes, on
+  /// every path (an exception out of a run's coroutine too).
   class place {
    public:
-    explicit place(run_manager& m) : m_(&m) { ++m_->active_; }
-    place(place&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+    place(run_manager& m, std::size_t processes) : m_(&m), processes_(processes) {
+      ++m_->active_;
+      m_->processes_ += processes_;
+    }
+    place(place&& o) noexcept : m_(std::exchange(o.m_, nullptr)), processes_(o.processes_) {}
     place& operator=(place&&) = delete;
     ~place() {
-      if (m_) m_->release();
+      if (m_) m_->release(processes_);
     }
 
    private:
     run_manager* m_;
+    std::size_t processes_;
+  };
+  /// The sessions' own thread: a session opened there starts its processes, schedules and hands
+  /// its results to the store's writer there, where waiting for a slow disk slows the runs and
+  /// never the server's executor.
+  struct run_thread {
+    boost::asio::io_context ctx{1};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard =
+        boost::asio::make_work_guard(ctx);
+    std::thread thread{[this] { ctx.run(); }};
+    ~run_thread() {
+      guard.reset();
+      ctx.stop();
+      thread.join();
+    }
   };
   /// What start and resume share: takes a place, opens the session of `r` (`resume`: that saved
   /// run's id, else a new run) and starts it. Its id, or why it could not open.
@@ -139,9 +184,10 @@ class run_manager {
                                        std::shared_ptr<void> owner);
   void forget_old_runs();
   const study_entry* find_study(const std::string& name) const;
-  tl::expected<void, api_error> admit() const;
-  void release();         // a place is given back
-  void notify_changed();  // wakes stop()
+  /// Whether a run or a catalog load of `processes` study processes may start now.
+  tl::expected<void, api_error> admit(std::size_t processes) const;
+  void release(std::size_t processes);  // a place is given back
+  void notify_changed();                // wakes stop()
   /// `job()` on the worker threads, resumed on the awaiting coroutine's executor with its result.
   /// `job` touches only what it captures, never the manager's state, and is a named local of the
   /// awaiting coroutine: g++ 12 destroys a temporary in a co_await expression twice (a lambda
@@ -156,12 +202,17 @@ class run_manager {
   std::map<std::string, std::shared_ptr<live_run>> runs_;
   std::map<std::string, boost::json::object> catalogs_;           // by study name, listed once
   std::map<std::string, std::shared_ptr<catalog_load>> loading_;  // by study name
+  std::shared_ptr<saved_counts> counts_ = std::make_shared<saved_counts>();
   std::weak_ptr<void> owner_;
-  std::size_t active_ = 0;  // places taken: runs being opened or going, and catalog loads
+  std::size_t active_ = 0;     // places taken: runs being opened or going, and catalog loads
+  std::size_t processes_ = 0;  // their study processes
+  std::size_t process_budget_ = 0;
   std::shared_ptr<boost::asio::steady_timer>
       changed_;  // cancelled when active_ drops or a run starts
-  bool stopping_ = false;
-  /// Last: destroyed first, it joins its threads while what they were given still exists.
+  /// Also read by a session's refine, on the run thread or a worker.
+  std::atomic<bool> stopping_ = false;
+  /// Last: destroyed first, they join their threads while what they were given still exists.
+  run_thread sessions_;
   boost::asio::thread_pool work_{2};
 };
 

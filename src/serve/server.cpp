@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -57,6 +58,8 @@ std::optional<error> validate(const server_config& c) {
     return error{errc::invalid_limit, "the connection limit must be at least 1"};
   if (c.max_connections_per_client == 0)
     return error{errc::invalid_limit, "the per-client connection limit must be at least 1"};
+  if (c.max_procs == 0)
+    return error{errc::invalid_limit, "the process limit of a run must be at least 1"};
   return std::nullopt;
 }
 
@@ -64,6 +67,12 @@ namespace {
 
 using request = http::request<http::string_body>;
 using response = http::response<http::string_body>;
+
+// What one write may take: the most a client that stops reading makes the server hold beyond
+// the answer itself, and what an event stream gathers before it writes.
+constexpr std::size_t send_slice = std::size_t{64} << 10;
+// How long stop() lets answers under way finish before it closes their connections.
+constexpr std::chrono::milliseconds stop_grace{500};
 
 // Beast's request parser with the bounds it lacks. Trailers are dropped: Beast would add them to
 // the header (where a later Host or Authorization could hide), and one longer than its fields
@@ -180,10 +189,14 @@ struct server::impl : std::enable_shared_from_this<impl> {
     // Waiting for or reading a request, or lingering after a refusal: stop() closes it (the
     // others end after their answer).
     bool interruptible = false;
-    // It sent the token (any request, when no token is configured): never closed to make room.
+    // It sent the token: never closed to make room while it reads what it is sent. With no
+    // token configured nothing proves a connection, and one waiting for a request may be closed.
     bool authenticated = false;
+    // A write is under way: since `waiting_since`, the last time the client took a slice. One that
+    // does not read stays so, and is closed first to make room, whatever it sent.
+    bool writing = false;
     bool counted = true;  // in `connections` and `clients`; not once closed to make room
-    std::chrono::steady_clock::time_point waiting_since;  // for its current request
+    std::chrono::steady_clock::time_point waiting_since;  // for its request, or its write's slice
   };
   std::map<std::uint64_t, connection> conns;  // every session until it ends
   std::size_t connections = 0;
@@ -194,16 +207,20 @@ struct server::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<void> session(tcp::socket socket);
   asio::awaitable<void> linger(beast::tcp_stream& stream, std::uint64_t conn);
   std::optional<api_error> make_room(const asio::ip::address& peer);
-  bool close_oldest_unproven(const asio::ip::address* from);
+  bool close_oldest_evictable(const asio::ip::address* from);
   void uncount(connection& c);
   std::optional<api_error> misdirected(const request& req) const;
-  asio::awaitable<bool> write(beast::tcp_stream& stream, response res, bool keep_alive);
+  bool token_given(const request& req) const;
+  std::optional<api_error> refuse_before_body(const request& req) const;
+  asio::awaitable<bool> send(beast::tcp_stream& stream, std::uint64_t conn, std::string_view data);
+  asio::awaitable<bool> write(beast::tcp_stream& stream, std::uint64_t conn, response res,
+                              bool keep_alive);
   asio::awaitable<bool> handle(beast::tcp_stream& stream, request& req, std::uint64_t conn);
   asio::awaitable<tl::expected<response, api_error>> answer(const route_match& m,
                                                             const request_target& t, request& req);
   tl::expected<response, api_error> answer_now(const route_match& m);
-  asio::awaitable<void> events(beast::tcp_stream& stream, request& req, const request_target& t,
-                               const std::string& id);
+  asio::awaitable<void> events(beast::tcp_stream& stream, std::uint64_t conn, request& req,
+                               const request_target& t, const std::string& id);
 };
 
 asio::awaitable<void> server::impl::accept_loop() {
@@ -233,8 +250,8 @@ asio::awaitable<void> server::impl::accept_loop() {
   }
 }
 
-asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response res,
-                                          bool keep_alive) {
+asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, std::uint64_t conn,
+                                          response res, bool keep_alive) {
   res.keep_alive(keep_alive && !stopped);
   // No page may be framed, whatever its own <meta> policy says: a saved report's cannot say
   // frame-ancestors, which only a header can.
@@ -244,9 +261,39 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, response re
     res.set(http::field::x_frame_options, "DENY");
   }
   res.prepare_payload();
-  stream.expires_after(config.idle_timeout);
-  auto [ec, n] = co_await http::async_write(stream, res, asio::as_tuple(asio::use_awaitable));
-  co_return !ec && res.keep_alive();
+  std::ostringstream head;
+  head << res.base();
+  // A small answer goes out in one write (the socket has no Nagle delay, see session()).
+  if (res.body().size() <= send_slice) {
+    auto text = std::move(head).str() + res.body();
+    co_return co_await send(stream, conn, text) && res.keep_alive();
+  }
+  auto header = std::move(head).str();
+  if (!co_await send(stream, conn, header)) co_return false;
+  co_return co_await send(stream, conn, res.body()) && res.keep_alive();
+}
+
+// Writes `data` a slice at a time, each within write_timeout: a client that reads slowly but
+// steadily gets it all, one that stops reading is closed, and meanwhile its connection is the
+// first to make room for a newcomer.
+asio::awaitable<bool> server::impl::send(beast::tcp_stream& stream, std::uint64_t conn,
+                                         std::string_view data) {
+  auto& c = conns.at(conn);
+  c.writing = true;
+  struct done_writing {
+    connection& c;
+    ~done_writing() { c.writing = false; }
+  } guard{c};
+  while (!data.empty()) {
+    auto slice = data.substr(0, send_slice);
+    c.waiting_since = std::chrono::steady_clock::now();
+    stream.expires_after(config.write_timeout);
+    auto [ec, n] = co_await asio::async_write(stream, asio::buffer(slice.data(), slice.size()),
+                                              asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return false;
+    data.remove_prefix(n);
+  }
+  co_return true;
 }
 
 // After refusing a request whose body is still coming (never after a refused header): half-close
@@ -257,7 +304,7 @@ asio::awaitable<void> server::impl::linger(beast::tcp_stream& stream, std::uint6
   conns.at(conn).interruptible = true;
   boost::system::error_code ec;
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  std::vector<char> sink(std::size_t{64} << 10);
+  std::vector<char> sink(std::size_t{8} << 10);
   std::size_t drained = 0;
   stream.expires_after(config.idle_timeout);
   while (!ec && drained < 2 * config.max_body_bytes) {
@@ -275,13 +322,15 @@ void server::impl::uncount(connection& c) {
   --connections;
 }
 
-// Closes the connection (from `from`, if given) that has waited longest for its request without
-// ever sending the token: one that is not being answered and has proved nothing.
-bool server::impl::close_oldest_unproven(const asio::ip::address* from) {
+// Closes the connection (from `from`, if given) that has waited longest, either for the client
+// to take a slice of what it is sent (whatever it sent), or for a request without ever sending
+// the token (with no token configured, any connection between requests).
+bool server::impl::close_oldest_evictable(const asio::ip::address* from) {
   auto oldest = conns.end();
   for (auto it = conns.begin(); it != conns.end(); ++it) {
     auto& c = it->second;
-    if (!c.counted || !c.interruptible || c.authenticated || (from && c.peer != *from)) continue;
+    const bool evictable = c.writing || (c.interruptible && !c.authenticated);
+    if (!c.counted || !evictable || (from && c.peer != *from)) continue;
     // Ids grow with time: the first of equal times is the older.
     if (oldest == conns.end() || c.waiting_since < oldest->second.waiting_since) oldest = it;
   }
@@ -292,16 +341,16 @@ bool server::impl::close_oldest_unproven(const asio::ip::address* from) {
   return true;
 }
 
-// A newcomer from `peer` beyond a cap takes the place of an unproven connection (one from the
-// same address for the per-address cap), so silent connections cannot lock a client with the
-// token out; with none to close, the newcomer is refused.
+// A newcomer from `peer` beyond a cap takes the place of a connection that does not read or has
+// proved nothing (one from the same address for the per-address cap), so neither silent nor
+// non-reading connections can lock a client out; with none to close, the newcomer is refused.
 std::optional<api_error> server::impl::make_room(const asio::ip::address& peer) {
   std::optional<api_error> e;
-  if (clients[peer] > config.max_connections_per_client && !close_oldest_unproven(&peer))
+  if (clients[peer] > config.max_connections_per_client && !close_oldest_evictable(&peer))
     e = make_error(503, "too_many_connections",
                    "the server holds at most " + std::to_string(config.max_connections_per_client) +
                        " connections from one address");
-  else if (connections > config.max_connections && !close_oldest_unproven(nullptr))
+  else if (connections > config.max_connections && !close_oldest_evictable(nullptr))
     e = make_error(
         503, "too_many_connections",
         "the server holds at most " + std::to_string(config.max_connections) + " connections");
@@ -313,6 +362,8 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
   auto self = shared_from_this();
   boost::system::error_code ignored;
   const auto peer = socket.remote_endpoint(ignored).address();
+  // Answers go out whole or in send_slice slices: nothing waits for an acknowledgement.
+  socket.set_option(tcp::no_delay(true), ignored);
   beast::tcp_stream stream(std::move(socket));
   const auto conn = ++next_conn;
   auto& entry = conns[conn];
@@ -333,7 +384,7 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
     }
   } guard{this, conn};
   if (auto e = make_room(peer)) {
-    co_await write(stream, error_response(*e), false);
+    co_await write(stream, conn, error_response(*e), false);
     stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
     co_return;
   }
@@ -353,9 +404,19 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser,
                                                     asio::as_tuple(asio::use_awaitable));
     // The token proves a connection as soon as its header has come, before its body is read.
-    if (!ec && !config.token.empty() &&
-        bearer_matches(parser.get()[http::field::authorization], config.token))
+    if (!ec && !config.token.empty() && token_given(parser.get()))
       conns.at(conn).authenticated = true;
+    if (!ec) {
+      // A body is read only for a request that will be answered: its Host, Origin, framing and
+      // token are checked first, so a client without the token costs no body's memory.
+      if (auto refusal = refuse_before_body(parser.get())) {
+        conns.at(conn).interruptible = false;
+        co_await write(stream, conn, error_response(*refusal), false);
+        // A refused framing (400) has no length to read away; any other body is read away.
+        if (!parser.is_done() && refusal->status != 400) co_await linger(stream, conn);
+        co_return;
+      }
+    }
     // Beast refuses a Content-Length over the body limit while reading the header; a chunked
     // body is refused when it grows past the limit.
     beast::error_code failed = ec;
@@ -370,7 +431,7 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
     conns.at(conn).interruptible = false;
     if (failed) {
       if (auto refusal = read_refusal(failed, parser, config)) {
-        co_await write(stream, error_response(*refusal), false);
+        co_await write(stream, conn, error_response(*refusal), false);
         // Only a body may still be coming (a 413 on the Content-Length included): after a
         // refused header nothing more is due, and lingering would hold the connection's place
         // for idle_timeout instead of header_timeout.
@@ -379,8 +440,6 @@ asio::awaitable<void> server::impl::session(tcp::socket socket) {
       co_return;
     }
     first = false;
-    // With no token configured, any whole request proves its connection.
-    if (config.token.empty()) conns.at(conn).authenticated = true;
     auto req = parser.release();
     if (!co_await handle(stream, req, conn)) co_return;
   }
@@ -390,8 +449,8 @@ std::optional<api_error> server::impl::misdirected(const request& req) const {
   auto hosts = req.count(http::field::host);
   auto host = req[http::field::host];
   if (hosts > 1) return make_error(400, "bad_host", "the request has more than one Host header");
-  if (hosts == 0 && req.version() >= 11)
-    return make_error(400, "missing_host", "an HTTP/1.1 request needs a Host header");
+  // HTTP/1.0 too: the Host is what tells this server from a rebound name (RFC 9112 3.2).
+  if (hosts == 0) return make_error(400, "missing_host", "a request needs a Host header");
   if (hosts == 1 && !host_allowed(host, config.address, config.allowed_hosts))
     return make_error(421, "misdirected_request",
                       "this server does not answer for the host '" + std::string(host) +
@@ -407,37 +466,52 @@ std::optional<api_error> server::impl::misdirected(const request& req) const {
   return std::nullopt;
 }
 
-asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& req, std::uint64_t) {
-  const bool keep = req.keep_alive();
-  // Before the route and the token: a request for another host name (a page whose name was
-  // rebound to this address) or a change from another site's page ends the connection.
-  if (auto e = misdirected(req)) co_return co_await write(stream, error_response(*e), false);
+// The token, as `Authorization: Bearer`, or on a GET as the cookie the dashboard sets: a page of
+// another site cannot send it (SameSite=Strict), and a GET changes nothing.
+bool server::impl::token_given(const request& req) const {
+  if (bearer_matches(req[http::field::authorization], config.token)) return true;
+  return (req.method() == http::verb::get || req.method() == http::verb::head) &&
+         cookie_token_matches(req[http::field::cookie], config.token);
+}
+
+// What ends a request once its header has come, before its body is read: a framing RFC 9112
+// 6.1 calls faulty, a request for another host name (a page whose name was rebound to this
+// address) or a change from another site's page, and a route that needs the token without it
+// (closed too, so connections without the token cannot hold the connection table).
+std::optional<api_error> server::impl::refuse_before_body(const request& req) const {
+  if (req.count(http::field::transfer_encoding) > 0 && (req.version() < 11 || !req.chunked()))
+    return make_error(400, "bad_transfer_encoding",
+                      "a Transfer-Encoding must end in chunked, on HTTP/1.1 (RFC 9112 6.1)");
+  if (auto e = misdirected(req)) return e;
+  if (config.token.empty() || token_given(req)) return std::nullopt;
   auto t = parse_target(req.target());
-  if (!t) co_return co_await write(stream, error_response(t.error()), keep);
+  if (!t) return std::nullopt;  // answered 400 with the target's error
   auto m = match_route(req.method_string(), t->path);
-  if (!m) co_return co_await write(stream, error_response(m.error()), keep);
-  if (m->spec->authenticated && !config.token.empty() &&
-      !bearer_matches(req[http::field::authorization], config.token))
-    // Closed too: connections without the token cannot hold the connection table.
-    co_return co_await write(
-        stream,
-        error_response(
-            make_error(401, "unauthorized", "this route needs Authorization: Bearer <token>")),
-        false);
+  if (!m || !m->spec->authenticated) return std::nullopt;
+  return make_error(401, "unauthorized", "this route needs Authorization: Bearer <token>");
+}
+
+asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& req,
+                                           std::uint64_t conn) {
+  const bool keep = req.keep_alive();
+  auto t = parse_target(req.target());
+  if (!t) co_return co_await write(stream, conn, error_response(t.error()), keep);
+  auto m = match_route(req.method_string(), t->path);
+  if (!m) co_return co_await write(stream, conn, error_response(m.error()), keep);
   // A body is JSON, so a page on another site cannot send one without asking first (a no-cors
   // request may only be text/plain or a form).
   if (req.method() != http::verb::get && !req.body().empty() &&
       !is_json_media_type(req[http::field::content_type]))
-    co_return co_await write(stream, error_response(body_not_json(req[http::field::content_type])),
-                             keep);
+    co_return co_await write(stream, conn,
+                             error_response(body_not_json(req[http::field::content_type])), keep);
   if (m->spec->r == route::run_events) {
-    co_await events(stream, req, *t, m->run_id);
+    co_await events(stream, conn, req, *t, m->run_id);
     co_return false;
   }
   // No ?: with temporaries here: g++ 12 evaluates both arms of one inside a coroutine.
   auto res = co_await answer(*m, *t, req);
-  if (!res) co_return co_await write(stream, error_response(res.error()), keep);
-  co_return co_await write(stream, std::move(*res), keep);
+  if (!res) co_return co_await write(stream, conn, error_response(res.error()), keep);
+  co_return co_await write(stream, conn, std::move(*res), keep);
 }
 
 namespace {
@@ -588,8 +662,9 @@ asio::awaitable<tl::expected<response, api_error>> server::impl::answer(const ro
   }
 }
 
-asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, request& req,
-                                           const request_target& t, const std::string& id) {
+asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, std::uint64_t conn,
+                                           request& req, const request_target& t,
+                                           const std::string& id) {
   auto self = shared_from_this();
   std::uint64_t last = 0;
   auto given = t.param("last_event_id");
@@ -597,7 +672,7 @@ asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, request& r
   if (given) {
     auto n = parse_last_event_id(*given);
     if (!n) {
-      co_await write(stream,
+      co_await write(stream, conn,
                      error_response(make_error(400, "invalid_last_event_id",
                                                "Last-Event-ID: a decimal event id")),
                      false);
@@ -609,35 +684,38 @@ asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, request& r
   std::string head =
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
       "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n";
-  auto send = [&](std::string text) -> asio::awaitable<bool> {
-    stream.expires_after(config.idle_timeout);
-    auto [ec, n] =
-        co_await asio::async_write(stream, asio::buffer(text), asio::as_tuple(asio::use_awaitable));
-    co_return !ec;
+  auto send_text = [&](std::string text) -> asio::awaitable<bool> {
+    co_return co_await send(stream, conn, text);
+  };
+  // At most about a slice of frames at a time: a client far behind costs one slice, not the log.
+  auto frames_after = [&](std::string& text) {
+    for (auto& e : run->events.after(last)) {
+      if (text.size() >= send_slice) break;
+      text += sse_frame(e);
+      last = e.id;
+    }
   };
   if (!run) {
     // A saved run this server did not run: its end, once.
     auto s = co_await runs.status(id);
     if (!s) {
-      co_await write(stream, error_response(s.error()), false);
+      co_await write(stream, conn, error_response(s.error()), false);
       co_return;
     }
     if (last < 1) head += saved_end_frame(*s);
-    co_await send(std::move(head));
+    co_await send_text(std::move(head));
     co_return;
   }
   // The header and what has happened so far in one write: a client sees the run's state at once.
-  for (auto& e : run->events.after(last)) head += sse_frame(e);
-  last = std::max(last, run->events.last_id());
-  if (!co_await send(std::move(head))) co_return;
+  frames_after(head);
+  if (!co_await send_text(std::move(head))) co_return;
   asio::steady_timer keepalive(ex);
   for (;;) {
-    auto pending = run->events.after(last);
-    if (!pending.empty()) {
-      std::string text;
-      for (auto& e : pending) text += sse_frame(e);
-      last = pending.back().id;
-      if (!co_await send(std::move(text))) co_return;
+    std::string text;
+    frames_after(text);
+    if (!text.empty()) {
+      if (!co_await send_text(std::move(text))) co_return;
+      if (run->events.last_id() > last) continue;  // more than a slice was waiting
       if (run->finished || config.event_interval.count() == 0) continue;
       // Events that come meanwhile go out together: with many clients, one wake-up and one
       // write per client per interval instead of per event.
@@ -650,7 +728,7 @@ asio::awaitable<void> server::impl::events(beast::tcp_stream& stream, request& r
     keepalive.expires_after(config.keepalive);
     auto woke = co_await (notify->async_wait(asio::as_tuple(asio::use_awaitable)) ||
                           keepalive.async_wait(asio::as_tuple(asio::use_awaitable)));
-    if (woke.index() == 1 && !co_await send(": keepalive\n\n")) co_return;
+    if (woke.index() == 1 && !co_await send_text(": keepalive\n\n")) co_return;
   }
 }
 
@@ -703,14 +781,25 @@ asio::awaitable<void> server::stop() {
   s->stopped = true;
   boost::system::error_code ec;
   s->acceptor.close(ec);
+  // Nothing more is due to connections waiting for, reading or draining a request, nor to one
+  // that does not read what it is sent.
+  auto close_idle = [s, &ec] {
+    for (auto& [id, c] : s->conns)
+      if (c.interruptible || c.writing) c.stream->socket().close(ec);
+  };
+  close_idle();
   co_await s->runs.stop();
-  // Connections waiting for or reading a request, or lingering, are closed; the others end after
-  // their answer (an event stream after its run's end, which has come now).
-  for (auto& [id, c] : s->conns)
-    if (c.interruptible) c.stream->socket().close(ec);
+  // The others end after their answer (an event stream after its run's end, which has come
+  // now), given stop_grace; then every connection still open is closed.
+  close_idle();
+  asio::steady_timer grace(s->ex, stop_grace);
   while (!s->conns.empty()) {
     auto t = s->conns_changed;
-    co_await t->async_wait(asio::as_tuple(asio::use_awaitable));
+    auto woke = co_await (t->async_wait(asio::as_tuple(asio::use_awaitable)) ||
+                          grace.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (woke.index() == 0) continue;
+    for (auto& [id, c] : s->conns) c.stream->socket().close(ec);
+    grace.expires_at(asio::steady_timer::time_point::max());
   }
 }
 

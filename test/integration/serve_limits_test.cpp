@@ -20,6 +20,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json/parse.hpp>
@@ -32,6 +33,8 @@
 #include <fstream>
 #include <string>
 #include <thread>
+
+#include <sys/resource.h>
 #include <utility>
 #include <vector>
 
@@ -153,19 +156,25 @@ const std::string post_runs =
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(one_connection_too_many_is_answered_503_and_closed) {
-  run_with_server([](tcp::endpoint ep) -> asio::awaitable<void> {
-    auto ex = co_await asio::this_coro::executor;
-    tcp::socket a(ex), b(ex);
-    co_await a.async_connect(ep, asio::use_awaitable);
-    // A answered: it holds the one connection the server allows.
-    auto first = co_await ask(a, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    BOOST_TEST(first.rfind("HTTP/1.1 200 OK", 0) == 0u);
-    co_await b.async_connect(ep, asio::use_awaitable);
-    auto refused = co_await read_to_end(b);
-    BOOST_TEST(refused.rfind("HTTP/1.1 503", 0) == 0u, refused);
-    BOOST_TEST(refused.find("Retry-After: 1") != std::string::npos);
-    BOOST_TEST(refused.find("\"code\":\"too_many_connections\"") != std::string::npos);
-  });
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        tcp::socket a(ex), b(ex);
+        co_await a.async_connect(ep, asio::use_awaitable);
+        // A answered with the token: it holds the one connection the server allows.
+        auto first = co_await ask(a,
+                                  "GET /v1/version HTTP/1.1\r\nHost: localhost\r\n"
+                                  "Authorization: Bearer 0123456789abcdef0123\r\n\r\n");
+        BOOST_TEST(first.rfind("HTTP/1.1 200 OK", 0) == 0u);
+        co_await b.async_connect(ep, asio::use_awaitable);
+        auto refused = co_await read_to_end(b);
+        BOOST_TEST(refused.rfind("HTTP/1.1 503", 0) == 0u, refused);
+        BOOST_TEST(refused.find("Retry-After: 1") != std::string::npos);
+        BOOST_TEST(refused.find("\"code\":\"too_many_connections\"") != std::string::npos);
+      },
+      c);
 }
 
 BOOST_AUTO_TEST_CASE(a_header_that_never_ends_is_cut_off) {
@@ -273,6 +282,10 @@ BOOST_AUTO_TEST_CASE(a_foreign_or_missing_host_is_refused) {
         auto missing = co_await send_and_read(ep, get(""));
         BOOST_TEST(missing.rfind("HTTP/1.1 400", 0) == 0u, missing);
         BOOST_TEST(missing.find("\"code\":\"missing_host\"") != std::string::npos);
+        // HTTP/1.0 too: without a Host, a rebound name would pass unseen.
+        auto old = co_await send_and_read(ep, "GET /healthz HTTP/1.0\r\n\r\n");
+        BOOST_TEST(old.rfind("HTTP/1.1 400", 0) == 0u, old);
+        BOOST_TEST(old.find("\"code\":\"missing_host\"") != std::string::npos);
         auto twice = co_await send_and_read(ep, get("Host: localhost\r\nHost: evil.example\r\n"));
         BOOST_TEST(twice.rfind("HTTP/1.1 400", 0) == 0u, twice);
         for (auto& host : allowed_hosts(port)) {
@@ -333,8 +346,36 @@ BOOST_AUTO_TEST_CASE(trailers_never_reach_the_header) {
 
 BOOST_AUTO_TEST_CASE(one_address_cannot_fill_the_connection_table) {
   auto c = small_config();
+  c.token = "0123456789abcdef0123";
   c.max_connections = 10;
   c.max_connections_per_client = 2;
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(30);  // a failure ends, not hangs
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        std::vector<tcp::socket> held;
+        for (int i = 0; i < 2; ++i) {
+          held.emplace_back(ex);
+          co_await held.back().async_connect(ep, asio::use_awaitable);
+          auto ok = co_await ask(held.back(),
+                                 "GET /v1/version HTTP/1.1\r\nHost: localhost\r\n"
+                                 "Authorization: Bearer 0123456789abcdef0123\r\n\r\n");
+          BOOST_TEST(ok.rfind("HTTP/1.1 200 OK", 0) == 0u);
+        }
+        auto third = co_await send_and_read(ep, "");
+        BOOST_TEST(third.rfind("HTTP/1.1 503", 0) == 0u, third);
+        BOOST_TEST(third.find("from one address") != std::string::npos, third);
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(without_a_token_kept_alive_connections_make_room_for_a_newcomer) {
+  // No token: nothing proves a connection, so keep-alives that each sent a request cannot lock
+  // other clients out (they shared 127.0.0.1's 32 places until the newcomer got 503).
+  auto c = small_config();
+  c.max_connections = 10;
+  c.max_connections_per_client = 2;
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(30);
   run_with_server(
       [](tcp::endpoint ep) -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
@@ -345,9 +386,10 @@ BOOST_AUTO_TEST_CASE(one_address_cannot_fill_the_connection_table) {
           auto ok = co_await ask(held.back(), "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n");
           BOOST_TEST(ok.rfind("HTTP/1.1 200 OK", 0) == 0u);
         }
-        auto third = co_await send_and_read(ep, "");
-        BOOST_TEST(third.rfind("HTTP/1.1 503", 0) == 0u, third);
-        BOOST_TEST(third.find("from one address") != std::string::npos, third);
+        co_await still_serving(ep);
+        BOOST_TEST((co_await read_to_end(held[0])).empty());  // the oldest made room
+        auto again = co_await ask(held[1], "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        BOOST_TEST(again.rfind("HTTP/1.1 200 OK", 0) == 0u, again);
       },
       c);
 }
@@ -441,6 +483,178 @@ BOOST_AUTO_TEST_CASE(stop_closes_connections_in_the_middle_of_a_request) {
   BOOST_TEST(done);
   BOOST_TEST((stop_took < std::chrono::seconds(10)),
              std::chrono::duration<double>(stop_took).count() << " s");
+}
+
+namespace {
+
+const std::string token_header = "Authorization: Bearer 0123456789abcdef0123\r\n";
+
+// 3000 requests for the dashboard's script (6 KiB each) in one write, which the client then
+// never reads: 19 MiB of answers, beyond what the kernel's buffers hold on loopback (its own
+// receive buffer is set small, which also stops its growth), so the server soon waits for it.
+asio::awaitable<void> pipeline_unread(tcp::socket& s, tcp::endpoint ep, const std::string& extra) {
+  s.open(ep.protocol());
+  s.set_option(asio::socket_base::receive_buffer_size(4096));
+  co_await s.async_connect(ep, asio::use_awaitable);
+  auto text = std::make_shared<std::string>();
+  for (int i = 0; i < 3000; ++i)
+    *text += "GET /dashboard.js HTTP/1.1\r\nHost: localhost\r\n" + extra + "\r\n";
+  // Not awaited: the server stops reading once its writes wait.
+  asio::async_write(s, asio::buffer(*text), [text](boost::system::error_code, std::size_t) {});
+}
+
+// Round trips on `s`: each lets the server's other connections take a step or more (about 4),
+// so that it has written to a client that does not read until the buffers are full (about 650
+// answers, two steps each).
+asio::awaitable<void> round_trips(tcp::socket& s, const std::string& request) {
+  for (int i = 0; i < 1000; ++i)
+    BOOST_TEST((co_await ask(s, request)).rfind("HTTP/1.1 200", 0) == 0u);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_client_that_does_not_read_makes_room_whatever_it_sent) {
+  // A full table: a client with the token waiting, and two that pipelined thousands of requests
+  // and read nothing, one of them with the token. Newcomers take their places (503 before).
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  c.max_connections = 3;
+  c.header_timeout = c.idle_timeout = c.write_timeout = std::chrono::seconds(30);
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string version =
+            "GET /v1/version HTTP/1.1\r\nHost: localhost\r\n" + token_header;
+        tcp::socket proven(ex), silent(ex), with_token(ex), first(ex), second(ex);
+        co_await proven.async_connect(ep, asio::use_awaitable);
+        BOOST_TEST((co_await ask(proven, version + "\r\n")).rfind("HTTP/1.1 200", 0) == 0u);
+        co_await pipeline_unread(silent, ep, "");
+        co_await pipeline_unread(with_token, ep, token_header);
+        co_await round_trips(proven, version + "\r\n");
+        co_await first.async_connect(ep, asio::use_awaitable);
+        auto a = co_await ask(first, version + "\r\n");
+        BOOST_TEST(a.rfind("HTTP/1.1 200", 0) == 0u, a.substr(0, 200));
+        co_await second.async_connect(ep, asio::use_awaitable);
+        auto b = co_await ask(second, version + "\r\n");
+        BOOST_TEST(b.rfind("HTTP/1.1 200", 0) == 0u, b.substr(0, 200));
+        auto again = co_await ask(proven, version + "\r\n");
+        BOOST_TEST(again.rfind("HTTP/1.1 200", 0) == 0u, again.substr(0, 200));
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_is_closed_after_write_timeout) {
+  auto c = small_config();
+  c.idle_timeout = std::chrono::seconds(60);  // the write timeout alone closes it
+  c.write_timeout = std::chrono::milliseconds(300);
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        tcp::socket s(ex);
+        co_await pipeline_unread(s, ep, "");
+        // Time is the subject here: longer than the write timeout, far shorter than idle.
+        asio::steady_timer wait(ex, std::chrono::seconds(3));
+        co_await wait.async_wait(asio::use_awaitable);
+        auto t0 = std::chrono::steady_clock::now();
+        auto got = co_await read_to_end(s);  // what was under way, then the end
+        BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)));
+        std::size_t answers = 0;
+        for (auto at = got.find("HTTP/1.1 200"); at != std::string::npos;
+             at = got.find("HTTP/1.1 200", at + 1))
+          ++answers;
+        BOOST_TEST(answers < 3000u);  // closed before it had everything
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(a_body_without_the_token_is_refused_before_it_is_read) {
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  c.max_body_bytes = 1 << 20;
+  c.header_timeout = c.idle_timeout = std::chrono::seconds(30);
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        tcp::socket s(ex);
+        co_await s.async_connect(ep, asio::use_awaitable);
+        // The header alone: the answer comes without the body (the server waited for it before).
+        auto head = post_runs + "Content-Length: 1000000\r\n\r\n";
+        co_await asio::async_write(s, asio::buffer(head), asio::use_awaitable);
+        std::string answer;
+        char buf[4096];
+        while (answer.find("\r\n\r\n") == std::string::npos) {
+          auto n = co_await s.async_read_some(asio::buffer(buf), asio::use_awaitable);
+          answer.append(buf, n);
+        }
+        BOOST_TEST(answer.rfind("HTTP/1.1 401", 0) == 0u, answer);
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(the_token_cookie_opens_a_get_but_changes_nothing) {
+  auto c = small_config();
+  c.token = "0123456789abcdef0123";
+  run_with_server(
+      [](tcp::endpoint ep) -> asio::awaitable<void> {
+        const std::string cookie = "Cookie: theme=dark; mira_token=0123456789abcdef0123\r\n";
+        auto get = co_await send_and_read(
+            ep,
+            "GET /v1/runs HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + cookie + "\r\n");
+        BOOST_TEST(get.rfind("HTTP/1.1 200", 0) == 0u, get);
+        auto wrong = co_await send_and_read(
+            ep,
+            "GET /v1/runs HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            "Cookie: mira_token=0123456789abcdef0124\r\n\r\n");
+        BOOST_TEST(wrong.rfind("HTTP/1.1 401", 0) == 0u, wrong);
+        auto post = co_await send_and_read(
+            ep, "POST /v1/runs/20990101T000000Z-0000/cancel HTTP/1.1\r\nHost: localhost\r\n" +
+                    cookie + "Connection: close\r\n\r\n");
+        BOOST_TEST(post.rfind("HTTP/1.1 401", 0) == 0u, post);
+      },
+      c);
+}
+
+BOOST_AUTO_TEST_CASE(a_transfer_encoding_that_does_not_end_in_chunked_is_refused) {
+  refused(post_runs + "Transfer-Encoding: gzip\r\n\r\n{}", "400", "bad_transfer_encoding");
+  refused(post_runs + "Transfer-Encoding: chunked, gzip\r\n\r\n2\r\n{}\r\n0\r\n\r\n", "400",
+          "bad_transfer_encoding");
+  refused(
+      "POST /v1/runs HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+      "400", "bad_transfer_encoding");
+}
+
+BOOST_AUTO_TEST_CASE(stop_closes_a_connection_that_does_not_read) {
+  auto c = small_config();
+  c.max_connections = 4;
+  c.header_timeout = c.idle_timeout = c.write_timeout = std::chrono::seconds(60);
+  asio::io_context ctx{1};
+  mira::serve::server srv(ctx.get_executor(), c);
+  auto ep = srv.start();
+  BOOST_REQUIRE(ep);
+  std::chrono::steady_clock::duration stop_took{};
+  bool done = false;
+  asio::co_spawn(
+      ctx,
+      [&]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        tcp::socket s(ex);
+        co_await pipeline_unread(s, *ep, "");
+        tcp::socket other(ex);
+        co_await other.async_connect(*ep, asio::use_awaitable);
+        co_await round_trips(other, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        auto t0 = std::chrono::steady_clock::now();
+        co_await srv.stop();
+        stop_took = std::chrono::steady_clock::now() - t0;
+      },
+      [&](std::exception_ptr e) {
+        done = true;
+        if (e) std::rethrow_exception(e);
+      });
+  ctx.run_for(std::chrono::seconds(90));
+  BOOST_TEST(done);
+  BOOST_TEST((stop_took < std::chrono::seconds(2)), std::chrono::duration<double>(stop_took).count()
+                                                        << " s");
 }
 
 // The run manager's limits, with the example study and a server on a thread of its own, so that
@@ -605,6 +819,47 @@ BOOST_AUTO_TEST_CASE(a_plan_over_max_cases_is_refused_before_anything_starts) {
   BOOST_TEST(std::filesystem::is_empty(c.results_dir));  // no run folder
 }
 
+BOOST_AUTO_TEST_CASE(a_run_starting_many_processes_does_not_hold_up_healthz) {
+  auto c = runs_config("exec " MIRA_EXAMPLE_STUDY);
+  c.max_procs = 100;
+  c.max_connections = 16;  // the descriptors of the test's process go to the studies
+  threaded_server s(c);
+  // Spawned on the server's thread, 100 processes held /healthz for seconds; now on the run thread.
+  auto [worst, answer] = healthz_while(
+      s.ep, "POST", "/v1/runs",
+      R"({"study":"example","selection":{"evals":["arithmetic"]},"options":{"procs":100}})");
+  BOOST_TEST(answer.rfind("HTTP/1.1 201", 0) == 0u, answer.substr(0, 300));
+  BOOST_TEST(worst < 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(processes_beyond_max_procs_or_the_descriptor_budget_are_refused) {
+  auto c = runs_config("exec " MIRA_EXAMPLE_STUDY);
+  c.max_procs = 4;
+  c.max_connections = 16;
+  rlimit was{};
+  BOOST_REQUIRE(::getrlimit(RLIMIT_NOFILE, &was) == 0);
+  rlimit low = was;
+  low.rlim_cur = 16 + 64 + 7 * 6 + 5;  // room for 7 study processes
+  BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  {
+    threaded_server s(c);
+    BOOST_REQUIRE(::setrlimit(RLIMIT_NOFILE, &was) == 0);  // the budget is taken at the start
+    auto over = http(s.ep, "POST", "/v1/runs", R"({"study":"example","options":{"procs":5}})");
+    BOOST_TEST(over.rfind("HTTP/1.1 422", 0) == 0u, over);
+    BOOST_TEST(over.find("at most 4") != std::string::npos, over);
+    // 4 processes go; 4 more would be beyond the 7 the descriptors allow.
+    const std::string long_run =
+        R"({"study":"example","selection":{"trials":2000},"options":{"procs":4,"concurrency":1}})";
+    auto first = http(s.ep, "POST", "/v1/runs", long_run);
+    BOOST_REQUIRE(first.rfind("HTTP/1.1 201", 0) == 0u);
+    auto second = http(s.ep, "POST", "/v1/runs", long_run);
+    BOOST_TEST(second.rfind("HTTP/1.1 429", 0) == 0u, second);
+    BOOST_TEST(second.find("\"code\":\"too_many_processes\"") != std::string::npos, second);
+    auto id = boost::json::parse(first.substr(first.find("\r\n\r\n") + 4)).at("run_id");
+    http(s.ep, "POST", "/v1/runs/" + std::string(id.as_string()) + "/cancel");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(concurrent_catalog_requests_start_the_study_once) {
   char tmpl[] = "/tmp/mira-serve-starts-XXXXXX";
   std::string starts = std::string(::mkdtemp(tmpl)) + "/starts";
@@ -650,4 +905,27 @@ BOOST_AUTO_TEST_CASE(an_interrupted_runs_status_counts_its_saved_records) {
   BOOST_TEST(counts.at("failed").to_number<int>() == 10);
   BOOST_TEST(counts.at("error").to_number<int>() == 10);
   BOOST_TEST(status.at("resumable").as_bool());
+}
+
+BOOST_AUTO_TEST_CASE(an_interrupted_runs_records_are_counted_once_per_meta_json) {
+  auto c = runs_config("exec " MIRA_EXAMPLE_STUDY);
+  auto id = saved_run(c.results_dir, 30, 50);
+  threaded_server s(c);
+  auto done = [&] {
+    auto answer = http(s.ep, "GET", "/v1/runs?limit=200");
+    BOOST_REQUIRE(answer.rfind("HTTP/1.1 200", 0) == 0u);
+    auto page = boost::json::parse(answer.substr(answer.find("\r\n\r\n") + 4)).as_object();
+    return page.at("runs").as_array().at(0).as_object().at("done").to_number<int>();
+  };
+  BOOST_TEST(done() == 30);
+  // Its records gone, meta.json untouched: the counts kept are answered, nothing is read again.
+  auto folder = std::filesystem::path(c.results_dir) / id;
+  for (auto& e : std::filesystem::directory_iterator(folder))
+    if (e.path().filename() != "meta.json") std::filesystem::remove_all(e.path());
+  BOOST_TEST(done() == 30);
+  // A new meta.json (a session began or ended): counted again.
+  auto meta = folder / "meta.json";
+  std::filesystem::last_write_time(
+      meta, std::filesystem::last_write_time(meta) + std::chrono::seconds(1));
+  BOOST_TEST(done() == 0);
 }

@@ -101,6 +101,7 @@ struct run_args {
   std::vector<std::string> allowed_hosts;
   std::size_t max_runs = 4;
   std::size_t max_cases = 100000;
+  std::size_t max_procs = 16;  // mira serve: options.procs of one run
 };
 
 enum class command {

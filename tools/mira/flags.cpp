@@ -623,6 +623,11 @@ const flag_spec table[] = {
      [](run_args& o, const std::string& f, const std::string& v) {
        o.max_runs = static_cast<std::size_t>(whole_number(f, v, 1, 1000));
      }},
+    {"--max-procs", "", "N", bit(command::serve), section::scheduling,
+     "the study processes one run may start (options.procs, default\n16); more is answered 422",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.max_procs = static_cast<std::size_t>(whole_number(f, v, 1, 256));
+     }},
     {"--max-cases", "", "N", bit(command::serve), section::scheduling,
      "the cases one run may plan (default 100000); a bigger selection\nis answered 413 before "
      "anything starts",

@@ -89,7 +89,7 @@ help_text text_of(command cmd) {
           "mira serve - eval runs as a service: an HTTP API and a live dashboard\n\n"
           "Usage: mira serve --study NAME=CMD [--study ...] [--listen ADDR:PORT]\n"
           "                  [--token-file FILE] [--allow-host NAME ...] [--results-dir DIR]\n"
-          "                  [--max-runs N] [--max-cases N]\n\n"
+          "                  [--max-runs N] [--max-cases N] [--max-procs N]\n\n"
           "Runs are started, watched, cancelled and resumed through /v1 (see GET "
           "/v1/openapi.json);\nthe dashboard is at /. Runs are saved as mira run saves them, "
           "so mira report works on them.\n",

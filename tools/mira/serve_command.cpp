@@ -73,6 +73,7 @@ serve::server_config config_from(const run_args& a, const config::config& projec
   c.results_dir = a.results_dir;
   c.max_runs = a.max_runs;
   c.max_cases = a.max_cases;
+  c.max_procs = a.max_procs;
   if (auto why = serve::validate(c)) throw usage_error{why->message()};
   return c;
 }

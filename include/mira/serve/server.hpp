@@ -49,13 +49,20 @@ struct server_config {
   std::size_t max_connections = 256;                  // one more is answered 503 and closed
   std::size_t max_connections_per_client = 32;        // from one address; the same beyond
   std::size_t max_body_bytes = std::size_t{1} << 20;  // 413 beyond
+  /// The study processes one run may start (`options.procs`; 422 beyond). All runs together
+  /// also stay within the descriptors the process may open (429 beyond).
+  std::size_t max_procs = 16;
   /// Also the bound on a chunk's header line and on a chunked body's trailers (which are read
   /// and dropped); a chunk's extensions may hold 4 KiB, a request's 64 KiB. 400 beyond.
   std::size_t max_header_bytes = std::size_t{16} << 10;
   std::chrono::milliseconds header_timeout{10000};  // a request's header must arrive within
-  std::chrono::milliseconds idle_timeout{60000};    // body, writes, and a kept-alive connection
-  std::chrono::milliseconds init_timeout{60000};    // a study's initialize and listing
-  std::chrono::milliseconds keepalive{15000};       // an event stream's comment when quiet
+  std::chrono::milliseconds idle_timeout{60000};    // a body, and a kept-alive connection
+  /// A write that makes no progress for this long (a client that does not read its answer or
+  /// its event stream) closes the connection. Such a connection is also the first to be closed
+  /// when a newcomer needs its place, whatever it sent.
+  std::chrono::milliseconds write_timeout{10000};
+  std::chrono::milliseconds init_timeout{60000};  // a study's initialize and listing
+  std::chrono::milliseconds keepalive{15000};     // an event stream's comment when quiet
   /// An event stream sends what came within this much of its last write together (0: each
   /// event at once), so a busy run costs each client a write per interval, not per event.
   std::chrono::milliseconds event_interval{20};

@@ -68,6 +68,18 @@ BOOST_AUTO_TEST_CASE(the_bearer_token_must_match_exactly) {
   BOOST_TEST(!bearer_matches("Bearer ", ""));  // no token configured: nothing matches
 }
 
+BOOST_AUTO_TEST_CASE(the_token_cookie_must_match_exactly) {
+  const std::string token = "s3cret token;0123456789";
+  const std::string encoded = "s3cret%20token%3B0123456789";  // as encodeURIComponent has it
+  BOOST_TEST(cookie_token_matches("mira_token=" + encoded, token));
+  BOOST_TEST(cookie_token_matches("theme=dark; mira_token=" + encoded + "; x=1", token));
+  BOOST_TEST(!cookie_token_matches("mira_token=" + encoded + "x", token));
+  BOOST_TEST(!cookie_token_matches("xmira_token=" + encoded, token));
+  BOOST_TEST(!cookie_token_matches("mira_token=%zz", token));  // a bad escape
+  BOOST_TEST(!cookie_token_matches("", token));
+  BOOST_TEST(!cookie_token_matches("mira_token=", ""));
+}
+
 BOOST_AUTO_TEST_CASE(the_host_must_name_this_server) {
   const std::vector<std::string> none;
   for (auto ok : {"localhost", "LOCALHOST:8750", "127.0.0.1", "127.0.0.1:8750", "127.8.9.10:1",
