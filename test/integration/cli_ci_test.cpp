@@ -218,6 +218,35 @@ std::string step_script(const std::string& doc, const std::string& marker, const
   return script;
 }
 
+// The `script:` of GitLab job `job` in the first YAML block after `marker`, one command per
+// line as the runner runs them (a folded `- >` item joined into one line).
+std::string job_script(const std::string& doc, const std::string& marker, const std::string& job) {
+  auto at = doc.find(marker);
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, "no " << marker << " in docs/ci.md");
+  std::istringstream in(doc.substr(doc.find("```yaml", at)));
+  std::string line, script;
+  bool in_job = false, in_script = false, folding = false;
+  while (std::getline(in, line) && line != "```") {
+    auto indent = line.find_first_not_of(' ');
+    if (indent == 0) in_job = line == job + ":", in_script = false;
+    if (!in_job || indent == std::string::npos) continue;
+    if (indent == 2) {
+      in_script = line == "  script:";
+      continue;
+    }
+    if (!in_script) continue;
+    if (indent == 4 && line.compare(4, 2, "- ") == 0) {
+      if (!script.empty()) script += "\n";
+      folding = line.substr(6) == ">";
+      if (!folding) script += line.substr(6);
+    } else if (folding) {
+      script += (script.empty() || script.back() == '\n' ? "" : " ") + line.substr(indent);
+    }
+  }
+  BOOST_REQUIRE_MESSAGE(!script.empty(), "no script in the job " << job);
+  return script + "\n";
+}
+
 // The first case record a run under `results` saved, once there is one.
 bool a_case_is_saved(const fs::path& results) {
   std::error_code ec;
@@ -419,6 +448,37 @@ BOOST_AUTO_TEST_CASE(the_docs_github_gate_job_merges_the_shards_and_gates_on_the
     temp_dir dir;
     auto o = pipeline(dir, "--fail 0 --errors 0", 1);  // one shard's artifact is missing
     BOOST_TEST(o.merge == 2, o.out);
+  }
+}
+
+// The docs' GitLab pipeline: `parallel: 2` copies of the evals job in one checkout (as the gate
+// receives their artifacts: results/1, results/2), then the gate job's script.
+BOOST_AUTO_TEST_CASE(the_docs_gitlab_pipeline_runs_its_shards_and_gates_on_the_merge) {
+  const auto doc = read_file(MIRA_CI_DOC);
+  const auto evals = job_script(doc, "<!-- ci_recipe_test: gitlab", "evals");
+  const auto gate = job_script(doc, "<!-- ci_recipe_test: gitlab", "gate");
+  BOOST_TEST(has(evals, "mira run --shard auto"), evals);
+  const std::string study = std::string(MIRA_PYTHON3) + " " MIRA_CI_STUDY;
+  for (const std::string knobs : {"", "--fail 0 --errors 0"}) {
+    temp_dir dir;
+    fs::create_directory(dir.path / "bin");
+    fs::create_symlink(mira_bin, dir.path / "bin" / "mira");
+    std::ofstream(dir / "mira.toml") << "default_launcher = \"study\"\n[launchers.study]\n"
+                                     << "cmd = \"" << study << " " << knobs << "\"\n";
+    std::ofstream(dir / "evals.sh") << evals;
+    std::ofstream(dir / "gate.sh") << gate;
+    const std::string shell = "cd '" + dir.path.string() + "' && PATH='" + dir.path.string() +
+                              "/bin':\"$PATH\" CI=true CI_NODE_TOTAL=2 CI_PIPELINE_ID=9 ";
+    for (int node = 1; node <= 2; ++node) {
+      auto r =
+          run_command(shell + "CI_NODE_INDEX=" + std::to_string(node) + " bash -e evals.sh 2>&1");
+      BOOST_TEST(r.code == (knobs.empty() ? 1 : 0), r.out);
+    }
+    auto g = run_command(shell + "bash -e gate.sh 2>&1");
+    BOOST_TEST(g.code == (knobs.empty() ? 1 : 0), g.out);
+    BOOST_TEST(has(g.out, "mira: latest is run evals-9"), g.out);
+    BOOST_TEST(has(g.out, "## Mira eval results"), g.out);
+    BOOST_TEST(has(read_file(dir / "junit.xml"), "<testsuites name=\"mira\""));
   }
 }
 
