@@ -122,6 +122,20 @@ BOOST_AUTO_TEST_CASE(a_fail_fast_run_reports_and_checks_as_it_ran) {
   BOOST_TEST(mira_in(dir, "report ff --check").code == 1);
 }
 
+// A slow case cut off by the run's deadline: exit 4 from the run and from the check, and the
+// report says which stop left it unfinished.
+BOOST_AUTO_TEST_CASE(a_deadline_stop_checks_as_4) {
+  temp_dir dir;
+  auto run = mira_in(dir, run_flags("--deadline 1 --run-id late") + " --slow 1 --slow-ms 600000");
+  BOOST_TEST(run.code == 4, run.out);
+  auto md = mira_in(dir, "report late --format md");
+  BOOST_TEST(contains(md.out,
+                      "> **Incomplete:** 1 of 30 planned case(s) not finished: stopped "
+                      "(deadline): the run deadline (1 s) passed"),
+             md.out);
+  BOOST_TEST(mira_in(dir, "report late --check").code == 4);
+}
+
 // Every target unavailable, or every case N/A: exit 0 and nothing said.
 BOOST_AUTO_TEST_CASE(nothing_scored_is_said_and_min_scored_fails_it) {
   temp_dir dir;
