@@ -452,15 +452,20 @@ BOOST_AUTO_TEST_CASE(doctor_fix_creates_only_what_is_missing) {
   BOOST_TEST(r.code == 0, r.out);  // nothing there yet: warnings only
   BOOST_TEST(contains(r.out, "no mira.toml in " + t.path.string()), r.out);
   BOOST_TEST(contains(r.out, "does not exist (the first run creates it"), r.out);
+  // --fix writes no mira.toml unasked: --init does.
   r = mira_in(t.path, "doctor --fix");
   BOOST_TEST(r.code == 0, r.out);
+  BOOST_TEST(!fs::exists(t.path / "mira.toml"));
+  BOOST_TEST(contains(r.out, "fixed: created results\n"), r.out);
+  BOOST_TEST(contains(r.out, "(--init writes a starter)"), r.out);
+  r = mira_in(t.path, "doctor --init");
+  BOOST_TEST(r.code == 0, r.out);
   BOOST_TEST(contains(r.out, "fixed: created " + (t.path / "mira.toml").string()), r.out);
-  BOOST_TEST(contains(r.out, "fixed: created " + (t.path / "results").string()), r.out);
   BOOST_TEST(contains(r.out, "summary: 0 warning(s), 0 error(s)"), r.out);
   BOOST_TEST(fs::is_directory(t.path / "results"));
   // An existing mira.toml is never replaced.
   write(t.path / "mira.toml", "[results]\ndir = \"mine\"\n");
-  r = mira_in(t.path, "doctor --fix");
+  r = mira_in(t.path, "doctor --fix --init");
   BOOST_TEST(r.code == 0, r.out);
   BOOST_TEST(read_file((t.path / "mira.toml").string()) == "[results]\ndir = \"mine\"\n");
   BOOST_TEST(fs::is_directory(t.path / "mine"));

@@ -235,9 +235,19 @@ BOOST_AUTO_TEST_CASE(a_lost_record_makes_the_check_fail) {
   auto check = mira_in(dir, "report lost --check");
   BOOST_TEST(check.code == 3, check.out);
   BOOST_TEST(contains(check.out, "1 of 22 planned case(s) not finished"), check.out);
+  auto plain = mira_in(dir, "report lost");
+  BOOST_TEST(plain.code == 3, plain.out);
+  BOOST_TEST(contains(plain.out,
+                      "mira: the report is incomplete: 1 of 22 planned case(s) have "
+                      "no saved record of run lost (`mira run --resume lost` runs "
+                      "them)"),
+             plain.out);
   auto doctor = mira_in(dir, "doctor");
   BOOST_TEST(contains(doctor.out, "error: run lost: 1 of 22 planned case(s) have no saved record"),
              doctor.out);
+  // The resume it names runs the lost case: whole again.
+  BOOST_TEST(mira_in(dir, run_flags("--resume lost") + " --fail 0 --errors 0 --na 0").code == 0);
+  BOOST_TEST(mira_in(dir, "report lost --check").code == 0);
 }
 
 // The sharded-matrix recipe: shards, one interrupted, merged; the merge job's gate. A killed

@@ -31,6 +31,7 @@ struct run_args {
   bool help = false;
   bool full = false;  // help --full
   bool fix = false;   // doctor --fix
+  bool init = false;  // doctor --init
   // How to start the study: a --study* flag, --launcher, or the argv after `--`.
   config::launch_request launch;
   std::string preset;      // --preset NAME of mira.toml

@@ -264,11 +264,16 @@ int cmd_report(const std::vector<std::string>& args) {
                  unreadable, total, printable(a.run_id).c_str());
     return exit_host_error;
   }
-  if (!a.check) return exit_ok;
-  // Cases missing though no session stopped (lost records, shards not merged) make it
-  // incomplete; a stop is judged as the run was.
+  // Cases missing though no session stopped (lost records, shards not merged): the report is
+  // not the whole run, whatever is asked. A stop is judged as the run was (--check).
   const bool lost =
       completeness.stopped == schedule::stop_reason::none && completeness.unfinished() > 0;
+  if (lost)
+    std::fprintf(
+        stderr, "mira: the report is incomplete: %s of run %s (`mira run --resume %s` runs them)\n",
+        printable(completeness.stop_message).c_str(), printable(a.run_id).c_str(),
+        printable(a.run_id).c_str());
+  if (!a.check) return lost ? exit_host_error : exit_ok;
   return exit_code_for(header, s, lost, a.min_scored);
 }
 

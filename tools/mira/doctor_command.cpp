@@ -119,7 +119,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
   config::config c;
   auto file = config::find_config(cwd);
   std::vector<finding> config_findings;
-  if (!file && a.fix) {
+  if (!file && a.init) {
     auto path = cwd / "mira.toml";
     std::string why;
     if (create_new_file(path, config::starter_config(), why)) {
@@ -132,7 +132,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
   }
   if (!file) {
     config_findings.push_back({severity::warning, "no mira.toml in " + cwd.string() +
-                                                      " or above (--fix creates a starter)"});
+                                                      " or above (--init writes a starter)"});
   } else if (auto loaded = config::load_config(*file); !loaded) {
     config_findings.push_back({severity::error, loaded.error().to_string()});
   } else {

@@ -635,9 +635,12 @@ const flag_spec table[] = {
        o.max_cases = static_cast<std::size_t>(whole_number(f, v, 1, 100000000));
      }},
     {"--fix", "", "", bit(command::doctor), section::saved,
-     "create a missing results dir and a starter mira.toml, and\nrebuild a run's unreadable "
-     "meta.json from its records\n(kept as meta.json.damaged; nothing is removed)",
+     "create a missing results dir, rebuild a run's unreadable\nmeta.json from its records (kept "
+     "as meta.json.damaged) and\nremove what killed merges left",
      [](run_args& o, const std::string&, const std::string&) { o.fix = true; }},
+    {"--init", "", "", bit(command::doctor), section::saved,
+     "write a starter mira.toml in the working directory when\nnone is found (never over a file)",
+     [](run_args& o, const std::string&, const std::string&) { o.init = true; }},
 };
 
 std::string_view section_title(help_section s) {

@@ -100,7 +100,7 @@ help_text text_of(command cmd) {
     case command::doctor:
       return {
           "mira doctor - check mira.toml, the study's listing and the results dir\n\n"
-          "Usage: mira doctor [--fix] [--results-dir DIR] [STUDY]\n\n"
+          "Usage: mira doctor [--fix] [--init] [--results-dir DIR] [STUDY]\n\n"
           "Checks mira.toml (syntax, types, unknown keys), what each launcher needs on PATH,\n"
           "the study's listing (duplicate names, keys that would collide, empty samples,\n"
           "targets or scorers, unavailable targets, presets and [targets] that name nothing)\n"

@@ -218,7 +218,8 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   // record; the table and the saved report.html show the first 10 000.
   // So does GitHub's step summary, the md report.
   const bool github = !t && github_output_on(a, process_env);
-  bool lists_every_case = !t && ((a.format != "table" && a.format != "html" && !stream_jsonl) || github);
+  bool lists_every_case =
+      !t && ((a.format != "table" && a.format != "html" && !stream_jsonl) || github);
   for (auto& out_file : a.outs) lists_every_case = lists_every_case || out_file.format != "html";
   if (lists_every_case) o.kept_records = std::numeric_limits<std::size_t>::max();
   o.mode = m == mode::execute_only ? session_mode::execute
