@@ -176,9 +176,7 @@ write_error append_file(const fs::path& path, std::string_view text) {
   boost::system::error_code ec;
   struct stat st {};
   char last = '\n';
-  if (::fstat(fd, &st) != 0)
-    ec = errno_code();
-  else if (st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) != 1)
+  if (::fstat(fd, &st) != 0 || (st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) != 1))
     ec = errno_code();
   if (!ec && last != '\n') ec = detail::write_all(fd, "\n");
   if (!ec) ec = detail::write_all(fd, text);
