@@ -86,8 +86,8 @@ class segment_window {
                                                    std::uint32_t size) {
     if (file != file_ || at < start_ || at + size > start_ + buf_.size()) {
       if (fds_[file] < 0) {
-        fds_[file] = ::open(files_[file].c_str(), O_RDONLY | O_CLOEXEC);
-        if (fds_[file] < 0) return tl::make_unexpected(std::string(std::strerror(errno)));
+        fds_[file] = ::open(files_[file].c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fds_[file] < 0) return tl::make_unexpected(detail::open_failure(files_[file], errno));
       }
       // A little before the record too: neighbours finish out of order.
       const std::uint64_t behind = std::min<std::uint64_t>(at, window / 4);
@@ -141,7 +141,15 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
     s->keys += key;
   };
 
+  // A record folder that is a symbolic link is not read: its records are not the run's.
+  auto linked = [&](const char* name) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(folder / name, ec))) return false;
+    s->unreadable.push_back(detail::open_failure(folder / name, ELOOP));
+    return true;
+  };
   auto per_case_records = [&] {
+    if (linked("cases")) return;
     auto f = run_folder::open(folder.parent_path(), folder.filename().string());
     if (!f) return;  // no cases/ folder: a compact run
     f->walk_cases(
@@ -165,7 +173,7 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   std::size_t compact_seq = 0;    // the seq of the first compact record
   auto compact_records = [&] {
     std::error_code ec;
-    if (!fs::exists(folder / "segments", ec)) return;
+    if (linked("segments") || !fs::exists(folder / "segments", ec)) return;
     s->segments = list_segments(folder / "segments");
     compact_first = s->entries.size();
     compact_seq = seq;
