@@ -99,8 +99,19 @@ void run_folder::walk_cases(const case_visitor& good, std::vector<std::string>* 
         unreadable->push_back(file.string() + ": no case identity (eval, sample, target)");
       continue;
     }
-    if (foreign_dirs && entry.path().filename() != encode_key(*key))
-      (*foreign_dirs)[*key] = entry.path();
+    // A folder names its case: a record in another case's folder (copied there) is not read as
+    // either case's. The Rust host names folders in its own encoding (decode_key reads it).
+    const auto name = entry.path().filename().string();
+    if (name != encode_key(*key)) {
+      if (decode_key(name) != *key) {
+        if (unreadable)
+          unreadable->push_back(file.string() + ": the record is of case " + *key +
+                                ", not of the case its folder names (" +
+                                decode_key(name).value_or(name) + ")");
+        continue;
+      }
+      if (foreign_dirs) (*foreign_dirs)[*key] = entry.path();
+    }
     (*record)["key"] = *key;
     good(std::move(*key), entry.path(), std::move(*record));
   }
