@@ -6,8 +6,10 @@
 #include <boost/json/object.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <cerrno>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace mira::store {
@@ -24,10 +26,27 @@ std::filesystem::path temp_path_for(const std::filesystem::path& path);
 /// again on failure.
 boost::system::error_code write_new_file(const std::filesystem::path& path,
                                          std::string_view contents, bool sync);
+
+/// A descriptor of `rel` (a relative path without "..") beneath the directory `root`, opened a
+/// component at a time and never through a symbolic link: a run folder is copied, shared and
+/// unpacked from archives, and a link in it must not make the store read or write elsewhere.
+/// Each folder on the way is opened O_DIRECTORY | O_NOFOLLOW (made first when `create`), the
+/// last component with `flags | O_NOFOLLOW`. -1 with errno on failure: ELOOP (or ENOTDIR) for
+/// a link, EINVAL for a path that is not beneath.
+int open_beneath(int root, const std::filesystem::path& rel, int flags, bool create = false);
+/// open_beneath for a folder: O_RDONLY | O_DIRECTORY, made (with the folders on the way) when
+/// `create`.
+int open_dir_beneath(int root, const std::filesystem::path& rel, bool create);
+/// "PATH: REASON" for an open that failed with `err`, saying plainly when PATH is a link.
+std::string open_failure(const std::filesystem::path& path, int err);
+/// True when `path` itself is a symbolic link (what an O_NOFOLLOW open refuses with ELOOP, or
+/// ENOTDIR when a folder was asked for).
+bool is_link(const std::filesystem::path& path);
 }  // namespace detail
 
-/// The JSON object in the file at `path`; nothing when the file cannot be read or does not hold
-/// one object (a torn or foreign file).
+/// The JSON object in the file at `path`; nothing when the file cannot be read, is a symbolic
+/// link (never followed: every caller reads a file the store wrote) or does not hold one object
+/// (a torn or foreign file).
 std::optional<boost::json::object> read_json_object(const std::filesystem::path& path);
 
 }  // namespace mira::store

@@ -16,9 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -138,6 +136,72 @@ boost::system::error_code write_new_file(const std::filesystem::path& path,
   }
   if ((sync && ::fsync(fd) != 0) || ::close(fd) != 0) return fail(errno);
   return {};
+}
+
+namespace {
+
+// open_beneath's walk: the folders of `rel` but its last component, each opened never through a
+// link (made first when `create`); the last with `flags`, or as a folder (made too) when
+// `last_is_dir`.
+int walk_beneath(int root, const std::filesystem::path& rel, int flags, bool create,
+                 bool last_is_dir) {
+  std::vector<std::string> parts;
+  for (auto& c : rel) {
+    auto name = c.string();
+    if (name.empty() || name == ".") continue;
+    if (name == ".." || c.has_root_directory()) {
+      errno = EINVAL;
+      return -1;
+    }
+    parts.push_back(std::move(name));
+  }
+  if (rel.is_absolute()) {
+    errno = EINVAL;
+    return -1;
+  }
+  constexpr int dir_flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  if (parts.empty()) return last_is_dir ? ::fcntl(root, F_DUPFD_CLOEXEC, 0) : (errno = EINVAL, -1);
+  int dir = root;
+  auto step = [&](const std::string& name, int open_flags, bool make) {
+    // EEXIST: the folder is there (or a link is, which the open below refuses).
+    if (make && ::mkdirat(dir, name.c_str(), 0755) != 0 && errno != EEXIST) return -1;
+    return ::openat(dir, name.c_str(), open_flags, 0644);
+  };
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    int next = last && !last_is_dir ? step(parts[i], flags | O_NOFOLLOW | O_CLOEXEC, false)
+                                    : step(parts[i], dir_flags, create);
+    int err = errno;
+    if (dir != root) ::close(dir);
+    if (next < 0) {
+      errno = err;
+      return -1;
+    }
+    dir = next;
+  }
+  return dir;
+}
+
+}  // namespace
+
+int open_beneath(int root, const std::filesystem::path& rel, int flags, bool create) {
+  return walk_beneath(root, rel, flags, create, false);
+}
+
+int open_dir_beneath(int root, const std::filesystem::path& rel, bool create) {
+  return walk_beneath(root, rel, 0, create, true);
+}
+
+bool is_link(const std::filesystem::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+std::string open_failure(const std::filesystem::path& path, int err) {
+  if (err == ELOOP || (err == ENOTDIR && is_link(path)))
+    return path.string() +
+           " is a symbolic link: the store never reads or writes through a link in a run folder";
+  return path.string() + ": " + std::strerror(err);
 }
 
 }  // namespace detail
@@ -345,13 +409,23 @@ boost::system::error_code output_file::commit() {
 }
 
 std::optional<boost::json::object> read_json_object(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  char buf[64 << 10];
+  for (;;) {
+    auto n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      if (n < 0) return std::nullopt;
+      break;
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+  }
   boost::system::error_code ec;
   // The host's limits (nesting 256), as for the study's lines: what was saved must read back.
-  auto v = boost::json::parse(text.str(), ec, {}, mira::detail::host_parse_options());
+  auto v = boost::json::parse(text, ec, {}, mira::detail::host_parse_options());
   if (ec || !v.is_object()) return std::nullopt;
   return std::move(v.as_object());
 }

@@ -94,7 +94,7 @@ result to_compact(const fs::path& run) {
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(run / "cases", ec)) {
     std::error_code ignored;
-    if (!entry.is_directory(ignored)) continue;
+    if (entry.is_symlink(ignored) || !entry.is_directory(ignored)) continue;
     auto file = entry.path() / "result.json";
     if (fs::exists(file, ignored)) {
       auto record = read_json_object(file);
@@ -125,9 +125,12 @@ result to_per_case(const fs::path& run) {
     return fail(errc::not_found,
                 "no compact layout to convert in " + run.string() + " (no segments folder)");
   // The writer's lock: no segment_writer may append while the segments are read and removed.
-  int lock_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lock_fd < 0)
-    return fail(errc::io, "cannot open " + dir.string() + ": " + std::strerror(errno));
+  int lock_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (lock_fd < 0) {
+    const int err = errno;
+    return fail(store::detail::is_link(dir) ? errc::corrupt : errc::io,
+                "cannot open " + store::detail::open_failure(dir, err));
+  }
   struct closer {
     int fd;
     ~closer() { ::close(fd); }

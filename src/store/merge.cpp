@@ -122,10 +122,10 @@ error_code errno_code() {
 
 // Appends `header` and then the whole file `from` (when it exists) to `to`, made durable.
 error_code append_copy(const fs::path& from, const fs::path& to, std::string_view header) {
-  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (out < 0) return errno_code();
   auto ec = detail::write_all(out, header);
-  int src = ec ? -1 : ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  int src = ec ? -1 : ::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (src >= 0) {
     std::string buf(std::size_t{1} << 20, '\0');
     for (;;) {

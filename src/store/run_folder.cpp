@@ -2,6 +2,7 @@
 #include <mira/store/run_folder.hpp>
 
 #include <mira/protocol/json_text.hpp>
+#include <mira/store/batch_writer.hpp>
 #include <mira/store/records.hpp>
 #include "store/file_helpers.hpp"
 
@@ -53,11 +54,13 @@ fs::path run_folder::case_file(const std::string& key) const {
 
 boost::system::error_code run_folder::save_case(const std::string& key,
                                                 const json::object& record) {
-  auto dir = path_ / "cases" / encode_key(key);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return {ec.value(), boost::system::system_category()};
-  return write_file_atomic(dir / "result.json", protocol::to_json_text(record) + "\n");
+  // As batch_writer writes it: beneath the run folder, never through a link.
+  batch_writer writer(path_, 1);
+  boost::system::error_code out;
+  writer.submit(case_file(key), protocol::to_json_text(record) + "\n",
+                [&out](boost::system::error_code ec) { out = ec; });
+  writer.drain();
+  return out;
 }
 
 void run_folder::walk_cases(const case_visitor& good, std::vector<std::string>* unreadable,
@@ -66,14 +69,24 @@ void run_folder::walk_cases(const case_visitor& good, std::vector<std::string>* 
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(path_ / "cases", ec)) {
     auto file = entry.path() / "result.json";
+    std::error_code ignored;
+    // A link is neither read nor cleaned: what it points to is not the run's.
+    if (entry.is_symlink(ignored)) {
+      if (unreadable) unreadable->push_back(detail::open_failure(entry.path(), ELOOP));
+      continue;
+    }
     // A host killed while saving leaves a temporary file (and perhaps no result.json): that
     // case was not saved.
-    std::error_code ignored;
     if (remove_temporaries)
       for (auto& f : fs::directory_iterator(entry.path(), ignored))
         if (f.path().filename().string().rfind(".result.json.tmp-", 0) == 0)
           fs::remove(f.path(), ignored);
-    if (!fs::exists(file, ignored)) continue;
+    const auto status = fs::symlink_status(file, ignored);
+    if (!fs::exists(status)) continue;
+    if (fs::is_symlink(status)) {
+      if (unreadable) unreadable->push_back(detail::open_failure(file, ELOOP));
+      continue;
+    }
     auto record = read_json_object(file);
     if (!record) {
       if (unreadable)
@@ -86,8 +99,19 @@ void run_folder::walk_cases(const case_visitor& good, std::vector<std::string>* 
         unreadable->push_back(file.string() + ": no case identity (eval, sample, target)");
       continue;
     }
-    if (foreign_dirs && entry.path().filename() != encode_key(*key))
-      (*foreign_dirs)[*key] = entry.path();
+    // A folder names its case: a record in another case's folder (copied there) is not read as
+    // either case's. The Rust host names folders in its own encoding (decode_key reads it).
+    const auto name = entry.path().filename().string();
+    if (name != encode_key(*key)) {
+      if (decode_key(name) != *key) {
+        if (unreadable)
+          unreadable->push_back(file.string() + ": the record is of case " + *key +
+                                ", not of the case its folder names (" +
+                                decode_key(name).value_or(name) + ")");
+        continue;
+      }
+      if (foreign_dirs) (*foreign_dirs)[*key] = entry.path();
+    }
     (*record)["key"] = *key;
     good(std::move(*key), entry.path(), std::move(*record));
   }

@@ -3,6 +3,7 @@
 #include <mira/store/run_reader.hpp>
 
 #include <mira/protocol/codec.hpp>
+#include <mira/protocol/json_text.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_folder.hpp>
 #include "plan/natural_order.hpp"
@@ -86,8 +87,8 @@ class segment_window {
                                                    std::uint32_t size) {
     if (file != file_ || at < start_ || at + size > start_ + buf_.size()) {
       if (fds_[file] < 0) {
-        fds_[file] = ::open(files_[file].c_str(), O_RDONLY | O_CLOEXEC);
-        if (fds_[file] < 0) return tl::make_unexpected(std::string(std::strerror(errno)));
+        fds_[file] = ::open(files_[file].c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fds_[file] < 0) return tl::make_unexpected(detail::open_failure(files_[file], errno));
       }
       // A little before the record too: neighbours finish out of order.
       const std::uint64_t behind = std::min<std::uint64_t>(at, window / 4);
@@ -126,6 +127,47 @@ class segment_window {
   std::uint64_t start_ = 0;
 };
 
+// Why a record's "status" cannot be taken, or nothing: a status this host does not know is not
+// read as some other state (it was counted as cancelled). A record without one (the Rust host's)
+// has its state read from its verdict.
+std::optional<std::string> bad_status(const json::object& record) {
+  auto* status = record.if_contains("status");
+  if (!status) return std::nullopt;
+  if (!status->is_string()) return "its \"status\" is not a string";
+  if (schedule::case_state_from_string(status->get_string())) return std::nullopt;
+  return "its \"status\" " + protocol::to_json_text(*status) + " is no case state";
+}
+
+// A key with two records is a warning unless a resume explains it: a resume saves a case again
+// only when its earlier record was cancelled, an error, N/A or failed (--retry-errors,
+// --retry-failed), and a layout conversion that was interrupted leaves a case in both layouts.
+// Anything else (a passed record twice, two folders of one case) means a record was copied.
+void warn_duplicates(const fs::path& folder, const std::vector<fs::path>& segments,
+                     const std::vector<std::pair<std::string, entry>>& earlier,
+                     std::vector<std::string>& warnings) {
+  segment_window window(segments);
+  for (auto& [key, e] : earlier) {
+    if (e.source == per_case) {
+      warnings.push_back("two case folders hold records of " + key + ": the one read is " +
+                         "the host's own");
+      continue;
+    }
+    auto text = window.read(e.source, e.at, e.size);
+    boost::system::error_code ec;
+    auto v = text ? json::parse(*text, ec, {}, mira::detail::host_parse_options()) : json::value();
+    auto* status = v.is_object() ? v.get_object().if_contains("status") : nullptr;
+    auto state = status && status->is_string()
+                     ? schedule::case_state_from_string(status->get_string())
+                     : std::nullopt;
+    using schedule::case_state;
+    if (state && (*state == case_state::cancelled || *state == case_state::error ||
+                  *state == case_state::na || *state == case_state::failed))
+      continue;
+    warnings.push_back(key + " has more than one record in " + (folder / "segments").string() +
+                       " (no resume saves it again): the last one is read");
+  }
+}
+
 }  // namespace
 
 run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_meta meta,
@@ -141,7 +183,15 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
     s->keys += key;
   };
 
+  // A record folder that is a symbolic link is not read: its records are not the run's.
+  auto linked = [&](const char* name) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(folder / name, ec))) return false;
+    s->unreadable.push_back(detail::open_failure(folder / name, ELOOP));
+    return true;
+  };
   auto per_case_records = [&] {
+    if (linked("cases")) return;
     auto f = run_folder::open(folder.parent_path(), folder.filename().string());
     if (!f) return;  // no cases/ folder: a compact run
     f->walk_cases(
@@ -165,7 +215,7 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   std::size_t compact_seq = 0;    // the seq of the first compact record
   auto compact_records = [&] {
     std::error_code ec;
-    if (!fs::exists(folder / "segments", ec)) return;
+    if (linked("segments") || !fs::exists(folder / "segments", ec)) return;
     s->segments = list_segments(folder / "segments");
     compact_first = s->entries.size();
     compact_seq = seq;
@@ -218,12 +268,17 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
     return a.seq < b.seq;
   });
   std::size_t kept = 0;
+  std::vector<std::pair<std::string, entry>> earlier;  // superseded by a later record of the key
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (i + 1 < entries.size() && s->key(entries[i]) == s->key(entries[i + 1])) continue;
+    if (i + 1 < entries.size() && s->key(entries[i]) == s->key(entries[i + 1])) {
+      earlier.emplace_back(s->key(entries[i]), entries[i]);
+      continue;
+    }
     entries[kept++] = entries[i];
   }
   entries.resize(kept);
   entries.shrink_to_fit();
+  warn_duplicates(folder, s->segments, earlier, s->superseded);
 
   // A flipped bit in a damaged line's key can name another case, which has a record: the case
   // of the line would then be lost unseen. So a damaged line counts as superseded only while
@@ -304,6 +359,15 @@ std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn&
         continue;
       }
       record = std::move(v.as_object());
+    }
+    if (auto why = bad_status(*record)) {
+      problems.push_back((e.source == per_case
+                              ? s_->folder / "cases" /
+                                    std::string_view(s_->names).substr(e.at, e.size) / "result.json"
+                              : s_->segments[e.source])
+                             .string() +
+                         ": the record of " + std::string(key) + " cannot be read: " + *why);
+      continue;
     }
     (*record)["key"] = key;
     c.key.assign(key);

@@ -13,6 +13,7 @@
 #include "store/run_reader_access.hpp"
 #include "store/segment_log.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -51,6 +52,10 @@ std::string hostname() {
   return buf;
 }
 
+std::optional<error> link_error(const fs::path& path) {
+  return error{make_error_code(errc::corrupt), detail::open_failure(path, ELOOP)};
+}
+
 loaded_run load_folder(const fs::path& folder, run_meta meta,
                        std::unordered_map<std::string, fs::path>* dirs) {
   return detail::run_reader_access::open_folder(folder, std::move(meta), dirs).load();
@@ -58,7 +63,9 @@ loaded_run load_folder(const fs::path& folder, run_meta meta,
 
 tl::expected<run_meta, error> read_meta(const fs::path& folder, const std::string& id) {
   std::error_code ec;
-  if (!fs::exists(folder / "meta.json", ec)) {
+  const auto status = fs::symlink_status(folder / "meta.json", ec);
+  if (fs::is_symlink(status)) return tl::make_unexpected(*link_error(folder / "meta.json"));
+  if (!fs::exists(status)) {
     // A run killed before its first meta.json was durable still has its cases.
     run_meta m;
     m.run_id = id;
@@ -85,54 +92,101 @@ tl::expected<fs::path, error> existing_run(const fs::path& results_dir, const st
   return path;
 }
 
+// The names a run folder holds whose kind the store knows. A symbolic link in their place would
+// make the store read or write outside the folder (a resume appending to a linked segment, a
+// .lock's target truncated), so a writer refuses the run instead.
+constexpr const char* run_files[] = {
+    ".lock",         "meta.json",        "meta.json.damaged", "cases",      "segments",
+    "events.ndjson", "study.stderr.log", "report.json",       "report.html"};
+
+// The first symbolic link among the run folder's own files and the entries of its record folders
+// (a case's folder, a segment), or nothing. One pass over the names: a directory's entries say
+// their type, so no file is opened.
+std::optional<error> find_link(int dir, const fs::path& folder) {
+  for (const char* name : run_files) {
+    struct stat st {};
+    if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+      return link_error(folder / name);
+  }
+  for (const char* records : {"cases", "segments"}) {
+    int fd = ::openat(dir, records, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;  // absent (the other layout), or not a folder: the readers say so
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+      ::close(fd);
+      continue;
+    }
+    std::optional<error> found;
+    while (auto* e = ::readdir(d)) {
+      bool link = e->d_type == DT_LNK;
+      struct stat st {};
+      if (e->d_type == DT_UNKNOWN)
+        link = ::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+      if (link) {
+        found = link_error(folder / records / e->d_name);
+        break;
+      }
+    }
+    ::closedir(d);
+    if (found) return found;
+  }
+  return std::nullopt;
+}
+
 // An exclusive flock on the run folder itself for as long as the store lives: it holds for as
 // long as the folder exists, whatever happens to the files in it (a lock on a file inside was
 // lost when someone deleted that file, and a second writer got in). The kernel drops it when
 // the process dies, so a killed host leaves no stale lock. <run>/.lock is locked as well and
-// names the holder for the message another process prints.
+// names the holder for the message another process prints. Taking it refuses a run folder
+// holding a symbolic link where the store keeps a file or folder (find_link).
 class folder_lock {
  public:
   static tl::expected<folder_lock, error> take(const fs::path& folder) {
     const auto file = folder / ".lock";
-    auto in_use = [&] {
-      auto holder = holder_text(file);
-      return "run " + folder.filename().string() + " is in use by " +
-             (holder.empty() ? std::string("another process") : holder) + " (it holds a lock on " +
-             folder.string() + ")";
-    };
     int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0)
       return fail(errc::io, "cannot open " + folder.string() + ": " + errno_code().message());
-    if (::flock(dir, LOCK_EX | LOCK_NB) != 0) {
-      int err = errno;
+    auto in_use = [&] {
+      auto holder = holder_text(dir);
       ::close(dir);
-      if (err == EWOULDBLOCK) return fail(errc::in_use, in_use());
-      // A file system that locks no directory (NFS emulates flock with a write lock, which a
-      // directory cannot take): .lock alone holds the run there.
-      dir = -1;
+      return fail(errc::in_use, "run " + folder.filename().string() + " is in use by " +
+                                    (holder.empty() ? std::string("another process") : holder) +
+                                    " (it holds a lock on " + folder.string() + ")");
+    };
+    // A file system that locks no directory (NFS emulates flock with a write lock, which a
+    // directory cannot take): .lock alone holds the run there.
+    bool dir_locked = true;
+    if (::flock(dir, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) return in_use();
+      dir_locked = false;
     }
     // .lock too: a host of an earlier version locks only it, and a file's lock reaches the
     // server on network file systems where a directory's may stay local to one node.
-    int text = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int text = ::openat(dir, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     int err = errno;
+    if (text < 0 && err == ELOOP) {
+      ::close(dir);
+      return tl::make_unexpected(*link_error(file));
+    }
     if (text >= 0 && ::flock(text, LOCK_EX | LOCK_NB) != 0) {
       err = errno;
       ::close(text);
       text = -1;
-      if (err == EWOULDBLOCK) {
-        if (dir >= 0) ::close(dir);
-        return fail(errc::in_use, in_use());
-      }
+      if (err == EWOULDBLOCK) return in_use();
     }
-    if (dir < 0 && text < 0)
+    if (!dir_locked && text < 0) {
+      ::close(dir);
       return fail(errc::io, "cannot lock " + folder.string() + " or " + file.string() + ": " +
                                 std::strerror(err));
+    }
+    folder_lock lock(dir, dir_locked, text);
+    if (auto link = find_link(dir, folder)) return tl::make_unexpected(std::move(*link));
     // The locks hold whether or not the text can be written: it only serves the message.
     if (text >= 0) {
       auto me = "pid " + std::to_string(::getpid()) + " on host " + hostname() + "\n";
       if (::ftruncate(text, 0) == 0) (void)detail::write_all(text, me);
     }
-    return folder_lock(dir, text);
+    return lock;
   }
   folder_lock(folder_lock&& o) noexcept
       : dir_(std::exchange(o.dir_, -1)), text_(std::exchange(o.text_, -1)) {}
@@ -147,12 +201,15 @@ class folder_lock {
   }
 
  private:
-  folder_lock(int dir, int text) : dir_(dir), text_(text) {}
+  // `dir` is kept open while it holds the lock; else it is closed here.
+  folder_lock(int dir, bool dir_locked, int text) : dir_(dir), text_(text) {
+    if (!dir_locked) ::close(std::exchange(dir_, -1));
+  }
 
-  static std::string holder_text(const fs::path& file) {
+  static std::string holder_text(int dir) {
     char buf[256] = {};
     std::string holder;
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::openat(dir, ".lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return holder;
     auto n = ::pread(fd, buf, sizeof buf - 1, 0);
     ::close(fd);

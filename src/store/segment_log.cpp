@@ -304,7 +304,8 @@ fs::path segment_path(const fs::path& dir, std::uint64_t number) {
 
 // Creates segment `number` and makes its directory entry durable.
 int create_segment(int dir_fd, const fs::path& dir, std::uint64_t number) {
-  int fd = ::open(segment_path(dir, number).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const auto name = segment_path(dir, number).filename();
+  int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
   if (::fsync(dir_fd) != 0) {
     int e = errno;
@@ -322,7 +323,8 @@ std::vector<fs::path> list_segments(const fs::path& dir) {
   std::error_code ec;
   for (auto& e : fs::directory_iterator(dir, ec)) {
     std::error_code ignored;
-    if (!e.is_regular_file(ignored)) continue;
+    // A link is listed as what it is, and its open (O_NOFOLLOW) then refuses it by name.
+    if (!e.is_symlink(ignored) && !e.is_regular_file(ignored)) continue;
     if (auto n = segment_number(e.path())) found.emplace_back(*n, e.path());
   }
   std::sort(found.begin(), found.end());
@@ -337,11 +339,11 @@ segment_scan scan_segments(const std::vector<fs::path>& files, const segment_vis
   std::size_t goods = 0;  // good records of the files before this one
   for (std::size_t i = 0; i < files.size(); ++i) {
     auto& file = files[i];
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     auto bytes = fd < 0 ? tl::make_unexpected(errno) : read_all(fd);
     if (fd >= 0) ::close(fd);
     if (!bytes) {
-      out.problems.push_back("cannot read " + file.string() + ": " + errno_text(bytes.error()));
+      out.problems.push_back("cannot read " + store::detail::open_failure(file, bytes.error()));
       ++out.damaged_lines;  // its records are unknown, not merely unwritten
       out.damaged.push_back({std::nullopt, goods});
       continue;
@@ -396,15 +398,21 @@ tl::expected<std::unique_ptr<segment_writer>, error> segment_writer::open(const 
     return tl::make_unexpected(error{make_error_code(errc::io), std::move(message)});
   };
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
+  const auto status = fs::symlink_status(dir, ec);
+  if (!fs::exists(status)) {
     fs::create_directories(dir, ec);
     if (ec) return io("cannot create segment directory " + dir.string() + ": " + ec.message());
     if (auto e = store::detail::sync_directory(dir.parent_path()))
       return io("cannot sync " + dir.parent_path().string() + ": " + e.message());
   }
-  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0)
-    return io("cannot open segment directory " + dir.string() + ": " + errno_text(errno));
+  // Never through a link: the segments of another folder are not this run's to cut or extend.
+  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    const int err = errno;
+    return tl::make_unexpected(
+        error{make_error_code(store::detail::is_link(dir) ? errc::corrupt : errc::io),
+              "cannot open segment directory " + store::detail::open_failure(dir, err)});
+  }
   auto fail = [&](std::string message, int fd = -1, errc code = errc::io) {
     if (fd >= 0) ::close(fd);
     ::close(dir_fd);
@@ -424,9 +432,21 @@ tl::expected<std::unique_ptr<segment_writer>, error> segment_writer::open(const 
     return std::unique_ptr<segment_writer>(
         new segment_writer(dir, options, dir_fd, fd, 1, 0, std::move(repairs)));
   }
+  for (auto& file : files) {
+    struct stat st {};
+    if (::fstatat(dir_fd, file.filename().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(st.st_mode))
+      return fail(
+          "cannot append to " + dir.string() + ": " + store::detail::open_failure(file, ELOOP), -1,
+          errc::corrupt);
+  }
   auto& last = files.back();
-  int fd = ::open(last.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return fail("cannot open " + last.string() + ": " + errno_text(errno));
+  int fd = ::openat(dir_fd, last.filename().c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return fail("cannot open " + store::detail::open_failure(last, err), -1,
+                store::detail::is_link(last) ? errc::corrupt : errc::io);
+  }
   auto bytes = read_all(fd);
   if (!bytes) return fail("cannot read " + last.string() + ": " + errno_text(bytes.error()), fd);
   std::vector<bad_line> bad;

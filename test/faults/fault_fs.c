@@ -116,6 +116,21 @@ static int fault_fd(enum op o, int fd) {
   return fault_path(o, path);
 }
 
+// For the *at calls: `path` as the whole path it names (the directory descriptor's path, then
+// `path`), since the store opens the files of a run folder relative to its descriptors.
+static int fault_at(enum op o, int dir, const char* path) {
+  if (!cfg.active || !(cfg.ops & (1u << o)) || !path) return 0;
+  if (dir == AT_FDCWD || path[0] == '/') return fault_path(o, path);
+  char link[64], full[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", dir);
+  int saved = errno;
+  ssize_t n = readlink(link, full, sizeof full - 1);
+  errno = saved;
+  if (n <= 0) return fault_path(o, path);
+  snprintf(full + n, sizeof full - (size_t)n, "/%s", path);
+  return fault_path(o, full);
+}
+
 ssize_t write(int fd, const void* buf, size_t n) {
   static ssize_t (*next)(int, const void*, size_t);
   if (!next) next = real("write");
@@ -175,7 +190,7 @@ int rename(const char* from, const char* to) {
 int renameat(int from_dir, const char* from, int to_dir, const char* to) {
   static int (*next)(int, const char*, int, const char*);
   if (!next) next = real("renameat");
-  if (fault_path(op_rename, to)) return -1;
+  if (fault_at(op_rename, to_dir, to)) return -1;
   return next(from_dir, from, to_dir, to);
 }
 
@@ -189,7 +204,7 @@ int mkdir(const char* path, mode_t mode) {
 int mkdirat(int dir, const char* path, mode_t mode) {
   static int (*next)(int, const char*, mode_t);
   if (!next) next = real("mkdirat");
-  if (fault_path(op_mkdir, path)) return -1;
+  if (fault_at(op_mkdir, dir, path)) return -1;
   return next(dir, path, mode);
 }
 
@@ -223,7 +238,7 @@ MIRA_FAULT_OPEN(open64)
       mode = va_arg(ap, mode_t);                              \
       va_end(ap);                                             \
     }                                                         \
-    if ((flags & O_CREAT) && fault_path(op_create, path))     \
+    if ((flags & O_CREAT) && fault_at(op_create, dir, path))  \
       return -1;                                              \
     return next(dir, path, flags, mode);                      \
   }

@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -266,6 +267,44 @@ BOOST_AUTO_TEST_CASE(a_record_that_cannot_be_written_names_the_file) {
     fault temp{"/cases/", "create", 2, e};
     auto per_case = run(dir, "--store per-case", dir / "record2", &temp);
     BOOST_TEST(per_case.err.find("result.json") != std::string::npos, per_case.err);
+  }
+}
+
+// A run folder copied or unpacked with a symbolic link in it (#36): a resume, a conversion and a
+// report's rewrite exit 3 naming the link, run nothing and write nothing through it. A resume
+// used to cut a linked segment's "torn tail" and append the run's records to it; a linked .lock
+// had its target truncated.
+BOOST_AUTO_TEST_CASE(a_link_in_a_run_folder_is_refused_and_nothing_is_written_through_it) {
+  const std::string outside_bytes = "{\"crc32c\":\"00000000\", a torn line";
+  for (std::string link : {"segments/000002.ndjson", ".lock"}) {
+    BOOST_TEST_CONTEXT(link) {
+      temp_dir dir;
+      auto first = run(dir, "--store compact", dir / "record1", nullptr);
+      BOOST_REQUIRE_EQUAL(first.code, 0);
+      auto folder = only_run(dir.path / "results");
+      const auto id = folder.filename().string();
+      const auto outside = dir.path / "outside";
+      std::ofstream(outside, std::ios::binary) << outside_bytes;
+      fs::remove(folder / link);
+      fs::create_symlink(outside, folder / link);
+      fs::remove(folder / "report.html");  // so that `mira report` rewrites the report files
+
+      auto resumed = run(dir, "--resume " + id + " --retry-failed", dir / "record2", nullptr);
+      BOOST_TEST(resumed.code == 3);
+      BOOST_TEST(
+          resumed.err.find((folder / link).string() + " is a symbolic link") != std::string::npos,
+          resumed.err);
+      BOOST_TEST(runs_in(dir / "record2").empty());
+      const auto tail = " --results-dir " + (dir / "results") + " 2>&1";
+      auto report = run_command(mira_bin + " report " + id + tail);
+      BOOST_TEST(report.code == 3, report.out);
+      BOOST_TEST(report.out.find(link + " is a symbolic link") != std::string::npos, report.out);
+      auto convert = run_command(mira_bin + " store convert " + id + " --to per-case" + tail);
+      BOOST_TEST(convert.code == 3, convert.out);
+      BOOST_TEST(convert.out.find(link + " is a symbolic link") != std::string::npos, convert.out);
+      BOOST_TEST(read_file(outside.string()) == outside_bytes);
+      BOOST_TEST(!fs::exists(folder / "cases"));
+    }
   }
 }
 

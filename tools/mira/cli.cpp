@@ -178,6 +178,11 @@ bool refresh_run_reports(const run_args& a, const store::run_reader& read,
   const bool last_finished = !meta.sessions.empty() && !meta.sessions.back().finished.empty();
   if (!missing && last_finished) return true;
   auto run = store::run_store::open(a.results_dir, a.run_id);
+  if (!run && run.error().code == store::errc::corrupt) {
+    // A link where a file of the run should be: nothing is written through it.
+    std::fprintf(stderr, "mira: error: %s\n", printable(run.error().message()).c_str());
+    return false;
+  }
   if (!run) {
     std::fprintf(stderr, "mira: note: report.json and report.html left as they are: %s\n",
                  printable(run.error().message()).c_str());

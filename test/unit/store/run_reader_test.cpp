@@ -173,15 +173,15 @@ BOOST_AUTO_TEST_CASE(records_appended_in_any_order_over_many_segments_read_back_
   }
 }
 
-// A record the Rust mira CLI saved (a bare RunResult under its own folder name) is read with the
-// key both hosts compute; a file that is not a record is named and left out.
+// A record the Rust mira CLI saved (a bare RunResult under its folder name, "-" as _2d) is read
+// with the key both hosts compute; a file that is not a record is named and left out.
 BOOST_AUTO_TEST_CASE(rust_records_are_read_and_torn_files_named) {
   mira::test::temp_dir d;
   auto results = d.path / "results";
   auto w = new_run(results, layout::per_case);
   save(w, {{"a", case_state::passed}});
-  fs::create_directories(w.path() / "cases" / "rust-made");
-  std::ofstream(w.path() / "cases" / "rust-made" / "result.json")
+  fs::create_directories(w.path() / "cases" / "echo_2fb_40sim");
+  std::ofstream(w.path() / "cases" / "echo_2fb_40sim" / "result.json")
       << R"({"eval":"echo","sample":"b","target":"sim","passed":false,"aggregate":0,)"
       << R"("scores":[],"transcript":{"final_response":""}})";
   fs::create_directories(w.path() / "cases" / "torn");
@@ -195,6 +195,64 @@ BOOST_AUTO_TEST_CASE(rust_records_are_read_and_torn_files_named) {
   BOOST_TEST((read_all(*r) == expected));
   // Opening changes nothing: the torn file is still there.
   BOOST_TEST(fs::exists(w.path() / "cases" / "torn" / "result.json"));
+}
+
+// A lost or false record is not passed (#36): a result.json copied into another case's folder is
+// unreadable, naming both cases (it was read as the case it holds, and the folder's own case was
+// silently lost); an unknown status is unreadable, not "cancelled".
+BOOST_AUTO_TEST_CASE(a_record_in_another_cases_folder_or_of_an_unknown_status_is_not_read) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::per_case);
+  save(w, {{"a", case_state::passed}, {"b", case_state::failed}});
+  const auto cases = w.path() / "cases";
+  fs::copy_file(cases / encode_key("echo/a@sim") / "result.json",
+                cases / encode_key("echo/b@sim") / "result.json",
+                fs::copy_options::overwrite_existing);
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->size() == 1u);
+  BOOST_REQUIRE(r->unreadable().size() == 1u);
+  BOOST_TEST(r->unreadable()[0].find("the record is of case echo/a@sim, not of the case its "
+                                     "folder names (echo/b@sim)") != std::string::npos,
+             r->unreadable()[0]);
+
+  auto c = new_run(results, layout::compact, "20261130T081502Z-0002");
+  auto bogus = line_of("x", case_state::passed);
+  bogus.replace(bogus.find("\"status\":\"passed\""), 17, "\"status\":\"bogus\"");
+  auto writer = c.writer();
+  BOOST_REQUIRE(writer.has_value());
+  (*writer)->submit(planned("x").key, bogus, {});
+  (*writer)->drain();
+  auto rc = run_reader::open(results, "20261130T081502Z-0002");
+  BOOST_REQUIRE(rc.has_value());
+  auto late = rc->visit_cases([](auto, auto&, auto&) { return true; });
+  BOOST_REQUIRE(late.size() == 1u);
+  BOOST_TEST(late[0].find("the record of echo/x@sim cannot be read: its \"status\" \"bogus\" is "
+                          "no case state") != std::string::npos,
+             late[0]);
+  BOOST_TEST(rc->load().unreadable.size() == 1u);
+}
+
+// Two records of one key in the segments: a resume's re-run of a cancelled, error, N/A or failed
+// case is how they come, anything else (a passed record twice: a copied line) is a warning naming
+// the key. The last record is read either way.
+BOOST_AUTO_TEST_CASE(a_key_saved_twice_without_a_rerun_is_a_warning) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::compact);
+  save(w, {{"a", case_state::error}, {"b", case_state::passed}, {"a", case_state::passed}});
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->superseded().empty());
+  save(w, {{"b", case_state::passed}});
+  r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->size() == 2u);
+  BOOST_TEST(r->unreadable().empty());
+  BOOST_REQUIRE(r->superseded().size() == 1u);
+  BOOST_TEST(r->superseded()[0].find("echo/b@sim has more than one record") != std::string::npos,
+             r->superseded()[0]);
 }
 
 BOOST_AUTO_TEST_CASE(a_record_gone_after_the_run_was_opened_is_a_visit_problem) {
