@@ -634,9 +634,7 @@ asio::awaitable<std::invoke_result_t<F&>> run_manager::off_executor(F& job) {
 }
 
 run_manager::run_manager(asio::any_io_executor ex, const server_config& config)
-    : ex_(std::move(ex)),
-      config_(config),
-      changed_(new_notify(ex_)) {
+    : ex_(std::move(ex)), config_(config), changed_(new_notify(ex_)) {
   process_budget_ = process_budget_of(config.max_connections);
 }
 

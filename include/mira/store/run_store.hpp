@@ -126,8 +126,8 @@ tl::expected<run_meta, error> load_run_meta(const std::filesystem::path& results
                                             const std::string& run_id);
 
 /// The run `latest` names in `results_dir`: the one whose newest session started last (ties:
-/// the meta.json written last, then the greater id). Folders whose meta.json cannot be read, and hidden ones (a merge's temporary
-/// folder), are passed over; nullopt when no run is left.
+/// the meta.json written last, then the greater id). Folders whose meta.json cannot be read, and
+/// hidden ones (a merge's temporary folder), are passed over; nullopt when no run is left.
 std::optional<std::string> latest_run_id(const std::filesystem::path& results_dir);
 
 /// What rebuild_meta did.
