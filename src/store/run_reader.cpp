@@ -231,10 +231,7 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
     // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
     for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
       auto& d = scan.damaged[i];
-      if (d.key)
-        damaged.push_back({scan.problems[i], *d.key, d.records_before});
-      else
-        s->unreadable.push_back(scan.problems[i]);
+      damaged.push_back({scan.problems[i], d.key.value_or(""), d.records_before});
     }
   };
 
@@ -251,7 +248,8 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   // A damaged line is superseded when the newest compact record of its key came after it.
   std::unordered_map<std::string_view, std::size_t> newest;  // key -> compact records before it
   if (!damaged.empty()) {
-    for (auto& d : damaged) newest.emplace(d.key, 0);
+    for (auto& d : damaged)
+      if (!d.key.empty()) newest.emplace(d.key, 0);
     for (std::size_t i = compact_first; i < s->entries.size(); ++i) {
       auto& e = s->entries[i];
       if (e.source == per_case) continue;
@@ -283,15 +281,20 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   // A flipped bit in a damaged line's key can name another case, which has a record: the case
   // of the line would then be lost unseen. So a damaged line counts as superseded only while
   // the run has a record of every case its last session planned (a run with no session, made
-  // by another host or rebuilt by doctor, vouches for none).
+  // by another host or rebuilt by doctor, vouches for none). Then it is, whatever key it shows:
+  // a resume that re-ran its case (the key damaged to name one saved before it) made the run
+  // whole again, and the line is an old copy, not a loss.
   const std::size_t planned = s->meta.sessions.empty() ? 0 : s->meta.sessions.back().planned;
   const bool whole = planned > 0 && entries.size() >= planned;
   for (auto& d : damaged) {
-    auto it = newest.find(d.key);
-    if (whole && it != newest.end() && it->second > d.records_before)
+    auto it = d.key.empty() ? newest.end() : newest.find(d.key);
+    if (!whole)
+      s->unreadable.push_back(std::move(d.problem));
+    else if (it != newest.end() && it->second > d.records_before)
       s->superseded.push_back(d.problem + ", superseded by a later record of " + d.key);
     else
-      s->unreadable.push_back(std::move(d.problem));
+      s->superseded.push_back(d.problem + ", superseded: the run has a record of each of its " +
+                              std::to_string(planned) + " planned case(s)");
   }
   return run_reader(std::move(s));
 }

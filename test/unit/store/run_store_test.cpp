@@ -352,6 +352,32 @@ BOOST_AUTO_TEST_CASE(a_damaged_key_naming_another_case_supersedes_nothing_while_
   BOOST_TEST(after.superseded.size() == 1u);
 }
 
+// The same flip to name a case saved before the line ("echo/b@sim" reads "echo/a@sim"): no
+// later record of a follows, yet once the resume saved b again every planned case has a record,
+// so the line is an old copy and the run reads whole (it was unreadable for good before).
+BOOST_AUTO_TEST_CASE(a_damaged_key_naming_an_earlier_case_is_superseded_once_the_run_is_whole) {
+  mira::test::temp_dir d;
+  auto w = three_saved_cases(d.path / "results");
+  auto segment = w.path() / "segments" / "000001.ndjson";
+  auto bytes = read_bytes(segment);
+  auto second = bytes.find('\n') + 1;
+  auto key = bytes.find("echo/b@sim", second);
+  BOOST_REQUIRE(key < bytes.find('\n', second));
+  bytes[key + 5] = 'a';
+  std::ofstream(segment, std::ios::binary | std::ios::trunc) << bytes;
+  auto before = w.load();
+  BOOST_TEST(before.cases.size() == 2u);
+  BOOST_TEST(before.unreadable.size() == 1u);
+  save_passed(w, {"b"});
+  auto after = w.load();
+  BOOST_TEST(after.cases.size() == 3u);
+  BOOST_TEST(after.unreadable.empty());
+  BOOST_REQUIRE(after.superseded.size() == 1u);
+  BOOST_TEST(after.superseded[0].find(
+                 "superseded: the run has a record of each of its 3 planned") != std::string::npos,
+             after.superseded[0]);
+}
+
 BOOST_AUTO_TEST_CASE(records_load_in_natural_order_and_unreadable_files_are_named) {
   mira::test::temp_dir d;
   auto results = d.path / "results";
