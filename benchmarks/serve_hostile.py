@@ -2,9 +2,11 @@
 """Figures for `mira serve` against hostile and heavy clients (issue #36): prints, for the
 `mira` binary given, whether 33 non-reading clients lock a newcomer out, the slowest /healthz
 while a run starts `procs` study processes, the server's resident memory with N non-reading
-clients, and how long SIGTERM takes with them. No pass/fail: numbers to compare.
+clients, and how long SIGTERM takes with them, and how long GET /v1/runs takes while 16 abandoned
+report requests of a saved run of --saved cases (run first with `STUDY --samples N`, as
+benchmarks/echo_study takes it) are read. No pass/fail: numbers to compare.
 
-usage: serve_hostile.py MIRA STUDY [--procs 64] [--clients 40]
+usage: serve_hostile.py MIRA STUDY [--procs 64] [--clients 40] [--saved 200000]
 """
 import argparse, os, signal, socket, subprocess, sys, tempfile, time, http.client, json
 
@@ -53,6 +55,7 @@ def main():
     a.add_argument("mira"); a.add_argument("study")
     a.add_argument("--procs", type=int, default=64)
     a.add_argument("--clients", type=int, default=40)
+    a.add_argument("--saved", type=int, default=0)
     o = a.parse_args()
     with tempfile.TemporaryDirectory() as results:
         p, port = start(o.mira, o.study, results)
@@ -89,6 +92,37 @@ def main():
         print(f"POST with procs {o.procs}: {r.status}; slowest of {asked} /healthz: {worst:.3f} s")
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=120)
+        if o.saved:
+            abandoned_reports(o, results)
+
+
+def abandoned_reports(o, results):
+    subprocess.run([o.mira, "run", "--store", "compact", "--results-dir", results, "--format",
+                    "json", "--", o.study, "--samples", str(o.saved)],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    run_id = sorted(d for d in os.listdir(results) if not d.startswith("."))[-1]
+    p, port = start(o.mira, o.study, results)
+    for _ in range(16):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.send(f"GET /v1/runs/{run_id}/report?format=html HTTP/1.1\r\nHost: localhost\r\n\r\n"
+               .encode())
+        s.close()
+    time.sleep(0.5)  # they are taken in before the list is asked for
+    t0 = time.monotonic()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    c.request("GET", "/v1/runs?limit=200")
+    r = c.getresponse()
+    r.read()
+    status = r.status
+    print(f"GET /v1/runs behind 16 abandoned reports of a {o.saved}-case run: {status} in "
+          f"{time.monotonic() - t0:.3f} s")
+    t0 = time.monotonic()
+    c.request("GET", f"/v1/runs/{run_id}/report?format=html")
+    r = c.getresponse()
+    size = len(r.read())
+    print(f"then one report (html, {size} bytes): {r.status} in {time.monotonic() - t0:.3f} s")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=120)
 
 
 if __name__ == "__main__":

@@ -292,6 +292,11 @@ std::pair<std::vector<std::pair<std::string, std::optional<json::object>>>, std:
   return {std::move(items), std::move(next)};
 }
 
+// What a heavy read skipped because its client left answers; nobody reads it.
+api_error client_gone() {
+  return make_error(499, "client_closed_request", "the client closed the connection first");
+}
+
 // The records of a run, as NDJSON, of the given states (comma-separated; all without).
 tl::expected<std::string, api_error> read_cases(const fs::path& results, const std::string& id,
                                                 const std::optional<std::string>& states) {
@@ -627,10 +632,11 @@ struct post_to_pool {
 }  // namespace
 
 template <class F>
-asio::awaitable<std::invoke_result_t<F&>> run_manager::off_executor(F& job) {
+asio::awaitable<std::invoke_result_t<F&>> run_manager::off_executor(F& job,
+                                                                    asio::thread_pool& lane) {
   return asio::async_initiate<const asio::use_awaitable_t<>,
                               void(std::exception_ptr, std::invoke_result_t<F&>)>(
-      post_to_pool<F>{&work_}, asio::use_awaitable, &job);
+      post_to_pool<F>{&lane}, asio::use_awaitable, &job);
 }
 
 run_manager::run_manager(asio::any_io_executor ex, const server_config& config)
@@ -687,7 +693,7 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::launch(const 
   run->id = resume;  // a new run's when its session has opened
   auto tally = std::make_shared<run_tally>();
   tally->run = run;
-  auto o = session_of(study, r, config_, work_.get_executor());
+  auto o = session_of(study, r, config_, heavy_.get_executor());
   o.save->resume = resume;
   o.save->resume_options = store::resume_options{rr.retry_errors, rr.retry_failed, false};
   watch(o.hooks, tally, ex_);
@@ -823,7 +829,7 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::status(std::
   auto read = [results = config_.results_dir, id, counts = counts_] {
     return read_saved_status(results, id, *counts);
   };
-  co_return co_await off_executor(read);
+  co_return co_await off_executor(read, light_);
 }
 
 asio::awaitable<tl::expected<json::object, api_error>> run_manager::list(std::size_t limit,
@@ -833,7 +839,7 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::list(std::si
   auto read = [results = config_.results_dir, limit, cursor, live_ids, counts = counts_] {
     return saved_page(results, limit, cursor, live_ids, *counts);
   };
-  auto [items, next] = co_await off_executor(read);
+  auto [items, next] = co_await off_executor(read, light_);
   json::array runs;
   for (auto& [id, saved] : items) {
     if (saved) {
@@ -882,19 +888,23 @@ asio::awaitable<tl::expected<json::object, api_error>> run_manager::catalog(std:
 }
 
 asio::awaitable<tl::expected<std::string, api_error>> run_manager::cases(
-    std::string id, std::optional<std::string> states) {
-  auto read = [results = config_.results_dir, id, states] {
+    std::string id, std::optional<std::string> states, abandoned gone) {
+  auto read = [results = config_.results_dir, id, states,
+               gone]() -> tl::expected<std::string, api_error> {
+    if (gone && *gone) return tl::unexpected(client_gone());
     return read_cases(results, id, states);
   };
-  co_return co_await off_executor(read);
+  co_return co_await off_executor(read, heavy_);
 }
 
 asio::awaitable<tl::expected<std::pair<std::string, std::string>, api_error>> run_manager::report(
-    std::string id, std::string format) {
-  auto render = [results = config_.results_dir, id, format] {
+    std::string id, std::string format, abandoned gone) {
+  auto render = [results = config_.results_dir, id, format,
+                 gone]() -> tl::expected<std::pair<std::string, std::string>, api_error> {
+    if (gone && *gone) return tl::unexpected(client_gone());
     return render_report(results, id, format);
   };
-  co_return co_await off_executor(render);
+  co_return co_await off_executor(render, heavy_);
 }
 
 asio::awaitable<void> run_manager::stop() {

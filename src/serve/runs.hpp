@@ -113,11 +113,14 @@ class run_manager {
   /// The study's initialize and listing. One load per study at a time: concurrent requests
   /// share it, and it holds a place among the runs (max_runs) while it goes.
   boost::asio::awaitable<tl::expected<boost::json::object, api_error>> catalog(std::string name);
+  /// A heavy read (cases, report) asked for by a client that may leave before it starts: set
+  /// once the client has gone, and the read, still queued, is skipped.
+  using abandoned = std::shared_ptr<const std::atomic<bool>>;
   boost::asio::awaitable<tl::expected<std::string, api_error>> cases(
-      std::string id, std::optional<std::string> states);
+      std::string id, std::optional<std::string> states, abandoned gone = {});
   /// The report's content type and text.
   boost::asio::awaitable<tl::expected<std::pair<std::string, std::string>, api_error>> report(
-      std::string id, std::string format);
+      std::string id, std::string format, abandoned gone = {});
 
   /// What a going run keeps alive (the server that owns this manager).
   void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
@@ -188,12 +191,13 @@ class run_manager {
   tl::expected<void, api_error> admit(std::size_t processes) const;
   void release(std::size_t processes);  // a place is given back
   void notify_changed();                // wakes stop()
-  /// `job()` on the worker threads, resumed on the awaiting coroutine's executor with its result.
+  /// `job()` on `lane`'s threads, resumed on the awaiting coroutine's executor with its result.
   /// `job` touches only what it captures, never the manager's state, and is a named local of the
   /// awaiting coroutine: g++ 12 destroys a temporary in a co_await expression twice (a lambda
   /// passed by value there was seen freed twice).
   template <class F>
-  boost::asio::awaitable<std::invoke_result_t<F&>> off_executor(F& job);
+  boost::asio::awaitable<std::invoke_result_t<F&>> off_executor(F& job,
+                                                                boost::asio::thread_pool& lane);
   /// A catalog being loaded: its waiters wait on `done` until `result` is set.
   struct catalog_load;
 
@@ -213,7 +217,11 @@ class run_manager {
   std::atomic<bool> stopping_ = false;
   /// Last: destroyed first, they join their threads while what they were given still exists.
   run_thread sessions_;
-  boost::asio::thread_pool work_{2};
+  /// Reads of a whole run (its cases, its report) take seconds on a big run; a run's status and
+  /// the runs list read meta.json and cached counts. Each has its own lane, so queued heavy
+  /// reads (abandoned by their clients or not) never hold up the list the dashboard polls.
+  boost::asio::thread_pool heavy_{2};
+  boost::asio::thread_pool light_{1};
 };
 
 }  // namespace mira::serve::detail

@@ -21,6 +21,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -216,8 +217,9 @@ struct server::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<bool> write(beast::tcp_stream& stream, std::uint64_t conn, response res,
                               bool keep_alive);
   asio::awaitable<bool> handle(beast::tcp_stream& stream, request& req, std::uint64_t conn);
-  asio::awaitable<tl::expected<response, api_error>> answer(const route_match& m,
-                                                            const request_target& t, request& req);
+  asio::awaitable<tl::expected<response, api_error>> answer(
+      const route_match& m, const request_target& t, request& req,
+      detail::run_manager::abandoned gone = {});
   tl::expected<response, api_error> answer_now(const route_match& m);
   asio::awaitable<void> events(beast::tcp_stream& stream, std::uint64_t conn, request& req,
                                const request_target& t, const std::string& id);
@@ -491,6 +493,30 @@ std::optional<api_error> server::impl::refuse_before_body(const request& req) co
   return make_error(401, "unauthorized", "this route needs Authorization: Bearer <token>");
 }
 
+namespace {
+
+// Completes when the client has closed its end (or the connection failed), setting `gone`;
+// pipelined bytes are not a close, so then it waits until it is cancelled.
+asio::awaitable<void> watch_for_close(tcp::socket& socket,
+                                      std::shared_ptr<std::atomic<bool>> gone) {
+  auto [ec] =
+      co_await socket.async_wait(tcp::socket::wait_read, asio::as_tuple(asio::use_awaitable));
+  if (ec == asio::error::operation_aborted) co_return;
+  if (!ec) {
+    char c = 0;
+    boost::system::error_code peeked;
+    auto n = socket.receive(asio::buffer(&c, 1), tcp::socket::message_peek, peeked);
+    if (n > 0) {
+      asio::steady_timer never(socket.get_executor(), asio::steady_timer::time_point::max());
+      co_await never.async_wait(asio::as_tuple(asio::use_awaitable));
+      co_return;
+    }
+  }
+  *gone = true;
+}
+
+}  // namespace
+
 asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& req,
                                            std::uint64_t conn) {
   const bool keep = req.keep_alive();
@@ -507,6 +533,18 @@ asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& r
   if (m->spec->r == route::run_events) {
     co_await events(stream, conn, req, *t, m->run_id);
     co_return false;
+  }
+  if (m->spec->r == route::run_report || m->spec->r == route::run_cases) {
+    // A heavy read waits its turn on the workers: one whose client has left by then is skipped
+    // (a client that asks for reports and hangs up cannot queue minutes of work).
+    auto gone = std::make_shared<std::atomic<bool>>(false);
+    auto answering = answer(*m, *t, req, gone);
+    auto watching = watch_for_close(stream.socket(), gone);
+    auto raced = co_await (std::move(answering) || std::move(watching));
+    if (raced.index() == 1) co_return false;
+    auto& res = std::get<0>(raced);
+    if (!res) co_return co_await write(stream, conn, error_response(res.error()), keep);
+    co_return co_await write(stream, conn, std::move(*res), keep);
   }
   // No ?: with temporaries here: g++ 12 evaluates both arms of one inside a coroutine.
   auto res = co_await answer(*m, *t, req);
@@ -587,9 +625,9 @@ tl::expected<response, api_error> server::impl::answer_now(const route_match& m)
   return tl::unexpected(make_error(404, "not_found", "no route for this path"));
 }
 
-asio::awaitable<tl::expected<response, api_error>> server::impl::answer(const route_match& m,
-                                                                        const request_target& t,
-                                                                        request& req) {
+asio::awaitable<tl::expected<response, api_error>> server::impl::answer(
+    const route_match& m, const request_target& t, request& req,
+    detail::run_manager::abandoned gone) {
   auto self = shared_from_this();
   switch (m.spec->r) {
     case route::catalog:
@@ -612,12 +650,12 @@ asio::awaitable<tl::expected<response, api_error>> server::impl::answer(const ro
     case route::run_get:
       co_return json_result(http::status::ok, co_await runs.status(m.run_id));
     case route::run_cases: {
-      auto text = co_await runs.cases(m.run_id, t.param("state"));
+      auto text = co_await runs.cases(m.run_id, t.param("state"), gone);
       if (!text) co_return tl::unexpected(text.error());
       co_return make_response(http::status::ok, "application/x-ndjson", std::move(*text));
     }
     case route::run_report: {
-      auto r = co_await runs.report(m.run_id, t.param("format").value_or("json"));
+      auto r = co_await runs.report(m.run_id, t.param("format").value_or("json"), gone);
       if (!r) co_return tl::unexpected(r.error());
       co_return make_response(http::status::ok, r->first, std::move(r->second));
     }
