@@ -1,6 +1,8 @@
 // The study's evals and what `initialize` says of the study (see registry.hpp).
 #include <mira/study/registry.hpp>
 
+#include <mira/study/dataset.hpp>
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -33,6 +35,10 @@ eval& eval::samples(sample_generator generator) {
   sample_index_.clear();
   generator_ = std::move(generator);
   return *this;
+}
+
+eval& eval::dataset(const study::dataset& d) {
+  return samples(d.generator());
 }
 
 eval& eval::add_target(protocol::target_info target) {

@@ -22,6 +22,7 @@
 namespace mira::study {
 
 class run_context;
+class dataset;
 
 /// The code under evaluation for one case: a coroutine given the case's context, returning its
 /// transcript. A subject that fails for a reason that is not the model's (a provider outage, a
@@ -52,6 +53,9 @@ class eval {
   eval& samples(std::vector<study::sample> list);
   /// A generated dataset (replaces any fixed list).
   eval& samples(sample_generator generator);
+  /// A dataset read from a file (dataset.hpp): its samples, made as they are asked for (replaces
+  /// any fixed list).
+  eval& dataset(const study::dataset& d);
   /// A target; one marked `available = false` is listed (the host skips it) but never run.
   eval& add_target(protocol::target_info target);
   /// An available target of this label and provider.
