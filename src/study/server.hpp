@@ -117,6 +117,11 @@ class server {
   void answer_error(std::int64_t id, boost::system::error_code code, std::string_view message,
                     bool retryable = false);
   void log(std::string_view message, std::int64_t request_id = 0);
+  /// The SDK's own `started` / `finished` event of a case (serve_options::case_events).
+  void case_event(std::int64_t id, const protocol::case_identity& c, std::string_view kind);
+  /// Drops the metrics JSON cannot carry (NaN, infinities), with a `log` naming each.
+  void drop_non_finite_metrics(std::int64_t id, const protocol::case_identity& c,
+                               protocol::transcript& t);
   void wake(boost::asio::steady_timer& t) { t.cancel(); }
   bool on_io_thread() const { return runs_here_(ex_); }
 

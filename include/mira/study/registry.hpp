@@ -131,9 +131,11 @@ class registry {
   /// What `initialize` answers: the protocol version, the study, and the capabilities it has:
   /// usage, execute, score and trials always (the SDK measures each case's duration, serves
   /// both halves of `run`, and hands every subject its seed); axes when an eval has one;
-  /// paginate when a sample list is longer than `page_size`; cancel when `cancel`; events and
-  /// trajectory when declared.
-  protocol::initialize_result describe(std::size_t page_size, bool cancel) const;
+  /// paginate when a sample list is longer than `page_size`; cancel when `cancel`; events when
+  /// declared or when `case_events` (serve_options::case_events: the kinds started and finished
+  /// join the declared ones); trajectory when declared.
+  protocol::initialize_result describe(std::size_t page_size, bool cancel,
+                                       bool case_events = false) const;
 
   /// Checks what a host would refuse or misread: an eval without a subject, two evals (samples
   /// of one eval, targets, axes) with one name, an eval without targets. The message names
