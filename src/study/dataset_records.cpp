@@ -367,7 +367,7 @@ json::array split_tags(std::string_view cell) {
 }  // namespace
 
 tl::expected<json::object, std::string> csv_record(const std::vector<std::string>& header,
-                                                   std::vector<std::string> cells,
+                                                   const std::vector<std::string>& cells,
                                                    const dataset_fields& fields) {
   if (cells.size() != header.size())
     return failed("the row has " + std::to_string(cells.size()) + " cells, the header " +
@@ -394,7 +394,7 @@ tl::expected<json::object, std::string> csv_record(const std::vector<std::string
     } else if (name == fields.id || name == fields.input || name == fields.expected) {
       if (!cell.empty()) record[name] = cell;
     } else {
-      metadata[name] = std::move(cell);
+      metadata[name] = cell;
     }
   }
   if (!metadata.empty() && !fields.metadata.empty()) record[fields.metadata] = std::move(metadata);

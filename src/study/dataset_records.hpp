@@ -89,7 +89,7 @@ tl::expected<study::sample, std::string> record_sample(const json::object& recor
 
 /// A CSV row as the record the JSON formats have (see dataset.hpp); `header` names the cells.
 tl::expected<json::object, std::string> csv_record(const std::vector<std::string>& header,
-                                                   std::vector<std::string> cells,
+                                                   const std::vector<std::string>& cells,
                                                    const dataset_fields& fields);
 
 }  // namespace mira::study::detail
