@@ -109,7 +109,7 @@ tl::expected<json::object, std::string> dataset_store::record(std::size_t index)
   if (format == dataset_format::csv) {
     auto cells = csv_cells((*r)->text);
     if (!cells) return tl::make_unexpected(std::move(cells.error()));
-    return csv_record(header, std::move(*cells), options.fields);
+    return csv_record(header, *cells, options.fields);
   }
   boost::system::error_code ec;
   auto v = json::parse((*r)->text, ec);
@@ -232,7 +232,7 @@ class indexer {
       // Rare: the same hash. Every earlier entry of the run may hold the same id.
       auto later = id_of(ids[i].index);
       for (auto k = i; k-- > 0 && ids[k].hash == ids[i].hash;)
-        if (id_of(ids[k].index) == later)
+        if (!later.empty() && id_of(ids[k].index) == later)
           return invalid(s_.where(ids[i].index) + ": " + s_.options.fields.id + ": '" + later +
                          "' is also the id of " + s_.where(ids[k].index));
     }
@@ -240,6 +240,7 @@ class indexer {
   }
 
  private:
+  // The id of a record read again (empty if it cannot be: the file changed meanwhile).
   std::string id_of(std::size_t index) const {
     auto r = s_.record(index);
     auto id = r ? s_.id_at(index, *r) : tl::expected<std::string, std::string>();
@@ -292,7 +293,7 @@ tl::expected<void, error> take(dataset_store& s, indexer& ix, json::parser& pars
     }
     auto cells = csv_cells(r.text);
     if (!cells) return invalid(here + cells.error());
-    auto record = csv_record(s.header, std::move(*cells), s.options.fields);
+    auto record = csv_record(s.header, *cells, s.options.fields);
     if (!record) return invalid(here + record.error());
     return ix.add(*record, r.offset, r.line);
   }

@@ -491,7 +491,7 @@ void server::failed(std::int64_t id, const std::exception_ptr& e) {
   auto& r = *table_.find(id);
   auto& ctl = *r.ctl;
   ctl.answered = true;
-  if (options_.case_events && r.kind != method_kind::score) case_event(id, r.identity, "finished");
+  if (ctl.began) case_event(id, r.identity, "finished");
   bool cancelled = ctl.cancelled;
   try {
     std::rethrow_exception(e);
@@ -512,6 +512,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   auto& c = r.identity;
   bool events = options_.case_events && r.kind != method_kind::score;
   if (events) case_event(id, c, "started");
+  r.ctl->began = events;
   auto* e = study_.find(c.eval);
   if (!e) throw request_error(errc::unknown_eval, "no such eval: " + c.eval);
   const protocol::target_info* target = nullptr;

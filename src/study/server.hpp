@@ -35,6 +35,7 @@ struct case_control {
   // Atomic: run_context::cancelled() may be asked from blocking code on the pool.
   std::atomic<bool> cancelled = false;
   bool answered = false;  // the answer is queued; the entry goes after co_spawn's completion
+  bool began = false;     // its `started` event was sent: a `finished` one goes before the answer
 
   /// On the I/O thread.
   void cancel() {
