@@ -5,6 +5,9 @@
 //   --samples N  the eval lists N samples ("s0".."s<N-1>"), 500 to a page
 //   --targets K  the eval has K targets: sim, sim1, ...
 //   --trials T   the eval's listing says `trials: T`
+//   --case-events  the SDK's started/finished events around each case (off by default here, as
+//                  echo_study sends none; `host_throughput --versus --case-events --
+//                  sdk_echo_study` measures what they cost)
 #include <mira/study.hpp>
 
 #include <cstdlib>
@@ -17,12 +20,17 @@ using mira::protocol::transcript;
 
 int main(int argc, char** argv) {
   long samples = 1, targets = 1, trials = 1;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (!std::strcmp(argv[i], "--samples"))
+  study::serve_options o;
+  o.case_events = false;
+  for (int i = 1; i < argc; ++i) {
+    bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--case-events"))
+      o.case_events = true;
+    else if (has_value && !std::strcmp(argv[i], "--samples"))
       samples = std::strtol(argv[++i], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--targets"))
+    else if (has_value && !std::strcmp(argv[i], "--targets"))
       targets = std::strtol(argv[++i], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--trials"))
+    else if (has_value && !std::strcmp(argv[i], "--trials"))
       trials = std::strtol(argv[++i], nullptr, 10);
   }
   study::registry s("sdk-echo", "1");
@@ -40,7 +48,6 @@ int main(int argc, char** argv) {
   e.score_with(study::make_scorer(
       "echo", [](const study::sample&, const transcript&) { return study::pass("echo", "echo"); }));
   e.subject([](study::run_context&) -> asio::awaitable<transcript> { co_return transcript(); });
-  study::serve_options o;
   o.page_size = 500;
   o.max_in_flight = 1 << 16;
   return study::serve_stdio(s, o);

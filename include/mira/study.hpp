@@ -3,10 +3,13 @@
 #pragma once
 
 #include <mira/study/context.hpp>
+#include <mira/study/dataset.hpp>
 #include <mira/study/error.hpp>
+#include <mira/study/parts.hpp>
 #include <mira/study/program.hpp>
 #include <mira/study/registry.hpp>
 #include <mira/study/sample.hpp>
 #include <mira/study/scorer.hpp>
 #include <mira/study/scorers.hpp>
+#include <mira/study/seed_files.hpp>
 #include <mira/study/serve.hpp>

@@ -32,6 +32,18 @@ class study_category final : public boost::system::error_category {
         return "a scorer failed";
       case errc::sample_failed:
         return "a sample could not be made";
+      case errc::file_unreadable:
+        return "a file could not be read";
+      case errc::file_unwritable:
+        return "a file could not be written";
+      case errc::file_too_large:
+        return "a file is too large";
+      case errc::dataset_invalid:
+        return "a dataset record is invalid";
+      case errc::unsafe_path:
+        return "a path leads outside its folder";
+      case errc::unknown_media_type:
+        return "the media type is unknown or of another kind";
     }
     return "unknown study error";
   }
@@ -66,6 +78,12 @@ std::int64_t rpc_code(boost::system::error_code ec) noexcept {
     case errc::subject_failed:
     case errc::scorer_failed:
     case errc::sample_failed:
+    case errc::file_unreadable:
+    case errc::file_unwritable:
+    case errc::file_too_large:
+    case errc::dataset_invalid:
+    case errc::unsafe_path:
+    case errc::unknown_media_type:
       return -32603;
   }
   return 0;

@@ -14,6 +14,8 @@
 // Asio's awaitable clears its own where its handler runs.
 #include <mira/study/program.hpp>
 
+#include "study/unique_fd.hpp"
+
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -58,21 +60,8 @@ using descriptor = asio::posix::stream_descriptor;
   throw boost::system::system_error(error_code(e, boost::system::generic_category()), what);
 }
 
-// An fd owned until an Asio descriptor adopts it.
-class unique_fd {
- public:
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-
- private:
-  int fd_ = -1;
-};
+// Pipe ends are owned until an Asio descriptor adopts them.
+using detail::unique_fd;
 
 struct pipe_ends {
   unique_fd read, write;

@@ -1,6 +1,8 @@
 // The study's evals and what `initialize` says of the study (see registry.hpp).
 #include <mira/study/registry.hpp>
 
+#include <mira/study/dataset.hpp>
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -33,6 +35,10 @@ eval& eval::samples(sample_generator generator) {
   sample_index_.clear();
   generator_ = std::move(generator);
   return *this;
+}
+
+eval& eval::dataset(const study::dataset& d) {
+  return samples(d.generator());
 }
 
 eval& eval::add_target(protocol::target_info target) {
@@ -151,7 +157,8 @@ const std::vector<protocol::target_info>& registry::targets_of(const eval& e) co
   return e.info().targets.empty() ? default_targets_ : e.info().targets;
 }
 
-protocol::initialize_result registry::describe(std::size_t page_size, bool cancel) const {
+protocol::initialize_result registry::describe(std::size_t page_size, bool cancel,
+                                               bool case_events) const {
   protocol::initialize_result r;
   r.protocol_version = std::string(protocol::protocol_version);
   r.study = name_;
@@ -164,10 +171,17 @@ protocol::initialize_result registry::describe(std::size_t page_size, bool cance
     r.capabilities.push_back("paginate");
   if (cancel) r.capabilities.push_back("cancel");
   r.capability_params = capability_params_;
-  if (!event_kinds_.empty()) {
+  auto kinds = event_kinds_;
+  if (case_events) {
+    if (std::find(kinds.begin(), kinds.end(), "started") == kinds.end())
+      kinds.insert(kinds.begin(), "started");
+    if (std::find(kinds.begin(), kinds.end(), "finished") == kinds.end())
+      kinds.push_back("finished");
+  }
+  if (!kinds.empty()) {
     r.capabilities.push_back("events");
     r.capability_params["events"] =
-        json::object{{"kinds", json::array(event_kinds_.begin(), event_kinds_.end())}};
+        json::object{{"kinds", json::array(kinds.begin(), kinds.end())}};
   }
   if (trajectories_) {
     r.capabilities.push_back("trajectory");

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <thread>
 #include <type_traits>
 
@@ -56,6 +57,22 @@ std::optional<protocol::rpc_error> make_samples(const eval& e, std::size_t from,
   return request_error(errc::sample_failed, "eval " + e.name() + ": making sample " +
                                                 std::to_string(i) + " failed: " + why)
       .to_rpc();
+}
+
+// The sample a case names: the eval's own (not copied), or the one its generator makes into
+// `made`.
+const study::sample& sample_of(const eval& e, const protocol::case_identity& c,
+                               std::optional<study::sample>& made) {
+  if (auto* s = e.listed_sample(c.sample)) return *s;
+  try {
+    made = e.find_sample(c.sample);
+  } catch (const std::exception& x) {
+    throw request_error(errc::sample_failed,
+                        "sample " + c.eval + "/" + c.sample + " could not be made: " + x.what());
+  }
+  if (!made)
+    throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
+  return *made;
 }
 
 using runs_here_fn = bool (*)(const asio::any_io_executor&);
@@ -169,6 +186,37 @@ void server::log(std::string_view message, std::int64_t request_id) {
   scratch_.clear();
   protocol::append_notification_frame(scratch_, "log", params);
   queue(scratch_);
+}
+
+void server::case_event(std::int64_t id, const protocol::case_identity& c, std::string_view kind) {
+  protocol::event_params e;
+  e.request_id = id;
+  e.eval = c.eval;
+  e.sample = c.sample;
+  e.target = c.target;
+  e.params = c.params;
+  e.kind = std::string(kind);
+  std::string params;
+  protocol::append_json(params, e);
+  scratch_.clear();
+  protocol::append_notification_frame(scratch_, "event", params);
+  queue(scratch_);
+}
+
+void server::drop_non_finite_metrics(std::int64_t id, const protocol::case_identity& c,
+                                     protocol::transcript& t) {
+  // The writer would print null, which the host refuses as a malformed result: the case's other
+  // values are kept, and the metric's loss is said.
+  for (auto it = t.metrics.begin(); it != t.metrics.end();) {
+    if (std::isfinite(it->second)) {
+      ++it;
+      continue;
+    }
+    log("case " + c.eval + "/" + c.sample + "@" + c.target + ": metric '" + it->first + "' is " +
+            (std::isnan(it->second) ? "NaN" : "infinite") + ", which JSON cannot carry: dropped",
+        id);
+    it = t.metrics.erase(it);
+  }
 }
 
 asio::awaitable<void> server::run(byte_stream& stream) {
@@ -308,7 +356,8 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
   if (method == "score") return admit(id, method_kind::score, params);
   if (method == "initialize") {
     result_.clear();
-    protocol::append_json(result_, study_.describe(options_.page_size, options_.cancel));
+    protocol::append_json(
+        result_, study_.describe(options_.page_size, options_.cancel, options_.case_events));
     return answer(id, result_);
   }
   if (method == "list") {
@@ -439,8 +488,10 @@ void server::finished() {
 }
 
 void server::failed(std::int64_t id, const std::exception_ptr& e) {
-  auto& ctl = *table_.find(id)->ctl;
+  auto& r = *table_.find(id);
+  auto& ctl = *r.ctl;
   ctl.answered = true;
+  if (ctl.began) case_event(id, r.identity, "finished");
   bool cancelled = ctl.cancelled;
   try {
     std::rethrow_exception(e);
@@ -459,6 +510,9 @@ void server::failed(std::int64_t id, const std::exception_ptr& e) {
 
 asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   auto& c = r.identity;
+  bool events = options_.case_events && r.kind != method_kind::score;
+  if (events) case_event(id, c, "started");
+  r.ctl->began = events;
   auto* e = study_.find(c.eval);
   if (!e) throw request_error(errc::unknown_eval, "no such eval: " + c.eval);
   const protocol::target_info* target = nullptr;
@@ -467,18 +521,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   if (!target)
     throw request_error(errc::unknown_target, "no such target: " + c.eval + "@" + c.target);
   std::optional<study::sample> made;
-  const study::sample* s = e->listed_sample(c.sample);
-  if (!s) {
-    try {
-      made = e->find_sample(c.sample);
-    } catch (const std::exception& x) {
-      throw request_error(errc::sample_failed,
-                          "sample " + c.eval + "/" + c.sample + " could not be made: " + x.what());
-    }
-    if (!made)
-      throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
-    s = &*made;
-  }
+  const study::sample* s = &sample_of(*e, c, made);
 
   protocol::transcript t;
   bool skipped = false;
@@ -504,6 +547,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
               .count();
     // A trajectory the host cannot read either is reported by the host; the flat fields stand.
     protocol::project_trajectory(t);
+    drop_non_finite_metrics(id, c, t);
   }
 
   // result_ is shared by every case: written only between this coroutine's suspensions.
@@ -514,6 +558,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     x.skipped = skipped;
     result_.clear();
     protocol::append_json(result_, x);
+    if (events) case_event(id, x, "finished");
     answer(id, result_);
     r.ctl->answered = true;
     co_return;
@@ -551,6 +596,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   rr.transcript = std::move(static_cast<protocol::transcript_summary&>(t));
   result_.clear();
   protocol::append_json(result_, rr);
+  if (events) case_event(id, rr, "finished");
   answer(id, result_);
   r.ctl->answered = true;
 }

@@ -35,6 +35,7 @@ struct case_control {
   // Atomic: run_context::cancelled() may be asked from blocking code on the pool.
   std::atomic<bool> cancelled = false;
   bool answered = false;  // the answer is queued; the entry goes after co_spawn's completion
+  bool began = false;     // its `started` event was sent: a `finished` one goes before the answer
 
   /// On the I/O thread.
   void cancel() {
@@ -117,6 +118,11 @@ class server {
   void answer_error(std::int64_t id, boost::system::error_code code, std::string_view message,
                     bool retryable = false);
   void log(std::string_view message, std::int64_t request_id = 0);
+  /// The SDK's own `started` / `finished` event of a case (serve_options::case_events).
+  void case_event(std::int64_t id, const protocol::case_identity& c, std::string_view kind);
+  /// Drops the metrics JSON cannot carry (NaN, infinities), with a `log` naming each.
+  void drop_non_finite_metrics(std::int64_t id, const protocol::case_identity& c,
+                               protocol::transcript& t);
   void wake(boost::asio::steady_timer& t) { t.cancel(); }
   bool on_io_thread() const { return runs_here_(ex_); }
 

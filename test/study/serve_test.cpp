@@ -2,6 +2,7 @@
 // the other this library's host (for what a host sees) or raw protocol lines (for the exact
 // frames: cancel answers, errors, notifications).
 #include "common/run_co.hpp"
+#include "common/temp_dir.hpp"
 
 #include <mira/host.hpp>
 #include <mira/study.hpp>
@@ -20,7 +21,12 @@
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -53,6 +59,11 @@ study::registry one_eval(study::subject subject, std::size_t samples = 3) {
   return r;
 }
 
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 study::subject answers(std::string text) {
   return [text](study::run_context&) -> asio::awaitable<transcript> {
     transcript t;
@@ -61,11 +72,11 @@ study::subject answers(std::string text) {
   };
 }
 
-// Waits until cancelled (or an hour), noting that the cancellation reached it.
+// Waits until cancelled (or an hour), noting that the cancellation reached it. The SDK's
+// `started` event, queued before the subject runs and written once it waits, says it is waiting.
 study::subject waits_for_cancel(bool* saw_cancel, int* started = nullptr) {
   return [saw_cancel, started](study::run_context& c) -> asio::awaitable<transcript> {
     if (started) ++*started;
-    c.started();
     asio::steady_timer t(c.get_executor(), 1h);
     auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     *saw_cancel = ec == asio::error::operation_aborted && c.cancelled();
@@ -163,6 +174,14 @@ BOOST_AUTO_TEST_CASE(initialize_advertises_what_the_study_has) {
   auto plain = one_eval(answers("ok"));
   auto caps = plain.describe(1000, true).capabilities;
   BOOST_TEST((caps == std::vector<std::string>{"usage", "execute", "score", "trials", "cancel"}));
+  // serve_options::case_events (on unless turned off) adds the SDK's own two kinds.
+  auto with_case_events = plain.describe(1000, true, true);
+  BOOST_TEST(with_case_events.has_capability("events"));
+  BOOST_TEST((with_case_events.capability_params.at("events").at("kinds") ==
+              json::array{"started", "finished"}));
+  plain.emits_events({"turn", "finished"});
+  BOOST_TEST((plain.describe(1000, true, true).capability_params.at("events").at("kinds") ==
+              json::array{"started", "turn", "finished"}));
 
   auto rich = one_eval(answers("ok"), 11);
   rich.add("axes").axis("effort", {"low", "high"}).add_sample({"x"}).subject(answers("ok"));
@@ -323,6 +342,188 @@ BOOST_AUTO_TEST_CASE(execute_runs_the_subject_and_score_only_the_scorers) {
   });
 }
 
+// What the study writes until `answers` answers have come, in order, space-separated:
+// "event:KIND:ID", "log:ID", "answer:ID" or "error:ID".
+asio::awaitable<std::string> frames_until_answer(wire& w, int answers = 1) {
+  std::string seen;
+  while (answers > 0) {
+    auto v = co_await w.next();
+    if (v.is_null()) break;
+    auto& o = v.as_object();
+    if (!seen.empty()) seen += ' ';
+    if (auto* m = o.if_contains("method")) {
+      auto& params = o.at("params").as_object();
+      auto id = std::to_string(params.at("request_id").as_int64());
+      seen += *m == "event" ? "event:" + std::string(params.at("kind").as_string()) + ":" + id
+                            : std::string(m->as_string()) + ":" + id;
+      continue;
+    }
+    --answers;
+    seen += (o.contains("error") ? "error:" : "answer:") + std::to_string(o.at("id").as_int64());
+  }
+  co_return seen;
+}
+
+BOOST_AUTO_TEST_CASE(the_sdk_brackets_each_case_with_started_and_finished) {
+  bool saw_cancel = false;
+  auto r = one_eval(answers("ok"));
+  r.add("waits").add_sample({"w"}).subject(waits_for_cancel(&saw_cancel));
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r);
+    wire w{s.host_end, {}};
+    co_await w.send(R"({"id":9,"method":"initialize","params":{}})");
+    auto init = co_await w.answer();
+    auto kinds = init.at("result").at("capability_params").at("events").at("kinds");
+    BOOST_TEST((kinds == json::array{"started", "finished"}));
+    co_await w.send(run_line(1, "s0"));
+    auto ran = co_await frames_until_answer(w);
+    BOOST_TEST(ran == "event:started:1 event:finished:1 answer:1");
+    co_await w.send(run_line(2, "no-such-sample"));
+    auto failed = co_await frames_until_answer(w);
+    BOOST_TEST(failed == "event:started:2 event:finished:2 error:2");
+    co_await w.send(
+        R"({"id":3,"method":"execute","params":{"eval":"e","sample":"s1","target":"sim"}})");
+    auto executed = co_await frames_until_answer(w);
+    BOOST_TEST(executed == "event:started:3 event:finished:3 answer:3");
+    co_await w.send(R"({"id":4,"method":"score","params":{"eval":"e","sample":"s1","target":"sim",)"
+                    R"("transcript":{"final_response":"ok"}}})");
+    auto scored = co_await frames_until_answer(w);
+    BOOST_TEST(scored == "answer:4");
+    // A cancelled case: its finished event comes before the cancelled error, whichever of the
+    // two answers comes first.
+    co_await w.send(run_line(5, "w", "waits"));
+    auto first = co_await w.next();
+    BOOST_TEST(first.at("params").at("kind") == "started");
+    co_await w.send(R"({"id":6,"method":"cancel","params":{"id":5}})");
+    auto rest = co_await frames_until_answer(w, 2);
+    BOOST_TEST(rest.find("event:finished:5") < rest.find("error:5"), rest);
+    BOOST_TEST(rest.find("error:5") != std::string::npos, rest);
+    BOOST_TEST(saw_cancel);
+    // The event carries the case, as the protocol's example does.
+    co_await w.send(run_line(7, "s2"));
+    auto started = co_await w.next();
+    auto want = json::parse(R"({"request_id":7,"eval":"e","sample":"s2","target":"sim",)"
+                            R"("kind":"started"})");
+    BOOST_TEST((started.at("params") == want));
+    co_await frames_until_answer(w);
+    s.host_end.shutdown(socket_t::shutdown_send);
+    auto end = co_await w.next();
+    BOOST_TEST(end.is_null());
+  });
+
+  study::serve_options off;
+  off.case_events = false;
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r, off);
+    wire w{s.host_end, {}};
+    co_await w.send(R"({"id":9,"method":"initialize","params":{}})");
+    auto init = co_await w.answer();
+    BOOST_TEST(!init.at("result").as_object().contains("capability_params"));
+    co_await w.send(run_line(1, "s0"));
+    auto ran = co_await frames_until_answer(w);
+    BOOST_TEST(ran == "answer:1");
+    s.host_end.shutdown(socket_t::shutdown_send);
+    BOOST_TEST((co_await w.next()).is_null());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_metric_json_cannot_carry_is_dropped_with_a_warning) {
+  auto r = one_eval([](study::run_context&) -> asio::awaitable<transcript> {
+    transcript t;
+    t.final_response = "ok";
+    t.metrics = {{"recall", 0.5},
+                 {"ratio", std::numeric_limits<double>::quiet_NaN()},
+                 {"speed", -std::numeric_limits<double>::infinity()}};
+    co_return t;
+  });
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r);
+    auto host = mira::host_handle::connect(std::move(s.host_end));
+    co_await host.initialize();
+    std::vector<std::string> logs;
+    mira::notification_handler on_note = [&logs](const mira::notification& n) {
+      if (n.method == "log") logs.emplace_back(n.params.at("message").as_string());
+    };
+    // Built outside the co_await: g++ 12 mishandles argument objects inside one
+    // (docs/toolchain-notes.md).
+    auto running = host.run(case_of("s1"), std::move(on_note));
+    auto res = co_await std::move(running);
+    BOOST_REQUIRE_MESSAGE(res, (res ? "" : res.error().message()));
+    BOOST_TEST(res->passed);
+    BOOST_TEST((res->transcript.metrics == std::map<std::string, double>{{"recall", 0.5}}));
+    BOOST_TEST(
+        (logs == std::vector<std::string>{
+                     "case e/s1@sim: metric 'ratio' is NaN, which JSON cannot carry: dropped",
+                     "case e/s1@sim: metric 'speed' is infinite, which JSON cannot carry: "
+                     "dropped"}));
+    auto x = co_await host.execute(case_of("s1"));
+    BOOST_REQUIRE(x);
+    BOOST_TEST(x->transcript.metrics.size() == 1U);
+    co_await host.shutdown();
+  });
+}
+
+// A dataset file served: listed in pages, a case found by its id, its seeded files written into
+// a work folder by the subject, and a record broken since the load failing its case alone.
+BOOST_AUTO_TEST_CASE(a_host_lists_and_runs_a_dataset) {
+  mira::test::temp_dir d;
+  auto file = d.path / "data.jsonl";
+  std::string lines;
+  for (int i = 0; i < 25; ++i)
+    lines += R"({"id": "q)" + std::to_string(i) + R"(", "input": "question )" + std::to_string(i) +
+             R"(", "expected": "ok", "files": {"in/q.txt": "file of q)" + std::to_string(i) +
+             "\"}}\n";
+  std::ofstream(file) << lines;
+  auto data = study::jsonl(file);
+  BOOST_REQUIRE_MESSAGE(data, (data ? "" : data.error().message()));
+  study::registry r("datasets");
+  r.add("qa")
+      .dataset(*data)
+      .add_target("sim", "sim")
+      .score_with(study::make_scorer(
+          "is_ok",
+          [](const study::sample&, const transcript& t) { return t.final_response == "ok"; }))
+      .subject([&d](study::run_context& c) -> asio::awaitable<transcript> {
+        auto folder = d.path / ("work-" + c.sample().id);
+        std::filesystem::create_directories(folder);
+        auto written = study::materialize_files(c.sample().files, folder);
+        transcript t;
+        t.final_response = written ? "ok" : written.error().message();
+        t.metadata = json::object{{"seen", written ? read_text(folder / "in/q.txt") : ""}};
+        co_return t;
+      });
+  study::serve_options o;
+  o.page_size = 10;
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r, o);
+    auto host = mira::host_handle::connect(std::move(s.host_end));
+    co_await host.initialize();
+    auto list = co_await host.list_all();
+    BOOST_REQUIRE(list);
+    BOOST_REQUIRE(list->evals.at(0).samples.size() == 25U);
+    BOOST_TEST(list->evals.at(0).samples[24].id == "q24");
+    auto p = case_of("q17", "qa");
+    auto res = co_await host.run(p);
+    BOOST_REQUIRE_MESSAGE(res, (res ? "" : res.error().message()));
+    BOOST_TEST(res->passed);
+    BOOST_TEST((res->input.get() == json::array{"question 17"}));
+    BOOST_TEST((res->transcript.metadata.get().at("seen") == "file of q17"));
+    // The record is rewritten, same length, into one the loader would refuse.
+    std::string broken = lines;
+    std::string was = R"("input": "question 3")";
+    std::string now = R"("input": 7)";
+    now.resize(was.size(), ' ');
+    broken.replace(broken.find(was), was.size(), now);
+    std::ofstream(file) << broken;
+    auto bad = co_await host.run(case_of("q3", "qa"));
+    BOOST_REQUIRE(!bad);
+    BOOST_TEST(bad.error().diag.study_error->message ==
+               "sample qa/q3 could not be made: " + file.string() +
+                   ":4: input: expected a string or an array of turns, got a number");
+    co_await host.shutdown();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(errors_name_what_was_wrong) {
   study::registry r("s");
   r.default_target({"sim", "", true, {}});
@@ -381,7 +582,7 @@ BOOST_AUTO_TEST_CASE(cancel_reaches_the_running_subject_and_the_host_gets_its_an
     served s(io, r);
     wire w{s.host_end, {}};
     co_await w.send(run_line(1, "s0"));
-    auto started = co_await w.next();  // the subject's `started` event: it is running
+    auto started = co_await w.next();  // the SDK's `started` event: the subject is waiting
     BOOST_TEST(started.at("params").at("kind") == "started");
     BOOST_TEST(started.at("params").at("request_id") == 1);
     co_await w.send(R"({"id":2,"method":"cancel","params":{"id":1}})");
@@ -504,7 +705,6 @@ BOOST_AUTO_TEST_CASE(blocking_work_sees_its_stop_token) {
   std::mutex m;
   std::condition_variable_any cv;
   auto r = one_eval([&](study::run_context& c) -> asio::awaitable<transcript> {
-    c.started();
     auto stopped = co_await c.blocking([&](std::stop_token st) {
       std::unique_lock lock(m);
       return cv.wait(lock, st, [] { return false; }) ? "woken" : "stopped";
@@ -542,7 +742,6 @@ BOOST_AUTO_TEST_CASE(a_stop_token_made_off_the_io_thread_as_the_cancel_comes_is_
         std::this_thread::yield();
       if (c.cancelled()) seen = c.stop_token().stop_requested() ? "stopped" : "not stopped";
     });
-    c.started();
     asio::steady_timer until_cancelled(c.get_executor(), 1h);
     co_await until_cancelled.async_wait(asio::as_tuple(asio::use_awaitable));
     asker.join();  // at once: the request is marked cancelled before its slot hears it
@@ -581,7 +780,6 @@ BOOST_AUTO_TEST_CASE(a_torn_down_io_context_stops_blocking_work_in_flight) {
   std::condition_variable_any cv;
   bool stopped = false;
   auto r = one_eval([&](study::run_context& c) -> asio::awaitable<transcript> {
-    c.started();
     co_await c.blocking([&](std::stop_token st) {
       std::unique_lock lock(m);
       stopped = !cv.wait(lock, st, [] { return false; });
@@ -737,6 +935,13 @@ BOOST_AUTO_TEST_CASE(a_sample_generator_that_throws_fails_only_its_request) {
   });
 }
 
+// Without the SDK's own events: what the two below count is the subject's.
+study::serve_options subject_events_only() {
+  study::serve_options o;
+  o.case_events = false;
+  return o;
+}
+
 // A subject that sends its "started" event and answers at once.
 study::subject starts_then_answers() {
   return [](study::run_context& c) -> asio::awaitable<transcript> {
@@ -781,10 +986,11 @@ int events_before_answers(bool on_strand, int threads) {
   if (on_strand) ex = asio::make_strand(io);
   socket_t study_end(ex), host_end(ex);
   asio::local::connect_pair(study_end, host_end);
-  asio::co_spawn(ex, study::serve(r, study::stream_of(study_end)), [&](std::exception_ptr) {
-    boost::system::error_code ignored;
-    study_end.shutdown(socket_t::shutdown_both, ignored);
-  });
+  asio::co_spawn(ex, study::serve(r, study::stream_of(study_end), subject_events_only()),
+                 [&](std::exception_ptr) {
+                   boost::system::error_code ignored;
+                   study_end.shutdown(socket_t::shutdown_both, ignored);
+                 });
   io.poll();  // serving starts here, then waits for requests
   int answered = 0;
   int after_their_event = 0;
@@ -806,10 +1012,11 @@ int events_before_answers_on_a_pool_strand(int threads) {
   asio::any_io_executor ex = asio::make_strand(pool);
   socket_t study_end(ex), host_end(ex);
   asio::local::connect_pair(study_end, host_end);
-  asio::co_spawn(ex, study::serve(r, study::stream_of(study_end)), [&](std::exception_ptr) {
-    boost::system::error_code ignored;
-    study_end.shutdown(socket_t::shutdown_both, ignored);
-  });
+  asio::co_spawn(ex, study::serve(r, study::stream_of(study_end), subject_events_only()),
+                 [&](std::exception_ptr) {
+                   boost::system::error_code ignored;
+                   study_end.shutdown(socket_t::shutdown_both, ignored);
+                 });
   asio::steady_timer watchdog(ex, 60s);
   watchdog.async_wait(asio::bind_executor(ex, [&](boost::system::error_code ec) {
     boost::system::error_code ignored;

@@ -22,6 +22,7 @@
 namespace mira::study {
 
 class run_context;
+class dataset;
 
 /// The code under evaluation for one case: a coroutine given the case's context, returning its
 /// transcript. A subject that fails for a reason that is not the model's (a provider outage, a
@@ -52,6 +53,9 @@ class eval {
   eval& samples(std::vector<study::sample> list);
   /// A generated dataset (replaces any fixed list).
   eval& samples(sample_generator generator);
+  /// A dataset read from a file (dataset.hpp): its samples, made as they are asked for (replaces
+  /// any fixed list).
+  eval& dataset(const study::dataset& d);
   /// A target; one marked `available = false` is listed (the host skips it) but never run.
   eval& add_target(protocol::target_info target);
   /// An available target of this label and provider.
@@ -127,9 +131,11 @@ class registry {
   /// What `initialize` answers: the protocol version, the study, and the capabilities it has:
   /// usage, execute, score and trials always (the SDK measures each case's duration, serves
   /// both halves of `run`, and hands every subject its seed); axes when an eval has one;
-  /// paginate when a sample list is longer than `page_size`; cancel when `cancel`; events and
-  /// trajectory when declared.
-  protocol::initialize_result describe(std::size_t page_size, bool cancel) const;
+  /// paginate when a sample list is longer than `page_size`; cancel when `cancel`; events when
+  /// declared or when `case_events` (serve_options::case_events: the kinds started and finished
+  /// join the declared ones); trajectory when declared.
+  protocol::initialize_result describe(std::size_t page_size, bool cancel,
+                                       bool case_events = false) const;
 
   /// Checks what a host would refuse or misread: an eval without a subject, two evals (samples
   /// of one eval, targets, axes) with one name, an eval without targets. The message names

@@ -31,6 +31,13 @@ struct serve_options {
   /// Answer `cancel` (and advertise it). Off, `cancel` is an unknown method and a subject runs
   /// to its end whatever the host sends; the end of the input still cancels what is in flight.
   bool cancel = true;
+  /// Sends an `event` of kind `started` when a run / execute case begins and one of kind
+  /// `finished` just before its answer, whatever the answer (a result or an error, a cancel
+  /// included), as the Rust SDK does; `initialize` then advertises the `events` capability with
+  /// both kinds (and those registry::emits_events declares). A case cancelled while it waits for
+  /// a slot never began and gets neither; `score` gets neither. Off, only the events subjects
+  /// send are sent.
+  bool case_events = true;
 };
 
 /// Reads and writes bytes: the transport serve() runs over, type-erased so that the server is
