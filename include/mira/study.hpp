@@ -10,3 +10,4 @@
 #include <mira/study/scorer.hpp>
 #include <mira/study/scorers.hpp>
 #include <mira/study/serve.hpp>
+#include <mira/study/trajectory.hpp>
