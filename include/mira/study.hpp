@@ -2,6 +2,7 @@
 // and serve it (docs/study-sdk.md starts from a 20-line study).
 #pragma once
 
+#include <mira/study/agent.hpp>
 #include <mira/study/context.hpp>
 #include <mira/study/error.hpp>
 #include <mira/study/program.hpp>
