@@ -4,6 +4,7 @@
 
 #include <mira/study/agent.hpp>
 #include <mira/study/context.hpp>
+#include <mira/study/dialogue.hpp>
 #include <mira/study/error.hpp>
 #include <mira/study/program.hpp>
 #include <mira/study/registry.hpp>
