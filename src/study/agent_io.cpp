@@ -94,16 +94,34 @@ std::optional<std::string> write_file(const fs::path& file, std::string_view dat
   return std::nullopt;
 }
 
-// Every regular file under root, '/'-separated and relative, without following links.
-void walk(const fs::path& root, const fs::path& dir, std::vector<std::string>& out) {
+// Whether a path under a folder (its segments) can match the pattern: the folder is walked only
+// then, so a capture of "out.txt" does not read a tree of thousands of files.
+bool may_match_under(std::span<const std::string_view> p, std::span<const std::string_view> dir) {
+  if (dir.empty()) return !p.empty();
+  if (p.empty()) return false;
+  if (p.front() == "**") return true;
+  return match_segment(p.front(), dir.front()) && may_match_under(p.subspan(1), dir.subspan(1));
+}
+
+// The regular files under root that match a pattern, '/'-separated and relative, without
+// following links.
+void walk(const fs::path& root, const fs::path& dir, const std::vector<std::string>& patterns,
+          std::vector<std::string>& out) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const auto st = it->symlink_status(ec);
     if (ec) break;
-    if (fs::is_directory(st))
-      walk(root, it->path(), out);
-    else if (fs::is_regular_file(st))
-      out.push_back(it->path().lexically_relative(root).generic_string());
+    const auto rel = it->path().lexically_relative(root).generic_string();
+    if (fs::is_directory(st)) {
+      const auto segs = segments(rel);
+      if (std::any_of(patterns.begin(), patterns.end(),
+                      [&](const auto& p) { return may_match_under(segments(p), segs); }))
+        walk(root, it->path(), patterns, out);
+    } else if (fs::is_regular_file(st) &&
+               std::any_of(patterns.begin(), patterns.end(),
+                           [&](const auto& p) { return glob_match(p, rel); })) {
+      out.push_back(rel);
+    }
   }
 }
 
@@ -170,14 +188,11 @@ captured capture(const fs::path& root, const std::vector<std::string>& patterns,
                  const capture_limits& limits) {
   captured c;
   if (patterns.empty()) return c;
-  std::vector<std::string> all;
-  walk(root, root, all);
-  std::sort(all.begin(), all.end());
+  std::vector<std::string> matched;
+  walk(root, root, patterns, matched);
+  std::sort(matched.begin(), matched.end());
   std::size_t total = 0;
-  for (const auto& path : all) {
-    if (std::none_of(patterns.begin(), patterns.end(),
-                     [&](const std::string& p) { return glob_match(p, path); }))
-      continue;
+  for (const auto& path : matched) {
     const auto key = to_valid_utf8(path);
     std::error_code ec;
     const auto size = static_cast<std::size_t>(fs::file_size(root / path, ec));

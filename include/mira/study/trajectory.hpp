@@ -73,6 +73,7 @@ class step {
   /// Members of the step's `extra` (merged; `parts` is the message's parts).
   step& extra(json::object members);
 
+  /// What the step holds, as set.
   step_source source() const noexcept { return source_; }
   const std::string& text() const noexcept { return message_; }
   const json::array& parts() const noexcept { return parts_; }
@@ -111,11 +112,14 @@ class trajectory_builder {
   /// The tools the agent had (agent.tool_definitions, e.g. OpenAI function schemas).
   trajectory_builder& tool_definitions(json::array definitions);
 
+  /// Adds a user, agent or system step with this message, and returns it for its setters.
   step& user(std::string message);
   step& agent(std::string message = {});
   step& system(std::string message);
+  /// Adds a step built apart (an agent function's, say).
   step& add(step s);
 
+  /// The steps, in order (step i is numbered i + 1).
   const std::deque<step>& steps() const noexcept { return steps_; }
   /// The last agent step, or nullptr when there is none.
   step* last_agent() noexcept;
