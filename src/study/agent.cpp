@@ -237,10 +237,10 @@ std::string_view to_string(agent_errc e) noexcept {
 asio::awaitable<protocol::transcript> run_agent(agent_options options, agent_case c) {
   if (options.argv.empty()) throw std::invalid_argument("run_agent: argv is empty");
   case_folder folder(options.temp_root);
-  std::optional<detail::agent_error> error = folder.error();
-  if (!error) error = detail::write_seeds(folder.work(), c.files);
+  std::optional<detail::agent_error> failure = folder.error();
+  if (!failure) failure = detail::write_seeds(folder.work(), c.files);
   protocol::transcript t;
-  if (!error) {
+  if (!failure) {
     auto p = program_for(options, c, folder);
     try {
       auto run = run_program(std::move(p));
@@ -249,10 +249,10 @@ asio::awaitable<protocol::transcript> run_agent(agent_options options, agent_cas
     } catch (const boost::system::system_error& e) {
       // A cancellation is the case's end, not its result: the folder goes as the frame unwinds.
       if (e.code() == asio::error::operation_aborted) throw;
-      error = detail::agent_error{make_error_code(agent_errc::cannot_start), e.what()};
+      failure = detail::agent_error{make_error_code(agent_errc::cannot_start), e.what()};
     }
   }
-  if (error) t = failed(*error);
+  if (failure) t = failed(*failure);
   keep_if_failed(options, folder, t);
   co_return t;
 }
