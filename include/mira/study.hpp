@@ -2,8 +2,10 @@
 // and serve it (docs/study-sdk.md starts from a 20-line study).
 #pragma once
 
+#include <mira/study/agent.hpp>
 #include <mira/study/context.hpp>
 #include <mira/study/dataset.hpp>
+#include <mira/study/dialogue.hpp>
 #include <mira/study/error.hpp>
 #include <mira/study/parts.hpp>
 #include <mira/study/program.hpp>
@@ -13,3 +15,4 @@
 #include <mira/study/scorers.hpp>
 #include <mira/study/seed_files.hpp>
 #include <mira/study/serve.hpp>
+#include <mira/study/trajectory.hpp>

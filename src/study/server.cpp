@@ -537,6 +537,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     ctx.request_id_ = id;
     ctx.control_ = r.ctl.get();
     ctx.deadline_ = r.deadline;
+    ctx.max_turns_ = e->info().max_turns;
     ctx.executor_ = ex_;
     ctx.server_ = this;
     auto t0 = run_context::clock::now();

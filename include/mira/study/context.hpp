@@ -56,6 +56,8 @@ class run_context {
   std::string_view param(std::string_view axis) const noexcept;
   /// The seed the host gave this trial (seed + trial), if any.
   std::optional<std::int64_t> seed() const noexcept { return id_->seed; }
+  /// The eval's max_turns, when it set one (as `list` says): the most turns a dialogue takes.
+  std::optional<std::int64_t> max_turns() const noexcept { return max_turns_; }
 
   /// Whether the host has cancelled the request (or closed the connection).
   bool cancelled() const noexcept;
@@ -136,6 +138,7 @@ class run_context {
   std::int64_t request_id_ = 0;
   detail::case_control* control_ = nullptr;
   std::optional<clock::time_point> deadline_;
+  std::optional<std::int64_t> max_turns_;
   boost::asio::any_io_executor executor_;
   detail::server* server_ = nullptr;
 };

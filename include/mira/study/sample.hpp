@@ -60,4 +60,9 @@ struct sample {
   protocol::sample_info info() const { return {id, tags, metadata}; }
 };
 
+/// The text of input turns (a sample's input): strings as they are, the `text` of text parts,
+/// and the text of messages' content, joined by '\n'; other parts are left out. What an agent or
+/// a dialogue is prompted with.
+std::string input_text(const json::array& input);
+
 }  // namespace mira::study
