@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
+#include <limits>
 
 namespace mira::models {
 
