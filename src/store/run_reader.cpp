@@ -231,7 +231,10 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
     // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
     for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
       auto& d = scan.damaged[i];
-      damaged.push_back({scan.problems[i], d.key.value_or(""), d.records_before});
+      if (d.key)
+        damaged.push_back({scan.problems[i], *d.key, d.records_before});
+      else  // no key to go by (a line cut short, a linked or unreadable file): never superseded
+        s->unreadable.push_back(scan.problems[i]);
     }
   };
 
@@ -248,8 +251,7 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   // A damaged line is superseded when the newest compact record of its key came after it.
   std::unordered_map<std::string_view, std::size_t> newest;  // key -> compact records before it
   if (!damaged.empty()) {
-    for (auto& d : damaged)
-      if (!d.key.empty()) newest.emplace(d.key, 0);
+    for (auto& d : damaged) newest.emplace(d.key, 0);
     for (std::size_t i = compact_first; i < s->entries.size(); ++i) {
       auto& e = s->entries[i];
       if (e.source == per_case) continue;
@@ -287,7 +289,7 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   const std::size_t planned = s->meta.sessions.empty() ? 0 : s->meta.sessions.back().planned;
   const bool whole = planned > 0 && entries.size() >= planned;
   for (auto& d : damaged) {
-    auto it = d.key.empty() ? newest.end() : newest.find(d.key);
+    auto it = newest.find(d.key);
     if (!whole)
       s->unreadable.push_back(std::move(d.problem));
     else if (it != newest.end() && it->second > d.records_before)
