@@ -457,6 +457,25 @@ void server::failed(std::int64_t id, const std::exception_ptr& e) {
   }
 }
 
+namespace {
+
+// The case's sample: the listed one, or one made into `made`.
+const study::sample* sample_of(const eval& e, const protocol::run_params& c,
+                               std::optional<study::sample>& made) {
+  if (const auto* listed = e.listed_sample(c.sample)) return listed;
+  try {
+    made = e.find_sample(c.sample);
+  } catch (const std::exception& x) {
+    throw request_error(errc::sample_failed,
+                        "sample " + c.eval + "/" + c.sample + " could not be made: " + x.what());
+  }
+  if (!made)
+    throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
+  return &*made;
+}
+
+}  // namespace
+
 asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   auto& c = r.identity;
   auto* e = study_.find(c.eval);
@@ -467,18 +486,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   if (!target)
     throw request_error(errc::unknown_target, "no such target: " + c.eval + "@" + c.target);
   std::optional<study::sample> made;
-  const study::sample* s = e->listed_sample(c.sample);
-  if (!s) {
-    try {
-      made = e->find_sample(c.sample);
-    } catch (const std::exception& x) {
-      throw request_error(errc::sample_failed,
-                          "sample " + c.eval + "/" + c.sample + " could not be made: " + x.what());
-    }
-    if (!made)
-      throw request_error(errc::unknown_sample, "no such sample: " + c.eval + "/" + c.sample);
-    s = &*made;
-  }
+  const study::sample* s = sample_of(*e, c, made);
 
   protocol::transcript t;
   bool skipped = false;
@@ -497,7 +505,13 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     ctx.executor_ = ex_;
     ctx.server_ = this;
     auto t0 = run_context::clock::now();
-    t = co_await e->run_subject()(ctx);
+    try {
+      t = co_await e->run_subject()(ctx);
+    } catch (const infra_error& x) {
+      // Not the subject's fault: answered as a result whose transcript says so.
+      t = {};
+      x.apply_to(t);
+    }
     if (!t.timing.duration_ms)
       t.timing.duration_ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(run_context::clock::now() - t0)
@@ -525,10 +539,9 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   if (!s->input.empty()) rr.input = s->input;
   if (s->expected) rr.expected = protocol::lazy_json<json::value>(*s->expected);
   if (!skipped) {
-    if (t.error && t.error_kind == protocol::error_kind::infra) {
-      // Not the subject's fault: neither passed nor failed, and the host retries it.
-      rr.scores.push_back(not_applicable("infra", *t.error));
-    } else {
+    if (!(t.error && t.error_kind == protocol::error_kind::infra)) {
+      // Plain scorers are called, not awaited: a cancel that came after the subject's result
+      // must not turn it into a cancelled answer.
       for (auto& sc : e->scorers()) {
         try {
           if (sc.is_coroutine())
@@ -537,12 +550,22 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
             rr.scores.push_back(sc.score(*s, t));
         } catch (const request_error&) {
           throw;
+        } catch (const infra_error& x) {
+          // A scorer that could not reach its service (a judge's provider rate-limited or
+          // down): the case ends as an infra error, which the host retries.
+          x.apply_to(t);
+          break;
         } catch (const std::exception& ex) {
           // A cancel that reached a scorer's co_await is answered as the cancel it is.
           if (r.ctl->cancelled) throw;
           throw request_error(errc::scorer_failed, "scorer " + sc.name() + " failed: " + ex.what());
         }
       }
+    }
+    if (t.error && t.error_kind == protocol::error_kind::infra) {
+      // Not the subject's fault: neither passed nor failed, and the host retries it.
+      rr.scores.clear();
+      rr.scores.push_back(not_applicable("infra", *t.error));
     }
     auto v = judge_scores(rr.scores);
     rr.passed = v.passed;
