@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 packages=(g++ cmake ninja-build ccache pkg-config
           libboost1.81-dev libboost-json1.81-dev libboost-test1.81-dev
           libboost-filesystem1.81-dev libexpected-dev
+          libssl-dev zlib1g-dev  # mira::models: HTTPS and gzip
           libtomlplusplus-dev)  # mira.toml (the Rust host's configuration file)
 scripts/install_packages.sh "${packages[@]}"
 

@@ -7,9 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
-# What the tests use beyond the build: the schema validator, Chromium (renders the HTML report)
-# and pkg-config (a consumer below).
-scripts/install_packages.sh python3 python3-jsonschema chromium pkg-config
+# What the tests use beyond the build: the schema validator, Chromium (renders the HTML report),
+# pkg-config (a consumer below) and openssl (the model tests' throwaway certificates).
+scripts/install_packages.sh python3 python3-jsonschema chromium pkg-config openssl
 scripts/setup.sh
 cmake --build "$build" -j 2
 # The Slurm test (label slurm) starts daemons as root: .ci/run runs it on its own.
