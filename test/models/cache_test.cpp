@@ -1,5 +1,6 @@
 // The response cache: canonical keys, entries written whole by rename, every unreadable entry a
 // miss, the modes, and writers and readers at once.
+#include "common/scoped_env.hpp"
 #include "common/temp_dir.hpp"
 
 #include <mira/models/cache.hpp>
@@ -16,26 +17,8 @@
 
 namespace json = boost::json;
 namespace models = mira::models;
+using mira::test::scoped_env;
 using mira::test::temp_dir;
-
-namespace {
-
-// Sets (or unsets) an environment variable for a scope.
-struct scoped_env {
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? ::setenv(name, value, 1) : ::unsetenv(name);
-  }
-  ~scoped_env() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
-  scoped_env(const scoped_env&) = delete;
-  scoped_env& operator=(const scoped_env&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-}  // namespace
 
 BOOST_AUTO_TEST_SUITE(models_cache)
 
