@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
+#include <limits>
 
 namespace mira::models {
 
@@ -120,8 +121,8 @@ struct exchange_result {
 
 // Writes the request and reads its response (skipping 1xx interim ones), within the bounds.
 template <class Stream>
-asio::awaitable<exchange_result> exchange(Stream& s, beast::flat_buffer& buffer,
-                                          const request_message& req, const client_options& o) {
+asio::awaitable<exchange_result> exchange_on(Stream& s, beast::flat_buffer& buffer,
+                                             const request_message& req, const client_options& o) {
   exchange_result out;
   auto [wec, wn] = co_await http::async_write(s, req, asio::as_tuple(asio::use_awaitable));
   if (wec) {
@@ -141,12 +142,23 @@ asio::awaitable<exchange_result> exchange(Stream& s, beast::flat_buffer& buffer,
       out.ec = rec;
       co_return out;
     }
-    const int status = parser.get().result_int();
+    const auto status = parser.get().result_int();
     if (status / 100 == 1 && status != 101) continue;
     out.keep_alive = parser.keep_alive();
     out.message = parser.release();
     co_return out;
   }
+}
+
+asio::awaitable<exchange_result> exchange(connection& c, const request_message& req,
+                                          const client_options& o) {
+  // Not one ?: of two co_awaits: g++ 12 mis-builds its result (docs/toolchain-notes.md).
+  if (c.tls) {
+    auto over_tls = co_await exchange_on(*c.tls, c.buffer, req, o);
+    co_return over_tls;
+  }
+  auto plain = co_await exchange_on(*c.plain, c.buffer, req, o);
+  co_return plain;
 }
 
 // What a failed exchange is, by the Beast or Asio code.
@@ -177,7 +189,7 @@ error exchange_error(const exchange_result& r, bool cancelled, const std::string
 tl::expected<http_response, error> to_response(response_message&& m, const std::string& where,
                                                const client_options& o) {
   http_response out;
-  out.status = m.result_int();
+  out.status = static_cast<int>(m.result_int());
   const std::string_view encoding = m[http::field::content_encoding];
   const bool gzipped = iequals(encoding, "gzip") || iequals(encoding, "x-gzip");
   if (!encoding.empty() && !gzipped && !iequals(encoding, "identity"))
@@ -268,12 +280,7 @@ asio::awaitable<tl::expected<http_response, error>> client::request(http_request
         c = std::move(*opened);
       }
       c->tcp().expires_at(deadline);
-      // Not a ?: of two co_awaits: g++ 12 mis-builds its result (a crash reading the fields).
-      exchange_result res;
-      if (c->tls)
-        res = co_await exchange(*c->tls, c->buffer, *message, st->options);
-      else
-        res = co_await exchange(*c->plain, c->buffer, *message, st->options);
+      exchange_result res = co_await exchange(*c, *message, st->options);
       const bool cancelled = co_await was_cancelled();
       // A pooled connection the server closed while we were taking it: once more, on a new one.
       if (res.ec && reused && attempt == 0 && !res.response_started && !cancelled &&

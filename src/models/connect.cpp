@@ -93,7 +93,7 @@ asio::awaitable<std::optional<error>> tunnel(connection& c, const route& r,
     const bool was_cancelled = co_await cancelled();
     co_return step_error(rec, was_cancelled, errc::proxy_failed, where);
   }
-  const int status = parser.get().result_int();
+  const int status = static_cast<int>(parser.get().result_int());
   if (status / 100 != 2)
     co_return error{
         make_error_code(errc::proxy_failed),

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdlib>
 
 namespace mira::models::detail {
 
