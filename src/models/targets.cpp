@@ -13,7 +13,7 @@ protocol::target_info key_gated_target(std::string provider, std::string model,
   t.provider = std::move(provider);
   const char* key = std::getenv(std::string(key_variable).c_str());
   t.available = key && std::string_view(key).find_first_not_of(" \t\r\n") != std::string_view::npos;
-  t.metadata["model"] = std::move(model);
+  t.metadata["model"] = model;
   if (!t.available) t.metadata["unavailable_reason"] = std::string(key_variable) + " is not set";
   return t;
 }

@@ -47,7 +47,8 @@ class response_cache {
   std::optional<std::string> find(std::string_view key) const;
   /// Stores `value` under `key` when the mode writes; whether it was written.
   bool store(std::string_view key, std::string_view value) const;
-  /// Where the entry of `key` is: FOLDER/<first two hex digits>/<SHA-256 of key, hex>.json.
+  /// Where the entry of `key` is: the folder, then the first two hex digits of the key's
+  /// SHA-256, then all 64 of them with `.json`.
   std::filesystem::path entry_path(std::string_view key) const;
 
  private:
