@@ -66,10 +66,10 @@ boost::asio::awaitable<tl::expected<reply, error>> send_on(std::shared_ptr<const
                                                            request r) {
   auto body = detail::encode_request(s->kind, s->model, r);
   if (!body) co_return tl::make_unexpected(std::move(body.error()));
-  std::string key;
+  std::string entry;  // the request's cache key
   if (s->cache.mode() != cache_mode::off) {
-    key = cache_key(s->kind, s->base_url, *body);
-    if (auto hit = s->cache.find(key)) {
+    entry = cache_key(s->kind, s->base_url, *body);
+    if (auto hit = s->cache.find(entry)) {
       // An entry that no longer decodes (another version's) is a miss, as a torn one is.
       if (auto cached = detail::decode_reply(s->kind, *hit)) {
         cached->from_cache = true;
@@ -101,7 +101,7 @@ boost::asio::awaitable<tl::expected<reply, error>> send_on(std::shared_ptr<const
     decoded.error().http_status = answer->status;
     co_return decoded;
   }
-  if (!key.empty()) s->cache.store(key, answer->body);
+  if (!entry.empty()) s->cache.store(entry, answer->body);
   detail::price_reply(*decoded, s->prices, s->model);
   co_return decoded;
 }
