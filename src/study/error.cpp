@@ -97,4 +97,13 @@ protocol::rpc_error request_error::to_rpc() const {
   return e;
 }
 
+void infra_error::apply_to(protocol::transcript& t) const {
+  t.error = what();
+  t.error_kind = protocol::error_kind::infra;
+  if (!retry_after_) return;
+  auto metadata = t.metadata.get();
+  metadata["retry_after_ms"] = retry_after_->count();
+  t.metadata = metadata;
+}
+
 }  // namespace mira::study

@@ -4,6 +4,7 @@
 #include <mira/study/scorers.hpp>
 
 #include <mira/protocol/json_text.hpp>
+#include <mira/study/error.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/json/parse.hpp>
@@ -392,6 +393,8 @@ boost::asio::awaitable<protocol::score> ask(std::shared_ptr<judge> j, std::strin
   } catch (const boost::system::system_error& e) {
     if (e.code() == boost::asio::error::operation_aborted) throw;
     unavailable = e.what();
+  } catch (const infra_error&) {
+    throw;  // the case's, not this score's: the server ends the case as an infra error
   } catch (const std::exception& e) {
     unavailable = e.what();
   } catch (...) {

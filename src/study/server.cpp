@@ -541,7 +541,13 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
     ctx.executor_ = ex_;
     ctx.server_ = this;
     auto t0 = run_context::clock::now();
-    t = co_await e->run_subject()(ctx);
+    try {
+      t = co_await e->run_subject()(ctx);
+    } catch (const infra_error& x) {
+      // Not the subject's fault: answered as a result whose transcript says so.
+      t = {};
+      x.apply_to(t);
+    }
     if (!t.timing.duration_ms)
       t.timing.duration_ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(run_context::clock::now() - t0)
@@ -571,10 +577,9 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   if (!s->input.empty()) rr.input = s->input;
   if (s->expected) rr.expected = protocol::lazy_json<json::value>(*s->expected);
   if (!skipped) {
-    if (t.error && t.error_kind == protocol::error_kind::infra) {
-      // Not the subject's fault: neither passed nor failed, and the host retries it.
-      rr.scores.push_back(not_applicable("infra", *t.error));
-    } else {
+    if (!(t.error && t.error_kind == protocol::error_kind::infra)) {
+      // Plain scorers are called, not awaited: a cancel that came after the subject's result
+      // must not turn it into a cancelled answer.
       for (auto& sc : e->scorers()) {
         try {
           if (sc.is_coroutine())
@@ -583,12 +588,22 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
             rr.scores.push_back(sc.score(*s, t));
         } catch (const request_error&) {
           throw;
+        } catch (const infra_error& x) {
+          // A scorer that could not reach its service (a judge's provider rate-limited or
+          // down): the case ends as an infra error, which the host retries.
+          x.apply_to(t);
+          break;
         } catch (const std::exception& ex) {
           // A cancel that reached a scorer's co_await is answered as the cancel it is.
           if (r.ctl->cancelled) throw;
           throw request_error(errc::scorer_failed, "scorer " + sc.name() + " failed: " + ex.what());
         }
       }
+    }
+    if (t.error && t.error_kind == protocol::error_kind::infra) {
+      // Not the subject's fault: neither passed nor failed, and the host retries it.
+      rr.scores.clear();
+      rr.scores.push_back(not_applicable("infra", *t.error));
     }
     auto v = judge_scores(rr.scores);
     rr.passed = v.passed;

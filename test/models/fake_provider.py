@@ -23,7 +23,9 @@ With --api-key, a request without that key gets 401 in the provider's error shap
 The answer (rules tried in order; add one to RULES):
     judge   the prompt asks for a JSON object with a "score": {"score": 1.0, "reason": ...} when
             the text after a line "Response:" contains the text of a line "Expected:" (or no
-            line "Expected:" is there), else {"score": 0.0, ...}
+            line "Expected:" is there), else {"score": 0.0, ...}; the Markdown sections
+            "# Expected answer" and "# Final response" of mira::study's judge prompt say the
+            same (each section's text runs to the next "# " heading)
     echo    "echo: " + the last user text
 Usage: input tokens = words of every input text, output tokens = words of the answer.
 
@@ -106,6 +108,19 @@ def prompt_of(path, body):
     return "\n".join(every), last_user
 
 
+def markdown_section(lines, heading):
+    """The text under a line `heading`, to the next "# " heading; None without the heading."""
+    for i, line in enumerate(lines):
+        if line.strip() == heading:
+            body = []
+            for rest in lines[i + 1:]:
+                if rest.startswith("# "):
+                    break
+                body.append(rest)
+            return "\n".join(body).strip()
+    return None
+
+
 def judge_rule(prompt, last_user):
     if '"score"' not in prompt:
         return None
@@ -116,6 +131,9 @@ def judge_rule(prompt, last_user):
             expected = line.split(":", 1)[1].strip()
         if line.lower().startswith("response:"):
             response = "\n".join([line.split(":", 1)[1]] + lines[i + 1:])
+    if markdown_section(lines, "# Final response") is not None:
+        expected = markdown_section(lines, "# Expected answer")
+        response = markdown_section(lines, "# Final response")
     ok = expected is None or expected in response
     reason = "the response contains the expected text" if ok else "the expected text is missing"
     return json.dumps({"score": 1.0 if ok else 0.0, "reason": reason})

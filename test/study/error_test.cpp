@@ -35,4 +35,18 @@ BOOST_AUTO_TEST_CASE(a_request_error_says_what_the_wire_carries) {
   BOOST_TEST(rpc.retryable);
 }
 
+BOOST_AUTO_TEST_CASE(an_infra_error_marks_a_transcript_for_the_hosts_retry) {
+  mira::protocol::transcript t;
+  t.final_response = "half done";
+  study::infra_error("rate limited (HTTP 429)", std::chrono::milliseconds(2500)).apply_to(t);
+  BOOST_TEST(t.error.value_or("") == "rate limited (HTTP 429)");
+  BOOST_TEST((t.error_kind == mira::protocol::error_kind::infra));
+  BOOST_TEST(t.metadata.get().at("retry_after_ms").to_number<int>() == 2500);
+  BOOST_TEST(t.final_response == "half done");  // what the subject did is kept
+
+  mira::protocol::transcript u;
+  study::infra_error("connection refused").apply_to(u);
+  BOOST_TEST(!u.metadata.get().contains("retry_after_ms"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

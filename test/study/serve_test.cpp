@@ -306,6 +306,55 @@ BOOST_AUTO_TEST_CASE(an_infra_error_is_scored_na_and_a_failed_case_fails) {
   });
 }
 
+// A judge whose provider is rate-limited: not a verdict, the case's infra error.
+struct rate_limited_judge : study::scorers::judge {
+  asio::awaitable<study::scorers::judgement> grade(const study::scorers::judge_request&) override {
+    throw study::infra_error("rate limited (HTTP 429)", 1500ms);
+    co_return study::scorers::judgement{};
+  }
+};
+
+BOOST_AUTO_TEST_CASE(an_infra_error_thrown_by_a_subject_or_a_scorer_ends_the_case_as_infra) {
+  study::registry r("s");
+  r.default_target({"sim", "", true, {}});
+  r.add("subject")
+      .add_sample({"x"})
+      .score_with(study::scorers::succeeded())
+      .subject([](study::run_context&) -> asio::awaitable<transcript> {
+        throw study::infra_error("connection refused");
+        co_return transcript{};
+      });
+  r.add("judge")
+      .add_sample({"x"})
+      .score_with(study::scorers::succeeded())
+      .score_with(study::scorers::model_graded(std::make_shared<rate_limited_judge>(), "ok?"))
+      .subject(answers("ok"));
+  run_co([&](asio::io_context& io) -> asio::awaitable<void> {
+    served s(io, r);
+    auto host = mira::host_handle::connect(std::move(s.host_end));
+    co_await host.initialize();
+    auto down = co_await host.run(case_of("x", "subject"));
+    BOOST_REQUIRE(down);
+    BOOST_TEST(down->is_na());
+    BOOST_TEST(down->scores.size() == 1U);
+    BOOST_TEST(down->transcript.error.value_or("") == "connection refused");
+    BOOST_TEST((down->transcript.error_kind == mira::protocol::error_kind::infra));
+    BOOST_TEST(!down->transcript.metadata.get().contains("retry_after_ms"));
+    auto judged = co_await host.run(case_of("x", "judge"));
+    BOOST_REQUIRE(judged);
+    BOOST_TEST(judged->is_na());
+    BOOST_TEST(judged->scores.size() == 1U);  // the scores before the judge's are dropped
+    BOOST_TEST(judged->scores.at(0).reason == "rate limited (HTTP 429)");
+    BOOST_TEST(judged->transcript.final_response == "ok");
+    BOOST_TEST((judged->transcript.error_kind == mira::protocol::error_kind::infra));
+    BOOST_TEST(judged->transcript.metadata.get().at("retry_after_ms").to_number<int>() == 1500);
+    auto x = co_await host.execute(case_of("x", "subject"));
+    BOOST_REQUIRE(x);
+    BOOST_TEST(x->transcript.error.value_or("") == "connection refused");
+    co_await host.shutdown();
+  });
+}
+
 BOOST_AUTO_TEST_CASE(execute_runs_the_subject_and_score_only_the_scorers) {
   int runs = 0;
   auto r = one_eval([&runs](study::run_context&) -> asio::awaitable<transcript> {

@@ -9,7 +9,9 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -68,6 +70,29 @@ class request_error : public std::runtime_error {
  private:
   boost::system::error_code code_;
   bool retryable_;
+};
+
+/// Thrown by a subject (or a scorer, such as a judge) that failed for a reason that is not the
+/// model's: a rate limit, a provider's 5xx, a network failure. The study answers with a result,
+/// not an error: the transcript (empty but for what apply_to() sets) carries the message as its
+/// error with error_kind infra, the case is scored with a single N/A score, and the host retries
+/// it, waiting at least `retry_after` when it is given.
+class infra_error : public std::runtime_error {
+ public:
+  explicit infra_error(const std::string& message,
+                       std::optional<std::chrono::milliseconds> retry_after = std::nullopt)
+      : std::runtime_error(message), retry_after_(retry_after) {}
+
+  /// How long the failing service asked to be left alone (its Retry-After), if it said.
+  std::optional<std::chrono::milliseconds> retry_after() const noexcept { return retry_after_; }
+
+  /// Marks `t` as ended by this error: error = what(), error_kind infra, and, with a
+  /// retry_after, metadata.retry_after_ms (which the host's scheduler reads as the least wait
+  /// before the retry). For a subject that catches it to keep what it did before the failure.
+  void apply_to(protocol::transcript& t) const;
+
+ private:
+  std::optional<std::chrono::milliseconds> retry_after_;
 };
 
 }  // namespace mira::study

@@ -153,16 +153,19 @@ struct judgement {
 class judge {
  public:
   virtual ~judge() = default;
-  /// The judgement of `request`. Throw when none can be had (no credentials, the model
-  /// unreachable, an answer that is not a verdict): the score is then N/A, not a failure. The
-  /// awaitable runs on the executor of whoever awaits the scorer.
+  /// The judgement of `request`. Throw when none can be had (no credentials, an answer that is
+  /// not a verdict): the score is then N/A, not a failure. Throw study::infra_error for a
+  /// failure worth a retry (a rate limit, the model unreachable). The awaitable runs on the
+  /// executor of whoever awaits the scorer.
   virtual boost::asio::awaitable<judgement> grade(const judge_request& request) = 0;
 };
 
 /// A coroutine scorer named `model_graded("<rubric>")` whose score, named `model_graded`, is the
 /// judge's: value the judgement's score, passing when it is at least `threshold`. A judge that
-/// throws, or scores NaN, gives an N/A score saying why; a cancellation
-/// (boost::system::system_error with operation_aborted) is not a verdict and propagates.
+/// throws, or scores NaN, gives an N/A score saying why. Two exceptions are not verdicts and
+/// propagate: a cancellation (boost::system::system_error with operation_aborted), and
+/// study::infra_error (the judge's provider rate-limited or down), which ends the case as an
+/// infra error that the host retries.
 scorer model_graded(std::shared_ptr<judge> j, std::string rubric, double threshold = 0.5);
 
 }  // namespace mira::study::scorers
