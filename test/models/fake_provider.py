@@ -26,6 +26,9 @@ The answer (rules tried in order; add one to RULES):
             line "Expected:" is there), else {"score": 0.0, ...}; the Markdown sections
             "# Expected answer" and "# Final response" of mira::study's judge prompt say the
             same (each section's text runs to the next "# " heading)
+    image   the request carries a base64 image (a data: URI, or Anthropic's base64 source):
+            "It is <colour>.", the colour named nearest its first pixel (an 8-bit RGB or RGBA
+            PNG; "unknown" for any other image): a stand-in for a model that sees
     echo    "echo: " + the last user text
 Usage: input tokens = words of every input text, output tokens = words of the answer.
 
@@ -47,6 +50,7 @@ Faults, chosen per request by the header X-Fake-Fault: NAME or the model "fault-
 "connect", with "targets"), and an absolute-form http:// request is forwarded ("forward").
 """
 import argparse
+import base64
 import gzip
 import json
 import os
@@ -54,9 +58,11 @@ import select
 import socket
 import socketserver
 import ssl
+import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HUGE = 50 * 1024 * 1024
@@ -121,7 +127,7 @@ def markdown_section(lines, heading):
     return None
 
 
-def judge_rule(prompt, last_user):
+def judge_rule(prompt, last_user, images):
     if '"score"' not in prompt:
         return None
     expected, response = None, ""
@@ -139,16 +145,62 @@ def judge_rule(prompt, last_user):
     return json.dumps({"score": 1.0 if ok else 0.0, "reason": reason})
 
 
-def echo_rule(prompt, last_user):
+def echo_rule(prompt, last_user, images):
     return "echo: " + last_user
 
 
-RULES = [judge_rule, echo_rule]
+def images_of(value):
+    """The bytes of every base64 image a request holds, in any of the three APIs' shapes."""
+    if isinstance(value, list):
+        return [b for v in value for b in images_of(v)]
+    if isinstance(value, str):
+        if value.startswith("data:image/") and ";base64," in value:
+            return [base64.b64decode(value.split(",", 1)[1])]
+        return []
+    if not isinstance(value, dict):
+        return []
+    src = value.get("source")
+    if value.get("type") == "image" and isinstance(src, dict) and src.get("type") == "base64":
+        return [base64.b64decode(src.get("data", ""))]
+    return [b for v in value.values() for b in images_of(v)]
 
 
-def answer_text(prompt, last_user):
+COLOURS = {"red": (255, 0, 0), "green": (0, 128, 0), "blue": (0, 0, 255), "yellow": (255, 255, 0),
+           "white": (255, 255, 255), "black": (0, 0, 0)}
+
+
+def first_pixel_colour(png):
+    """The colour nearest an 8-bit RGB(A) PNG's first pixel: whatever a row's filter, the first
+    pixel of the first row is stored as it is."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        return "unknown"
+    pos, ihdr, idat = 8, None, b""
+    while pos + 8 <= len(png):
+        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        data = png[pos + 8:pos + 8 + n]
+        pos += 12 + n
+        if kind == b"IHDR":
+            ihdr = data
+        elif kind == b"IDAT":
+            idat += data
+    if ihdr is None or ihdr[8] != 8 or ihdr[9] not in (2, 6):
+        return "unknown"
+    rgb = zlib.decompress(idat)[1:4]
+    return min(COLOURS, key=lambda c: sum((a - b) ** 2 for a, b in zip(COLOURS[c], rgb)))
+
+
+def image_rule(prompt, last_user, images):
+    if not images:
+        return None
+    return "It is %s." % first_pixel_colour(images[0])
+
+
+RULES = [judge_rule, image_rule, echo_rule]
+
+
+def answer_text(prompt, last_user, images=()):
     for rule in RULES:
-        text = rule(prompt, last_user)
+        text = rule(prompt, last_user, images)
         if text is not None:
             return text
     return ""
@@ -282,7 +334,7 @@ class Provider(BaseHTTPRequestHandler):
             Provider.requests_served += 1
             n = Provider.requests_served
         prompt, last_user = prompt_of(path, req)
-        text = answer_text(prompt, last_user)
+        text = answer_text(prompt, last_user, images_of(req))
         body = json.dumps(provider_body(path, model, text, words(prompt), n)).encode()
         if fault == "gzip":
             return self.send(200, gzip.compress(body), [("Content-Encoding", "gzip")])
