@@ -1,10 +1,17 @@
 // A multi-turn eval: a simulated user tells a bot something, asks follow-ups from the sample's
 // script, and stops when the script is done; the bot must remember what it was told. Each case
-// is scored on the bot's last reply and on how many turns it took. The bot is a few rules (a
-// stand-in for a model: swap in any function of the conversation), so the study runs offline.
+// is scored on the bot's last reply and on how many turns it took. The `rule-bot` target is a
+// few rules (a stand-in for a model), so the study runs offline; with MIRA_AGENT_MODEL set, the
+// target `openai/<model>` has that model hold the dialogue (OPENAI_API_KEY, OPENAI_BASE_URL;
+// listed unavailable without the key), each of its turns one request with the dialogue so far.
 //
 // Usage: interactive    (spawned by a host: `mira run -- interactive`)
+//        MIRA_AGENT_MODEL=gpt-4o-mini mira run -- interactive
+#include <mira/models/provider.hpp>
+#include <mira/models/targets.hpp>
 #include <mira/study.hpp>
+
+#include <cstdlib>
 
 #include <optional>
 #include <string>
@@ -12,6 +19,7 @@
 
 namespace asio = boost::asio;
 namespace json = boost::json;
+namespace models = mira::models;
 namespace study = mira::study;
 namespace scorers = mira::study::scorers;
 using mira::protocol::transcript;
@@ -49,6 +57,24 @@ asio::awaitable<study::agent_turn> bot(const study::conversation& c) {
   co_return study::step(study::step_source::agent, reply_to(c));
 }
 
+// The agent as a model: the dialogue so far is the chat history of each request. A rate limit
+// or an outage is thrown as the case's infra error (models::throw_error), which the host retries.
+study::dialogue_agent model_agent(models::provider model) {
+  return [model](const study::conversation& c) -> asio::awaitable<study::agent_turn> {
+    models::request asked;
+    asked.system = "You are a helpful assistant. Answer in one short sentence.";
+    for (const auto& m : c) {
+      models::message said = models::message::user(m.text);
+      if (m.role == study::role::agent) said.role = "assistant";
+      asked.messages.push_back(std::move(said));
+    }
+    auto reply = co_await model.complete(std::move(asked));
+    study::step s(study::step_source::agent, reply.text);
+    s.usage(reply.usage).model(reply.model).llm_calls(1);
+    co_return s;
+  };
+}
+
 // The simulated user: the sample's follow-ups in order, then the end of the dialogue.
 study::responder scripted_user(json::array follow_ups) {
   return
@@ -78,8 +104,10 @@ int main() {
   study::dialogue_options options;
   options.agent_name = "rule-bot";
   options.agent_version = "1.0";
-  r.add("memory")
-      .description("Remembers what the user said earlier in the dialogue")
+  auto& memory = r.add("memory");
+  if (const char* model = std::getenv("MIRA_AGENT_MODEL"); model && *model)
+    memory.add_target("rule-bot", "local").add_target(models::openai_target(model));
+  memory.description("Remembers what the user said earlier in the dialogue")
       .samples(
           {dialogue("name", "My name is Ada.", {"I live in Lyon.", "What is my name?"},
                     "Your name is Ada."),
@@ -96,8 +124,10 @@ int main() {
                    static_cast<std::int64_t>(s.metadata.at("follow_ups").as_array().size()) + 1;
           }))
       .subject([options](study::run_context& c) {
+        auto agent = c.target().provider == "openai" ? model_agent(models::for_target(c))
+                                                     : study::dialogue_agent(bot);
         return study::converse(
-            c, bot, scripted_user(c.sample().metadata.at("follow_ups").as_array()), options);
+            c, agent, scripted_user(c.sample().metadata.at("follow_ups").as_array()), options);
       });
   return study::serve_stdio(r);
 }
