@@ -202,7 +202,7 @@ protocol::transcript gather(const agent_options& o, const case_folder& f, const 
   auto got = detail::capture(f.work(), o.capture, o.limits);
   t.files = std::move(got.files);
   if (!got.skipped.empty()) metadata["files_skipped"] = std::move(got.skipped);
-  if (!metadata.empty()) t.metadata = std::move(metadata);
+  if (!metadata.empty()) t.metadata = metadata;
   return t;
 }
 
@@ -211,7 +211,7 @@ void keep_if_failed(const agent_options& o, case_folder& f, protocol::transcript
   f.keep();
   auto metadata = t.metadata.get();
   metadata["workdir"] = f.path().string();
-  t.metadata = std::move(metadata);
+  t.metadata = metadata;
 }
 
 }  // namespace

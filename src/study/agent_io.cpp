@@ -166,7 +166,7 @@ captured capture(const fs::path& root, const std::vector<std::string>& patterns,
       continue;
     }
     total += contents.size();
-    c.files[key] = std::move(contents);
+    c.files[key] = contents;
   }
   return c;
 }
