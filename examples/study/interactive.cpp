@@ -7,7 +7,7 @@
 //
 // Usage: interactive    (spawned by a host: `mira run -- interactive`)
 //        MIRA_AGENT_MODEL=gpt-4o-mini mira run -- interactive
-#include <mira/models/provider.hpp>
+#include <mira/models/dialogue.hpp>
 #include <mira/models/targets.hpp>
 #include <mira/study.hpp>
 
@@ -55,24 +55,6 @@ std::string reply_to(const study::conversation& c) {
 // The agent: the bot's reply as one step of the trajectory (no model call: llm_calls stays unset).
 asio::awaitable<study::agent_turn> bot(const study::conversation& c) {
   co_return study::step(study::step_source::agent, reply_to(c));
-}
-
-// The agent as a model: the dialogue so far is the chat history of each request. A rate limit
-// or an outage is thrown as the case's infra error (models::throw_error), which the host retries.
-study::dialogue_agent model_agent(models::provider model) {
-  return [model](const study::conversation& c) -> asio::awaitable<study::agent_turn> {
-    models::request asked;
-    asked.system = "You are a helpful assistant. Answer in one short sentence.";
-    for (const auto& m : c) {
-      models::message said = models::message::user(m.text);
-      if (m.role == study::role::agent) said.role = "assistant";
-      asked.messages.push_back(std::move(said));
-    }
-    auto reply = co_await model.complete(std::move(asked));
-    study::step s(study::step_source::agent, reply.text);
-    s.usage(reply.usage).model(reply.model).llm_calls(1);
-    co_return s;
-  };
 }
 
 // The simulated user: the sample's follow-ups in order, then the end of the dialogue.
@@ -124,8 +106,11 @@ int main() {
                    static_cast<std::int64_t>(s.metadata.at("follow_ups").as_array().size()) + 1;
           }))
       .subject([options](study::run_context& c) {
-        auto agent = c.target().provider == "openai" ? model_agent(models::for_target(c))
-                                                     : study::dialogue_agent(bot);
+        auto agent = c.target().provider == "openai"
+                         ? models::model_agent(models::for_target(c),
+                                               "You are a helpful assistant. Answer in one short "
+                                               "sentence.")
+                         : study::dialogue_agent(bot);
         return study::converse(
             c, agent, scripted_user(c.sample().metadata.at("follow_ups").as_array()), options);
       });
