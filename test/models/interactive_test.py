@@ -9,51 +9,34 @@ per agent turn (7 for the three dialogues), each case a whole dialogue that the 
 
 Exit 77 (skipped) without the openssl command line.
 """
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llm_judge_test import KEY, Server, environment, fail, make_pki  # noqa: E402
-
-
-def run_all(mira, study, env):
-    r = subprocess.run([mira, "run", "--format", "jsonl", "--dry-run", "--", study], env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
-    if r.returncode not in (0, 1):
-        fail("mira run exited %d:\n%s" % (r.returncode, r.stderr))
-    return [o for o in map(json.loads, r.stdout.splitlines()) if "summary" not in o]
+from llm_judge_test import KEY, environment, fail, run_all, with_server  # noqa: E402
 
 
 def main():
     mira, study, fake = sys.argv[1:4]
-    if shutil.which("openssl") is None:
-        print("skipped: the openssl command line is not installed")
-        sys.exit(77)
-    with tempfile.TemporaryDirectory() as d:
-        ca, cert, key = make_pki(d)
-        server = Server(fake, cert, key, ca)
-        try:
-            env = environment(server, ca, OPENAI_API_KEY=KEY, MIRA_AGENT_MODEL="talk-1")
-            cases = run_all(mira, study, env)
-            got = sorted((c["target"], c["sample"], c["status"]) for c in cases)
-            want = [("openai/talk-1", s, "failed") for s in ("name", "not-told", "place")] + \
-                   [("rule-bot", s, "passed") for s in ("name", "not-told", "place")]
-            if got != want:
-                fail("cases %s, expected %s" % (got, want))
-            if server.stats() != {"/v1/chat/completions": 7}:
-                fail("requests %s, expected one per agent turn (7)" % server.stats())
-            env = environment(server, ca, MIRA_AGENT_MODEL="talk-1")
-            cases = run_all(mira, study, env)
-            if any(c["target"] == "openai/talk-1" and c["status"] != "skipped" for c in cases):
-                fail("the model's cases ran without a key: %s" % cases)
-            if server.stats() != {"/v1/chat/completions": 7}:
-                fail("requests were sent without a key: %s" % server.stats())
-        finally:
-            server.close()
+
+    def check(server, ca, d):
+        env = environment(server, ca, OPENAI_API_KEY=KEY, MIRA_AGENT_MODEL="talk-1")
+        cases = run_all(mira, study, env, "--dry-run")
+        got = sorted((c["target"], c["sample"], c["status"]) for c in cases)
+        want = [("openai/talk-1", s, "failed") for s in ("name", "not-told", "place")] + \
+               [("rule-bot", s, "passed") for s in ("name", "not-told", "place")]
+        if got != want:
+            fail("cases %s, expected %s" % (got, want))
+        if server.stats() != {"/v1/chat/completions": 7}:
+            fail("requests %s, expected one per agent turn (7)" % server.stats())
+        env = environment(server, ca, MIRA_AGENT_MODEL="talk-1")
+        cases = run_all(mira, study, env, "--dry-run")
+        if any(c["target"] == "openai/talk-1" and c["status"] != "skipped" for c in cases):
+            fail("the model's cases ran without a key: %s" % cases)
+        if server.stats() != {"/v1/chat/completions": 7}:
+            fail("requests were sent without a key: %s" % server.stats())
+
+    with_server(fake, check)
     print("ok")
 
 

@@ -89,18 +89,18 @@ def environment(server, ca, **extra):
     return env
 
 
-def run(mira, study, env, *args):
-    """The cases of a `mira run --format jsonl`, by sample."""
+def run_all(mira, study, env, *args):
+    """Every case of a `mira run --format jsonl` (the summary line left out)."""
     r = subprocess.run([mira, "run", "--format", "jsonl", *args, "--", study], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     if r.returncode not in (0, 1):
         fail("mira run exited %d:\n%s" % (r.returncode, r.stderr))
-    cases = {}
-    for line in r.stdout.splitlines():
-        o = json.loads(line)
-        if "summary" not in o:
-            cases[o["sample"]] = o
-    return cases
+    return [o for o in map(json.loads, r.stdout.splitlines()) if "summary" not in o]
+
+
+def run(mira, study, env, *args):
+    """The cases of a `mira run --format jsonl`, by sample."""
+    return {o["sample"]: o for o in run_all(mira, study, env, *args)}
 
 
 def verdicts(cases):
@@ -115,8 +115,9 @@ def expect_graded(cases):
         fail("verdicts %s, expected %s" % (statuses, want))
 
 
-def main():
-    mira, study, fake, scenario = sys.argv[1:5]
+def with_server(fake, check):
+    """check(server, ca, folder) against a fake provider with a throwaway CA in a temporary
+    folder; exit 77 (skipped) without the openssl command line."""
     if shutil.which("openssl") is None:
         print("skipped: the openssl command line is not installed")
         sys.exit(77)
@@ -124,9 +125,14 @@ def main():
         ca, cert, key = make_pki(d)
         server = Server(fake, cert, key, ca)
         try:
-            check(scenario, mira, study, server, ca, d)
+            check(server, ca, d)
         finally:
             server.close()
+
+
+def main():
+    mira, study, fake, scenario = sys.argv[1:5]
+    with_server(fake, lambda server, ca, d: check(scenario, mira, study, server, ca, d))
     print("ok: " + scenario)
 
 
