@@ -13,6 +13,7 @@
 #include <mira/session/study.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
+#include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -238,7 +239,33 @@ void saved_counts::keep(const std::string& id, const stamp& s, json::object stat
   entries_[id] = {s, std::move(status)};
 }
 
+shared_reports::text shared_reports::find(const std::string& id, const std::string& format,
+                                          const saved_counts::stamp& s) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find({id, format});
+  if (it == entries_.end() || it->second.first != s) return nullptr;
+  return it->second.second.lock();
+}
+
+void shared_reports::keep(const std::string& id, const std::string& format,
+                          const saved_counts::stamp& s, const text& t) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(entries_, [](const auto& e) { return e.second.second.expired(); });
+  entries_[{id, format}] = {s, t};
+}
+
 namespace {
+
+// The version of a saved run's meta.json (its time and size), which each session rewrites as it
+// begins and ends.
+std::optional<saved_counts::stamp> meta_stamp(const fs::path& results, const std::string& id) {
+  std::error_code ec;
+  const auto file = results / id / "meta.json";
+  saved_counts::stamp stamp{fs::last_write_time(file, ec), 0};
+  if (!ec) stamp.second = fs::file_size(file, ec);
+  if (ec) return std::nullopt;
+  return stamp;
+}
 
 // A saved run's status from its folder: its meta.json, and its records when its last session
 // did not end, counted once per version of its meta.json (`counts`): such a run's records
@@ -250,15 +277,13 @@ tl::expected<json::object, api_error> read_saved_status(const fs::path& results,
   auto meta = store::load_run_meta(results, id);
   if (!meta) return tl::unexpected(make_error(500, "store_error", meta.error().message()));
   if (last_session_ended(*meta)) return saved_status(*meta, nullptr);
-  std::error_code ec;
-  const auto file = results / id / "meta.json";
-  saved_counts::stamp stamp{fs::last_write_time(file, ec), fs::file_size(file, ec)};
-  if (!ec)
-    if (auto known = counts.find(id, stamp)) return std::move(*known);
+  auto stamp = meta_stamp(results, id);
+  if (stamp)
+    if (auto known = counts.find(id, *stamp)) return std::move(*known);
   auto run = store::load_run(results, id);
   if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
   auto status = saved_status(run->meta, &run->cases);
-  if (!ec) counts.keep(id, stamp, status);
+  if (stamp) counts.keep(id, *stamp, status);
   return status;
 }
 
@@ -292,14 +317,16 @@ std::pair<std::vector<std::pair<std::string, std::optional<json::object>>>, std:
   return {std::move(items), std::move(next)};
 }
 
-// What a heavy read skipped because its client left answers; nobody reads it.
+// What a heavy read skipped or stopped because its client left answers; nobody reads it.
 api_error client_gone() {
   return make_error(499, "client_closed_request", "the client closed the connection first");
 }
 
-// The records of a run, as NDJSON, of the given states (comma-separated; all without).
+// The records of a run, as NDJSON, of the given states (comma-separated; all without), read one
+// at a time, until `gone`.
 tl::expected<std::string, api_error> read_cases(const fs::path& results, const std::string& id,
-                                                const std::optional<std::string>& states) {
+                                                const std::optional<std::string>& states,
+                                                const run_manager::abandoned& gone) {
   std::vector<std::string> wanted;
   if (states) {
     std::string_view v = *states;
@@ -319,24 +346,33 @@ tl::expected<std::string, api_error> read_cases(const fs::path& results, const s
     }
   }
   if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
-  auto run = store::load_run(results, id);
+  auto run = store::run_reader::open(results, id);
   if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
   std::string out;
-  for (auto& c : run->cases) {
+  bool left = false;
+  run->visit([&](std::size_t, const store::saved_case& c) {
+    if (gone && *gone) {
+      left = true;
+      return false;
+    }
     auto* status = c.record.if_contains("status");
     if (!wanted.empty() && (!status || !status->is_string() ||
                             std::find(wanted.begin(), wanted.end(),
                                       std::string_view(status->get_string())) == wanted.end()))
-      continue;
+      return true;
     protocol::append_json_text(out, c.record);
     out += '\n';
-  }
+    return true;
+  });
+  if (left) return tl::unexpected(client_gone());
   return out;
 }
 
-// A saved run's report in `format`: its content type and text.
-tl::expected<std::pair<std::string, std::string>, api_error> render_report(
-    const fs::path& results, const std::string& id, const std::string& format) {
+// A saved run's report in `format`: its content type and text, rendered unless another client
+// holds it (an ended run's, of the same meta.json), or nothing once `gone`.
+tl::expected<std::pair<std::string, shared_reports::text>, api_error> render_report(
+    const fs::path& results, const std::string& id, const std::string& format,
+    const run_manager::abandoned& gone, shared_reports& shared) {
   static const std::map<std::string, std::string> types{
       {"json", "application/json"},           {"jsonl", "application/x-ndjson"},
       {"csv", "text/csv; charset=utf-8"},     {"junit", "application/xml"},
@@ -348,12 +384,21 @@ tl::expected<std::pair<std::string, std::string>, api_error> render_report(
                    "format: '" + format + "' is not one of json, jsonl, csv, junit, md, html",
                    json::object{{"parameter", "format"}}));
   if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
-  auto run = store::load_run(results, id);
-  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+  // The stamp is taken before the read: a session that begins meanwhile changes it, and what
+  // this read rendered is not kept under the new one.
+  auto stamp = meta_stamp(results, id);
+  if (stamp)
+    if (auto text = shared.find(id, format, *stamp)) return std::pair{type->second, text};
+  auto reader = store::run_reader::open(results, id);
+  if (!reader) return tl::unexpected(make_error(500, "store_error", reader.error().message()));
+  auto run = reader->load_unless([&] { return gone && *gone; });
+  if (!run || (gone && *gone)) return tl::unexpected(client_gone());
   auto [p, rep] = run->as_report();
   rep.seconds = run->meta.seconds();
   auto s = aggregate::summarize(p, rep.cases, nullptr);
-  return std::pair{type->second, report::render(format, p, rep, s)};
+  auto text = std::make_shared<const std::string>(report::render(format, p, rep, s));
+  if (stamp && last_session_ended(run->meta)) shared.keep(id, format, *stamp, text);
+  return std::pair{type->second, std::move(text)};
 }
 
 }  // namespace
@@ -892,17 +937,17 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::cases(
   auto read = [results = config_.results_dir, id, states,
                gone]() -> tl::expected<std::string, api_error> {
     if (gone && *gone) return tl::unexpected(client_gone());
-    return read_cases(results, id, states);
+    return read_cases(results, id, states, gone);
   };
   co_return co_await off_executor(read, heavy_);
 }
 
-asio::awaitable<tl::expected<std::pair<std::string, std::string>, api_error>> run_manager::report(
-    std::string id, std::string format, abandoned gone) {
-  auto render = [results = config_.results_dir, id, format,
-                 gone]() -> tl::expected<std::pair<std::string, std::string>, api_error> {
+asio::awaitable<tl::expected<std::pair<std::string, shared_reports::text>, api_error>>
+run_manager::report(std::string id, std::string format, abandoned gone) {
+  auto render = [results = config_.results_dir, id, format, gone, shared = reports_]()
+      -> tl::expected<std::pair<std::string, shared_reports::text>, api_error> {
     if (gone && *gone) return tl::unexpected(client_gone());
-    return render_report(results, id, format);
+    return render_report(results, id, format, gone, *shared);
   };
   co_return co_await off_executor(render, heavy_);
 }

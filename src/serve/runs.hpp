@@ -90,6 +90,24 @@ class saved_counts {
   std::map<std::string, std::pair<stamp, boost::json::object>> entries_;
 };
 
+/// Reports of saved runs that ended, rendered once and shared by the clients that read one at
+/// the same time: forty slow readers of a 50 MB report hold one copy, not forty. An entry lives
+/// only while a client holds its text; a new version of the run's meta.json (a resume) makes
+/// it stale. Shared with the worker threads that render reports.
+class shared_reports {
+ public:
+  using text = std::shared_ptr<const std::string>;
+  text find(const std::string& id, const std::string& format, const saved_counts::stamp& s);
+  void keep(const std::string& id, const std::string& format, const saved_counts::stamp& s,
+            const text& t);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>,
+           std::pair<saved_counts::stamp, std::weak_ptr<const std::string>>>
+      entries_;
+};
+
 /// What a run's session hooks keep: the live run's counts, attempts and events (runs.cpp).
 struct run_tally;
 
@@ -113,14 +131,14 @@ class run_manager {
   /// The study's initialize and listing. One load per study at a time: concurrent requests
   /// share it, and it holds a place among the runs (max_runs) while it goes.
   boost::asio::awaitable<tl::expected<boost::json::object, api_error>> catalog(std::string name);
-  /// A heavy read (cases, report) asked for by a client that may leave before it starts: set
-  /// once the client has gone, and the read, still queued, is skipped.
+  /// A heavy read (cases, report) asked for by a client that may leave: set once the client
+  /// has gone, and the read is skipped when still queued, or stops between two records.
   using abandoned = std::shared_ptr<const std::atomic<bool>>;
   boost::asio::awaitable<tl::expected<std::string, api_error>> cases(
       std::string id, std::optional<std::string> states, abandoned gone = {});
-  /// The report's content type and text.
-  boost::asio::awaitable<tl::expected<std::pair<std::string, std::string>, api_error>> report(
-      std::string id, std::string format, abandoned gone = {});
+  /// The report's content type and text (shared with other readers of the same report).
+  boost::asio::awaitable<tl::expected<std::pair<std::string, shared_reports::text>, api_error>>
+  report(std::string id, std::string format, abandoned gone = {});
 
   /// What a going run keeps alive (the server that owns this manager).
   void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
@@ -207,6 +225,7 @@ class run_manager {
   std::map<std::string, boost::json::object> catalogs_;           // by study name, listed once
   std::map<std::string, std::shared_ptr<catalog_load>> loading_;  // by study name
   std::shared_ptr<saved_counts> counts_ = std::make_shared<saved_counts>();
+  std::shared_ptr<shared_reports> reports_ = std::make_shared<shared_reports>();
   std::weak_ptr<void> owner_;
   std::size_t active_ = 0;     // places taken: runs being opened or going, and catalog loads
   std::size_t processes_ = 0;  // their study processes

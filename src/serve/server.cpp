@@ -67,7 +67,13 @@ std::optional<error> validate(const server_config& c) {
 namespace {
 
 using request = http::request<http::string_body>;
-using response = http::response<http::string_body>;
+// A response's body, shared: a report read by many clients at once is held once (runs.hpp,
+// shared_reports). Beast only measures it; the server writes its bytes itself (write()).
+struct shared_text_body {
+  using value_type = std::shared_ptr<const std::string>;
+  static std::uint64_t size(const value_type& v) { return v ? v->size() : 0; }
+};
+using response = http::response<shared_text_body>;
 
 // What one write may take: the most a client that stops reading makes the server hold beyond
 // the answer itself, and what an event stream gathers before it writes.
@@ -135,7 +141,8 @@ std::optional<api_error> read_refusal(const beast::error_code& ec, const request
   return std::nullopt;
 }
 
-response make_response(http::status status, std::string_view content_type, std::string body) {
+response make_response(http::status status, std::string_view content_type,
+                       shared_text_body::value_type body) {
   response res{status, 11};
   res.set(http::field::server, "mira/" + std::string(version));
   res.set(http::field::content_type, content_type);
@@ -143,6 +150,10 @@ response make_response(http::status status, std::string_view content_type, std::
   res.set("X-Content-Type-Options", "nosniff");
   res.body() = std::move(body);
   return res;
+}
+
+response make_response(http::status status, std::string_view content_type, std::string body) {
+  return make_response(status, content_type, std::make_shared<const std::string>(std::move(body)));
 }
 
 response json_response(http::status status, const json::object& o) {
@@ -265,14 +276,16 @@ asio::awaitable<bool> server::impl::write(beast::tcp_stream& stream, std::uint64
   res.prepare_payload();
   std::ostringstream head;
   head << res.base();
+  const std::string_view body = res.body() ? std::string_view(*res.body()) : std::string_view();
   // A small answer goes out in one write (the socket has no Nagle delay, see session()).
-  if (res.body().size() <= send_slice) {
-    auto text = std::move(head).str() + res.body();
+  if (body.size() <= send_slice) {
+    auto text = std::move(head).str();
+    text += body;
     co_return co_await send(stream, conn, text) && res.keep_alive();
   }
   auto header = std::move(head).str();
   if (!co_await send(stream, conn, header)) co_return false;
-  co_return co_await send(stream, conn, res.body()) && res.keep_alive();
+  co_return co_await send(stream, conn, body) && res.keep_alive();
 }
 
 // Writes `data` a slice at a time, each within write_timeout: a client that reads slowly but
