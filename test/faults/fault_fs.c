@@ -10,6 +10,8 @@
 //                     (open with O_CREAT), mkdir; default: all of them
 //   MIRA_FAULT_AFTER  N matching calls succeed first (default 0); every later one fails
 //   MIRA_FAULT_LOG    a file that gets one line "OP PATH ERRNO" per call made to fail
+//   MIRA_FAULT_DELAY_MS  a slow disk instead of a failing one: a matching call waits this long,
+//                     then is made
 // A call is matched before it is made, so a failed write writes nothing.
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 enum op {
@@ -48,6 +51,7 @@ static struct {
   const char* path;
   const char* log;
   atomic_long seen;  // matching calls so far, over every op
+  long delay_ms;     // > 0: matching calls are slowed, not failed
 } cfg;
 
 static int parse_errno(const char* s) {
@@ -64,6 +68,8 @@ __attribute__((constructor)) static void fault_init(void) {
   const char* after = getenv("MIRA_FAULT_AFTER");
   cfg.after = after ? atol(after) : 0;
   cfg.log = getenv("MIRA_FAULT_LOG");
+  const char* delay = getenv("MIRA_FAULT_DELAY_MS");
+  cfg.delay_ms = delay ? atol(delay) : 0;
   const char* ops = getenv("MIRA_FAULT_OP");
   if (!ops || !*ops) {
     cfg.ops = ~0u;
@@ -99,6 +105,14 @@ static void log_fault(enum op o, const char* path) {
 static int fault_path(enum op o, const char* path) {
   if (!cfg.active || !(cfg.ops & (1u << o)) || !path || !strstr(path, cfg.path)) return 0;
   if (atomic_fetch_add(&cfg.seen, 1) < cfg.after) return 0;
+  if (cfg.delay_ms > 0) {
+    struct timespec t = {cfg.delay_ms / 1000, (cfg.delay_ms % 1000) * 1000000L};
+    int saved = errno;
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+    errno = saved;
+    return 0;
+  }
   log_fault(o, path);
   errno = cfg.error;
   return 1;

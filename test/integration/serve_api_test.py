@@ -446,6 +446,34 @@ class ServeStoreFaults(unittest.TestCase):
         self.assertIn("report.json", data["stop_message"])
         self.assertIn("No space left on device", data["stop_message"])
 
+    def test_a_slow_disk_slows_the_run_not_the_server(self):
+        # Every flush to the results folder takes a second: a write on the server's thread would
+        # hold the /healthz asked meanwhile that long. Sessions save from their own thread.
+        results = os.path.join(tempfile.mkdtemp(prefix="mira-serve-slow-"), "results")
+        s = Server(results, ["demo=" + STUDY],
+                   env={"LD_PRELOAD": FAULT_FS, "MIRA_FAULT_PATH": results,
+                        "MIRA_FAULT_OP": "fsync,fdatasync,syncfs", "MIRA_FAULT_DELAY_MS": "1000",
+                        "ASAN_OPTIONS": ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
+                                                                "verify_asan_link_order=0"]))})
+        self.addCleanup(s.close)
+        run = s.start_run({"study": "demo"})
+        slowest, asked = 0.0, 0
+        while True:
+            t0 = time.monotonic()
+            status, _, data = s.json("GET", "/v1/runs/" + run)
+            slowest = max(slowest, time.monotonic() - t0)
+            asked += 1
+            self.assertEqual(status, 200)
+            if data["state"] != "running":
+                break
+            t0 = time.monotonic()
+            status, _, _ = s.request("GET", "/healthz")
+            slowest = max(slowest, time.monotonic() - t0)
+            self.assertEqual(status, 200)
+        self.assertEqual(data["state"], "done", data)
+        self.assertGreater(asked, 3)  # the run was slow: the server was asked while it saved
+        self.assertLess(slowest, 0.5)
+
     def test_a_result_that_cannot_be_saved_stops_the_run_naming_the_file(self):
         end, data = self.run_under("/cases/", "create", after=2)
         self.assertEqual(data["state"], "stopped")
