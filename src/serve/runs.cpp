@@ -15,6 +15,7 @@
 #include <mira/store/records.hpp>
 #include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
+#include <mira/store/summary_feed.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -368,8 +369,31 @@ tl::expected<std::string, api_error> read_cases(const fs::path& results, const s
   return out;
 }
 
-// A saved run's report in `format`: its content type and text, rendered unless another client
-// holds it (an ended run's, of the same meta.json), or nothing once `gone`.
+// A case source that ends each visit once the reader's client has gone (what was rendered by
+// then is thrown away).
+class unless_gone final : public report::case_source {
+ public:
+  unless_gone(const report::case_source& cases, const run_manager::abandoned& gone)
+      : cases_(cases), gone_(gone) {}
+  bool left() const { return gone_ && *gone_; }
+  std::size_t size() const override { return cases_.size(); }
+  void visit(const case_fn& fn) const override {
+    cases_.visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
+      return !left() && fn(i, c, r);
+    });
+  }
+  void visit_keys(const key_fn& fn) const override {
+    cases_.visit_keys([&](std::size_t i, std::string_view key) { return !left() && fn(i, key); });
+  }
+
+ private:
+  const report::case_source& cases_;
+  const run_manager::abandoned& gone_;
+};
+
+// A saved run's report in `format`, as `mira report` renders it (a record at a time, the cases
+// it planned and never saved counted as not run): its content type and text. An ended run's is
+// taken from another client that holds it (the same meta.json); nothing once `gone`.
 tl::expected<std::pair<std::string, shared_reports::text>, api_error> render_report(
     const fs::path& results, const std::string& id, const std::string& format,
     const run_manager::abandoned& gone, shared_reports& shared) {
@@ -389,16 +413,25 @@ tl::expected<std::pair<std::string, shared_reports::text>, api_error> render_rep
   auto stamp = meta_stamp(results, id);
   if (stamp)
     if (auto text = shared.find(id, format, *stamp)) return std::pair{type->second, text};
-  auto reader = store::run_reader::open(results, id);
-  if (!reader) return tl::unexpected(make_error(500, "store_error", reader.error().message()));
-  auto run = reader->load_unless([&] { return gone && *gone; });
-  if (!run || (gone && *gone)) return tl::unexpected(client_gone());
-  auto [p, rep] = run->as_report();
-  rep.seconds = run->meta.seconds();
-  auto s = aggregate::summarize(p, rep.cases, nullptr);
-  auto text = std::make_shared<const std::string>(report::render(format, p, rep, s));
-  if (stamp && last_session_ended(run->meta)) shared.keep(id, format, *stamp, text);
-  return std::pair{type->second, std::move(text)};
+  auto run = store::run_reader::open(results, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+  const report::saved_cases cases(*run);
+  const unless_gone source(cases, gone);
+  store::summary_feed feed;
+  source.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+    feed.add(c, r);
+    return true;
+  });
+  auto s = feed.finish();
+  const auto completeness = store::completeness_of(*run);
+  store::count_unfinished(s, completeness.unfinished());
+  const auto header = store::report_header(*run, completeness);
+  std::string text;
+  report::render(format, source, header, s, [&](std::string_view piece) { text += piece; });
+  if (source.left()) return tl::unexpected(client_gone());
+  auto shared_text = std::make_shared<const std::string>(std::move(text));
+  if (stamp && last_session_ended(run->meta())) shared.keep(id, format, *stamp, shared_text);
+  return std::pair{type->second, std::move(shared_text)};
 }
 
 }  // namespace

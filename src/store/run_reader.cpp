@@ -391,22 +391,15 @@ std::vector<std::string> run_reader::visit_cases(const case_fn& fn, const select
 }
 
 loaded_run run_reader::load() const {
-  return *load_unless({});
-}
-
-std::optional<loaded_run> run_reader::load_unless(const std::function<bool()>& stopped) const {
   loaded_run run;
   run.meta = s_->meta;
   run.unreadable = s_->unreadable;
   run.superseded = s_->superseded;
   run.cases.reserve(size());
-  bool stop = false;
   auto late = visit([&](std::size_t, const saved_case& c) {
-    stop = stopped && stopped();
-    if (!stop) run.cases.push_back(c);
-    return !stop;
+    run.cases.push_back(c);
+    return true;
   });
-  if (stop) return std::nullopt;
   run.unreadable.insert(run.unreadable.end(), late.begin(), late.end());
   return run;
 }

@@ -18,7 +18,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,9 +77,6 @@ class run_reader {
 
   /// Every readable case in memory (what load_run returns).
   loaded_run load() const;
-  /// The same, or nothing once `stopped()` says so (asked before each record): a read whose
-  /// reader has gone (a server's client) ends in the middle instead of reading on.
-  std::optional<loaded_run> load_unless(const std::function<bool()>& stopped) const;
 
  private:
   friend struct detail::run_reader_access;

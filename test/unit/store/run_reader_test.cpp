@@ -143,22 +143,6 @@ BOOST_AUTO_TEST_CASE(a_visit_reads_only_what_it_selects_and_stops_when_asked) {
   BOOST_TEST((seen == std::vector<std::string>{"echo/a@sim", "echo/b@sim"}));
 }
 
-BOOST_AUTO_TEST_CASE(a_load_asked_to_stop_ends_between_two_records_and_returns_nothing) {
-  mira::test::temp_dir d;
-  auto results = d.path / "results";
-  auto w = new_run(results, layout::compact);
-  save(w, {{"a", case_state::passed}, {"b", case_state::failed}, {"c", case_state::passed}});
-  auto r = run_reader::open(results, run_id);
-  BOOST_REQUIRE(r.has_value());
-  int asked = 0;
-  BOOST_TEST(!r->load_unless([&] { return ++asked == 2; }).has_value());
-  BOOST_TEST(asked == 2);  // asked before each record: the third was not read
-  auto whole = r->load_unless([] { return false; });
-  BOOST_REQUIRE(whole.has_value());
-  BOOST_TEST(whole->cases.size() == 3u);
-  BOOST_TEST(r->load().cases.size() == 3u);
-}
-
 // Segments appended in the reverse of natural order, many of them: each record is found again
 // through the window, whatever the distance between two neighbours.
 BOOST_AUTO_TEST_CASE(records_appended_in_any_order_over_many_segments_read_back_in_order) {
