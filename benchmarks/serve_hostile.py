@@ -4,7 +4,8 @@
 while a run starts `procs` study processes, the server's resident memory with N non-reading
 clients, and how long SIGTERM takes with them, and how long GET /v1/runs takes while 16 abandoned
 report requests of a saved run of --saved cases (run first with `STUDY --samples N`, as
-benchmarks/echo_study takes it) are read. No pass/fail: numbers to compare.
+benchmarks/echo_study takes it) are read, then the server's memory with --clients readers of
+that report that read nothing. No pass/fail: numbers to compare.
 
 usage: serve_hostile.py MIRA STUDY [--procs 64] [--clients 40] [--saved 200000]
 """
@@ -121,6 +122,21 @@ def abandoned_reports(o, results):
     r = c.getresponse()
     size = len(r.read())
     print(f"then one report (html, {size} bytes): {r.status} in {time.monotonic() - t0:.3f} s")
+    # Readers that ask for the report and read nothing: each answer waits in the server for
+    # write_timeout (10 s); what they cost is the server's memory meanwhile.
+    base = rss_mib(p.pid)
+    readers = []
+    for _ in range(o.clients):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.send(f"GET /v1/runs/{run_id}/report?format=html HTTP/1.1\r\nHost: localhost\r\n\r\n"
+               .encode())
+        readers.append(s)
+    time.sleep(8)  # every report rendered (one at a time per worker), none fully written
+    print(f"rss: {base:.1f} MiB, {rss_mib(p.pid):.1f} MiB with {o.clients} clients not reading "
+          f"the {size}-byte report")
+    for s in readers:
+        s.close()
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=120)
 
