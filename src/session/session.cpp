@@ -23,6 +23,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <deque>
@@ -560,6 +561,15 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
   co_return co_await open_steps(std::move(options));
 }
 
+// Whether the session saves the record of a case that ended as `r` (session::saves). A
+// cancelled case is not finished: a resume runs it.
+bool saved_in(const session_state& st, const schedule::case_record& r) {
+  if (st.o.mode == session_mode::execute)
+    return st.artifacts && r.has_result() &&
+           (r.state == case_state::executed || r.state == case_state::skipped);
+  return st.o.save.has_value() && r.state != case_state::cancelled;
+}
+
 // Saving a result failed: the first failure stops the run.
 struct save_failures {
   std::vector<std::string> keys;
@@ -578,9 +588,10 @@ struct save_failures {
 // record into an empty batch posts the batch's hand-over, so every record that ends in the same
 // turn (run_plan takes in together what the study sent together) joins it, while the record of
 // a slow study is handed over at once: no timer, no window of unsaved results. A batch is one
-// buffer of lines with one callback, and the writer gives it back emptied, so that a record
-// allocates nothing once the buffers have grown and nothing crosses threads per record (what
-// malloc's arena locks made costly when each record was strings and a closure of its own).
+// buffer of lines with one callback, and the writer gives it back, so that a record allocates
+// nothing once the buffers have grown and nothing crosses threads per record (what malloc's
+// arena locks made costly when each record was strings and a closure of its own). The batch
+// back says which cases it held: those that did not fail are told saved (hooks.on_saved).
 // Shared with the posted hand-overs and the writer's callbacks, which may run after
 // run_steps' frame is gone; used on the session's executor only, which runs one handler at a
 // time (session::open made it so).
@@ -588,9 +599,11 @@ struct result_saver : std::enable_shared_from_this<result_saver> {
   asio::any_io_executor ex;
   std::shared_ptr<save_failures> failures;
   std::function<void(const std::string&, const std::string&)> tell;  // hooks.on_save_failed
+  std::function<void(std::span<const std::size_t>)> tell_saved;      // hooks.on_saved
   store::run_store::case_writer* writer = nullptr;  // null once the session is done with it
   store::case_batch filling;
   std::vector<store::case_batch> spare;  // batches back from the writer, for the next ones
+  std::vector<std::size_t> saved;        // the cases of a batch back, told to tell_saved
   bool posted = false;                   // a hand-over of `filling` is on its way
 
   /// Adds the record of case `i` of `cases` with outcome `r`.
@@ -612,26 +625,49 @@ struct result_saver : std::enable_shared_from_this<result_saver> {
       filling = std::move(spare.back());
       spare.pop_back();
     }
-    // On the writer's thread: one post per batch brings its buffers and its failures back.
-    writer->submit_batch(
-        std::move(batch), [self = shared_from_this()](store::case_batch emptied,
-                                                      std::vector<store::save_failure> failed) {
-          std::vector<std::pair<std::string, std::string>> messages;
-          for (auto& f : failed) {
-            auto message = "cannot save the result of " + f.key + " to " + f.file.string() + ": " +
-                           f.error.message();
-            messages.emplace_back(std::move(f.key), std::move(message));
-          }
-          auto home = self->ex;
-          asio::post(
-              home, [self, emptied = std::move(emptied), messages = std::move(messages)]() mutable {
-                for (auto& [key, message] : messages)
-                  self->failures->add(std::move(key), std::move(message), self->tell);
-                // Two or three batches are in use at a time; more were made while the disk was
-                // slow.
-                if (self->spare.size() < 4) self->spare.push_back(std::move(emptied));
-              });
-        });
+    // On the writer's thread: one post per batch brings it and its failures back.
+    writer->submit_batch(std::move(batch), [self = shared_from_this()](
+                                               store::case_batch back,
+                                               std::vector<store::save_failure> failed) {
+      std::vector<failed_record> messages;
+      for (auto& f : failed) {
+        auto message = "cannot save the result of " + f.key + " to " + f.file.string() + ": " +
+                       f.error.message();
+        messages.push_back({std::move(f.key), std::move(message), f.index});
+      }
+      std::sort(messages.begin(), messages.end(),
+                [](const auto& a, const auto& b) { return a.index < b.index; });
+      auto home = self->ex;
+      asio::post(home, [self, back = std::move(back), messages = std::move(messages)]() mutable {
+        self->returned(back, messages);
+      });
+    });
+  }
+
+ private:
+  struct failed_record {
+    std::string key, message;
+    std::size_t index;  // in its batch
+  };
+
+  // A batch back from the writer: its failures told, its other cases told saved, its buffers
+  // kept for another batch.
+  void returned(store::case_batch& back, std::vector<failed_record>& failed) {
+    for (auto& f : failed) failures->add(std::move(f.key), std::move(f.message), tell);
+    if (tell_saved) {
+      saved.clear();
+      for (std::size_t k = 0, next = 0; k < back.size(); ++k) {
+        if (next < failed.size() && failed[next].index == k) {
+          ++next;
+          continue;
+        }
+        saved.push_back(back.case_index(k));
+      }
+      if (!saved.empty()) tell_saved(saved);
+    }
+    back.clear();
+    // Two or three batches are in use at a time; more were made while the disk was slow.
+    if (spare.size() < 4) spare.push_back(std::move(back));
   }
 };
 
@@ -693,6 +729,9 @@ const protocol::list_result& session::listing() const {
 }
 const store::resume_plan& session::resumed() const {
   return s_->resumed;
+}
+bool session::saves(const schedule::case_record& r) const {
+  return saved_in(*s_, r);
 }
 void session::set_stop_label(std::string label) {
   std::lock_guard lock(s_->stop_label_mutex);
@@ -773,23 +812,27 @@ asio::awaitable<session_outcome> session::run_steps() {
   saver->ex = ex;
   saver->failures = failures;
   saver->tell = hooks.on_save_failed;
+  saver->tell_saved = hooks.on_saved;
   saver->writer = writer.get();
   // However this frame ends, a hand-over still queued must not reach the writer it destroys.
   struct forget_writer {
     result_saver& saver;
     ~forget_writer() { saver.writer = nullptr; }
   } forget{*saver};
-  // An artifact's callback, on the writer's thread.
-  auto on_saved = [ex, failures, tell = hooks.on_save_failed](std::string key, fs::path file) {
-    return [ex, failures, tell, key = std::move(key),
-            file = std::move(file)](boost::system::error_code ec) {
-      if (!ec) return;
-      auto message =
-          "cannot save the artifact of " + key + " to " + file.string() + ": " + ec.message();
-      asio::post(ex, [failures, tell, key, message = std::move(message)]() mutable {
-        failures->add(std::move(key), std::move(message), tell);
-      });
-    };
+  // An artifact's callback, on the writer's thread: the case saved, or why not.
+  auto artifact_done = [ex, saver](std::size_t i, std::string key, fs::path file) {
+    return
+        [ex, saver, i, key = std::move(key), file = std::move(file)](boost::system::error_code ec) {
+          if (!ec) {
+            if (saver->tell_saved) asio::post(ex, [saver, i] { saver->tell_saved({&i, 1}); });
+            return;
+          }
+          auto message =
+              "cannot save the artifact of " + key + " to " + file.string() + ": " + ec.message();
+          asio::post(ex, [saver, key, message = std::move(message)]() mutable {
+            saver->failures->add(std::move(key), std::move(message), saver->tell);
+          });
+        };
   };
 
   // What the session keeps of each case: its part of the summaries, and the whole record only
@@ -824,16 +867,16 @@ asio::awaitable<session_outcome> session::run_steps() {
     st.take(i, r);
     ran += r.state != case_state::cancelled;
     if (hooks.on_case) hooks.on_case(i, r);
-    if (artifact_writer && r.has_result() &&
-        (r.state == case_state::executed || r.state == case_state::skipped)) {
+    if (!saved_in(st, r)) return;
+    if (artifact_writer) {
       const auto key = p.cases.key(i);
       auto artifact = store::result_object(r);
       artifact["key"] = key;
       auto file = st.artifacts->file_for(key);
-      artifact_writer->submit(file, protocol::to_json_text(artifact) + "\n", on_saved(key, file));
+      artifact_writer->submit(file, protocol::to_json_text(artifact) + "\n",
+                              artifact_done(i, key, file));
     }
-    // A cancelled case is not finished: a resume runs it.
-    if (writer && r.state != case_state::cancelled) saver->add(p.cases, i, r);
+    if (writer) saver->add(p.cases, i, r);
   };
   run_hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
     return failures->first;

@@ -268,9 +268,8 @@ class per_case_writer final : public run_store::case_writer {
       contents.reserve(state->batch.record(i).size() + 1);
       (contents += state->batch.record(i)) += '\n';
       writer_.submit(file, std::move(contents), [state, i, file](boost::system::error_code ec) {
-        if (ec) state->failed.push_back({std::string(state->batch.key(i)), file, ec});
+        if (ec) state->failed.push_back({std::string(state->batch.key(i)), file, ec, i});
         if (--state->left > 0) return;
-        state->batch.clear();
         state->done(std::move(state->batch), std::move(state->failed));
       });
     }
@@ -300,8 +299,7 @@ class compact_writer final : public run_store::case_writer {
           std::vector<save_failure> failed;
           for (std::size_t i = 0; i < results.size(); ++i)
             if (results[i])
-              failed.push_back({std::string(b.key(i)), w->current_segment(), results[i]});
-          b.clear();
+              failed.push_back({std::string(b.key(i)), w->current_segment(), results[i], i});
           done(std::move(b), std::move(failed));
         });
   }

@@ -5,6 +5,7 @@
 #include "integration/process_util.hpp"
 
 #include <mira/session/session.hpp>
+#include <mira/store/artifacts.hpp>
 #include <mira/store/run_store.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -19,8 +20,14 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <ostream>
+#include <set>
+#include <span>
+#include <stdexcept>
 
 namespace asio = boost::asio;
 namespace bdata = boost::unit_test::data;
@@ -66,6 +73,60 @@ const cancel_row cancel_table[] = {
     {when::while_starting, false, schedule::stop_reason::none, false, 0},
     {when::at_first_attempt, true, schedule::stop_reason::interrupted, true, 1},
 };
+
+// What a session told of each case: on_case, on_saved, and what could not be read back when it
+// was told saved.
+struct told {
+  std::map<std::size_t, int> ended, saved;
+  std::set<std::size_t> cancelled;
+  std::set<std::size_t> to_be_saved;  // session::saves() at their on_case
+  std::vector<std::size_t> saved_before_ended;
+  std::vector<std::string> not_on_disk;  // keys told saved before their record read back
+};
+
+// Runs `o`, cancelled once `cancel_at` cases have ended (0: never). Each case told saved must be
+// readable then: `on_disk(session, key)`.
+session_outcome run_telling(session_options o, told& t, std::size_t cancel_at,
+                            std::function<bool(const session&, const std::string&)> on_disk) {
+  const session* running = nullptr;
+  asio::cancellation_signal cancel;
+  o.hooks.on_case = [&](std::size_t i, const schedule::case_record& r) {
+    ++t.ended[i];
+    if (r.state == schedule::case_state::cancelled) t.cancelled.insert(i);
+    if (running->saves(r)) t.to_be_saved.insert(i);
+    if (t.ended.size() == cancel_at) cancel.emit(asio::cancellation_type::terminal);
+  };
+  o.hooks.on_saved = [&](std::span<const std::size_t> cases) {
+    for (auto i : cases) {
+      ++t.saved[i];
+      if (!t.ended.count(i)) t.saved_before_ended.push_back(i);
+      auto key = running->plan().cases.key(i);
+      if (!on_disk(*running, key)) t.not_on_disk.push_back(key);
+    }
+  };
+  return run_co([&](asio::io_context&) -> asio::awaitable<session_outcome> {
+    auto opened = co_await session::open(std::move(o));
+    if (!opened) throw std::runtime_error(opened.error().message());
+    running = &*opened;
+    co_return co_await opened->async_run(
+        asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+  });
+}
+
+// Each case ended and not cancelled was to be saved (session::saves) and was told saved exactly
+// once, after its on_case and once it could be read back; no cancelled case was.
+void check_told(const told& t, const session_outcome& out) {
+  BOOST_TEST(t.saved_before_ended.empty());
+  BOOST_TEST(t.not_on_disk.empty(), t.not_on_disk.size() << " case(s) told saved were not");
+  BOOST_TEST(t.saved.size() == out.ran);
+  for (auto& [i, n] : t.ended) {
+    const bool cancelled = t.cancelled.count(i) > 0;
+    BOOST_TEST(n == 1);
+    BOOST_TEST(t.to_be_saved.count(i) == (cancelled ? 0u : 1u), "case " << i);
+    BOOST_TEST(t.saved.count(i) == (cancelled ? 0u : 1u), "case " << i);
+  }
+  for (auto& [i, n] : t.saved) BOOST_TEST(n == 1, "case " << i << " told saved " << n << " times");
+}
 
 }  // namespace
 
@@ -215,6 +276,62 @@ BOOST_AUTO_TEST_CASE(errors_carry_the_layer_code_that_caused_them) {
   BOOST_TEST(e.error().code == mira::errc::spawn_failed, e.error().message());
   BOOST_TEST((e.error().code == session_condition::study_failed));
   BOOST_TEST(runs_in(dir.path / "results") == 0u);
+}
+
+// hooks.on_saved (#36, item 8: `mira run --format jsonl` prints a case only then): in both
+// layouts, each case the session saves is told once, after its on_case, when its record reads
+// back from the run folder; a cancelled case (not run) never is.
+BOOST_AUTO_TEST_CASE(a_case_is_told_saved_once_its_record_reads_back) {
+  for (auto layout : {store::layout::per_case, store::layout::compact}) {
+    BOOST_TEST_CONTEXT((layout == store::layout::compact ? "compact" : "per-case")) {
+      temp_dir dir;
+      auto results = dir.path / "results";
+      auto o = slow_session(results, 20);
+      o.study.command.argv.insert(o.study.command.argv.end(), {"--samples", "12"});
+      o.save->layout = layout;
+      o.policy.concurrency.max_concurrent = 2;
+      told t;
+      // Cancelled at the third case: the cases not started end cancelled.
+      auto out = run_telling(std::move(o), t, 3, [&](const session& s, const std::string& key) {
+        auto saved = store::load_run(results, s.run_id());
+        if (!saved) return false;
+        return std::any_of(saved->cases.begin(), saved->cases.end(),
+                           [&](const store::saved_case& c) { return c.key == key; });
+      });
+      BOOST_TEST(out.stopped() == schedule::stop_reason::interrupted);
+      BOOST_TEST(t.ended.size() == 12u);
+      BOOST_TEST(!t.cancelled.empty());
+      BOOST_TEST(out.ran >= 3u);
+      check_told(t, out);
+      BOOST_TEST(store::load_run(results, out.run_id)->cases.size() == t.saved.size());
+    }
+  }
+}
+
+// The same in execute mode, whose cases are saved as artifacts; and a session that saves
+// nothing tells nothing (`mira run --dry-run --format jsonl` prints each case as it ends).
+BOOST_AUTO_TEST_CASE(an_artifact_is_told_saved_and_a_session_without_a_store_tells_nothing) {
+  temp_dir dir;
+  session_options o;
+  o.study.command = py_study({"--samples", "6", "--caps", "cancel,execute"});
+  o.mode = session_mode::execute;
+  o.artifacts = dir.path / "artifacts";
+  told t;
+  auto out = run_telling(std::move(o), t, 0, [&](const session&, const std::string& key) {
+    return fs::exists(store::artifact_dir::open(dir.path / "artifacts")->file_for(key));
+  });
+  BOOST_TEST(out.summary.count(schedule::case_state::executed) == 6u);
+  check_told(t, out);
+
+  session_options dry;
+  dry.study.command = py_study({"--samples", "6"});
+  told none;
+  auto unsaved = run_telling(std::move(dry), none, 0,
+                             [](const session&, const std::string&) { return false; });
+  BOOST_TEST(unsaved.ran == 6u);
+  BOOST_TEST(none.ended.size() == 6u);
+  BOOST_TEST(none.to_be_saved.empty());
+  BOOST_TEST(none.saved.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
+#include <utility>
 
 using namespace mira::test;
 namespace fs = std::filesystem;
@@ -86,25 +88,34 @@ std::map<std::string, int> saved(const fs::path& run, std::size_t& damaged) {
   return out;
 }
 
-// The cases the run reported as saved: those it printed as finished (not "not run"), less the
-// ones it listed as not saved.
-std::set<std::string> reported_saved(const run_output& r) {
+// The cases printed as finished: every jsonl line but the summary and cancelled (not run) ones.
+std::set<std::string> printed_finished(const run_output& r) {
   std::set<std::string> out;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
     auto v = json::parse(line).as_object();
-    if (!v.contains("sample")) continue;  // the summary
-    auto* t = v.at("transcript").as_object().if_contains("error");
-    if (t && std::string_view(t->as_string()).rfind("not run", 0) == 0) continue;
-    out.insert(std::string(v.at("eval").as_string()) + "/" +
-               std::string(v.at("sample").as_string()) + "@" +
-               std::string(v.at("target").as_string()));
+    if (!v.contains("key") || v.at("status") == "cancelled") continue;
+    out.insert(std::string(v.at("key").as_string()));
   }
+  return out;
+}
+
+// The cases the run listed as "could not be saved".
+std::set<std::string> listed_unsaved(const run_output& r) {
+  std::set<std::string> out;
   auto at = r.err.find("could not be saved");
   std::istringstream unsaved(at == std::string::npos ? "" : r.err.substr(at));
   std::string line;
   std::getline(unsaved, line);
-  while (std::getline(unsaved, line) && line.rfind("  ", 0) == 0) out.erase(line.substr(2));
+  while (std::getline(unsaved, line) && line.rfind("  ", 0) == 0) out.insert(line.substr(2));
+  return out;
+}
+
+// The cases the run reported as saved: those it printed as finished, less the ones it listed as
+// not saved.
+std::set<std::string> reported_saved(const run_output& r) {
+  auto out = printed_finished(r);
+  for (auto& key : listed_unsaved(r)) out.erase(key);
   return out;
 }
 
@@ -267,6 +278,37 @@ BOOST_AUTO_TEST_CASE(a_record_that_cannot_be_written_names_the_file) {
     fault temp{"/cases/", "create", 2, e};
     auto per_case = run(dir, "--store per-case", dir / "record2", &temp);
     BOOST_TEST(per_case.err.find("result.json") != std::string::npos, per_case.err);
+  }
+}
+
+// `--format jsonl` prints a case once its record is saved (#36, item 8): a case whose record
+// cannot be written is not printed (it is listed as not saved, and the resume runs it), and
+// every printed case is in the store. The line used to come as the case ended, so the case that
+// failed was printed too; after a SIGKILL, so were cases never saved.
+BOOST_AUTO_TEST_CASE(a_case_whose_record_cannot_be_saved_is_not_printed) {
+  const std::pair<const char*, fault> faults[] = {
+      {"compact", {"/segments/", "pwrite", 0, EIO}},
+      {"compact", {"/segments/", "fdatasync", 0, ENOSPC}},
+      {"per-case", {"/cases/", "create", 2, ENOSPC}},
+      {"per-case", {"/results/", "syncfs", 1, EIO}},
+  };
+  for (auto& [store, f] : faults) {
+    BOOST_TEST_CONTEXT("--store " << store << ", " << f.op << " of *" << f.path << "* after "
+                                  << f.after) {
+      temp_dir dir;
+      auto r = run(dir, std::string("--store ") + store, dir / "record", &f);
+      BOOST_TEST(r.code == 3);
+      auto unsaved = listed_unsaved(r);
+      BOOST_TEST(!unsaved.empty(), r.err);
+      std::size_t damaged = 0;
+      auto on_disk = saved(only_run(dir.path / "results"), damaged);
+      for (auto& key : printed_finished(r)) {
+        BOOST_TEST(unsaved.count(key) == 0u, key << " was printed and listed as not saved");
+        BOOST_TEST(on_disk.count(key) == 1u, key << " was printed and is not saved");
+      }
+      auto last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+      BOOST_TEST(last.rfind("{\"summary\":", 0) == 0u, last);
+    }
   }
 }
 

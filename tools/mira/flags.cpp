@@ -393,9 +393,9 @@ const flag_spec table[] = {
      "pass rate by KEY: axis param, sample, target or transcript\nmetadata",
      [](run_args& o, const std::string&, const std::string& v) { o.group_by = v; }},
     {"--format", "", "F", reporting, section::report,
-     "table (default); json, jsonl (one line per case as it ends,\nthen the summary), csv, junit, "
-     "md or html (one\nself-contained page with charts); any case; xml is junit,\nndjson is "
-     "jsonl, markdown is md",
+     "table (default); json, jsonl (one line per case once its\nrecord is saved, then the "
+     "summary), csv, junit, md or\nhtml (one self-contained page with charts); any case; xml\nis "
+     "junit, ndjson is jsonl, markdown is md",
      [](run_args& o, const std::string& f, const std::string& v) {
        auto format = canonical_format(v);
        if (format.empty())

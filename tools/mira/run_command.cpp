@@ -30,6 +30,8 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <span>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace mira::cli {
@@ -179,6 +181,32 @@ class progress_ticker {
   schedule::duration period_{};
 };
 
+// `--format jsonl` on stdout: a case's line is printed once its record is saved
+// (hooks.on_saved), so that a printed case is never one a resume runs and prints again; a case
+// the session does not save (cancelled, a dry run) at once. The line of a case whose save fails
+// is never printed: the case is listed as unsaved and the resume runs it. Only the lines of
+// records on their way to the writer wait here (and those that failed, which stop the run).
+class jsonl_stream {
+ public:
+  void ended(std::size_t i, std::string line, bool saved_later) {
+    if (saved_later)
+      waiting_.emplace(i, std::move(line));
+    else
+      std::cout << line << '\n' << std::flush;
+  }
+  void saved(std::span<const std::size_t> cases) {
+    for (auto i : cases)
+      if (auto it = waiting_.find(i); it != waiting_.end()) {
+        std::cout << it->second << '\n';
+        waiting_.erase(it);
+      }
+    std::cout << std::flush;
+  }
+
+ private:
+  std::unordered_map<std::size_t, std::string> waiting_;  // by plan index
+};
+
 // A treatment's table, on its console (stdout is the experiment's comparison).
 void table_on(console& out, const plan::plan& p, const schedule::run_report& report,
               const aggregate::summary& s) {
@@ -263,7 +291,8 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
     o.save = std::move(save);
   }
   auto& progress = out.progress;
-  const plan::plan* session_plan = nullptr;  // set once the session is open
+  const session* running = nullptr;  // set once the session is open
+  jsonl_stream jsonl;
   o.hooks.on_attempt = [&](std::size_t) { ++progress.starts; };
   o.hooks.on_case = [&](std::size_t i, const schedule::case_record& r) {
     progress.finished_attempts += static_cast<std::size_t>(r.attempts);
@@ -272,8 +301,10 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
     progress.failed += r.state == case_state::failed || r.state == case_state::error;
     progress.na += r.state == case_state::na;
     if (stream_jsonl)
-      std::cout << store::case_line(session_plan->cases[i], r) << '\n' << std::flush;
+      jsonl.ended(i, store::case_line(running->plan().cases[i], r), running->saves(r));
   };
+  if (stream_jsonl)
+    o.hooks.on_saved = [&](std::span<const std::size_t> cases) { jsonl.saved(cases); };
   o.hooks.on_save_failed = [&](const std::string&, const std::string& text) {
     out.line("mira: error: " + printable(text));
   };
@@ -299,7 +330,7 @@ asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run
   }
   auto& s = *opened;
   auto& plan = s.plan();
-  session_plan = &plan;
+  running = &s;
   auto& resumed = s.resumed();
   if (m == mode::execute_only && resumed.reused > 0)
     out.line(std::to_string(resumed.reused) + " of " + std::to_string(plan.cases.size()) +

@@ -38,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -124,8 +125,14 @@ struct session_hooks {
   /// An attempt of a planned case (index into the session's plan) starts.
   std::function<void(std::size_t case_index)> on_attempt = {};
   /// A case's final record (index into the session's plan). A cancelled one was not finished:
-  /// a resume runs it.
+  /// a resume runs it. Called before the record is saved (see on_saved).
   std::function<void(std::size_t case_index, const schedule::case_record&)> on_case = {};
+  /// Cases whose records are now saved: written and synced (the per-case layout's syncfs after
+  /// the renames, the compact one's fdatasync, an execute session's artifact), so they survive
+  /// the host's death and a resume does not run them again. Each case session::saves() was true
+  /// for comes here once, after its on_case, or goes to on_save_failed. Every call comes before
+  /// run() completes.
+  std::function<void(std::span<const std::size_t> case_indexes)> on_saved = {};
   /// An event or log notification: `key` is the case's when the study correlated it with one.
   std::function<void(const std::string* key, const notification&)> on_notification = {};
   /// A line the study wrote on stderr; `slot` is 0 for one process, else 1..processes.
@@ -233,6 +240,10 @@ class session {
   /// What a resume takes from the saved run (records by plan index, until run() takes them
   /// into its summary) and what it runs.
   const store::resume_plan& resumed() const;
+  /// Whether a case that ended as `r` is saved, so that hooks.on_saved or on_save_failed will
+  /// follow its on_case: with a run store, every state but cancelled; in execute mode, the
+  /// cases with an artifact (executed, skipped); nothing in a session that saves nothing.
+  bool saves(const schedule::case_record& r) const;
 
   /// How a stop is written in meta.json: "interrupted" unless set (a server writes
   /// "cancelled" for a cancel a client asked for). Call before cancelling, from any thread.

@@ -187,8 +187,9 @@ class run_store {
     /// Saves a batch of records (each as submit() takes it) with one callback: what a busy
     /// writer is given, since a record then costs no allocation and no hand-over of its own.
     /// The compact layout appends the batch with one write (and with what else is waiting, one
-    /// fdatasync); the per-case one writes a file per record. Blocks while too many wait. An
-    /// empty batch is reported at once, on the caller's thread.
+    /// fdatasync); the per-case one writes a file per record. Blocks while too many wait. The
+    /// callback gets the batch back as given and the records that failed; an empty batch is
+    /// reported at once, on the caller's thread.
     virtual void submit_batch(case_batch batch, batch_done_fn done) = 0;
     /// Blocks until everything submitted is written and reported.
     virtual void drain() = 0;
