@@ -183,21 +183,28 @@ std::vector<finding> check_results_dir(const fs::path& dir) {
       add(out, severity::warning, concat({in, "in use by ", holder, " (its checks are left out)"}));
       continue;
     }
-    auto loaded = store::load_run(dir, id);
-    if (!loaded) {
+    auto reader = store::run_reader::open(dir, id);
+    if (!reader) {
       // The folder has a meta.json (checked above): with a valid id, that file is what failed.
       const bool damaged_meta = !store::invalid_run_id(id);
       add(out, severity::error,
-          concat({in, loaded.error().message(),
+          concat({in, reader.error().message(),
                   damaged_meta ? " (`mira doctor --fix` rebuilds meta.json from the case records)"
                                : ""}));
       continue;
     }
-    for (auto& u : loaded->unreadable)
+    // Every record read once, one at a time: those that cannot be taken now are unreadable too.
+    auto unreadable = reader->unreadable();
+    for (auto& late : reader->visit([](std::size_t, const store::saved_case&) { return true; }))
+      unreadable.push_back(std::move(late));
+    for (auto& u : unreadable)
       add(out, severity::error, concat({in, "cannot read ", u, " (that case counts as not run)"}));
-    for (auto& u : loaded->superseded) add(out, severity::warning, concat({in, u}));
-    auto& meta = loaded->meta;
-    const auto c = store::completeness_of(meta, loaded->cases.size() + loaded->unreadable.size());
+    for (auto& u : reader->superseded()) add(out, severity::warning, concat({in, u}));
+    if (!reader->plan_keys_problem().empty())
+      add(out, severity::warning,
+          concat({in, reader->plan_keys_problem(), " (its missing cases are counted, not named)"}));
+    auto& meta = reader->meta();
+    const auto c = store::completeness_of(*reader);
     const auto resume =
         concat({"; resume it with `mira run --resume ", id, "` and the same study and selection"});
     const bool killed = !meta.sessions.empty() && meta.sessions.back().finished.empty();

@@ -447,12 +447,20 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
   entry.planned = st.p.cases.size();
   entry.reused = st.resumed.reused;
   if (save.describe) save.describe(meta, entry);
-  st.log->store = &*st.store;
   // A file that cannot be written here is told, and the cases still run and are saved: their
   // records are the run, and the end of the session writes meta.json again (or, failing,
-  // leaves the run unfinished for a resume to finish).
-  if (auto failed = st.store->write_files(save.files)) st.warn(failed.message());
-  if (auto failed = st.store->begin_session(std::move(entry))) st.warn(failed.message());
+  // leaves the run unfinished for a resume to finish). The plan's keys (a million cases: 20 MB)
+  // are written where long steps run; the study's notifications reach the store after.
+  auto begin = [&st, &save, &entry]() -> std::vector<std::string> {
+    std::vector<std::string> failed;
+    if (auto e = st.store->write_files(save.files)) failed.push_back(e.message());
+    if (auto e = st.store->begin_session(std::move(entry), store::keys_of(st.p.cases)))
+      failed.push_back(e.message());
+    return failed;
+  };
+  auto failures = co_await on_work(st, begin);
+  for (auto& failed : failures) st.warn(std::move(failed));
+  st.log->store = &*st.store;
   co_return std::nullopt;
 }
 

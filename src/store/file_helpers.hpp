@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace mira::store {
 
@@ -42,6 +43,11 @@ std::string open_failure(const std::filesystem::path& path, int err);
 /// True when `path` itself is a symbolic link (what an O_NOFOLLOW open refuses with ELOOP, or
 /// ENOTDIR when a folder was asked for).
 bool is_link(const std::filesystem::path& path);
+/// The JSON string that starts at `at` in `text` (its opening quote), unescaped, and the offset
+/// just past it; nothing when no valid JSON string starts there. A key in a segment line or in
+/// plan-keys.ndjson.
+std::optional<std::pair<std::string, std::size_t>> read_json_string(std::string_view text,
+                                                                    std::size_t at);
 }  // namespace detail
 
 /// The JSON object in the file at `path`; nothing when the file cannot be read, is a symbolic

@@ -204,6 +204,20 @@ std::string open_failure(const std::filesystem::path& path, int err) {
   return path.string() + ": " + std::strerror(err);
 }
 
+std::optional<std::pair<std::string, std::size_t>> read_json_string(std::string_view text,
+                                                                    std::size_t at) {
+  if (at >= text.size() || text[at] != '"') return std::nullopt;
+  auto end = mira::detail::scan_json_value(text, at);
+  if (end == mira::detail::json_scan_failed) return std::nullopt;
+  // Most keys have no escape: their bytes are the key.
+  auto raw = text.substr(at + 1, end - at - 2);
+  if (raw.find('\\') == std::string_view::npos) return std::pair{std::string(raw), end};
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text.substr(at, end - at), ec);
+  if (ec || !v.is_string()) return std::nullopt;
+  return std::pair{std::string(v.get_string()), end};
+}
+
 }  // namespace detail
 
 namespace {

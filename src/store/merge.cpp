@@ -10,6 +10,7 @@
 #include <mira/store/summary_feed.hpp>
 #include "plan/natural_order.hpp"
 #include "store/file_helpers.hpp"
+#include "store/plan_keys.hpp"
 #include "store/run_reader_access.hpp"
 
 #include <fcntl.h>
@@ -160,6 +161,22 @@ merged_shard timing_of(const input& i) {
   return s;
 }
 
+// The merged run's plan is the union of the shards' (each one's last session's): its keys, when
+// every shard is there with its own, so that a reader of the merged run can name what it lacks.
+plan_keys merged_plan_keys(const std::vector<input>& in, const merged_info& info) {
+  std::size_t planned = 0;
+  for (auto& i : in) {
+    if (!i.run.missing()) return {};  // a shard without its keys (an older host's)
+    planned += i.run.meta().sessions.back().planned;
+  }
+  if (!info.missing.empty() || planned != info.plan_cases) return {};
+  return [&in](const std::function<void(std::string_view)>& key) {
+    // Read when the run was opened: a file changed since leaves the merged run a count of keys
+    // that is not its plan's, and readers then only count its missing cases.
+    for (auto& i : in) (void)detail::read_plan_keys(i.folder, i.run.meta(), key);
+  };
+}
+
 // Writes the merged run into `tmp_id` under the results directory.
 tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in,
                                                     const merged_info& info,
@@ -203,7 +220,8 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
           (last.back().stop_message.empty() ? last.back().stopped : last.back().stop_message);
     }
   }
-  if (auto e = store->begin_session(std::move(merge))) return tl::make_unexpected(e.message());
+  if (auto e = store->begin_session(std::move(merge), merged_plan_keys(in, info)))
+    return tl::make_unexpected(e.message());
 
   for (auto& i : in) {
     auto& id = i.run.meta().run_id;

@@ -9,6 +9,8 @@
 #include "plan/natural_order.hpp"
 #include "protocol/json_scan.hpp"
 #include "store/file_helpers.hpp"
+#include "store/key_index.hpp"
+#include "store/plan_keys.hpp"
 #include "store/run_reader_access.hpp"
 #include "store/segment_log.hpp"
 
@@ -60,6 +62,8 @@ struct run_reader::state {
   std::string names;  // the per-case folder names, back to back
   std::vector<entry> entries;
   std::vector<std::string> unreadable, superseded;
+  std::optional<missing_cases> missing;
+  std::string plan_keys_problem;
 
   std::string_view key(const entry& e) const {
     return std::string_view(keys).substr(e.key_at, e.key_size);
@@ -166,6 +170,40 @@ void warn_duplicates(const fs::path& folder, const std::vector<fs::path>& segmen
     warnings.push_back(key + " has more than one record in " + (folder / "segments").string() +
                        " (no resume saves it again): the last one is read");
   }
+}
+
+struct missing_found {
+  std::optional<missing_cases> missing;
+  std::string problem;  // why the plan's keys cannot be read
+};
+
+// The cases of the last session's plan that are not among the `size` keys of `key_at`, when the
+// folder holds that plan's keys.
+template <class KeyAt>
+missing_found find_missing(const fs::path& folder, const run_meta& meta, std::size_t size,
+                           KeyAt key_at) {
+  constexpr std::size_t named = 10;
+  std::optional<detail::key_index<KeyAt>> saved;  // made at the first key not where expected
+  std::size_t next = 0;                           // after the saved key found last
+  missing_cases m;
+  auto found = detail::read_plan_keys(folder, meta, [&](std::string_view key) {
+    // A plan's order is mostly natural key order, the reader's: most keys are the next one, and
+    // a whole run is checked without an index (a million keys: 0.06 s, and 0.4 s through one).
+    if (next < size && key_at(next) == key) {
+      ++next;
+      return;
+    }
+    if (!saved) saved.emplace(size, key_at);
+    if (auto i = saved->find(key)) {
+      next = *i + 1;
+      return;
+    }
+    if (m.first.size() < named) m.first.emplace_back(key);
+    ++m.count;
+  });
+  if (!found) return {std::nullopt, std::move(found.error())};
+  if (!*found) return {};
+  return {std::move(m), {}};
 }
 
 }  // namespace
@@ -279,15 +317,21 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   entries.resize(kept);
   entries.shrink_to_fit();
   warn_duplicates(folder, s->segments, earlier, s->superseded);
+  auto found = find_missing(folder, s->meta, entries.size(),
+                            [&s](std::size_t i) { return s->key(s->entries[i]); });
+  s->missing = std::move(found.missing);
+  s->plan_keys_problem = std::move(found.problem);
 
   // A flipped bit in a damaged line's key can name another case, which has a record: the case
   // of the line would then be lost unseen. So a damaged line counts as superseded only while
-  // the run has a record of every case its last session planned (a run with no session, made
-  // by another host or rebuilt by doctor, vouches for none). Then it is, whatever key it shows:
-  // a resume that re-ran its case (the key damaged to name one saved before it) made the run
-  // whole again, and the line is an old copy, not a loss.
+  // the run has a record of every case its last session planned (by key when the run has its
+  // plan's keys, else by count; a run with no session, made by another host or rebuilt by
+  // doctor, vouches for none). Then it is, whatever key it shows: a resume that re-ran its case
+  // (the key damaged to name one saved before it) made the run whole again, and the line is an
+  // old copy, not a loss.
   const std::size_t planned = s->meta.sessions.empty() ? 0 : s->meta.sessions.back().planned;
-  const bool whole = planned > 0 && entries.size() >= planned;
+  const bool whole =
+      planned > 0 && (s->missing ? s->missing->count == 0 : entries.size() >= planned);
   for (auto& d : damaged) {
     auto it = newest.find(d.key);
     if (!whole)
@@ -330,6 +374,12 @@ const std::vector<std::string>& run_reader::unreadable() const {
 }
 const std::vector<std::string>& run_reader::superseded() const {
   return s_->superseded;
+}
+const std::optional<missing_cases>& run_reader::missing() const {
+  return s_->missing;
+}
+const std::string& run_reader::plan_keys_problem() const {
+  return s_->plan_keys_problem;
 }
 
 std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn& select) const {
@@ -411,13 +461,26 @@ plan::planned_case planned_case_of(const saved_case& c) {
   return pc;
 }
 
-run_completeness completeness_of(const run_reader& run) {
-  return completeness_of(run.meta(), run.size() + run.unreadable().size());
+namespace {
+
+// ": KEY, KEY and N more": the missing cases' first keys, when they are known.
+std::string named_missing(const run_completeness& c) {
+  if (!c.missing || c.missing->first.empty()) return {};
+  // With unreadable records among the saved ones, a key named may be one of theirs.
+  std::string out = c.unreadable > 0 ? "; with no readable record: " : ": ";
+  for (std::size_t i = 0; i < c.missing->first.size(); ++i)
+    out += (i > 0 ? ", " : "") + c.missing->first[i];
+  if (c.missing->count > c.missing->first.size())
+    out += " and " + std::to_string(c.missing->count - c.missing->first.size()) + " more";
+  return out;
 }
 
-run_completeness completeness_of(const run_meta& meta, std::size_t saved) {
+run_completeness completeness(const run_meta& meta, std::size_t saved, std::size_t unreadable,
+                              std::optional<missing_cases> missing) {
   run_completeness c;
   c.saved = saved;
+  c.unreadable = unreadable;
+  c.missing = std::move(missing);
   auto& sessions = meta.sessions;
   if (sessions.empty()) return c;
   auto& last = sessions.back();
@@ -434,9 +497,20 @@ run_completeness completeness_of(const run_meta& meta, std::size_t saved) {
                      ") did not finish: it was killed, or could not write its report";
   } else if (c.unfinished() > 0) {
     c.stop_message = std::to_string(c.unfinished()) + " of " + std::to_string(c.planned) +
-                     " planned case(s) have no saved record";
+                     " planned case(s) have no saved record" + named_missing(c);
   }
   return c;
+}
+
+}  // namespace
+
+run_completeness completeness_of(const run_reader& run) {
+  return completeness(run.meta(), run.size() + run.unreadable().size(), run.unreadable().size(),
+                      run.missing());
+}
+
+run_completeness completeness_of(const run_meta& meta, std::size_t saved) {
+  return completeness(meta, saved, 0, std::nullopt);
 }
 
 schedule::run_report report_header(const run_reader& run, const run_completeness& c) {

@@ -10,6 +10,8 @@
 #include <mira/store/run_reader.hpp>
 #include "store/digest.hpp"
 #include "store/file_helpers.hpp"
+#include "store/key_index.hpp"
+#include "store/plan_keys.hpp"
 #include "store/run_reader_access.hpp"
 #include "store/segment_log.hpp"
 
@@ -96,8 +98,9 @@ tl::expected<fs::path, error> existing_run(const fs::path& results_dir, const st
 // make the store read or write outside the folder (a resume appending to a linked segment, a
 // .lock's target truncated), so a writer refuses the run instead.
 constexpr const char* run_files[] = {
-    ".lock",         "meta.json",        "meta.json.damaged", "cases",      "segments",
-    "events.ndjson", "study.stderr.log", "report.json",       "report.html"};
+    ".lock",       "meta.json",           "meta.json.damaged", "cases",
+    "segments",    "events.ndjson",       "study.stderr.log",  "report.json",
+    "report.html", detail::plan_keys_file};
 
 // The first symbolic link among the run folder's own files and the entries of its record folders
 // (a case's folder, a segment), or nothing. One pass over the names: a directory's entries say
@@ -366,6 +369,12 @@ std::optional<std::string> latest_run_id(const fs::path& results_dir) {
   return best;
 }
 
+plan_keys keys_of(const plan::case_list& cases) {
+  return [&cases](const std::function<void(std::string_view)>& key) {
+    for (std::size_t i = 0; i < cases.size(); ++i) key(cases.key(i));
+  };
+}
+
 json::object listing_fingerprints(const protocol::list_result& list) {
   json::object out;
   for (auto& e : list.evals) {
@@ -490,23 +499,14 @@ tl::expected<resume_plan, error> plan_resume(const run_reader& run, const plan::
   resume_plan out;
   if (auto e = check_saved(run.meta(), study, fingerprints, seed, options, out))
     return tl::unexpected(std::move(*e));
-  // Each saved case's plan index, through its key: the saved keys' hashes, sorted (12 bytes a
-  // case, a third of a hash map's), dropped once every planned key has been looked up.
+  // Each saved case's plan index, through its key (an index dropped once every planned key has
+  // been looked up).
   constexpr auto none = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> plan_index(run.size(), none);
   {
-    using hashed = std::pair<std::uint64_t, std::uint32_t>;  // hash, reader index
-    std::vector<hashed> saved(run.size());
-    const std::hash<std::string_view> hash;
-    for (std::size_t r = 0; r < run.size(); ++r)
-      saved[r] = {hash(run.key(r)), static_cast<std::uint32_t>(r)};
-    std::sort(saved.begin(), saved.end());
-    for (std::size_t i = 0; i < p.cases.size(); ++i) {
-      const auto key = p.cases.key(i);
-      auto it = std::lower_bound(saved.begin(), saved.end(), hashed{hash(key), 0});
-      for (; it != saved.end() && it->first == hash(key); ++it)
-        if (run.key(it->second) == key) plan_index[it->second] = static_cast<std::uint32_t>(i);
-    }
+    detail::key_index saved(run.size(), [&run](std::size_t r) { return run.key(r); });
+    for (std::size_t i = 0; i < p.cases.size(); ++i)
+      if (auto r = saved.find(p.cases.key(i))) plan_index[*r] = static_cast<std::uint32_t>(i);
   }
   std::vector<bool> reused(p.cases.size(), false);
   auto late = run.visit_cases(
@@ -646,7 +646,7 @@ std::string now_utc() {
 }
 }  // namespace
 
-write_error run_store::begin_session(run_session session) {
+write_error run_store::begin_session(run_session session, const plan_keys& keys) {
   if (session.started.empty()) session.started = now_utc();
   if (session.hostname.empty()) session.hostname = hostname();
   if (session.pid == 0) session.pid = ::getpid();
@@ -658,11 +658,17 @@ write_error run_store::begin_session(run_session session) {
                              {"pid", session.pid}};
   s_->meta.sessions.push_back(std::move(session));
   s_->events += protocol::to_json_text(marker) + "\n";
+  auto& started = s_->meta.sessions.back().started;
   // Each file is tried (meta.json, which a resume needs, first); the first failure is returned.
+  // The plan's keys name their session, so a crash between the two files leaves keys that no
+  // reader takes for the last session's.
   auto first = save_meta();
-  for (auto e : {flush_events(), append_file(s_->path / "study.stderr.log",
-                                             "--- session " + std::to_string(n) + " started " +
-                                                 s_->meta.sessions.back().started + " ---\n")})
+  const auto keys_file = s_->path / detail::plan_keys_file;
+  for (auto e : {keys ? write_error{detail::write_plan_keys(s_->path, n, started, keys), keys_file}
+                      : write_error{},
+                 flush_events(),
+                 append_file(s_->path / "study.stderr.log", "--- session " + std::to_string(n) +
+                                                                " started " + started + " ---\n")})
     if (e && !first) first = std::move(e);
   return first;
 }

@@ -100,12 +100,12 @@ bool has_sse42() {
 
 }  // namespace
 
-std::uint32_t crc32c(std::string_view data) {
+std::uint32_t crc32c(std::string_view data, std::uint32_t before) {
   auto* p = reinterpret_cast<const unsigned char*>(data.data());
 #ifdef MIRA_CRC32C_SSE42
-  if (has_sse42()) return crc32c_sse42(0xffffffffu, p, data.size()) ^ 0xffffffffu;
+  if (has_sse42()) return crc32c_sse42(before ^ 0xffffffffu, p, data.size()) ^ 0xffffffffu;
 #endif
-  return crc32c_tables(0xffffffffu, p, data.size()) ^ 0xffffffffu;
+  return crc32c_tables(before ^ 0xffffffffu, p, data.size()) ^ 0xffffffffu;
 }
 
 namespace {
@@ -181,14 +181,7 @@ std::optional<std::pair<std::string, std::size_t>> read_key(std::string_view lin
   if (line.size() <= key_at || line.substr(prefix_size, key_head.size()) != key_head ||
       line[key_at] != '"')
     return std::nullopt;
-  auto key_end = mira::detail::scan_json_value(line, key_at);
-  if (key_end == mira::detail::json_scan_failed) return std::nullopt;
-  auto raw = line.substr(key_at + 1, key_end - key_at - 2);
-  if (raw.find('\\') == std::string_view::npos) return std::pair{std::string(raw), key_end};
-  boost::system::error_code ec;
-  auto v = boost::json::parse(line.substr(key_at, key_end - key_at), ec);
-  if (ec || !v.is_string()) return std::nullopt;
-  return std::pair{std::string(v.get_string()), key_end};
+  return detail::read_json_string(line, key_at);
 }
 
 parsed_line parse_line(std::string_view line) {

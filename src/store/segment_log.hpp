@@ -147,6 +147,8 @@ segment_scan scan_segments(const std::vector<std::filesystem::path>& files,
 std::vector<std::filesystem::path> list_segments(const std::filesystem::path& dir);
 
 /// CRC-32C (Castagnoli, reflected 0x82F63B78, as in iSCSI and ext4): the segment line checksum.
-std::uint32_t crc32c(std::string_view data);
+/// `before`: the CRC of the bytes before `data`, to checksum a file written piece by piece
+/// (crc32c(b, crc32c(a)) == crc32c(a + b)).
+std::uint32_t crc32c(std::string_view data, std::uint32_t before = 0);
 
 }  // namespace mira::store

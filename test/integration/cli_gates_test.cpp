@@ -226,28 +226,43 @@ BOOST_AUTO_TEST_CASE(the_run_folder_is_written_only_when_its_report_is_missing) 
   BOOST_TEST(fs::exists(folder / "report.html"));
 }
 
-// A record lost from a finished run: the report counted one case fewer and passed.
+// A record lost from a finished run: the report counted one case fewer and passed. Now the run
+// is incomplete, and the report and doctor name the lost case by the keys the session saved.
 BOOST_AUTO_TEST_CASE(a_lost_record_makes_the_check_fail) {
   temp_dir dir;
   BOOST_TEST(mira_in(dir, run_flags("--run-id lost") + " --fail 0 --errors 0 --na 0").code == 0);
-  const auto cases = dir.path / "results/lost/cases";
-  fs::remove_all(fs::directory_iterator(cases)->path());
+  const auto folder = dir.path / "results/lost";
+  const std::string lost = "math/pass 2@sim";
+  std::vector<fs::path> lost_folders;
+  for (auto& c : fs::directory_iterator(folder / "cases"))
+    if (json::parse(read_file(c.path() / "result.json")).at("key").as_string() == lost)
+      lost_folders.push_back(c.path());
+  BOOST_REQUIRE(lost_folders.size() == 1u);
+  fs::remove_all(lost_folders.front());
   auto check = mira_in(dir, "report lost --check");
   BOOST_TEST(check.code == 3, check.out);
   BOOST_TEST(contains(check.out, "1 of 22 planned case(s) not finished"), check.out);
   auto plain = mira_in(dir, "report lost");
   BOOST_TEST(plain.code == 3, plain.out);
   BOOST_TEST(contains(plain.out,
-                      "mira: the report is incomplete: 1 of 22 planned case(s) have "
-                      "no saved record of run lost (`mira run --resume lost` runs "
-                      "them)"),
+                      "mira: the report is incomplete: run lost: 1 of 22 planned case(s) have "
+                      "no saved record: " +
+                          lost + " (`mira run --resume lost` runs them)"),
              plain.out);
   auto doctor = mira_in(dir, "doctor");
-  BOOST_TEST(contains(doctor.out, "error: run lost: 1 of 22 planned case(s) have no saved record"),
+  BOOST_TEST(contains(doctor.out,
+                      "error: run lost: 1 of 22 planned case(s) have no saved record: " + lost +
+                          "; resume it with `mira run --resume lost`"),
              doctor.out);
-  // The resume it names runs the lost case: whole again.
-  BOOST_TEST(mira_in(dir, run_flags("--resume lost") + " --fail 0 --errors 0 --na 0").code == 0);
-  BOOST_TEST(mira_in(dir, "report lost --check").code == 0);
+  // The resume it names runs the lost case, and only it: whole again, its keys its own.
+  auto resumed = mira_in(dir, run_flags("--resume lost") + " --fail 0 --errors 0 --na 0");
+  BOOST_TEST(resumed.code == 0, resumed.out);
+  BOOST_TEST(contains(resumed.out, "resuming run lost: 21 of 22 case(s) already saved"),
+             resumed.out);
+  BOOST_TEST(contains(read_file(folder / "plan-keys.ndjson"), R"("session":2,)"));
+  auto whole = mira_in(dir, "report lost --check");
+  BOOST_TEST(whole.code == 0, whole.out);
+  BOOST_TEST(!contains(whole.out, "incomplete"), whole.out);
 }
 
 // The sharded-matrix recipe: shards, one interrupted, merged; the merge job's gate. A killed

@@ -274,10 +274,10 @@ int cmd_report(const std::vector<std::string>& args) {
   const bool lost =
       completeness.stopped == schedule::stop_reason::none && completeness.unfinished() > 0;
   if (lost)
-    std::fprintf(
-        stderr, "mira: the report is incomplete: %s of run %s (`mira run --resume %s` runs them)\n",
-        printable(completeness.stop_message).c_str(), printable(a.run_id).c_str(),
-        printable(a.run_id).c_str());
+    std::fprintf(stderr,
+                 "mira: the report is incomplete: run %s: %s (`mira run --resume %s` runs them)\n",
+                 printable(a.run_id).c_str(), printable(completeness.stop_message).c_str(),
+                 printable(a.run_id).c_str());
   if (!a.check) return lost ? exit_host_error : exit_ok;
   return exit_code_for(header, s, lost, a.min_scored);
 }

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,12 @@ namespace mira::store {
 namespace detail {
 struct run_reader_access;  // the store's own ways in (a writer's load, rebuild_meta)
 }  // namespace detail
+
+/// The cases of a run's last plan that have no readable record, named.
+struct missing_cases {
+  std::size_t count = 0;           ///< planned keys with no readable record
+  std::vector<std::string> first;  ///< the first 10 of them, in plan order
+};
 
 /// A saved run opened for reading, without a lock: both layouts (a run converted half-way has
 /// some of each, and the run's own layout wins for a key in both), the folders of the Rust mira
@@ -58,6 +65,13 @@ class run_reader {
   const std::vector<std::string>& unreadable() const;
   /// Damaged compact records of a case saved again later (see loaded_run::superseded).
   const std::vector<std::string>& superseded() const;
+  /// The cases of the last session's plan that have no readable record, named: known when the
+  /// run folder holds that plan's keys (plan-keys.ndjson, which begin_session saves); nothing for
+  /// a run without them (saved before they were kept, by the Rust host, rebuilt by doctor --fix).
+  const std::optional<missing_cases>& missing() const;
+  /// Why the run folder's plan-keys.ndjson cannot be read (a symbolic link, damaged), or empty:
+  /// the missing cases are then counted, not named.
+  const std::string& plan_keys_problem() const;
 
   /// Which cases a visit reads: case i with key k is read when select(i, k). Everything when
   /// empty.
@@ -90,12 +104,23 @@ class run_reader {
 struct run_completeness {
   std::size_t planned = 0;  ///< the last session's plan (a merged run: the whole plan); 0 unknown
   std::size_t saved = 0;    ///< records found, readable or not
+  std::size_t unreadable = 0;  ///< of those, the ones that cannot be read
+  /// The planned cases with no readable record, by key, when the run has its plan's keys.
+  std::optional<missing_cases> missing;
   /// How the last session stopped: none when it ran to its end; interrupted when it never
   /// finished (killed, or still running).
   schedule::stop_reason stopped = schedule::stop_reason::none;
-  std::string stop_message;  ///< why, for people: the stop's, or what became of the missing cases
-  /// Planned cases that have no saved record.
-  std::size_t unfinished() const { return planned > saved ? planned - saved : 0; }
+  /// Why, for people: the stop's, or what became of the missing cases (naming the first when
+  /// the keys are known).
+  std::string stop_message;
+  /// Planned cases that have no saved record. By count, unless the keys tell more: a record
+  /// of a case outside the plan does not stand for a planned one (each unreadable record may).
+  std::size_t unfinished() const {
+    const std::size_t counted = planned > saved ? planned - saved : 0;
+    const std::size_t by_key =
+        missing && missing->count > unreadable ? missing->count - unreadable : 0;
+    return counted > by_key ? counted : by_key;
+  }
   bool complete() const { return stopped == schedule::stop_reason::none && unfinished() == 0; }
 };
 run_completeness completeness_of(const run_reader& run);

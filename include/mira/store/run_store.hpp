@@ -80,6 +80,12 @@ struct resume_plan {
   std::vector<schedule::case_record> outside_records;
 };
 
+/// Hands each key of a session's plan to `key`, in plan order: what begin_session saves in the
+/// run folder (plan-keys.ndjson), so that readers can name the planned cases that have no record.
+using plan_keys = std::function<void(const std::function<void(std::string_view key)>& key)>;
+/// The keys of `cases`, which must outlive the call.
+plan_keys keys_of(const plan::case_list& cases);
+
 /// SHA-256 of each eval's canonical listing entry (eval name -> hex): what meta.json keeps as
 /// `fingerprints`, so a resume can tell which evals changed since the run was made.
 boost::json::object listing_fingerprints(const protocol::list_result& list);
@@ -171,8 +177,10 @@ class run_store {
   run_reader reader() const;
 
   /// Starts a session: appends it to meta.json (saved) and a marker to events.ndjson and
-  /// study.stderr.log. Every write_error below names the file that could not be written.
-  write_error begin_session(run_session s);
+  /// study.stderr.log, and saves the keys of its plan (`s.planned` of them) in plan-keys.ndjson.
+  /// Without `keys` the run has none for this session, and readers only count its missing
+  /// cases. Every write_error below names the file that could not be written.
+  write_error begin_session(run_session s, const plan_keys& keys = {});
   /// The current (last) session.
   run_session& session();
 

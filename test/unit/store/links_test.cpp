@@ -109,6 +109,7 @@ BOOST_AUTO_TEST_CASE(a_writer_refuses_a_run_holding_a_link_and_changes_nothing) 
       {layout::compact, ".lock", false},
       {layout::compact, "meta.json", false},
       {layout::compact, "events.ndjson", false},
+      {layout::compact, "plan-keys.ndjson", false},
       {layout::compact, "segments/000002.ndjson", false},
       {layout::per_case, "cases/" + encode_key(key_of_sample("s9")), true},
       {layout::per_case, "report.json", false},

@@ -43,6 +43,7 @@ struct shard_run_options {
   std::string study_version = "1";
   std::size_t saved_of_shard = SIZE_MAX;  // save only the first N cases of the shard
   mira::store::layout kind = mira::store::layout::per_case;
+  bool keys = true;  // the session saves its plan's keys (a host before #36 did not)
 };
 
 // A shard run as `mira run --shard I/N` saves it, every case passed.
@@ -58,7 +59,8 @@ fs::path save_shard(const fs::path& dir, const std::string& id, const plan::plan
   set_shard(meta, {spec, plan_fingerprint(whole, {}), whole.cases.size(), part.cases.size()});
   run_session s;
   s.seconds = 1.5;
-  BOOST_REQUIRE(!store->begin_session(s));
+  s.planned = part.cases.size();
+  BOOST_REQUIRE(!store->begin_session(s, o.keys ? keys_of(part.cases) : plan_keys{}));
   store->append_event(R"({"key":"x","method":"event"})");
   BOOST_REQUIRE(!store->append_stderr("shard " + std::to_string(spec.index) + " says hi\n"));
   auto w = store->writer();
@@ -202,6 +204,34 @@ BOOST_FIXTURE_TEST_CASE(complete_shards_merge_into_one_run, fixture) {
   BOOST_TEST(events.find(R"({"shard":0,"run_id":"shard-0"})") != std::string::npos);
   // No temporary folder is left beside it.
   BOOST_TEST(std::distance(fs::directory_iterator(results), fs::directory_iterator()) == 1);
+}
+
+// The merged run's plan is its shards' plans together: a record lost from it is named by key
+// (#36). A shard saved without its plan's keys, or one left out, leaves the merged run counting
+// its missing cases only.
+BOOST_FIXTURE_TEST_CASE(a_merged_run_names_a_lost_record_by_its_shards_keys, fixture) {
+  BOOST_REQUIRE(merge_runs(runs, options()).has_value());
+  const auto lost = whole.cases.key(7);
+  fs::remove_all(results / "merged" / "cases" / encode_key(lost));
+  auto r = run_reader::open(results, "merged");
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->plan_keys_problem().empty(), r->plan_keys_problem());
+  BOOST_REQUIRE(r->missing().has_value());
+  BOOST_TEST(r->missing()->count == 1u);
+  BOOST_TEST((r->missing()->first == std::vector<std::string>{lost}));
+  BOOST_TEST(completeness_of(*r).unfinished() == 1u);
+
+  auto keyless = save_shard(tmp.path / "keyless", "keyless-1", whole, {1, 3}, {.keys = false});
+  auto o = options(true);
+  for (auto& [id, inputs] : {std::pair{"without-keys", std::vector{runs[0], keyless, runs[2]}},
+                             std::pair{"partial", std::vector{runs[0], runs[2]}}}) {
+    o.run_id = id;
+    BOOST_REQUIRE(merge_runs(inputs, o).has_value());
+    BOOST_TEST(!fs::exists(results / id / "plan-keys.ndjson"));
+    auto counted = run_reader::open(results, id);
+    BOOST_REQUIRE(counted.has_value());
+    BOOST_TEST(!counted->missing().has_value());
+  }
 }
 
 BOOST_FIXTURE_TEST_CASE(shards_of_either_layout_merge, fixture) {

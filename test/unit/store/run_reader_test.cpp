@@ -17,6 +17,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
+#include <iterator>
 
 using namespace mira::store;
 using mira::schedule::case_state;
@@ -58,6 +59,19 @@ run_store new_run(const fs::path& results, layout l, const std::string& id = run
   auto w = run_store::create(results, id, l);
   BOOST_REQUIRE(w.has_value());
   BOOST_TEST(!w->begin_session({}));
+  return std::move(*w);
+}
+
+// A run whose one session planned `samples`, their keys saved with it unless `keys` is false.
+run_store planned_run(const fs::path& results, layout l, const std::vector<std::string>& samples,
+                      bool keys = true) {
+  auto w = run_store::create(results, run_id, l);
+  BOOST_REQUIRE(w.has_value());
+  mira::plan::plan p;
+  for (auto& sample : samples) p.cases.push_back(planned(sample));
+  run_session session;
+  session.planned = samples.size();
+  BOOST_TEST(!w->begin_session(session, keys ? keys_of(p.cases) : plan_keys{}));
   return std::move(*w);
 }
 
@@ -253,6 +267,119 @@ BOOST_AUTO_TEST_CASE(a_key_saved_twice_without_a_rerun_is_a_warning) {
   BOOST_REQUIRE(r->superseded().size() == 1u);
   BOOST_TEST(r->superseded()[0].find("echo/b@sim has more than one record") != std::string::npos,
              r->superseded()[0]);
+}
+
+// A finished run that lacks a record of a planned case names it (#36), in either layout, by the
+// keys its session saved: also when a record of a case outside the plan makes up the count (a
+// count alone took the run for whole), and whatever bytes the key holds.
+BOOST_AUTO_TEST_CASE(the_planned_cases_with_no_record_are_named_by_the_plans_keys) {
+  for (auto l : {layout::per_case, layout::compact}) {
+    BOOST_TEST_CONTEXT(to_string(l)) {
+      mira::test::temp_dir d;
+      auto results = d.path / "results";
+      const std::string odd = "b \"q\" \\ \n ü";
+      auto w = planned_run(results, l, {"a", odd, "c"});
+      save(w, {{"a", case_state::passed}, {"c", case_state::failed}, {"x", case_state::passed}});
+      BOOST_TEST(!w.finish({}, json::object{}));
+      BOOST_TEST(fs::is_regular_file(w.path() / "plan-keys.ndjson"));
+      auto r = run_reader::open(results, run_id);
+      BOOST_REQUIRE(r.has_value());
+      BOOST_TEST(r->plan_keys_problem().empty(), r->plan_keys_problem());
+      BOOST_REQUIRE(r->missing().has_value());
+      BOOST_TEST(r->missing()->count == 1u);
+      BOOST_TEST((r->missing()->first == std::vector<std::string>{planned(odd).key}));
+      auto c = completeness_of(*r);
+      BOOST_TEST(c.saved == 3u);  // a, c and x: the count alone found nothing missing
+      BOOST_TEST(c.unfinished() == 1u);
+      BOOST_TEST(!c.complete());
+      BOOST_TEST(c.stop_message ==
+                 "1 of 3 planned case(s) have no saved record: " + planned(odd).key);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_first_ten_missing_cases_are_named_and_the_rest_counted) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  std::vector<std::string> samples;
+  for (int i = 0; i < 12; ++i) samples.push_back("s" + std::to_string(i));
+  auto w = planned_run(results, layout::compact, samples);
+  save(w, {{"s5", case_state::passed}});
+  BOOST_TEST(!w.finish({}, json::object{}));
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_REQUIRE(r->missing().has_value());
+  BOOST_TEST(r->missing()->count == 11u);
+  BOOST_REQUIRE(r->missing()->first.size() == 10u);
+  BOOST_TEST(r->missing()->first[5] == "echo/s6@sim");  // plan order, the saved one left out
+  BOOST_TEST(completeness_of(*r).stop_message ==
+             "11 of 12 planned case(s) have no saved record: echo/s0@sim, echo/s1@sim, "
+             "echo/s2@sim, echo/s3@sim, echo/s4@sim, echo/s6@sim, echo/s7@sim, echo/s8@sim, "
+             "echo/s9@sim, echo/s10@sim and 1 more");
+}
+
+// Without the last session's keys (a run saved before they were kept, a session that wrote none,
+// a damaged, cut or linked file) the reader counts as before and names nothing; a file it cannot
+// use is said, one of an earlier session is not.
+BOOST_AUTO_TEST_CASE(without_the_last_sessions_keys_the_missing_cases_are_only_counted) {
+  const std::string counted = "1 of 3 planned case(s) have no saved record";
+  auto open_finished = [](const fs::path& results) {
+    auto r = run_reader::open(results, run_id);
+    BOOST_REQUIRE(r.has_value());
+    BOOST_TEST(!r->missing().has_value());
+    return std::move(*r);
+  };
+  {
+    mira::test::temp_dir d;
+    auto w = planned_run(d.path / "results", layout::per_case, {"a", "b", "c"}, false);
+    save(w, {{"a", case_state::passed}, {"c", case_state::passed}});
+    BOOST_TEST(!w.finish({}, json::object{}));
+    BOOST_TEST(!fs::exists(w.path() / "plan-keys.ndjson"));
+    auto r = open_finished(d.path / "results");
+    BOOST_TEST(r.plan_keys_problem().empty());
+    BOOST_TEST(completeness_of(r).stop_message == counted);
+    // The keys of an earlier session are not the last one's.
+    mira::plan::plan p;
+    p.cases.push_back(planned("a"));
+    run_session second;
+    second.planned = 3;
+    BOOST_TEST(!w.begin_session(second, keys_of(p.cases)));
+    r = open_finished(d.path / "results");  // a session that planned more than it saved keys of
+    BOOST_TEST(
+        r.plan_keys_problem().find("it holds 1 key(s), session 2 planned 3") != std::string::npos,
+        r.plan_keys_problem());
+    BOOST_TEST(!w.begin_session(second));
+    BOOST_TEST(!w.finish({}, json::object{}));
+    r = open_finished(d.path / "results");
+    BOOST_TEST(r.plan_keys_problem().empty());
+    BOOST_TEST(completeness_of(r).stop_message == counted);
+  }
+  const auto damages = {std::pair<std::string, std::string>{"a byte flipped", "checksum mismatch"},
+                        {"cut short", "cut short"},
+                        {"a link", "is a symbolic link"}};
+  for (auto& [damage, said] : damages) {
+    BOOST_TEST_CONTEXT(damage) {
+      mira::test::temp_dir d;
+      auto w = planned_run(d.path / "results", layout::compact, {"a", "b", "c"});
+      save(w, {{"a", case_state::passed}, {"c", case_state::passed}});
+      BOOST_TEST(!w.finish({}, json::object{}));
+      const auto file = w.path() / "plan-keys.ndjson";
+      std::ifstream in(file, std::ios::binary);
+      std::string bytes{std::istreambuf_iterator<char>(in), {}};
+      if (damage == "a byte flipped") {
+        bytes[bytes.find("echo/b@sim")] = 'x';
+      } else if (damage == "cut short") {
+        bytes.resize(bytes.size() - 5);
+      } else {
+        fs::rename(file, d.path / "elsewhere.ndjson");
+        fs::create_symlink(d.path / "elsewhere.ndjson", file);
+      }
+      if (damage != "a link") std::ofstream(file, std::ios::binary) << bytes;
+      auto r = open_finished(d.path / "results");
+      BOOST_TEST(r.plan_keys_problem().find(said) != std::string::npos, r.plan_keys_problem());
+      BOOST_TEST(completeness_of(r).stop_message == counted);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_record_gone_after_the_run_was_opened_is_a_visit_problem) {
