@@ -11,7 +11,6 @@
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/schedule/results.hpp>
-#include <mira/store/case_batch.hpp>
 #include <mira/store/error.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_meta.hpp>
@@ -34,6 +33,13 @@
 namespace mira::store {
 
 class run_reader;
+// The batches a session hands its writer are the library's own (src/store/case_batch.hpp):
+// declared here for case_writer::submit_batch, which only the library calls.
+class case_batch;
+struct save_failure;
+/// Called on the writer's thread once every record of a batch is durable or has failed: the
+/// batch, emptied (its buffers for another one), and the records that failed (usually none).
+using batch_done_fn = std::function<void(case_batch emptied, std::vector<save_failure> failed)>;
 
 /// A file of a run's report. The caller renders it into the sink it is given: the store writes
 /// bytes and renders nothing (the report layer is above it).

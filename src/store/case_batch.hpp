@@ -10,7 +10,6 @@
 
 #include <cstddef>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,9 +66,5 @@ struct save_failure {
   std::filesystem::path file;
   boost::system::error_code error;
 };
-
-/// Called on the writer's thread once every record of a batch is durable or has failed: the
-/// batch, emptied (its buffers for another one), and the records that failed (usually none).
-using batch_done_fn = std::function<void(case_batch emptied, std::vector<save_failure> failed)>;
 
 }  // namespace mira::store
