@@ -12,8 +12,8 @@
 // disk to measure; what is written is removed afterwards.
 #include "typical_result.hpp"
 
-#include <mira/store/batch_writer.hpp>
-#include <mira/store/run_folder.hpp>
+#include "store/batch_writer.hpp"
+#include "store/run_folder.hpp"
 #include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>

@@ -3,7 +3,7 @@
 # then the tests, examples and benchmarks) and runs every test but the Slurm one
 # (ctest -L slurm; .ci/run runs it): the unit and integration suites through CTest, then a
 # consumer project built three ways (CMake package, add_subdirectory, pkg-config), and against
-# mira::host alone.
+# mira::host, mira::study and mira::results alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
@@ -65,7 +65,7 @@ PKG_CONFIG_PATH="$pc_path" pkg-config --libs mira-host | no_toml_or_beast "pkg-c
 cmake -S test/consumer -B "$tmp/study" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/install" \
   -DMIRA_TARGET=mira::study > /dev/null
 cmake --build "$tmp/study" > /dev/null
-if ninja -C "$tmp/study" -t commands consumer | tail -n 1 | grep -E 'mira_host|mira_run|toml|beast'; then
+if ninja -C "$tmp/study" -t commands consumer | tail -n 1 | grep -E 'mira_host|mira_results|mira_run|toml|beast'; then
   echo "test: the mira::study consumer links more than the study SDK (above)" >&2
   exit 1
 fi
@@ -74,4 +74,41 @@ fi
 g++ -std=c++20 -O1 test/consumer/study.cpp -o "$tmp/pkg-config-study" \
   $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira-study)
 "$tmp/pkg-config-host" "$tmp/pkg-config-study"
-echo "test: consumers of mira::mira (package, subdirectory, pkg-config), of mira::host alone and of mira::study alone run"
+# mira::results alone: a program that reads a saved run (one the command line saves here) opens
+# no Asio or Boost.Process header and links neither the host nor Asio (CMake package and
+# pkg-config alike).
+no_asio() {  # what: a description; stdin: the headers opened or the link line
+  if grep -E 'boost/asio|boost/process|mira_host|mira_asio|boost_filesystem'; then
+    echo "test: $1 names Asio, Boost.Process or the host (above)" >&2
+    exit 1
+  fi
+}
+"$build/mira" run --results-dir "$tmp/results" --run-id saved --progress none --study "$study" \
+  > /dev/null
+# What the command line counted: the consumers must print the same.
+counted="$(python3 -c 'import json, sys
+o = json.load(open(sys.argv[1]))["summary"]["overall"]
+print(o["passed"], "of", o["scored"])' "$tmp/results/saved/report.json")"
+reads_the_run() {  # the consumer to run
+  local out
+  out="$("$1" "$tmp/results" saved)"
+  echo "$out"
+  grep -qF ": $counted scored" <<< "$out" || { echo "test: mira counted $counted" >&2; exit 1; }
+}
+cmake -S test/consumer -B "$tmp/results-consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/install" \
+  -DMIRA_TARGET=mira::results > /dev/null
+cmake --build "$tmp/results-consumer" > /dev/null
+reads_the_run "$tmp/results-consumer/consumer"
+ninja -C "$tmp/results-consumer" -t deps | no_asio "the mira::results consumer's compile"
+ninja -C "$tmp/results-consumer" -t commands consumer | tail -n 1 | no_asio "its link"
+# shellcheck disable=SC2046
+g++ -std=c++20 -O1 -H test/consumer/results.cpp -o "$tmp/pkg-config-results" \
+  $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira-results) \
+  2> "$tmp/results-headers.txt"
+no_asio "the pkg-config mira-results consumer's compile" < "$tmp/results-headers.txt"
+PKG_CONFIG_PATH="$pc_path" pkg-config --libs mira-results | no_asio "pkg-config --libs mira-results"
+reads_the_run "$tmp/pkg-config-results"
+# The install holds the public headers and none of the private ones beside the sources.
+diff <(cd include && find mira -type f | sort) \
+  <(cd "$tmp/install/include" && find mira -type f ! -path mira/version.hpp | sort)
+echo "test: consumers of mira::mira (package, subdirectory, pkg-config), of mira::host alone, of mira::study alone and of mira::results alone run"

@@ -7,10 +7,11 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/report/render.hpp>
 #include <mira/store/artifacts.hpp>
-#include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/version.hpp>
+#include "store/batch_writer.hpp"
+#include "store/case_batch.hpp"
 
 #include "host/serial_executor.hpp"
 

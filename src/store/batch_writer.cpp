@@ -1,5 +1,5 @@
 // Batched atomic writes on a thread of their own (see batch_writer.hpp).
-#include <mira/store/batch_writer.hpp>
+#include "store/batch_writer.hpp"
 #include <mira/store/files.hpp>
 #include "store/batch_thread.hpp"
 #include "store/file_helpers.hpp"

@@ -1,6 +1,7 @@
 // The store's own file helpers, private to the library: raw-descriptor writes, directory syncs,
-// temporary names beside a file, and reading a JSON file back. Their bodies are in files.cpp,
-// beside the public helpers (files.hpp) built on them.
+// temporary names beside a file, whole files written atomically, key names read back, and
+// reading a JSON file back. Their bodies are in files.cpp, beside the public helpers (files.hpp)
+// built on them.
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -49,6 +50,16 @@ bool is_link(const std::filesystem::path& path);
 std::optional<std::pair<std::string, std::size_t>> read_json_string(std::string_view text,
                                                                     std::size_t at);
 }  // namespace detail
+
+/// The key of a directory name made by encode_key; nothing for a hashed (long) one or for a
+/// name encode_key cannot have made.
+std::optional<std::string> decode_key(std::string_view name);
+
+/// Writes `contents` so that `path` either keeps its old contents or has all of the new ones,
+/// even if the process dies at any point: a temporary file in the same directory, fsync,
+/// rename over `path`, fsync of the directory.
+boost::system::error_code write_file_atomic(const std::filesystem::path& path,
+                                            std::string_view contents);
 
 /// The JSON object in the file at `path`; nothing when the file cannot be read, is a symbolic
 /// link (never followed: every caller reads a file the store wrote) or does not hold one object

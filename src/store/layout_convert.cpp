@@ -2,11 +2,11 @@
 #include <mira/store/layout_convert.hpp>
 
 #include <mira/protocol/json_text.hpp>
-#include <mira/store/batch_writer.hpp>
 #include <mira/store/records.hpp>
-#include <mira/store/run_folder.hpp>
 #include "protocol/json_scan.hpp"
+#include "store/batch_writer.hpp"
 #include "store/file_helpers.hpp"
+#include "store/run_folder.hpp"
 #include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>

@@ -1,6 +1,6 @@
 // The case record's JSON codec (see records.hpp).
-#include <mira/store/case_batch.hpp>
 #include <mira/store/records.hpp>
+#include "store/case_batch.hpp"
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>

@@ -1,9 +1,9 @@
 // A saved run on disk (see run_folder.hpp).
-#include <mira/store/run_folder.hpp>
+#include "store/run_folder.hpp"
 
 #include <mira/protocol/json_text.hpp>
-#include <mira/store/batch_writer.hpp>
 #include <mira/store/records.hpp>
+#include "store/batch_writer.hpp"
 #include "store/file_helpers.hpp"
 
 #include <boost/json/parse.hpp>

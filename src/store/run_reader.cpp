@@ -5,12 +5,12 @@
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/records.hpp>
-#include <mira/store/run_folder.hpp>
 #include "plan/natural_order.hpp"
 #include "protocol/json_scan.hpp"
 #include "store/file_helpers.hpp"
 #include "store/key_index.hpp"
 #include "store/plan_keys.hpp"
+#include "store/run_folder.hpp"
 #include "store/run_reader_access.hpp"
 #include "store/segment_log.hpp"
 

@@ -3,15 +3,15 @@
 
 #include <mira/protocol/codec.hpp>
 #include <mira/protocol/json_text.hpp>
-#include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
-#include <mira/store/run_folder.hpp>
 #include <mira/store/run_reader.hpp>
+#include "store/batch_writer.hpp"
 #include "store/digest.hpp"
 #include "store/file_helpers.hpp"
 #include "store/key_index.hpp"
 #include "store/plan_keys.hpp"
+#include "store/run_folder.hpp"
 #include "store/run_reader_access.hpp"
 #include "store/segment_log.hpp"
 

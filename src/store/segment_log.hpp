@@ -4,8 +4,8 @@
 // Private to the library: users read and write runs through run_store, which chooses the layout.
 #pragma once
 
-#include <mira/store/case_batch.hpp>
 #include <mira/store/error.hpp>
+#include "store/case_batch.hpp"
 
 #include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>

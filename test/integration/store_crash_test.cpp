@@ -3,8 +3,8 @@
 // beyond a torn tail, and in the end every key is saved exactly once.
 #include "common/temp_dir.hpp"
 
-#include <mira/store/batch_writer.hpp>
-#include <mira/store/run_folder.hpp>
+#include "store/batch_writer.hpp"
+#include "store/run_folder.hpp"
 #include "store/segment_log.hpp"
 
 #include <boost/test/unit_test.hpp>

@@ -6,7 +6,7 @@
 #include "common/temp_dir.hpp"
 #include "integration/process_util.hpp"
 
-#include <mira/store/run_folder.hpp>
+#include "store/run_folder.hpp"
 #include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>

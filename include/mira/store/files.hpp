@@ -1,6 +1,6 @@
-// Building blocks of the run store: run ids, case-key directory names that cannot escape the
-// run folder, atomic file writes and the files a user names (--out). Free of any connection or
-// CLI.
+// Building blocks of the run store that its users see too: run ids, case-key directory names
+// that cannot escape the run folder, write errors, atomic files and the files a user names
+// (--out). Free of any connection or CLI; the store's own helpers are in src/store/.
 #pragma once
 
 #include <boost/system/error_code.hpp>
@@ -28,9 +28,6 @@ std::optional<std::string> invalid_run_id(std::string_view id);
 /// more is cut and ends in "__" and a SHA-256 prefix of the key instead ("__" never appears
 /// otherwise), so it is always under 200 bytes.
 std::string encode_key(std::string_view key);
-/// The key of a directory name made by encode_key; nothing for a hashed (long) one or for a
-/// name encode_key cannot have made.
-std::optional<std::string> decode_key(std::string_view name);
 
 /// A failed write of the store: the error and the file it failed on, so every message about it
 /// can name the file (a full disk says which run and which file, not only "No space left").
@@ -43,16 +40,11 @@ struct write_error {
   std::string message() const;
 };
 
-/// Writes `contents` so that `path` either keeps its old contents or has all of the new ones,
-/// even if the process dies at any point: a temporary file in the same directory, fsync,
-/// rename over `path`, fsync of the directory.
-boost::system::error_code write_file_atomic(const std::filesystem::path& path,
-                                            std::string_view contents);
-
-/// write_file_atomic for contents produced piece by piece (a report of a million cases is not
-/// built in memory first): appended to a temporary beside `path`, which commit() syncs and
-/// renames over it. Destroyed without a commit, the temporary is removed and `path` is as it
-/// was.
+/// A file written so that `path` either keeps its old contents or has all of the new ones, even
+/// if the process dies at any point, from contents produced piece by piece (a report of a
+/// million cases is not built in memory first): appended to a temporary beside `path`, which
+/// commit() syncs and renames over it, then syncs the directory. Destroyed without a commit, the
+/// temporary is removed and `path` is as it was.
 class atomic_file {
  public:
   static tl::expected<atomic_file, boost::system::error_code> create(

@@ -11,7 +11,6 @@
 #include <mira/plan/plan.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/schedule/results.hpp>
-#include <mira/store/case_batch.hpp>
 #include <mira/store/error.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_meta.hpp>
@@ -34,6 +33,14 @@
 namespace mira::store {
 
 class run_reader;
+// The batches a session hands its writer are the library's own (src/store/case_batch.hpp):
+// declared here for case_writer::submit_batch, which only the library calls.
+class case_batch;
+struct save_failure;
+/// Called on the writer's thread once every record of a batch is durable or has failed: the
+/// batch as it was given (which records it held; clear() it to reuse its buffers), and the
+/// records that failed (usually none). Every other record is durable.
+using batch_done_fn = std::function<void(case_batch batch, std::vector<save_failure> failed)>;
 
 /// A file of a run's report. The caller renders it into the sink it is given: the store writes
 /// bytes and renders nothing (the report layer is above it).

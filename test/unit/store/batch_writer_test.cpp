@@ -1,7 +1,7 @@
 // Batched atomic writes: every file lands whole, every callback reports, failures are per file.
 #include "common/temp_dir.hpp"
 
-#include <mira/store/batch_writer.hpp>
+#include "store/batch_writer.hpp"
 
 #include <boost/test/unit_test.hpp>
 

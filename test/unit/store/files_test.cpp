@@ -4,6 +4,7 @@
 
 #include "common/temp_dir.hpp"
 #include "store/digest.hpp"
+#include "store/file_helpers.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>

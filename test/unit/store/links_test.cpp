@@ -1,11 +1,11 @@
 // Symbolic links inside a run folder: the store never reads or writes through one. A writer
 // refuses the run naming the link (errc::corrupt, exit 3 in the CLI) and leaves the link's target
 // as it was; a reader lists the link as unreadable instead of taking its records.
-#include <mira/store/batch_writer.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
+#include "store/batch_writer.hpp"
 
 #include "common/temp_dir.hpp"
 #include "store/segment_log.hpp"

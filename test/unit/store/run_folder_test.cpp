@@ -1,5 +1,5 @@
 // The run folder: create/open rules, saved cases, unreadable files, meta.json.
-#include <mira/store/run_folder.hpp>
+#include "store/run_folder.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -3,7 +3,7 @@
 #include "common/temp_dir.hpp"
 
 #include <mira/store/layout_convert.hpp>
-#include <mira/store/run_folder.hpp>
+#include "store/run_folder.hpp"
 #include "store/segment_log.hpp"
 
 #include <boost/json/parse.hpp>

@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,10 +73,5 @@ struct save_failure {
   boost::system::error_code error;
   std::size_t index = 0;
 };
-
-/// Called on the writer's thread once every record of a batch is durable or has failed: the
-/// batch as it was given (which records it held; clear() it to reuse its buffers), and the
-/// records that failed (usually none). Every other record is durable.
-using batch_done_fn = std::function<void(case_batch batch, std::vector<save_failure> failed)>;
 
 }  // namespace mira::store
