@@ -278,6 +278,157 @@ gate_verdict check_gate(const comparison& c) {
   return {{missing_rule(c), regressions_rule(c), drop_rule(c), min_scored_rule(c)}};
 }
 
+// A new pair for `c` at the end of `cases`, its names shared with the pair before it where they
+// are the same.
+case_pair& new_pair(std::vector<case_pair>& cases, const plan::planned_case& c) {
+  case_pair pair;
+  pair.key = c.key;
+  const case_pair* before = cases.empty() ? nullptr : &cases.back();
+  pair.eval = before && before->eval == c.params.eval ? before->eval : c.params.eval;
+  pair.sample = c.params.sample;
+  pair.target = before && before->target == c.params.target ? before->target : c.params.target;
+  pair.params = before && before->params == c.params.params ? before->params : c.params.params;
+  pair.trial = c.params.trial;
+  cases.push_back(std::move(pair));
+  return cases.back();
+}
+
+// A second case of a pairing key in one run (a run of one trial resumed with several has "k" and
+// "k#0") is folded into the first one's pair, its state standing: the pairs from `from` on are
+// one run's, indexed by `index`, each with its logical key's size.
+void fold(std::vector<case_pair>& cases, std::size_t from, const pair_index& index,
+          const std::vector<std::uint32_t>& logical_size, bool is_base, std::vector<bool>& folded) {
+  folded.resize(cases.size(), false);
+  for (std::size_t i = from; i < cases.size(); ++i) {
+    auto& p = cases[i];
+    auto logical = std::string_view(p.key).substr(0, logical_size[i - from]);
+    auto first = index.find(cases, logical, p.trial);
+    if (first && *first < i) {
+      auto& into = cases[*first];
+      (is_base ? into.base : into.candidate).state = (is_base ? p.base : p.candidate).state;
+      folded[i] = true;
+    }
+  }
+}
+
+// The pairs of both runs' cases in out.cases: the base's first, then the candidate's that have
+// no pair in the base, each part in natural key order. Returns where the candidate's own begin;
+// warns of the records that cannot be read.
+std::size_t pair_cases(const run_side& base, const run_side& candidate, comparison& out) {
+  // Room for every case of both runs at once: a vector that grows by doubling would hold its old
+  // and its new block together, and pages of the room never used are never touched.
+  out.cases.reserve(base.size + candidate.size);
+  pair_index base_index, candidate_index;
+  std::vector<std::uint32_t> logical_size;  // of each new pair's key, until the folding
+  std::vector<bool> folded;
+  std::size_t unreadable[2] = {base.unreadable, candidate.unreadable};
+  unreadable[0] += base.visit([&](const plan::planned_case& c, case_state state) {
+    new_pair(out.cases, c).base.state = state;
+    const auto logical = c.logical_key();
+    base_index.add(pair_index::hash(logical, c.params.trial), out.cases.size() - 1);
+    logical_size.push_back(static_cast<std::uint32_t>(logical.size()));
+  });
+  base_index.sort();
+  fold(out.cases, 0, base_index, logical_size, true, folded);
+  const std::size_t base_pairs = out.cases.size();
+  logical_size.clear();
+  unreadable[1] += candidate.visit([&](const plan::planned_case& c, case_state state) {
+    const auto logical = c.logical_key();
+    auto found = base_index.find(out.cases, logical, c.params.trial);
+    if (found) {
+      out.cases[*found].candidate.state = state;
+      return;
+    }
+    new_pair(out.cases, c).candidate.state = state;
+    candidate_index.add(pair_index::hash(logical, c.params.trial), out.cases.size() - 1);
+    logical_size.push_back(static_cast<std::uint32_t>(logical.size()));
+  });
+  candidate_index.sort();
+  fold(out.cases, base_pairs, candidate_index, logical_size, false, folded);
+  logical_size = {};
+  const auto folded_base = static_cast<std::size_t>(
+      std::count(folded.begin(), folded.begin() + static_cast<std::ptrdiff_t>(base_pairs), true));
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.cases.size(); ++i)
+    if (!folded[i]) {
+      if (kept != i) out.cases[kept] = std::move(out.cases[i]);
+      ++kept;
+    }
+  out.cases.resize(kept);
+  const store::run_meta* metas[2] = {&base.meta, &candidate.meta};
+  for (int k = 0; k < 2; ++k)
+    if (unreadable[k] > 0)
+      out.warnings.push_back(std::to_string(unreadable[k]) + " saved result(s) of run " +
+                             metas[k]->run_id + " cannot be read; their cases count as missing");
+  return base_pairs - folded_base;
+}
+
+// What each pair says of the change, and the counts of the cases that cannot be compared.
+void classify(comparison& out) {
+  for (auto& p : out.cases) {
+    if (!p.base.state) {
+      ++out.only_in_candidate;
+    } else if (!p.candidate.state) {
+      ++out.only_in_base;
+    } else if (p.base.state == case_state::passed && p.candidate.state == case_state::error) {
+      // A case the candidate lost, whatever made it error: left unpaired, a run whose every
+      // case errors would pass the gate. The reverse (error -> passed) stays unpaired, so a
+      // base's errors never offset the candidate's regressions.
+      p.what = change::regressed;
+      continue;
+    } else if (!p.base.scored() || !p.candidate.scored()) {
+      ++out.not_scored;
+    } else if (*p.base.state == *p.candidate.state) {
+      p.what = change::same;
+      continue;
+    } else {
+      p.what = *p.base.state == case_state::passed ? change::regressed : change::fixed;
+      continue;
+    }
+    p.what = change::unpaired;
+  }
+}
+
+// The base's pairs and then the candidate's own (from `middle_at`), each already in natural key
+// order: merged, rather than sorted with a buffer as large as the comparison.
+void sort_pairs(std::vector<case_pair>& cases, std::size_t middle_at) {
+  auto in_order = [](const case_pair& x, const case_pair& y) {
+    if (x.key != y.key) return plan::natural_less(x.key, y.key);
+    return x.trial < y.trial;
+  };
+  const auto middle = cases.begin() + static_cast<std::ptrdiff_t>(middle_at);
+  if (std::is_sorted(cases.begin(), middle, in_order) &&
+      std::is_sorted(middle, cases.end(), in_order))
+    std::inplace_merge(cases.begin(), middle, cases.end(), in_order);
+  else
+    std::stable_sort(cases.begin(), cases.end(), in_order);
+}
+
+// The statistics overall, per eval, per target and per value of --group-by.
+std::optional<compare_error> add_statistics(comparison& out, const options& o) {
+  out.overall.name = "overall";
+  for (auto& p : out.cases) add(out.overall, p);
+  finish(out.overall, o.alpha);
+  out.per_eval = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.eval.str(); });
+  out.per_target = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.target.str(); });
+  if (o.group_by.empty()) return std::nullopt;
+  const auto& key = o.group_by;
+  if (key != "eval" && key != "target" && key != "sample" &&
+      std::none_of(out.cases.begin(), out.cases.end(),
+                   [&](const case_pair& p) { return p.params.count(key) > 0; }))
+    return compare_error{
+        "--group-by '" + key +
+        "': no case of either run has an axis of that name (eval, target, sample or an axis)"};
+  out.groups = breakdown(out.cases, o.alpha, [&](const case_pair& p) -> std::string {
+    if (key == "eval") return p.eval;
+    if (key == "target") return p.target;
+    if (key == "sample") return p.sample;
+    auto it = p.params.find(key);
+    return it == p.params.end() ? "(unset)" : it->second;
+  });
+  return std::nullopt;
+}
+
 tl::expected<comparison, compare_error> compare_sides(const run_side& base,
                                                       const run_side& candidate, const options& o) {
   if (!(o.alpha > 0 && o.alpha < 1))
@@ -302,140 +453,10 @@ tl::expected<comparison, compare_error> compare_sides(const run_side& base,
       out.warnings.push_back("eval '" + std::string(eval) +
                              "' is defined differently in the two runs (its listing changed)");
   }
-
-  // A new pair for `c`, its names shared with the pair before it where they are the same.
-  auto new_pair = [&](const plan::planned_case& c) -> case_pair& {
-    case_pair pair;
-    pair.key = c.key;
-    const case_pair* before = out.cases.empty() ? nullptr : &out.cases.back();
-    pair.eval = before && before->eval == c.params.eval ? before->eval : c.params.eval;
-    pair.sample = c.params.sample;
-    pair.target = before && before->target == c.params.target ? before->target : c.params.target;
-    pair.params = before && before->params == c.params.params ? before->params : c.params.params;
-    pair.trial = c.params.trial;
-    out.cases.push_back(std::move(pair));
-    return out.cases.back();
-  };
-
-  // A second case of a pairing key in one run (a run of one trial resumed with several has
-  // "k" and "k#0") is folded into the first one's pair, its state standing.
-  std::vector<bool> folded;
-  auto fold = [&](std::size_t from, const pair_index& index,
-                  const std::vector<std::uint32_t>& logical_size, bool is_base) {
-    folded.resize(out.cases.size(), false);
-    for (std::size_t i = from; i < out.cases.size(); ++i) {
-      auto& p = out.cases[i];
-      auto logical = std::string_view(p.key).substr(0, logical_size[i - from]);
-      auto first = index.find(out.cases, logical, p.trial);
-      if (first && *first < i) {
-        auto& into = out.cases[*first];
-        (is_base ? into.base : into.candidate).state = (is_base ? p.base : p.candidate).state;
-        folded[i] = true;
-      }
-    }
-  };
-
-  // Room for every case of both runs at once: a vector that grows by doubling would hold its old
-  // and its new block together, and pages of the room never used are never touched.
-  out.cases.reserve(base.size + candidate.size);
-  pair_index base_index, candidate_index;
-  std::vector<std::uint32_t> logical_size;  // of each new pair's key, until the folding
-  std::size_t unreadable[2] = {base.unreadable, candidate.unreadable};
-  unreadable[0] += base.visit([&](const plan::planned_case& c, case_state state) {
-    new_pair(c).base.state = state;
-    const auto logical = c.logical_key();
-    base_index.add(pair_index::hash(logical, c.params.trial), out.cases.size() - 1);
-    logical_size.push_back(static_cast<std::uint32_t>(logical.size()));
-  });
-  base_index.sort();
-  fold(0, base_index, logical_size, true);
-  const std::size_t base_pairs = out.cases.size();
-  logical_size.clear();
-  unreadable[1] += candidate.visit([&](const plan::planned_case& c, case_state state) {
-    const auto logical = c.logical_key();
-    auto found = base_index.find(out.cases, logical, c.params.trial);
-    if (found) {
-      out.cases[*found].candidate.state = state;
-      return;
-    }
-    new_pair(c).candidate.state = state;
-    candidate_index.add(pair_index::hash(logical, c.params.trial), out.cases.size() - 1);
-    logical_size.push_back(static_cast<std::uint32_t>(logical.size()));
-  });
-  candidate_index.sort();
-  fold(base_pairs, candidate_index, logical_size, false);
-  logical_size = {};
-  const auto folded_base = static_cast<std::size_t>(
-      std::count(folded.begin(), folded.begin() + static_cast<std::ptrdiff_t>(base_pairs), true));
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < out.cases.size(); ++i)
-    if (!folded[i]) {
-      if (kept != i) out.cases[kept] = std::move(out.cases[i]);
-      ++kept;
-    }
-  out.cases.resize(kept);
-  const store::run_meta* metas[2] = {&base.meta, &candidate.meta};
-  for (int k = 0; k < 2; ++k)
-    if (unreadable[k] > 0)
-      out.warnings.push_back(std::to_string(unreadable[k]) + " saved result(s) of run " +
-                             metas[k]->run_id + " cannot be read; their cases count as missing");
-
-  for (auto& p : out.cases) {
-    if (!p.base.state) {
-      ++out.only_in_candidate;
-    } else if (!p.candidate.state) {
-      ++out.only_in_base;
-    } else if (p.base.state == case_state::passed && p.candidate.state == case_state::error) {
-      // A case the candidate lost, whatever made it error: left unpaired, a run whose every
-      // case errors would pass the gate. The reverse (error -> passed) stays unpaired, so a
-      // base's errors never offset the candidate's regressions.
-      p.what = change::regressed;
-      continue;
-    } else if (!p.base.scored() || !p.candidate.scored()) {
-      ++out.not_scored;
-    } else if (*p.base.state == *p.candidate.state) {
-      p.what = change::same;
-      continue;
-    } else {
-      p.what = *p.base.state == case_state::passed ? change::regressed : change::fixed;
-      continue;
-    }
-    p.what = change::unpaired;
-  }
-  // The base's pairs and then the candidate's own, each already in natural key order: merged,
-  // rather than sorted with a buffer as large as the comparison.
-  auto in_order = [](const case_pair& x, const case_pair& y) {
-    if (x.key != y.key) return plan::natural_less(x.key, y.key);
-    return x.trial < y.trial;
-  };
-  const auto middle = out.cases.begin() + static_cast<std::ptrdiff_t>(base_pairs - folded_base);
-  if (std::is_sorted(out.cases.begin(), middle, in_order) &&
-      std::is_sorted(middle, out.cases.end(), in_order))
-    std::inplace_merge(out.cases.begin(), middle, out.cases.end(), in_order);
-  else
-    std::stable_sort(out.cases.begin(), out.cases.end(), in_order);
-
-  out.overall.name = "overall";
-  for (auto& p : out.cases) add(out.overall, p);
-  finish(out.overall, o.alpha);
-  out.per_eval = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.eval.str(); });
-  out.per_target = breakdown(out.cases, o.alpha, [](const case_pair& p) { return p.target.str(); });
-  if (!o.group_by.empty()) {
-    const auto& key = o.group_by;
-    if (key != "eval" && key != "target" && key != "sample" &&
-        std::none_of(out.cases.begin(), out.cases.end(),
-                     [&](const case_pair& p) { return p.params.count(key) > 0; }))
-      return tl::unexpected(compare_error{
-          "--group-by '" + key +
-          "': no case of either run has an axis of that name (eval, target, sample or an axis)"});
-    out.groups = breakdown(out.cases, o.alpha, [&](const case_pair& p) -> std::string {
-      if (key == "eval") return p.eval;
-      if (key == "target") return p.target;
-      if (key == "sample") return p.sample;
-      auto it = p.params.find(key);
-      return it == p.params.end() ? "(unset)" : it->second;
-    });
-  }
+  const auto candidate_own = pair_cases(base, candidate, out);
+  classify(out);
+  sort_pairs(out.cases, candidate_own);
+  if (auto e = add_statistics(out, o)) return tl::unexpected(std::move(*e));
   out.candidate_stopped = stop_of(candidate.meta);
   out.gate = check_gate(out);
   return out;

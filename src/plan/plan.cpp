@@ -436,9 +436,9 @@ std::string describe(const case_params& p) {
   return d;
 }
 
-}  // namespace
-
-tl::expected<plan, error> make_plan(const protocol::list_result& list, const selection& sel) {
+// The evals --evals selects (all without it); a glob that matches no eval is an error.
+tl::expected<std::vector<const protocol::eval_info*>, error> selected_evals(
+    const protocol::list_result& list, const selection& sel) {
   std::vector<std::string> eval_names;
   for (auto& e : list.evals) eval_names.push_back(e.name);
   for (auto& g : sel.evals)
@@ -446,12 +446,45 @@ tl::expected<plan, error> make_plan(const protocol::list_result& list, const sel
                      [&](const std::string& n) { return glob_match(g, n); }))
       return fail(errc::no_match,
                   "--evals: \"" + g + "\" matches no eval (evals: " + joined(eval_names) + ")");
-
   std::vector<const protocol::eval_info*> evals;
   for (auto& e : list.evals)
     if (sel.evals.empty() || any_glob(sel.evals, e.name)) evals.push_back(&e);
+  return evals;
+}
 
-  // Every other glob must match something in the selected evals.
+// Each --axis NAME=GLOB names an axis of the selected evals, and each glob matches one of its
+// values: a typo is an error rather than an empty plan.
+tl::expected<void, error> check_axis_globs(const std::vector<const protocol::eval_info*>& evals,
+                                           const selection& sel) {
+  for (auto& [name, globs] : sel.axes) {
+    std::vector<std::string> values;
+    bool declared = false;
+    for (auto* e : evals)
+      for (auto& a : e->axes)
+        if (a.name == name) {
+          declared = true;
+          values.insert(values.end(), a.values.begin(), a.values.end());
+        }
+    if (!declared) {
+      std::vector<std::string> names;
+      for (auto* e : evals)
+        for (auto& a : e->axes)
+          if (std::find(names.begin(), names.end(), a.name) == names.end()) names.push_back(a.name);
+      return fail(errc::no_match, "--axis: unknown axis \"" + name + "\" (declared: " +
+                                      (names.empty() ? std::string("none") : joined(names)) + ")");
+    }
+    for (auto& g : globs)
+      if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); }))
+        return fail(errc::no_match,
+                    std::string("--axis ").append(name).append(": \"").append(g).append(
+                        "\" matches no value (values: " + joined(values) + ")"));
+  }
+  return {};
+}
+
+// Every glob other than --evals' must match something in the selected evals.
+tl::expected<void, error> check_globs(const std::vector<const protocol::eval_info*>& evals,
+                                      const selection& sel) {
   auto some = [&](auto&& pred) {
     return std::any_of(evals.begin(), evals.end(), [&](auto* e) { return pred(*e); });
   };
@@ -477,93 +510,147 @@ tl::expected<plan, error> make_plan(const protocol::list_result& list, const sel
         }))
       return fail(errc::no_match,
                   "--tag: no sample of the selected evals has the tag \"" + tag + "\"");
-  for (auto& [name, globs] : sel.axes) {
-    std::vector<std::string> values;
-    bool declared = false;
-    for (auto* e : evals)
-      for (auto& a : e->axes)
-        if (a.name == name) {
-          declared = true;
-          values.insert(values.end(), a.values.begin(), a.values.end());
-        }
-    if (!declared) {
-      std::vector<std::string> names;
-      for (auto* e : evals)
-        for (auto& a : e->axes)
-          if (std::find(names.begin(), names.end(), a.name) == names.end()) names.push_back(a.name);
-      return fail(errc::no_match, "--axis: unknown axis \"" + name + "\" (declared: " +
-                                      (names.empty() ? std::string("none") : joined(names)) + ")");
-    }
-    for (auto& g : globs)
-      if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); }))
-        return fail(errc::no_match,
-                    std::string("--axis ").append(name).append(": \"").append(g).append(
-                        "\" matches no value (values: " + joined(values) + ")"));
+  return check_axis_globs(evals, sel);
+}
+
+// What one selected eval contributes: its selected samples, targets and axis combinations.
+struct eval_grid {
+  const protocol::eval_info* eval;
+  std::vector<const protocol::sample_info*> samples;
+  std::vector<const protocol::target_info*> targets;
+  std::vector<shared_axes> combos;
+  std::int64_t trials;
+  std::optional<std::int64_t> seed;
+
+  // Cases before the --filter.
+  std::size_t size() const {
+    return samples.size() * targets.size() * combos.size() * static_cast<std::size_t>(trials);
   }
+};
+
+eval_grid grid_of(const protocol::eval_info& e, const selection& sel) {
+  eval_grid g{&e, {}, {}, {}, 1, sel.seed ? sel.seed : e.seed};
+  for (auto& combo : combinations(e, sel)) g.combos.emplace_back(std::move(combo));
+  for (auto& s : e.samples) {
+    if (!sel.samples.empty() && !any_glob(sel.samples, s.id)) continue;
+    if (!sel.tags.empty() && std::none_of(sel.tags.begin(), sel.tags.end(), [&](auto& t) {
+          return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end();
+        }))
+      continue;
+    g.samples.push_back(&s);
+  }
+  for (auto& t : e.targets)
+    if (sel.targets.empty() || any_glob(sel.targets, t.label)) g.targets.push_back(&t);
+  g.trials = std::max<std::int64_t>(1, sel.trials ? *sel.trials : e.trials);
+  return g;
+}
+
+// Whether two cases could share a key: a name repeats (an eval, or a sample, target or axis
+// combination of one eval) or holds a character of the key's syntax.
+bool names_may_clash(const std::vector<eval_grid>& grids) {
+  auto syntax = [](std::string_view n) { return n.find_first_of("/@[],=#") != n.npos; };
+  auto repeats = [](auto names) {
+    std::sort(names.begin(), names.end());
+    return std::adjacent_find(names.begin(), names.end()) != names.end();
+  };
+  std::vector<std::string_view> evals, names;
+  for (auto& g : grids) {
+    evals.push_back(g.eval->name);
+    names.clear();
+    for (auto* s : g.samples) names.push_back(s->id);
+    if (repeats(names)) return true;
+    names.clear();
+    for (auto* t : g.targets) names.push_back(t->label);
+    if (repeats(names)) return true;
+    std::vector<protocol::axis_params> combos;
+    for (auto& combo : g.combos) combos.push_back(combo);
+    if (repeats(std::move(combos))) return true;
+    if (syntax(g.eval->name) ||
+        std::any_of(g.samples.begin(), g.samples.end(), [&](auto* s) { return syntax(s->id); }) ||
+        std::any_of(g.targets.begin(), g.targets.end(), [&](auto* t) { return syntax(t->label); }))
+      return true;
+    for (auto& combo : g.combos)
+      for (auto& [name, value] : combo)
+        if (syntax(name) || syntax(value)) return true;
+  }
+  return repeats(std::move(evals));
+}
+
+// A set of the plan's case indexes, hashed and compared by their keys, each key made when it is
+// looked at: the set holds no key strings.
+struct case_key_hash {
+  const plan* p;
+  std::size_t operator()(std::size_t i) const { return std::hash<std::string>{}(p->cases.key(i)); }
+};
+struct case_key_equal {
+  const plan* p;
+  bool operator()(std::size_t a, std::size_t b) const { return p->cases.key(a) == p->cases.key(b); }
+};
+using key_set = std::unordered_set<std::size_t, case_key_hash, case_key_equal>;
+
+// Appends the cases of one eval's grid that pass the --filter, and returns their counts. With
+// `keys`, each new case's key is checked against those before it.
+tl::expected<eval_counts, error> add_cases(plan& out, const eval_grid& g, const selection& sel,
+                                           key_set* keys) {
+  auto* e = g.eval;
+  const auto group = out.cases.add_group(shared_name(e->name), g.trials, g.seed);
+  std::vector<std::uint32_t> targets, combos;
+  for (auto* t : g.targets)
+    targets.push_back(
+        out.cases.add_target(shared_name(t->label), shared_name(t->provider), t->available));
+  for (auto& combo : g.combos) combos.push_back(out.cases.add_axes(combo));
+  eval_counts counts;
+  counts.eval = e->name;
+  counts.samples = g.samples.size();
+  counts.targets = g.targets.size();
+  counts.axis_combinations = g.combos.size();
+  counts.trials = static_cast<std::size_t>(g.trials);
+  std::string logical;
+  for (auto* s : g.samples) {
+    std::optional<std::uint32_t> sample;  // a row once a case of it is kept
+    for (std::size_t ti = 0; ti < g.targets.size(); ++ti)
+      for (std::size_t ci = 0; ci < g.combos.size(); ++ci) {
+        if (!sel.filter.empty()) {
+          logical.clear();
+          append_logical_key(logical, e->name, s->id, g.targets[ti]->label, g.combos[ci]);
+          if (logical.find(sel.filter) == std::string::npos) continue;
+        }
+        if (!sample) sample = out.cases.add_sample(group, s->id);
+        for (std::int64_t trial = 0; trial < g.trials; ++trial) {
+          out.cases.append(*sample, targets[ti], combos[ci], trial);
+          if (keys) {
+            auto [it, fresh] = keys->insert(out.cases.size() - 1);
+            if (!fresh) {
+              auto message = "two cases have the key \"" + out.cases.key(*it) +
+                             "\": " + describe(out.cases.params(*it)) + " and " +
+                             describe(out.cases.params(out.cases.size() - 1)) +
+                             " (names contain / @ [ ] , = or #)";
+              return fail(errc::duplicate_key, std::move(message));
+            }
+          }
+          ++counts.cases;
+        }
+      }
+  }
+  return counts;
+}
+
+}  // namespace
+
+tl::expected<plan, error> make_plan(const protocol::list_result& list, const selection& sel) {
+  auto evals = selected_evals(list, sel);
+  if (!evals) return tl::unexpected(evals.error());
+  if (auto checked = check_globs(*evals, sel); !checked) return tl::unexpected(checked.error());
 
   // What each selected eval contributes, first, so the plan is allocated once: a plan of a
   // million cases grown by doubling would move every case several times and keep up to twice
   // its size.
-  struct eval_grid {
-    const protocol::eval_info* eval;
-    std::vector<const protocol::sample_info*> samples;
-    std::vector<const protocol::target_info*> targets;
-    std::vector<shared_axes> combos;
-    std::int64_t trials;
-    std::optional<std::int64_t> seed;
-  };
   std::vector<eval_grid> grids;
   std::size_t most = 0;  // cases before the filter
-  for (auto* e : evals) {
-    eval_grid g{e, {}, {}, {}, 1, sel.seed ? sel.seed : e->seed};
-    for (auto& combo : combinations(*e, sel)) g.combos.emplace_back(std::move(combo));
-    for (auto& s : e->samples) {
-      if (!sel.samples.empty() && !any_glob(sel.samples, s.id)) continue;
-      if (!sel.tags.empty() && std::none_of(sel.tags.begin(), sel.tags.end(), [&](auto& t) {
-            return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end();
-          }))
-        continue;
-      g.samples.push_back(&s);
-    }
-    for (auto& t : e->targets)
-      if (sel.targets.empty() || any_glob(sel.targets, t.label)) g.targets.push_back(&t);
-    g.trials = std::max<std::int64_t>(1, sel.trials ? *sel.trials : e->trials);
-    most +=
-        g.samples.size() * g.targets.size() * g.combos.size() * static_cast<std::size_t>(g.trials);
-    grids.push_back(std::move(g));
+  for (auto* e : *evals) {
+    grids.push_back(grid_of(*e, sel));
+    most += grids.back().size();
   }
-
-  // Whether two cases could share a key: a name repeats (an eval, or a sample, target or axis
-  // combination of one eval) or holds a character of the key's syntax.
-  auto names_may_clash = [](const std::vector<eval_grid>& grids) {
-    auto syntax = [](std::string_view n) { return n.find_first_of("/@[],=#") != n.npos; };
-    auto repeats = [](auto names) {
-      std::sort(names.begin(), names.end());
-      return std::adjacent_find(names.begin(), names.end()) != names.end();
-    };
-    std::vector<std::string_view> evals, names;
-    for (auto& g : grids) {
-      evals.push_back(g.eval->name);
-      names.clear();
-      for (auto* s : g.samples) names.push_back(s->id);
-      if (repeats(names)) return true;
-      names.clear();
-      for (auto* t : g.targets) names.push_back(t->label);
-      if (repeats(names)) return true;
-      std::vector<protocol::axis_params> combos;
-      for (auto& combo : g.combos) combos.push_back(combo);
-      if (repeats(std::move(combos))) return true;
-      if (syntax(g.eval->name) ||
-          std::any_of(g.samples.begin(), g.samples.end(), [&](auto* s) { return syntax(s->id); }) ||
-          std::any_of(g.targets.begin(), g.targets.end(),
-                      [&](auto* t) { return syntax(t->label); }))
-        return true;
-      for (auto& combo : g.combos)
-        for (auto& [name, value] : combo)
-          if (syntax(name) || syntax(value)) return true;
-    }
-    return repeats(std::move(evals));
-  };
 
   plan out;
   // A filter may keep few of `most`: then the plan grows as it goes.
@@ -572,54 +659,11 @@ tl::expected<plan, error> make_plan(const protocol::list_result& list, const sel
   // syntax. Otherwise nothing is checked per case: a set of ten million keys would cost more
   // than the plan.
   const bool keys_may_clash = names_may_clash(grids);
-  auto key_hash = [&out](std::size_t i) { return std::hash<std::string>{}(out.cases.key(i)); };
-  auto key_equal = [&out](std::size_t a, std::size_t b) {
-    return out.cases.key(a) == out.cases.key(b);
-  };
-  std::unordered_set<std::size_t, decltype(key_hash), decltype(key_equal)> keys(0, key_hash,
-                                                                                key_equal);
+  key_set keys(0, case_key_hash{&out}, case_key_equal{&out});
   for (auto& g : grids) {
-    auto* e = g.eval;
-    const auto group = out.cases.add_group(shared_name(e->name), g.trials, g.seed);
-    std::vector<std::uint32_t> targets, combos;
-    for (auto* t : g.targets)
-      targets.push_back(
-          out.cases.add_target(shared_name(t->label), shared_name(t->provider), t->available));
-    for (auto& combo : g.combos) combos.push_back(out.cases.add_axes(combo));
-    eval_counts counts;
-    counts.eval = e->name;
-    counts.samples = g.samples.size();
-    counts.targets = g.targets.size();
-    counts.axis_combinations = g.combos.size();
-    counts.trials = static_cast<std::size_t>(g.trials);
-    std::string logical;
-    for (auto* s : g.samples) {
-      std::optional<std::uint32_t> sample;  // a row once a case of it is kept
-      for (std::size_t ti = 0; ti < g.targets.size(); ++ti)
-        for (std::size_t ci = 0; ci < g.combos.size(); ++ci) {
-          if (!sel.filter.empty()) {
-            logical.clear();
-            append_logical_key(logical, e->name, s->id, g.targets[ti]->label, g.combos[ci]);
-            if (logical.find(sel.filter) == std::string::npos) continue;
-          }
-          if (!sample) sample = out.cases.add_sample(group, s->id);
-          for (std::int64_t trial = 0; trial < g.trials; ++trial) {
-            out.cases.append(*sample, targets[ti], combos[ci], trial);
-            if (keys_may_clash) {
-              auto [it, fresh] = keys.insert(out.cases.size() - 1);
-              if (!fresh) {
-                auto message = "two cases have the key \"" + out.cases.key(*it) +
-                               "\": " + describe(out.cases.params(*it)) + " and " +
-                               describe(out.cases.params(out.cases.size() - 1)) +
-                               " (names contain / @ [ ] , = or #)";
-                return fail(errc::duplicate_key, std::move(message));
-              }
-            }
-            ++counts.cases;
-          }
-        }
-    }
-    if (counts.cases > 0 || sel.filter.empty()) out.evals.push_back(std::move(counts));
+    auto counts = add_cases(out, g, sel, keys_may_clash ? &keys : nullptr);
+    if (!counts) return tl::unexpected(counts.error());
+    if (counts->cases > 0 || sel.filter.empty()) out.evals.push_back(std::move(*counts));
   }
   return out;
 }

@@ -224,27 +224,23 @@ std::string case_details(const schedule::case_record& r,
   return d;
 }
 
-}  // namespace
-
-void html_report(const case_source& cases, const schedule::run_report& report,
-                 const aggregate::summary& s, std::string_view title, const text_sink& sink,
-                 std::size_t max_case_rows) {
-  std::string out;
-  out += detail::html_page_start(title, style, script_hash(script));
-  // The summary covers every case; `cases` may be the first ones only (a session keeps those).
-  std::size_t n = 0;
-  for (auto count : s.counts) n += count;
-  out += "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(n) + " cases · " +
-         fmt("%.2f", report.seconds) + " s</div>\n";
+// The title, the run and what is missing from it.
+std::string page_head(const schedule::run_report& report, const aggregate::summary& s,
+                      std::string_view title, std::size_t cases) {
+  std::string out = "<h1>" + html_text(title) + "</h1><div class=\"sub\">" + std::to_string(cases) +
+                    " cases · " + fmt("%.2f", report.seconds) + " s</div>\n";
   if (!report.run_id.empty() || !report.study.empty())
     out += "<div class=\"sub\">run " + html_text(report.run_id) +
            (report.study.empty() ? "" : " · study " + html_text(report.study)) + "</div>\n";
   if (auto incomplete = incompleteness(report, s); !incomplete.empty())
     out += "<p class=\"stop\"><b>Incomplete:</b> " + html_text(incomplete) + "</p>\n";
+  return out;
+}
 
+std::string summary_cards(const aggregate::summary& s) {
   auto ci = s.overall.ci();
   auto& t = s.total;
-  out += "<div class=\"cards\">" +
+  return "<div class=\"cards\">" +
          (s.overall.scored ? card(pct(s.overall.value()),
                                   "pass rate (95% " + pct(ci.low) + "–" + pct(ci.high) + ")")
                            : card("–", "pass rate: no scored cases")) +
@@ -257,9 +253,11 @@ void html_report(const case_source& cases, const schedule::run_report& report,
          card("$" + fmt("%.4f", t.cost_usd), "cost") +
          card(std::to_string(t.input_tokens + t.output_tokens), "tokens (in + out)") +
          card(std::to_string(t.retries), "retries") + "</div>\n";
+}
 
-  // The eval x target matrix.
-  out += "<h2>Matrix</h2><table><tr><th>eval</th>";
+// The eval x target matrix, each cell coloured green to red by its pass rate.
+std::string matrix_table(const aggregate::summary& s) {
+  std::string out = "<h2>Matrix</h2><table><tr><th>eval</th>";
   for (auto& target : s.target_order) out += "<th>" + html_text(target) + "</th>";
   out += "</tr>";
   for (auto& e : s.eval_order) {
@@ -271,7 +269,6 @@ void html_report(const case_source& cases, const schedule::run_report& report,
         continue;
       }
       auto& r = it->second;
-      // Green to red by pass rate.
       int hue = static_cast<int>(std::lround(r.value() * 120));
       out += "<td class=\"n\" style=\"background:hsl(" + std::to_string(hue) + ",60%,88%)\">" +
              std::to_string(r.passed) + "/" + std::to_string(r.scored) + " (" + pct(r.value()) +
@@ -279,10 +276,12 @@ void html_report(const case_source& cases, const schedule::run_report& report,
     }
     out += "</tr>";
   }
-  out += "</table>\n";
+  return out + "</table>\n";
+}
 
-  // Charts, per target.
-  // Everything from the summary, which covers every case.
+// Pass rate, latency, cost and tokens per target: everything from the summary, which covers
+// every case.
+std::string per_target_charts(const aggregate::summary& s) {
   std::map<std::string, double> cost;
   std::map<std::string, std::int64_t> tokens;
   for (auto& [target, sums] : s.totals_by_target) {
@@ -307,14 +306,17 @@ void html_report(const case_source& cases, const schedule::run_report& report,
       sp.box = it->second;
     spreads.push_back(std::move(sp));
   }
-  out += "<h2>Per target</h2><div class=\"charts\"><div class=\"chart\">" +
+  return "<h2>Per target</h2><div class=\"charts\"><div class=\"chart\">" +
          bar_chart("Pass rate with 95% interval", rates, 1, "#2da44e") +
          "</div><div class=\"chart\">" + latency_chart(spreads) + "</div><div class=\"chart\">" +
          bar_chart("Cost (USD)", costs, max_cost, "#bf8700") + "</div><div class=\"chart\">" +
          bar_chart("Tokens (in + out)", token_bars, max_tokens, "#8250df") + "</div></div>\n";
+}
 
-  // The case table.
-  out +=
+// The case table's controls (a text filter, a status filter with each status's count) and its
+// head, for a table of `rows` rows.
+std::string case_table_start(const aggregate::summary& s, std::size_t rows) {
+  std::string out =
       "<h2>Cases</h2><div class=\"controls\"><input id=\"q\" type=\"search\" "
       "placeholder=\"filter (any text of the case)\" aria-label=\"filter\"> <select id=\"st\" "
       "aria-label=\"status\"><option value=\"\">every status</option>";
@@ -322,13 +324,75 @@ void html_report(const case_source& cases, const schedule::run_report& report,
                   case_state::skipped, case_state::cancelled})
     out += "<option value=\"" + std::string(to_string(st)) + "\">" + std::string(to_string(st)) +
            " (" + std::to_string(s.count(st)) + ")</option>";
-  const auto rows = std::min(cases.size(), max_case_rows);
   out += "</select> <span id=\"shown\">" + std::to_string(rows) +
          "</span> shown</div>\n<table id=\"cases\"><thead><tr><th>status</th><th>case</th>"
          "<th>eval</th><th>sample</th><th>target</th><th>params</th><th data-type=\"num\">trial"
          "</th><th data-type=\"num\">score</th><th data-type=\"num\">latency s</th><th "
          "data-type=\"num\">tokens</th><th data-type=\"num\">cost $</th><th "
          "data-type=\"num\">attempts</th></tr></thead><tbody>\n";
+  return out;
+}
+
+// A cell: `shown` as it reads, `sort_value` what the script sorts it by.
+void append_cell(std::string& out, const std::string& sort_value, const std::string& shown,
+                 bool num = false) {
+  out += std::string(num ? "<td class=\"n\"" : "<td") + " data-v=\"" + html_text(sort_value) +
+         "\">" + shown + "</td>";
+}
+
+// One case's row, its details folded under its key.
+void append_case_row(std::string& out, const plan::planned_case& c,
+                     const schedule::case_record& r) {
+  auto status = std::string(to_string(r.state));
+  const auto result = r.result();
+  out += "<tr data-status=\"" + status + "\">";
+  append_cell(out, status, badge(r.state));
+  append_cell(out, c.key,
+              "<details><summary>" + html_text(c.key) + "</summary><div class=\"d\">" +
+                  case_details(r, result) + "</div></details>");
+  append_cell(out, c.params.eval, html_text(c.params.eval));
+  append_cell(out, c.params.sample, html_text(c.params.sample));
+  append_cell(out, c.params.target, html_text(c.params.target));
+  auto params = params_text(c.params.params);
+  append_cell(out, params, html_text(params));
+  append_cell(out, std::to_string(c.params.trial), std::to_string(c.params.trial), true);
+  if (result && (r.state == case_state::passed || r.state == case_state::failed))
+    append_cell(out, fmt("%.6g", result->aggregate), fmt("%.2f", result->aggregate), true);
+  else
+    append_cell(out, "", "", true);
+  if (r.attempts > 0)
+    append_cell(out, fmt("%.6f", r.latency_seconds), fmt("%.3f", r.latency_seconds), true);
+  else
+    append_cell(out, "", "", true);
+  if (result) {
+    auto& u = result->transcript.usage;
+    append_cell(out, std::to_string(u.input_tokens + u.output_tokens),
+                std::to_string(u.input_tokens + u.output_tokens), true);
+    append_cell(out, fmt("%.6f", u.cost_usd), fmt("%.4f", u.cost_usd), true);
+  } else {
+    append_cell(out, "", "", true);
+    append_cell(out, "", "", true);
+  }
+  append_cell(out, std::to_string(r.attempts), std::to_string(r.attempts), true);
+  out += "</tr>\n";
+}
+
+}  // namespace
+
+void html_report(const case_source& cases, const schedule::run_report& report,
+                 const aggregate::summary& s, std::string_view title, const text_sink& sink,
+                 std::size_t max_case_rows) {
+  std::string out;
+  out += detail::html_page_start(title, style, script_hash(script));
+  // The summary covers every case; `cases` may be the first ones only (a session keeps those).
+  std::size_t n = 0;
+  for (auto count : s.counts) n += count;
+  out += page_head(report, s, title, n);
+  out += summary_cards(s);
+  out += matrix_table(s);
+  out += per_target_charts(s);
+  const auto rows = std::min(cases.size(), max_case_rows);
+  out += case_table_start(s, rows);
   cases.visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
     if (i >= rows) return false;
     // Written as it grows: a large run's page is never whole in memory.
@@ -336,41 +400,7 @@ void html_report(const case_source& cases, const schedule::run_report& report,
       sink(out);
       out.clear();
     }
-    auto status = std::string(to_string(r.state));
-    auto cell = [&](const std::string& sort_value, const std::string& shown, bool num = false) {
-      out += std::string(num ? "<td class=\"n\"" : "<td") + " data-v=\"" + html_text(sort_value) +
-             "\">" + shown + "</td>";
-    };
-    const auto result = r.result();
-    out += "<tr data-status=\"" + status + "\">";
-    cell(status, badge(r.state));
-    cell(c.key, "<details><summary>" + html_text(c.key) + "</summary><div class=\"d\">" +
-                    case_details(r, result) + "</div></details>");
-    cell(c.params.eval, html_text(c.params.eval));
-    cell(c.params.sample, html_text(c.params.sample));
-    cell(c.params.target, html_text(c.params.target));
-    auto params = params_text(c.params.params);
-    cell(params, html_text(params));
-    cell(std::to_string(c.params.trial), std::to_string(c.params.trial), true);
-    if (result && (r.state == case_state::passed || r.state == case_state::failed))
-      cell(fmt("%.6g", result->aggregate), fmt("%.2f", result->aggregate), true);
-    else
-      cell("", "", true);
-    if (r.attempts > 0)
-      cell(fmt("%.6f", r.latency_seconds), fmt("%.3f", r.latency_seconds), true);
-    else
-      cell("", "", true);
-    if (result) {
-      auto& u = result->transcript.usage;
-      cell(std::to_string(u.input_tokens + u.output_tokens),
-           std::to_string(u.input_tokens + u.output_tokens), true);
-      cell(fmt("%.6f", u.cost_usd), fmt("%.4f", u.cost_usd), true);
-    } else {
-      cell("", "", true);
-      cell("", "", true);
-    }
-    cell(std::to_string(r.attempts), std::to_string(r.attempts), true);
-    out += "</tr>\n";
+    append_case_row(out, c, r);
     return true;
   });
   out += "</tbody></table>\n";

@@ -95,34 +95,29 @@ std::string fixed(double v, int digits = 2) {
   return buf;
 }
 
-}  // namespace
+// A case's score and note, as its table line shows them.
+struct shown {
+  std::string score, note;
+};
 
-void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
-                 const aggregate::summary& s, bool colour) {
-  print_table(out, memory_cases(p, report), report, s, colour);
+shown shown_of(const schedule::case_record& r) {
+  shown cell{{}, r.message};
+  if (r.state != case_state::passed && r.state != case_state::failed) return cell;
+  auto result = r.result();
+  if (!result) return cell;
+  cell.score = fixed(result->aggregate);
+  if (cell.note.empty() && r.state == case_state::failed)
+    for (auto& sc : result->scores)
+      if (!sc.na && !sc.pass) {
+        cell.note = sc.scorer + ": " + sc.reason;
+        break;
+      }
+  return cell;
 }
 
-void print_table(std::FILE* out, const case_source& cases, const schedule::run_report& report,
-                 const aggregate::summary& s, bool colour) {
-  // Columns: badge, key, score, note. Two passes (widths, then lines) rather than every line
-  // kept: a run can have a million cases. Each pass decodes the results it shows.
-  struct shown {
-    std::string score, note;
-  };
-  auto shown_of = [](const schedule::case_record& r) {
-    shown cell{{}, r.message};
-    if (r.state != case_state::passed && r.state != case_state::failed) return cell;
-    auto result = r.result();
-    if (!result) return cell;
-    cell.score = fixed(result->aggregate);
-    if (cell.note.empty() && r.state == case_state::failed)
-      for (auto& sc : result->scores)
-        if (!sc.na && !sc.pass) {
-          cell.note = sc.scorer + ": " + sc.reason;
-          break;
-        }
-    return cell;
-  };
+// One line per case; columns: badge, key, score, note. Two passes (widths, then lines) rather
+// than every line kept: a run can have a million cases. Each pass decodes the results it shows.
+void print_cases(std::FILE* out, const case_source& cases, bool colour) {
   std::size_t key_width = 0, score_width = 0;
   cases.visit_keys([&](std::size_t, std::string_view key) {
     key_width = std::max(key_width, display_width(shown_key(key)));
@@ -155,15 +150,10 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
     std::fputs(row.c_str(), out);
     return true;
   });
-  // A session keeps the records of its first cases only; the summary covers them all.
-  std::size_t total = 0;
-  for (auto n : s.counts) total += n;
-  if (cases.size() < total)
-    std::fprintf(out,
-                 "... the first %zu of %zu cases are listed (mira report RUN_ID lists them all)\n",
-                 cases.size(), total);
+}
 
-  // The eval x target matrix.
+// The eval x target matrix.
+void print_matrix(std::FILE* out, const aggregate::summary& s) {
   std::size_t w = 4;
   for (auto& e : s.eval_order) w = std::max(w, printable(e).size());
   std::fprintf(out, "\n-- matrix (passed/scored) --\n%-*s", static_cast<int>(w), "");
@@ -180,51 +170,42 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
     }
     std::fprintf(out, "\n");
   }
+}
 
-  auto rates = [&](const char* title, const std::vector<std::string>& order,
-                   const std::map<std::string, aggregate::rate>& m) {
-    std::fprintf(out, "\n-- %s (passed/scored, rate, 95%% interval) --\n", title);
-    for (auto& name : order) {
-      auto& r = m.at(name);
-      if (!r.scored) {
-        std::fprintf(out, "%s  -\n", printable(name).c_str());
-        continue;
-      }
-      auto ci = r.ci();
-      std::fprintf(out, "%s  %s  %s  [%s, %s]\n", printable(name).c_str(), fraction(r).c_str(),
-                   percent(r.value()).c_str(), percent(ci.low).c_str(), percent(ci.high).c_str());
-    }
-  };
-  rates("per eval", s.eval_order, s.per_eval);
-  rates("per target", s.target_order, s.per_target);
-
-  if (!s.trials.empty()) {
-    std::fprintf(out, "\n-- trials (pass@k) --\n");
-    for (auto& t : s.trials) {
-      std::string line = printable(t.logical_key) + "  " + std::to_string(t.passed) + "/" +
-                         std::to_string(t.scored) + " passed";
-      if (t.scored) line += " · rate " + percent(t.pass_rate().value());
-      for (std::size_t k = 0; k < t.pass_at.size(); ++k)
-        if (t.pass_at[k]) line += " · pass@" + std::to_string(k + 1) + " " + fixed(*t.pass_at[k]);
-      if (t.scored) line += " · mean " + fixed(t.mean) + " · sd " + fixed(t.stddev, 3);
-      std::fprintf(out, "%s\n", line.c_str());
-    }
+// One rate's line: passed/scored, the rate and its 95% interval, or "-" when nothing was scored.
+void print_rate(std::FILE* out, const std::string& name, const aggregate::rate& r) {
+  if (!r.scored) {
+    std::fprintf(out, "%s  -\n", printable(name).c_str());
+    return;
   }
+  auto ci = r.ci();
+  std::fprintf(out, "%s  %s  %s  [%s, %s]\n", printable(name).c_str(), fraction(r).c_str(),
+               percent(r.value()).c_str(), percent(ci.low).c_str(), percent(ci.high).c_str());
+}
 
-  if (!s.group_by.empty()) {
-    std::fprintf(out, "\n-- by %s (passed/scored, 95%% interval) --\n",
-                 printable(s.group_by).c_str());
-    for (auto& [v, r] : s.groups) {
-      if (!r.scored) {
-        std::fprintf(out, "%s  -\n", printable(v).c_str());
-        continue;
-      }
-      auto ci = r.ci();
-      std::fprintf(out, "%s  %s  %s  [%s, %s]\n", printable(v).c_str(), fraction(r).c_str(),
-                   percent(r.value()).c_str(), percent(ci.low).c_str(), percent(ci.high).c_str());
-    }
+void print_rates(std::FILE* out, const char* title, const std::vector<std::string>& order,
+                 const std::map<std::string, aggregate::rate>& m) {
+  std::fprintf(out, "\n-- %s (passed/scored, rate, 95%% interval) --\n", title);
+  for (auto& name : order) print_rate(out, name, m.at(name));
+}
+
+// pass@k and the spread of each case run several times.
+void print_trials(std::FILE* out, const aggregate::summary& s) {
+  if (s.trials.empty()) return;
+  std::fprintf(out, "\n-- trials (pass@k) --\n");
+  for (auto& t : s.trials) {
+    std::string line = printable(t.logical_key) + "  " + std::to_string(t.passed) + "/" +
+                       std::to_string(t.scored) + " passed";
+    if (t.scored) line += " · rate " + percent(t.pass_rate().value());
+    for (std::size_t k = 0; k < t.pass_at.size(); ++k)
+      if (t.pass_at[k]) line += " · pass@" + std::to_string(k + 1) + " " + fixed(*t.pass_at[k]);
+    if (t.scored) line += " · mean " + fixed(t.mean) + " · sd " + fixed(t.stddev, 3);
+    std::fprintf(out, "%s\n", line.c_str());
   }
+}
 
+// Tokens, cost, retries, latency and metric means over every case.
+void print_totals(std::FILE* out, const aggregate::summary& s) {
   auto& t = s.total;
   std::fprintf(out, "\n-- totals --\n");
   std::fprintf(out,
@@ -249,7 +230,11 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
   }
   for (auto& [k, v] : t.metric_means)
     std::fprintf(out, "metric %s: mean %.4g\n", printable(k).c_str(), v);
+}
 
+// The last lines: the count of each state, the overall pass rate, the time, and what is missing.
+void print_outcome(std::FILE* out, const schedule::run_report& report, const aggregate::summary& s,
+                   std::size_t total) {
   auto ci = s.overall.ci();
   std::string executed;
   if (auto n = s.count(case_state::executed)) executed = ", " + std::to_string(n) + " executed";
@@ -265,6 +250,36 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
                s.count(case_state::error), executed.c_str(), total, rate.c_str(), report.seconds);
   if (auto incomplete = incompleteness(report, s); !incomplete.empty())
     std::fprintf(out, "%s\n", printable(incomplete).c_str());
+}
+
+}  // namespace
+
+void print_table(std::FILE* out, const plan::plan& p, const schedule::run_report& report,
+                 const aggregate::summary& s, bool colour) {
+  print_table(out, memory_cases(p, report), report, s, colour);
+}
+
+void print_table(std::FILE* out, const case_source& cases, const schedule::run_report& report,
+                 const aggregate::summary& s, bool colour) {
+  print_cases(out, cases, colour);
+  // A session keeps the records of its first cases only; the summary covers them all.
+  std::size_t total = 0;
+  for (auto n : s.counts) total += n;
+  if (cases.size() < total)
+    std::fprintf(out,
+                 "... the first %zu of %zu cases are listed (mira report RUN_ID lists them all)\n",
+                 cases.size(), total);
+  print_matrix(out, s);
+  print_rates(out, "per eval", s.eval_order, s.per_eval);
+  print_rates(out, "per target", s.target_order, s.per_target);
+  print_trials(out, s);
+  if (!s.group_by.empty()) {
+    std::fprintf(out, "\n-- by %s (passed/scored, 95%% interval) --\n",
+                 printable(s.group_by).c_str());
+    for (auto& [v, r] : s.groups) print_rate(out, v, r);
+  }
+  print_totals(out, s);
+  print_outcome(out, report, s, total);
 }
 
 std::string incompleteness(const schedule::run_report& report, const aggregate::summary& s) {

@@ -177,16 +177,11 @@ plan_keys merged_plan_keys(const std::vector<input>& in, const merged_info& info
   };
 }
 
-// Writes the merged run into `tmp_id` under the results directory.
-tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in,
-                                                    const merged_info& info,
-                                                    const merge_options& options,
-                                                    const std::string& tmp_id,
-                                                    const std::string& run_id) {
+// The merged run's meta.json, as far as the inputs make it: the first shard's study and
+// environment, and each shard's sessions, so the run's duration is the run time of every shard.
+void copy_meta(run_meta& meta, const std::vector<input>& in, const merged_info& info,
+               const std::string& run_id) {
   auto& first = in.front().run.meta();
-  auto store = run_store::create(options.results_dir, tmp_id, first.layout);
-  if (!store) return tl::make_unexpected(store.error().message());
-  auto& meta = store->meta();
   meta.run_id = run_id;
   meta.study = first.study;
   meta.study_version = first.study_version;
@@ -197,18 +192,21 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
   meta.environment = first.environment;
   meta.fingerprints = first.fingerprints;
   meta.extra["merged"] = info.to_json();
-  // Each shard's sessions, so the run's duration is the run time of every shard.
   for (auto& i : in)
     for (auto& s : i.run.meta().sessions) {
       if (meta.started.empty() || (!s.started.empty() && s.started < meta.started))
         meta.started = s.started;
       meta.sessions.push_back(s);
     }
-  // The merge itself is the last session: it ran nothing.
+}
+
+// The merge itself is the merged run's last session: it ran nothing. It says what the merged
+// run planned and how it stands: a shard that stopped leaves it stopped.
+run_session merge_session(const std::vector<input>& in, const merged_info& info,
+                          const merge_options& options) {
   run_session merge;
   merge.argv = options.argv;
   merge.config = json::object{{"merge", info.to_json()}};
-  // What the merged run planned and how it stands: a shard that stopped leaves it stopped.
   merge.planned = info.plan_cases;
   for (auto& i : in) {
     merge.reused += i.run.size();
@@ -220,73 +218,105 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
           (last.back().stop_message.empty() ? last.back().stopped : last.back().stop_message);
     }
   }
-  if (auto e = store->begin_session(std::move(merge), merged_plan_keys(in, info)))
-    return tl::make_unexpected(e.message());
+  return merge;
+}
 
+// Each shard's events and study stderr, one after the other, each behind a marker naming it.
+std::optional<std::string> copy_logs(const std::vector<input>& in, const fs::path& to) {
   for (auto& i : in) {
     auto& id = i.run.meta().run_id;
     auto label = "shard " + std::to_string(i.shard.spec.index) + " (run " + id + ")";
     auto marker =
         protocol::to_json_text(json::object{{"shard", i.shard.spec.index}, {"run_id", id}}) + "\n";
-    if (auto ec = append_copy(i.folder / "events.ndjson", store->path() / "events.ndjson", marker))
-      return tl::make_unexpected(write_error{ec, store->path() / "events.ndjson"}.message());
-    if (auto ec = append_copy(i.folder / "study.stderr.log", store->path() / "study.stderr.log",
+    if (auto ec = append_copy(i.folder / "events.ndjson", to / "events.ndjson", marker))
+      return write_error{ec, to / "events.ndjson"}.message();
+    if (auto ec = append_copy(i.folder / "study.stderr.log", to / "study.stderr.log",
                               "--- " + label + " ---\n"))
-      return tl::make_unexpected(write_error{ec, store->path() / "study.stderr.log"}.message());
+      return write_error{ec, to / "study.stderr.log"}.message();
   }
+  return std::nullopt;
+}
 
-  auto writer = store->writer();
-  if (!writer) return tl::make_unexpected(writer.error().message());
+// Every shard's case records, through the merged run's writer. Returns how many were copied.
+tl::expected<std::size_t, std::string> copy_records(const std::vector<input>& in,
+                                                    run_store::case_writer& writer) {
   std::mutex m;
   std::optional<std::string> failed;
   std::size_t copied = 0;
   for (auto& i : in) {
     auto late = i.run.visit([&](std::size_t, const saved_case& c) {
-      (*writer)->submit(c.key, protocol::to_json_text(c.record), [&, key = c.key](error_code ec) {
+      writer.submit(c.key, protocol::to_json_text(c.record), [&, key = c.key](error_code ec) {
         std::lock_guard lock(m);
         if (ec && !failed)
-          failed = "cannot save the record of " + key + " to " + (*writer)->file_of(key).string() +
+          failed = "cannot save the record of " + key + " to " + writer.file_of(key).string() +
                    ": " + ec.message();
       });
       ++copied;
       return true;
     });
     if (!late.empty()) {
-      (*writer)->drain();
+      writer.drain();
       return tl::make_unexpected("run " + i.folder.string() + ": " + late.front() +
                                  " (it could be read when the merge began)");
     }
   }
-  (*writer)->drain();
+  writer.drain();
   if (failed) return tl::make_unexpected(*failed);
-  // The summary and the report files over the merged run as written, read back a case at a time.
-  auto merged = detail::run_reader_access::open_folder(store->path(), meta, nullptr);
+  return copied;
+}
+
+// The summary and the report files over the merged run as written, read back a case at a time,
+// and the end of the merge's session.
+std::optional<std::string> finish_merged(run_store& store, const merged_info& info,
+                                         const merge_options& options, const std::string& run_id,
+                                         std::size_t copied) {
+  auto& meta = store.meta();
+  auto merged = detail::run_reader_access::open_folder(store.path(), meta, nullptr);
   if (!merged.unreadable().empty())
-    return tl::make_unexpected("the merged run cannot be read back: " +
-                               merged.unreadable().front());
+    return "the merged run cannot be read back: " + merged.unreadable().front();
   summary_feed feed;
   auto late = merged.visit_cases(
       [&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
         feed.add(c, r);
         return true;
       });
-  if (!late.empty())
-    return tl::make_unexpected("the merged run cannot be read back: " + late.front());
+  if (!late.empty()) return "the merged run cannot be read back: " + late.front();
   auto summary = feed.finish();
   schedule::run_report report;
-  report.seconds = store->seconds();
+  report.seconds = store.seconds();
   report.run_id = run_id;
   report.study = meta.study;
   report.started = meta.started;
-  if (auto& merge_session = store->session(); !merge_session.stopped.empty()) {
+  if (auto& merge_session = store.session(); !merge_session.stopped.empty()) {
     report.stopped = schedule::stop_reason_from_label(merge_session.stopped);
     report.stop_message = merge_session.stop_message;
   }
   if (info.plan_cases > copied) count_unfinished(summary, info.plan_cases - copied);
   std::vector<report_file> files;
   if (options.report_files) files = options.report_files(merged, report, summary);
-  if (auto e = store->finish(files, aggregate::summary_json(summary, report)))
-    return tl::make_unexpected("cannot finish the merged run: " + e.message());
+  if (auto e = store.finish(files, aggregate::summary_json(summary, report)))
+    return "cannot finish the merged run: " + e.message();
+  return std::nullopt;
+}
+
+// Writes the merged run into `tmp_id` under the results directory.
+tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in,
+                                                    const merged_info& info,
+                                                    const merge_options& options,
+                                                    const std::string& tmp_id,
+                                                    const std::string& run_id) {
+  auto store = run_store::create(options.results_dir, tmp_id, in.front().run.meta().layout);
+  if (!store) return tl::make_unexpected(store.error().message());
+  copy_meta(store->meta(), in, info, run_id);
+  if (auto e = store->begin_session(merge_session(in, info, options), merged_plan_keys(in, info)))
+    return tl::make_unexpected(e.message());
+  if (auto e = copy_logs(in, store->path())) return tl::make_unexpected(std::move(*e));
+  auto writer = store->writer();
+  if (!writer) return tl::make_unexpected(writer.error().message());
+  auto copied = copy_records(in, **writer);
+  if (!copied) return copied;
+  if (auto e = finish_merged(*store, info, options, run_id, *copied))
+    return tl::make_unexpected(std::move(*e));
   return copied;
 }
 

@@ -50,6 +50,7 @@ struct maybe_superseded {
   std::string problem;
   std::string key;
   std::size_t records_before = 0;  // compact records read before it
+  std::size_t newest = 0;          // compact records read up to the newest one of `key`
 };
 
 }  // namespace
@@ -68,6 +69,14 @@ struct run_reader::state {
   std::string_view key(const entry& e) const {
     return std::string_view(keys).substr(e.key_at, e.key_size);
   }
+
+  // The steps of run_reader_access::open_folder, which builds the index once.
+  void add(std::string_view key, entry e);
+  bool linked(const char* name);
+  void read_per_case(std::unordered_map<std::string, fs::path>* dirs);
+  std::vector<maybe_superseded> read_compact();
+  std::vector<std::pair<std::string, entry>> keep_last();
+  void settle(std::vector<maybe_superseded> damaged);
 };
 
 namespace {
@@ -208,140 +217,141 @@ missing_found find_missing(const fs::path& folder, const run_meta& meta, std::si
 
 }  // namespace
 
-run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_meta meta,
-                                                  std::unordered_map<std::string, fs::path>* dirs) {
-  auto s = std::make_unique<run_reader::state>();
-  s->folder = folder;
-  s->meta = std::move(meta);
-  std::uint32_t seq = 0;
-  auto add_key = [&](std::string_view key, entry& e) {
-    e.key_at = s->keys.size();
-    e.key_size = static_cast<std::uint32_t>(key.size());
-    e.seq = seq++;
-    s->keys += key;
-  };
+// Adds a record of `key` at `e`'s place; its seq is its place in read order.
+void run_reader::state::add(std::string_view key, entry e) {
+  e.key_at = keys.size();
+  e.key_size = static_cast<std::uint32_t>(key.size());
+  e.seq = static_cast<std::uint32_t>(entries.size());
+  keys += key;
+  entries.push_back(e);
+}
 
-  // A record folder that is a symbolic link is not read: its records are not the run's.
-  auto linked = [&](const char* name) {
-    std::error_code ec;
-    if (!fs::is_symlink(fs::symlink_status(folder / name, ec))) return false;
-    s->unreadable.push_back(detail::open_failure(folder / name, ELOOP));
-    return true;
-  };
-  auto per_case_records = [&] {
-    if (linked("cases")) return;
-    auto f = run_folder::open(folder.parent_path(), folder.filename().string());
-    if (!f) return;  // no cases/ folder: a compact run
-    f->walk_cases(
-        [&](std::string key, const fs::path& dir, json::object) {
-          entry e;
-          add_key(key, e);
-          auto name = dir.filename().string();
-          e.source = per_case;
-          e.at = s->names.size();
-          e.size = static_cast<std::uint32_t>(name.size());
-          s->names += name;
-          s->entries.push_back(e);
-        },
-        &s->unreadable, dirs, dirs != nullptr);
-  };
+// A record folder that is a symbolic link is not read: its records are not the run's.
+bool run_reader::state::linked(const char* name) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(folder / name, ec))) return false;
+  unreadable.push_back(detail::open_failure(folder / name, ELOOP));
+  return true;
+}
 
-  // Damaged segment lines: unreadable, or superseded when the key they name has a whole record
-  // after them (decided below: the key itself may be damaged).
+// The records of the per-case layout: one folder a case under cases/.
+void run_reader::state::read_per_case(std::unordered_map<std::string, fs::path>* dirs) {
+  if (linked("cases")) return;
+  auto f = run_folder::open(folder.parent_path(), folder.filename().string());
+  if (!f) return;  // no cases/ folder: a compact run
+  f->walk_cases(
+      [&](std::string key, const fs::path& dir, json::object) {
+        auto name = dir.filename().string();
+        entry e;
+        e.source = per_case;
+        e.at = names.size();
+        e.size = static_cast<std::uint32_t>(name.size());
+        names += name;
+        add(key, e);
+      },
+      &unreadable, dirs, dirs != nullptr);
+}
+
+// The records of the compact layout, in its segments. Returns the damaged lines that have a key:
+// unreadable, or superseded when that key has a whole record after them (settle() decides: the
+// key itself may be damaged).
+std::vector<maybe_superseded> run_reader::state::read_compact() {
   std::vector<maybe_superseded> damaged;
-  std::size_t compact_first = 0;  // the entry of the first compact record
-  std::size_t compact_seq = 0;    // the seq of the first compact record
-  auto compact_records = [&] {
-    std::error_code ec;
-    if (linked("segments") || !fs::exists(folder / "segments", ec)) return;
-    s->segments = list_segments(folder / "segments");
-    compact_first = s->entries.size();
-    compact_seq = seq;
-    auto scan = scan_segments(s->segments, [&](std::string key, std::string_view record,
-                                               std::size_t file, std::uint64_t at) {
-      entry e;
-      add_key(key, e);
-      e.source = static_cast<std::uint32_t>(file);
-      e.at = at;
-      e.size = static_cast<std::uint32_t>(record.size());
-      s->entries.push_back(e);
-    });
-    // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
-    for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
-      auto& d = scan.damaged[i];
-      if (d.key)
-        damaged.push_back({scan.problems[i], *d.key, d.records_before});
-      else  // no key to go by (a line cut short, a linked or unreadable file): never superseded
-        s->unreadable.push_back(scan.problems[i]);
-    }
-  };
-
-  // Both layouts are read (a run converted half-way has some of each); the run's own layout
-  // is read last, so its record of a key wins.
-  if (s->meta.layout == layout::compact) {
-    per_case_records();
-    compact_records();
-  } else {
-    compact_records();
-    per_case_records();
+  std::error_code ec;
+  if (linked("segments") || !fs::exists(folder / "segments", ec)) return damaged;
+  segments = list_segments(folder / "segments");
+  const std::size_t first = entries.size();  // the entry of the first compact record
+  auto scan = scan_segments(
+      segments, [&](std::string key, std::string_view record, std::size_t file, std::uint64_t at) {
+        entry e;
+        e.source = static_cast<std::uint32_t>(file);
+        e.at = at;
+        e.size = static_cast<std::uint32_t>(record.size());
+        add(key, e);
+      });
+  // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
+  for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
+    auto& d = scan.damaged[i];
+    if (d.key)
+      damaged.push_back({scan.problems[i], *d.key, d.records_before, 0});
+    else  // no key to go by (a line cut short, a linked or unreadable file): never superseded
+      unreadable.push_back(scan.problems[i]);
   }
+  if (damaged.empty()) return damaged;
+  // How many compact records were read up to the newest one of each damaged line's key.
+  std::unordered_map<std::string_view, std::size_t> newest;
+  for (auto& d : damaged) newest.emplace(d.key, 0);
+  for (std::size_t i = first; i < entries.size(); ++i)
+    if (auto it = newest.find(key(entries[i])); it != newest.end())
+      it->second = entries[i].seq - first + 1;
+  for (auto& d : damaged) d.newest = newest[d.key];
+  return damaged;
+}
 
-  // A damaged line is superseded when the newest compact record of its key came after it.
-  std::unordered_map<std::string_view, std::size_t> newest;  // key -> compact records before it
-  if (!damaged.empty()) {
-    for (auto& d : damaged) newest.emplace(d.key, 0);
-    for (std::size_t i = compact_first; i < s->entries.size(); ++i) {
-      auto& e = s->entries[i];
-      if (e.source == per_case) continue;
-      if (auto it = newest.find(s->key(e)); it != newest.end())
-        it->second = e.seq - compact_seq + 1;
-    }
-  }
-
-  // Natural key order; of a key's records, the last read stands.
-  auto& entries = s->entries;
+// Puts the entries in natural key order and keeps the last read of each key's records. Returns
+// the others, each with its key.
+std::vector<std::pair<std::string, entry>> run_reader::state::keep_last() {
   std::sort(entries.begin(), entries.end(), [&](const entry& a, const entry& b) {
-    auto ka = s->key(a), kb = s->key(b);
+    auto ka = key(a), kb = key(b);
     if (ka != kb) return plan::natural_less(ka, kb);
     return a.seq < b.seq;
   });
   std::size_t kept = 0;
-  std::vector<std::pair<std::string, entry>> earlier;  // superseded by a later record of the key
+  std::vector<std::pair<std::string, entry>> earlier;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (i + 1 < entries.size() && s->key(entries[i]) == s->key(entries[i + 1])) {
-      earlier.emplace_back(s->key(entries[i]), entries[i]);
+    if (i + 1 < entries.size() && key(entries[i]) == key(entries[i + 1])) {
+      earlier.emplace_back(key(entries[i]), entries[i]);
       continue;
     }
     entries[kept++] = entries[i];
   }
   entries.resize(kept);
   entries.shrink_to_fit();
+  return earlier;
+}
+
+// A flipped bit in a damaged line's key can name another case, which has a record: the case of
+// the line would then be lost unseen. So a damaged line counts as superseded only while the run
+// has a record of every case its last session planned (by key when the run has its plan's keys,
+// else by count; a run with no session, made by another host or rebuilt by doctor, vouches for
+// none). Then it is, whatever key it shows: a resume that re-ran its case (the key damaged to
+// name one saved before it) made the run whole again, and the line is an old copy, not a loss.
+void run_reader::state::settle(std::vector<maybe_superseded> damaged) {
+  const std::size_t planned = meta.sessions.empty() ? 0 : meta.sessions.back().planned;
+  const bool whole = planned > 0 && (missing ? missing->count == 0 : entries.size() >= planned);
+  for (auto& d : damaged) {
+    if (!whole)
+      unreadable.push_back(std::move(d.problem));
+    else if (d.newest > d.records_before)
+      superseded.push_back(d.problem + ", superseded by a later record of " + d.key);
+    else
+      superseded.push_back(d.problem + ", superseded: the run has a record of each of its " +
+                           std::to_string(planned) + " planned case(s)");
+  }
+}
+
+run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_meta meta,
+                                                  std::unordered_map<std::string, fs::path>* dirs) {
+  auto s = std::make_unique<run_reader::state>();
+  s->folder = folder;
+  s->meta = std::move(meta);
+  // Both layouts are read (a run converted half-way has some of each); the run's own layout
+  // is read last, so its record of a key wins.
+  std::vector<maybe_superseded> damaged;
+  if (s->meta.layout == layout::compact) {
+    s->read_per_case(dirs);
+    damaged = s->read_compact();
+  } else {
+    damaged = s->read_compact();
+    s->read_per_case(dirs);
+  }
+  auto earlier = s->keep_last();  // superseded by a later record of their key
   warn_duplicates(folder, s->segments, earlier, s->superseded);
-  auto found = find_missing(folder, s->meta, entries.size(),
+  auto found = find_missing(folder, s->meta, s->entries.size(),
                             [&s](std::size_t i) { return s->key(s->entries[i]); });
   s->missing = std::move(found.missing);
   s->plan_keys_problem = std::move(found.problem);
-
-  // A flipped bit in a damaged line's key can name another case, which has a record: the case
-  // of the line would then be lost unseen. So a damaged line counts as superseded only while
-  // the run has a record of every case its last session planned (by key when the run has its
-  // plan's keys, else by count; a run with no session, made by another host or rebuilt by
-  // doctor, vouches for none). Then it is, whatever key it shows: a resume that re-ran its case
-  // (the key damaged to name one saved before it) made the run whole again, and the line is an
-  // old copy, not a loss.
-  const std::size_t planned = s->meta.sessions.empty() ? 0 : s->meta.sessions.back().planned;
-  const bool whole =
-      planned > 0 && (s->missing ? s->missing->count == 0 : entries.size() >= planned);
-  for (auto& d : damaged) {
-    auto it = newest.find(d.key);
-    if (!whole)
-      s->unreadable.push_back(std::move(d.problem));
-    else if (it != newest.end() && it->second > d.records_before)
-      s->superseded.push_back(d.problem + ", superseded by a later record of " + d.key);
-    else
-      s->superseded.push_back(d.problem + ", superseded: the run has a record of each of its " +
-                              std::to_string(planned) + " planned case(s)");
-  }
+  s->settle(std::move(damaged));
   return run_reader(std::move(s));
 }
 

@@ -75,6 +75,29 @@ const study::sample& sample_of(const eval& e, const protocol::case_identity& c,
   return *made;
 }
 
+// The target a case names, among its eval's (the last of that label, were it listed twice).
+const protocol::target_info& target_of(const registry& study, const eval& e,
+                                       const protocol::case_identity& c) {
+  const protocol::target_info* target = nullptr;
+  for (auto& t : study.targets_of(e))
+    if (t.label == c.target) target = &t;
+  if (!target)
+    throw request_error(errc::unknown_target, "no such target: " + c.eval + "@" + c.target);
+  return *target;
+}
+
+// The verdict of a run's scores. A transcript with an infra error is not the subject's fault:
+// neither passed nor failed, and the host retries it.
+void judge(protocol::run_result& rr, const protocol::transcript& t) {
+  if (t.error && t.error_kind == protocol::error_kind::infra) {
+    rr.scores.clear();
+    rr.scores.push_back(not_applicable("infra", *t.error));
+  }
+  auto v = judge_scores(rr.scores);
+  rr.passed = v.passed;
+  rr.aggregate = v.aggregate;
+}
+
 using runs_here_fn = bool (*)(const asio::any_io_executor&);
 
 template <class Executor>
@@ -508,6 +531,58 @@ void server::failed(std::int64_t id, const std::exception_ptr& e) {
   }
 }
 
+run_context server::context_of(std::int64_t id, request& r, const eval& e, const study::sample& s,
+                               const protocol::target_info& target) {
+  run_context ctx;
+  ctx.id_ = &r.identity;
+  ctx.sample_ = &s;
+  ctx.target_ = &target;
+  ctx.request_id_ = id;
+  ctx.control_ = r.ctl.get();
+  ctx.deadline_ = r.deadline;
+  ctx.max_turns_ = e.info().max_turns;
+  ctx.executor_ = ex_;
+  ctx.server_ = this;
+  return ctx;
+}
+
+void server::complete_transcript(std::int64_t id, const protocol::case_identity& c,
+                                 protocol::transcript& t, run_context::clock::time_point t0) {
+  if (!t.timing.duration_ms)
+    t.timing.duration_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(run_context::clock::now() - t0)
+            .count();
+  // A trajectory the host cannot read either is reported by the host; the flat fields stand.
+  protocol::project_trajectory(t);
+  drop_non_finite_metrics(id, c, t);
+}
+
+// result_ is shared by every case: answer_execute and answer_run write it without suspending.
+void server::answer_execute(std::int64_t id, request& r, protocol::transcript t, bool skipped,
+                            bool events) {
+  protocol::execute_result x;
+  static_cast<protocol::case_identity&>(x) = std::move(r.identity);
+  x.transcript = std::move(t);
+  x.skipped = skipped;
+  result_.clear();
+  protocol::append_json(result_, x);
+  if (events) case_event(id, x, "finished");
+  answer(id, result_);
+  r.ctl->answered = true;
+}
+
+void server::answer_run(std::int64_t id, request& r, protocol::run_result& rr,
+                        protocol::transcript& t, bool events) {
+  rr.transcript = std::move(static_cast<protocol::transcript_summary&>(t));
+  result_.clear();
+  protocol::append_json(result_, rr);
+  if (events) case_event(id, rr, "finished");
+  answer(id, result_);
+  r.ctl->answered = true;
+}
+
+// Plain functions do what needs no co_await: the co_awaits here (the subject, the coroutine
+// scorers) are the only points a cancel reaches.
 asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   auto& c = r.identity;
   bool events = options_.case_events && r.kind != method_kind::score;
@@ -515,11 +590,7 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   r.ctl->began = events;
   auto* e = study_.find(c.eval);
   if (!e) throw request_error(errc::unknown_eval, "no such eval: " + c.eval);
-  const protocol::target_info* target = nullptr;
-  for (auto& t : study_.targets_of(*e))
-    if (t.label == c.target) target = &t;
-  if (!target)
-    throw request_error(errc::unknown_target, "no such target: " + c.eval + "@" + c.target);
+  const auto& target = target_of(study_, *e, c);
   std::optional<study::sample> made;
   const study::sample* s = &sample_of(*e, c, made);
 
@@ -527,19 +598,10 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
   bool skipped = false;
   if (r.kind == method_kind::score) {
     t = std::move(*r.transcript);
-  } else if (!target->available) {
+  } else if (!target.available) {
     skipped = true;  // listed as unavailable: the host should not have asked; nothing runs
   } else {
-    run_context ctx;
-    ctx.id_ = &c;
-    ctx.sample_ = s;
-    ctx.target_ = target;
-    ctx.request_id_ = id;
-    ctx.control_ = r.ctl.get();
-    ctx.deadline_ = r.deadline;
-    ctx.max_turns_ = e->info().max_turns;
-    ctx.executor_ = ex_;
-    ctx.server_ = this;
+    auto ctx = context_of(id, r, *e, *s, target);
     auto t0 = run_context::clock::now();
     try {
       t = co_await e->run_subject()(ctx);
@@ -548,26 +610,10 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
       t = {};
       x.apply_to(t);
     }
-    if (!t.timing.duration_ms)
-      t.timing.duration_ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(run_context::clock::now() - t0)
-              .count();
-    // A trajectory the host cannot read either is reported by the host; the flat fields stand.
-    protocol::project_trajectory(t);
-    drop_non_finite_metrics(id, c, t);
+    complete_transcript(id, c, t, t0);
   }
-
-  // result_ is shared by every case: written only between this coroutine's suspensions.
   if (r.kind == method_kind::execute) {
-    protocol::execute_result x;
-    static_cast<protocol::case_identity&>(x) = std::move(c);
-    x.transcript = std::move(t);
-    x.skipped = skipped;
-    result_.clear();
-    protocol::append_json(result_, x);
-    if (events) case_event(id, x, "finished");
-    answer(id, result_);
-    r.ctl->answered = true;
+    answer_execute(id, r, std::move(t), skipped, events);
     co_return;
   }
 
@@ -600,21 +646,9 @@ asio::awaitable<void> server::answer(std::int64_t id, request& r) {
         }
       }
     }
-    if (t.error && t.error_kind == protocol::error_kind::infra) {
-      // Not the subject's fault: neither passed nor failed, and the host retries it.
-      rr.scores.clear();
-      rr.scores.push_back(not_applicable("infra", *t.error));
-    }
-    auto v = judge_scores(rr.scores);
-    rr.passed = v.passed;
-    rr.aggregate = v.aggregate;
+    judge(rr, t);
   }
-  rr.transcript = std::move(static_cast<protocol::transcript_summary&>(t));
-  result_.clear();
-  protocol::append_json(result_, rr);
-  if (events) case_event(id, rr, "finished");
-  answer(id, result_);
-  r.ctl->answered = true;
+  answer_run(id, r, rr, t, events);
 }
 
 }  // namespace mira::study::detail

@@ -109,6 +109,18 @@ class server {
   void end_of_input();
   void start(std::int64_t id);
   boost::asio::awaitable<void> answer(std::int64_t id, request& r);
+  // answer()'s steps that need no co_await: plain functions, so that the subject and the
+  // coroutine scorers stay the only points where a cancel reaches answer().
+  run_context context_of(std::int64_t id, request& r, const eval& e, const study::sample& s,
+                         const protocol::target_info& target);
+  /// The subject's transcript as answered: its duration (when it gave none, measured from
+  /// `t0`), its trajectory's flat fields, no metric JSON cannot carry.
+  void complete_transcript(std::int64_t id, const protocol::case_identity& c,
+                           protocol::transcript& t, run_context::clock::time_point t0);
+  void answer_execute(std::int64_t id, request& r, protocol::transcript t, bool skipped,
+                      bool events);
+  void answer_run(std::int64_t id, request& r, protocol::run_result& rr, protocol::transcript& t,
+                  bool events);
   void failed(std::int64_t id, const std::exception_ptr& e);
   void finished();
 
