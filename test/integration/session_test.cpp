@@ -108,8 +108,12 @@ session_outcome run_telling(session_options o, told& t, std::size_t cancel_at,
     auto opened = co_await session::open(std::move(o));
     if (!opened) throw std::runtime_error(opened.error().message());
     running = &*opened;
-    co_return co_await opened->async_run(
+    auto out = co_await opened->async_run(
         asio::bind_cancellation_slot(cancel.slot(), asio::use_awaitable));
+    // What the run left in the slot holds an executor of run_co's io_context, which is gone
+    // when `cancel` is.
+    cancel.slot().clear();
+    co_return out;
   });
 }
 
