@@ -99,6 +99,117 @@ std::string shortest_double(double v) {
   return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
 }
 
+// The plan's study, launcher and preset: non-empty strings, the study required.
+tl::expected<void, errors> read_names(const toml::table& doc, const fs::path& file,
+                                      experiment_plan& p) {
+  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"study", &p.study},
+                          {"launcher", &p.launcher},
+                          {"preset", &p.preset}})
+    if (auto* n = doc.get(key)) {
+      auto s = string_of(*n, file, key);
+      if (!s) return tl::unexpected(s.error());
+      if (s->empty())
+        return tl::unexpected(where(file, n->source()) + ": " + std::string(key) + " is empty");
+      *out = *s;
+    }
+  if (p.study.empty())
+    return tl::unexpected(file.string() +
+                          ": study = \"NAME\" is required (the name the study reports in "
+                          "initialize)");
+  return {};
+}
+
+// [slice]: the samples' and targets' globs, the trials.
+tl::expected<void, errors> read_slice(const toml::node& node, const fs::path& file,
+                                      experiment_plan& p) {
+  auto* slice = node.as_table();
+  if (!slice) return tl::unexpected(where(file, node.source()) + ": slice must be a table");
+  if (auto ok = only_keys(*slice, file, "[slice]", {"samples", "targets", "trials"}); !ok)
+    return tl::unexpected(ok.error());
+  for (auto [key, out] :
+       {std::pair<std::string_view, std::vector<std::string>*>{"samples", &p.samples},
+        {"targets", &p.targets}})
+    if (auto* n = slice->get(key)) {
+      auto v = strings_of(*n, file, key);
+      if (!v) return tl::unexpected(v.error());
+      *out = std::move(*v);
+    }
+  if (auto* n = slice->get("trials")) {
+    auto t = n->value<std::int64_t>();
+    if (!n->is_integer() || !t || *t < 1 || *t > 1000000)
+      return tl::unexpected(where(file, n->source()) +
+                            ": trials must be a whole number from 1 to 1000000");
+    p.trials = *t;
+  }
+  return {};
+}
+
+// A [[treatments]] table: a name the others do not have (it names a folder, so no '/'), and
+// its env, "./" and "../" values resolved against the plan's directory.
+tl::expected<experiment_plan::treatment, errors> read_treatment(const toml::node& node,
+                                                                const fs::path& file,
+                                                                const fs::path& plan_dir,
+                                                                std::set<std::string>& names) {
+  auto* t = node.as_table();
+  if (!t) return tl::unexpected(where(file, node.source()) + ": treatments must be tables");
+  if (auto ok = only_keys(*t, file, "[[treatments]]", {"name", "env"}); !ok)
+    return tl::unexpected(ok.error());
+  experiment_plan::treatment tr;
+  auto* name = t->get("name");
+  if (!name) return tl::unexpected(where(file, node.source()) + ": a treatment needs a name");
+  auto n = string_of(*name, file, "name");
+  if (!n) return tl::unexpected(n.error());
+  if (n->empty() || n->find('/') != std::string::npos)
+    return tl::unexpected(where(file, name->source()) +
+                          ": a treatment's name must be non-empty, without '/'");
+  if (!names.insert(*n).second)
+    return tl::unexpected(where(file, name->source()) + ": treatment '" + *n + "' twice");
+  tr.name = *n;
+  auto* env_node = t->get("env");
+  if (!env_node) return tr;
+  auto* env = env_node->as_table();
+  if (!env) return tl::unexpected(where(file, env_node->source()) + ": env must be a table");
+  for (auto& [k, v] : *env) {
+    auto value = string_of(v, file, "env." + std::string(k.str()));
+    if (!value) return tl::unexpected(value.error());
+    if (k.str().empty() || k.str().find('=') != std::string_view::npos)
+      return tl::unexpected(where(file, v.source()) + ": '" + std::string(k.str()) +
+                            "' is not an environment variable name");
+    tr.env.emplace_back(std::string(k.str()), resolve(*value, plan_dir));
+  }
+  return tr;
+}
+
+// [compare]: what to break each comparison down by, the baseline (one of `names`, the
+// treatments'), alpha.
+tl::expected<void, errors> read_compare(const toml::node& node, const fs::path& file,
+                                        const std::set<std::string>& names, experiment_plan& p) {
+  auto* cmp = node.as_table();
+  if (!cmp) return tl::unexpected(where(file, node.source()) + ": compare must be a table");
+  if (auto ok = only_keys(*cmp, file, "[compare]", {"group_by", "baseline", "alpha"}); !ok)
+    return tl::unexpected(ok.error());
+  if (auto* n = cmp->get("group_by")) {
+    auto g = string_of(*n, file, "group_by");
+    if (!g) return tl::unexpected(g.error());
+    p.group_by = *g;
+  }
+  if (auto* n = cmp->get("baseline")) {
+    auto b = string_of(*n, file, "baseline");
+    if (!b) return tl::unexpected(b.error());
+    if (!names.count(*b))
+      return tl::unexpected(where(file, n->source()) + ": baseline '" + *b +
+                            "' is not a treatment of the plan");
+    p.baseline = *b;
+  }
+  if (auto* n = cmp->get("alpha")) {
+    auto a = n->value<double>();
+    if (!a || !(*a > 0 && *a < 1))
+      return tl::unexpected(where(file, n->source()) + ": alpha must be a number in (0, 1)");
+    p.alpha = *a;
+  }
+  return {};
+}
+
 }  // namespace
 
 tl::expected<experiment_plan, std::string> parse_experiment(std::string_view text,
@@ -115,47 +226,9 @@ tl::expected<experiment_plan, std::string> parse_experiment(std::string_view tex
     return tl::unexpected(ok.error());
   const auto plan_dir = fs::absolute(file).parent_path();
   experiment_plan p;
-  auto text_key = [&](std::string_view key, std::string& out) -> tl::expected<void, errors> {
-    if (auto* n = doc.get(key)) {
-      auto s = string_of(*n, file, key);
-      if (!s) return tl::unexpected(s.error());
-      if (s->empty())
-        return tl::unexpected(where(file, n->source()) + ": " + std::string(key) + " is empty");
-      out = *s;
-    }
-    return {};
-  };
-  for (auto [key, out] : {std::pair<std::string_view, std::string*>{"study", &p.study},
-                          {"launcher", &p.launcher},
-                          {"preset", &p.preset}})
-    if (auto ok = text_key(key, *out); !ok) return tl::unexpected(ok.error());
-  if (p.study.empty())
-    return tl::unexpected(file.string() +
-                          ": study = \"NAME\" is required (the name the study reports in "
-                          "initialize)");
-
-  if (auto* node = doc.get("slice")) {
-    auto* slice = node->as_table();
-    if (!slice) return tl::unexpected(where(file, node->source()) + ": slice must be a table");
-    if (auto ok = only_keys(*slice, file, "[slice]", {"samples", "targets", "trials"}); !ok)
-      return tl::unexpected(ok.error());
-    for (auto [key, out] :
-         {std::pair<std::string_view, std::vector<std::string>*>{"samples", &p.samples},
-          {"targets", &p.targets}})
-      if (auto* n = slice->get(key)) {
-        auto v = strings_of(*n, file, key);
-        if (!v) return tl::unexpected(v.error());
-        *out = std::move(*v);
-      }
-    if (auto* n = slice->get("trials")) {
-      auto t = n->value<std::int64_t>();
-      if (!n->is_integer() || !t || *t < 1 || *t > 1000000)
-        return tl::unexpected(where(file, n->source()) +
-                              ": trials must be a whole number from 1 to 1000000");
-      p.trials = *t;
-    }
-  }
-
+  if (auto ok = read_names(doc, file, p); !ok) return tl::unexpected(ok.error());
+  if (auto* slice = doc.get("slice"))
+    if (auto ok = read_slice(*slice, file, p); !ok) return tl::unexpected(ok.error());
   auto* treatments_node = doc.get("treatments");
   auto* treatments = treatments_node ? treatments_node->as_array() : nullptr;
   if (!treatments || treatments->empty())
@@ -163,62 +236,13 @@ tl::expected<experiment_plan, std::string> parse_experiment(std::string_view tex
                           ": at least one [[treatments]] table is required (name = \"...\")");
   std::set<std::string> names;
   for (auto& node : *treatments) {
-    auto* t = node.as_table();
-    if (!t) return tl::unexpected(where(file, node.source()) + ": treatments must be tables");
-    if (auto ok = only_keys(*t, file, "[[treatments]]", {"name", "env"}); !ok)
-      return tl::unexpected(ok.error());
-    experiment_plan::treatment tr;
-    auto* name = t->get("name");
-    if (!name) return tl::unexpected(where(file, node.source()) + ": a treatment needs a name");
-    auto n = string_of(*name, file, "name");
-    if (!n) return tl::unexpected(n.error());
-    if (n->empty() || n->find('/') != std::string::npos)
-      return tl::unexpected(where(file, name->source()) +
-                            ": a treatment's name must be non-empty, without '/'");
-    if (!names.insert(*n).second)
-      return tl::unexpected(where(file, name->source()) + ": treatment '" + *n + "' twice");
-    tr.name = *n;
-    if (auto* env_node = t->get("env")) {
-      auto* env = env_node->as_table();
-      if (!env) return tl::unexpected(where(file, env_node->source()) + ": env must be a table");
-      for (auto& [k, v] : *env) {
-        auto value = string_of(v, file, "env." + std::string(k.str()));
-        if (!value) return tl::unexpected(value.error());
-        if (k.str().empty() || k.str().find('=') != std::string_view::npos)
-          return tl::unexpected(where(file, v.source()) + ": '" + std::string(k.str()) +
-                                "' is not an environment variable name");
-        tr.env.emplace_back(std::string(k.str()), resolve(*value, plan_dir));
-      }
-    }
-    p.treatments.push_back(std::move(tr));
+    auto tr = read_treatment(node, file, plan_dir, names);
+    if (!tr) return tl::unexpected(tr.error());
+    p.treatments.push_back(std::move(*tr));
   }
-
   p.baseline = p.treatments.front().name;
-  if (auto* node = doc.get("compare")) {
-    auto* cmp = node->as_table();
-    if (!cmp) return tl::unexpected(where(file, node->source()) + ": compare must be a table");
-    if (auto ok = only_keys(*cmp, file, "[compare]", {"group_by", "baseline", "alpha"}); !ok)
-      return tl::unexpected(ok.error());
-    if (auto* n = cmp->get("group_by")) {
-      auto g = string_of(*n, file, "group_by");
-      if (!g) return tl::unexpected(g.error());
-      p.group_by = *g;
-    }
-    if (auto* n = cmp->get("baseline")) {
-      auto b = string_of(*n, file, "baseline");
-      if (!b) return tl::unexpected(b.error());
-      if (!names.count(*b))
-        return tl::unexpected(where(file, n->source()) + ": baseline '" + *b +
-                              "' is not a treatment of the plan");
-      p.baseline = *b;
-    }
-    if (auto* n = cmp->get("alpha")) {
-      auto a = n->value<double>();
-      if (!a || !(*a > 0 && *a < 1))
-        return tl::unexpected(where(file, n->source()) + ": alpha must be a number in (0, 1)");
-      p.alpha = *a;
-    }
-  }
+  if (auto* cmp = doc.get("compare"))
+    if (auto ok = read_compare(*cmp, file, names, p); !ok) return tl::unexpected(ok.error());
   return p;
 }
 
@@ -303,24 +327,32 @@ std::vector<std::string> shared_flags(const experiment_plan& p, const run_args& 
   return flags;
 }
 
-}  // namespace
+// The plan file's text and the plan read from it: what each treatment archives, and what runs.
+struct plan_read {
+  std::string source;
+  experiment_plan plan;
+};
 
-int run_experiment(const std::vector<std::string>& args, const run_args& a) {
-  const fs::path plan_file = fs::absolute(a.experiment).lexically_normal();
+// nullopt when the plan cannot be read or parsed (said on stderr).
+std::optional<plan_read> read_plan(const fs::path& plan_file) {
   std::ifstream in(plan_file, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "mira: --experiment: cannot read %s\n",
                  printable(plan_file.string()).c_str());
-    return exit_usage;
+    return std::nullopt;
   }
   std::stringstream text;
   text << in.rdbuf();
   auto plan = parse_experiment(text.str(), plan_file);
   if (!plan) {
     std::fprintf(stderr, "mira: --experiment: %s\n", printable(plan.error()).c_str());
-    return exit_usage;
+    return std::nullopt;
   }
-  auto& p = *plan;
+  return plan_read{text.str(), std::move(*plan)};
+}
+
+// The parent's flags that an experiment cannot pass on, said on stderr: true when one is given.
+bool refuse_flags(const run_args& a) {
   for (auto [set, flag] : {std::pair<bool, const char*>{!a.resume.empty(), "--resume"},
                            {a.dry_run, "--dry-run"},
                            {a.execute_only, "--execute-only"},
@@ -331,11 +363,15 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
                    "mira: --experiment: %s does not apply (each treatment is a new saved run, "
                    "compared at the end)\n",
                    flag);
-      return exit_usage;
+      return true;
     }
-  // The plan's launcher and preset resolved here as each treatment will resolve them, so a
-  // mistake (no such launcher or preset, the study given twice) stops the experiment before
-  // anything runs, and the results dir is the one the treatments save to.
+  return false;
+}
+
+// The plan's launcher and preset resolved here as each treatment will resolve them, so a
+// mistake (no such launcher or preset, the study given twice) stops the experiment before
+// anything runs, and the results dir is the one the treatments save to.
+run_args resolve_plan(const experiment_plan& p, const run_args& a) {
   if (!p.launcher.empty() &&
       (a.launch.mode || !a.launch.argv.empty() || !a.launch.launcher.empty()))
     throw usage_error{"--experiment: the plan names launcher '" + p.launcher +
@@ -347,84 +383,138 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
   if (!p.launcher.empty()) resolved.launch.launcher = p.launcher;
   if (!p.preset.empty()) resolved.preset = p.preset;
   prepare(command::run, resolved);
-  const fs::path results_dir = resolved.results_dir;
-  const auto parent = split_parent(args);
-  const auto shared = shared_flags(p, resolved);
-  const auto id = "exp-" +
-                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count()) +
-                  "-" + std::to_string(::getpid());
-  const std::size_t parallel = std::max<std::size_t>(1, a.experiment_parallel);
-  std::fprintf(stderr, "experiment %s: %zu treatment(s), baseline %s, up to %zu at once\n",
-               id.c_str(), p.treatments.size(), printable(p.baseline).c_str(), parallel);
+  return resolved;
+}
 
-  // Each treatment: the arguments its own `mira run` would get, parsed and prepared as that
-  // command does, then run as a session here. `parallel` workers take the treatments in turn.
-  const std::string resolved_plan = resolved_toml(p);
-  std::map<std::string, int> exit_codes;
-  std::map<std::string, std::string> runs;
-  std::size_t next = 0;
-  auto worker = [&]() -> asio::awaitable<void> {
-    while (next < p.treatments.size()) {
-      auto& t = p.treatments[next++];
-      auto treatment_args = parent.flags;
-      treatment_args.insert(treatment_args.end(), shared.begin(), shared.end());
-      for (auto& [k, v] : t.env) {
-        treatment_args.emplace_back("--study-env");
-        treatment_args.push_back(k + "=" + v);
-      }
-      treatment_args.insert(treatment_args.end(), parent.tail.begin(), parent.tail.end());
-      console out;
-      out.prefix = "[" + t.name + "] ";
-      run_args ta;
-      try {
-        ta = parse_args(command::run, treatment_args);
-        prepare(command::run, ta);
-      } catch (const usage_error& e) {
-        out.line("mira: " + printable(e.message));
-        exit_codes[t.name] = exit_usage;
-        continue;
-      }
-      // Lines of several treatments interleave: heartbeats only, unless none are wanted.
-      out.progress.mode =
-          ta.progress == progress_mode::none ? progress_mode::none : progress_mode::plain;
-      treatment_label label{
-          id, t.name, t.name == p.baseline, p.study, plan_file.string(), text.str(), resolved_plan};
-      std::fprintf(stderr, "treatment %s: started\n", printable(t.name).c_str());
-      auto done = co_await run_cases(treatment_args, std::move(ta), false, out, &label);
-      exit_codes[t.name] = done.rc;
-      if (!done.run_id.empty()) runs[t.name] = done.run_id;
-      std::fprintf(stderr, "treatment %s: exit %d\n", printable(t.name).c_str(), done.rc);
-    }
-  };
-  run_io([&](int& rc) -> asio::awaitable<void> {
-    auto ex = co_await asio::this_coro::executor;
-    for (std::size_t i = 0; i < std::min(parallel, p.treatments.size()); ++i)
-      asio::co_spawn(ex, worker(), asio::detached);
-    rc = exit_ok;
-  });
+// exp-SECONDS-PID: the label that ties the treatments' runs together.
+std::string new_experiment_id() {
+  return "exp-" +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count()) +
+         "-" + std::to_string(::getpid());
+}
 
-  // A treatment ran when it ended 0 (every case passed) or 1 (some failed): anything else is a
-  // treatment that did not run to the end, reported and left out of the comparison.
+// The treatments as they run, shared by the workers that take them in turn, and what they
+// leave for the comparison: each one's exit code and saved run.
+struct treatments_run {
+  const experiment_plan& p;
+  std::string id;
+  const fs::path& plan_file;
+  const std::string& plan_source;
+  std::string plan_resolved;
+  split_args parent;
+  std::vector<std::string> shared;
+  std::size_t next = 0;  // the treatment the next free worker takes
+  std::map<std::string, int> exit_codes = {};
+  std::map<std::string, std::string> runs = {};
+};
+
+// The arguments a treatment's own `mira run` would get: the parent's flags, those every
+// treatment gets, its env as --study-env, and the study command after `--`.
+std::vector<std::string> treatment_args(const treatments_run& e,
+                                        const experiment_plan::treatment& t) {
+  auto args = e.parent.flags;
+  args.insert(args.end(), e.shared.begin(), e.shared.end());
+  for (auto& [k, v] : t.env) {
+    args.emplace_back("--study-env");
+    args.push_back(k + "=" + v);
+  }
+  args.insert(args.end(), e.parent.tail.begin(), e.parent.tail.end());
+  return args;
+}
+
+// One treatment: its arguments parsed and prepared as its `mira run` does them, then run as a
+// session here, every line it writes prefixed with its name.
+asio::awaitable<void> run_treatment(treatments_run& e, const experiment_plan::treatment& t) {
+  auto args = treatment_args(e, t);
+  console out;
+  out.prefix = "[" + t.name + "] ";
+  run_args ta;
+  try {
+    ta = parse_args(command::run, args);
+    prepare(command::run, ta);
+  } catch (const usage_error& err) {
+    out.line("mira: " + printable(err.message));
+    e.exit_codes[t.name] = exit_usage;
+    co_return;
+  }
+  // Lines of several treatments interleave: heartbeats only, unless none are wanted.
+  out.progress.mode =
+      ta.progress == progress_mode::none ? progress_mode::none : progress_mode::plain;
+  treatment_label label{.experiment_id = e.id,
+                        .treatment = t.name,
+                        .baseline = t.name == e.p.baseline,
+                        .study = e.p.study,
+                        .plan_path = e.plan_file.string(),
+                        .plan_source = e.plan_source,
+                        .plan_resolved = e.plan_resolved};
+  std::fprintf(stderr, "treatment %s: started\n", printable(t.name).c_str());
+  auto done = co_await run_cases(args, std::move(ta), false, out, &label);
+  e.exit_codes[t.name] = done.rc;
+  if (!done.run_id.empty()) e.runs[t.name] = done.run_id;
+  std::fprintf(stderr, "treatment %s: exit %d\n", printable(t.name).c_str(), done.rc);
+}
+
+// A worker: takes the next treatment until none is left.
+asio::awaitable<void> take_treatments(treatments_run& e) {
+  while (e.next < e.p.treatments.size()) co_await run_treatment(e, e.p.treatments[e.next++]);
+}
+
+// A treatment ran when it ended 0 (every case passed) or 1 (some failed): anything else is a
+// treatment that did not run to the end, reported and left out of the comparison. True when
+// one was.
+bool drop_failed(treatments_run& e) {
   bool failed = false;
-  for (auto& t : p.treatments) {
-    int code = exit_codes.count(t.name) ? exit_codes[t.name] : exit_host_error;
-    if ((code != exit_ok && code != exit_failed) || !runs.count(t.name)) {
+  for (auto& t : e.p.treatments) {
+    int code = e.exit_codes.count(t.name) ? e.exit_codes[t.name] : exit_host_error;
+    if ((code != exit_ok && code != exit_failed) || !e.runs.count(t.name)) {
       failed = true;
       std::fprintf(stderr, "mira: treatment %s failed (exit %d%s)\n", printable(t.name).c_str(),
-                   code, runs.count(t.name) ? "" : ", no saved run");
-      runs.erase(t.name);
+                   code, e.runs.count(t.name) ? "" : ", no saved run");
+      e.runs.erase(t.name);
     }
   }
-  if (!runs.count(p.baseline)) {
+  return failed;
+}
+
+// One treatment's run against the baseline's, its table on stdout: whether it dropped
+// significantly, or nullopt when it could not be compared (said on stderr).
+std::optional<bool> compare_treatment(const treatments_run& e, const std::string& name,
+                                      const fs::path& results_dir, const store::loaded_run& base,
+                                      const compare::options& o) {
+  auto cand = store::load_run(results_dir, e.runs.at(name));
+  if (!cand) {
+    std::fprintf(stderr, "mira: %s\n", printable(cand.error().message()).c_str());
+    return std::nullopt;
+  }
+  auto c = compare::compare_runs(base, *cand, o);
+  if (!c) {
+    std::fprintf(stderr, "mira: treatment %s: %s\n", printable(name).c_str(),
+                 printable(c.error().message).c_str());
+    return std::nullopt;
+  }
+  std::printf("== treatment %s (run %s) against baseline %s (run %s) ==\n", printable(name).c_str(),
+              e.runs.at(name).c_str(), printable(e.p.baseline).c_str(),
+              e.runs.at(e.p.baseline).c_str());
+  compare::render(*c, "table",
+                  [](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); });
+  std::printf("\n");
+  return c->regression();
+}
+
+// Every treatment that ran against the baseline, and the experiment's verdict on stderr: the
+// exit code (`failed`: a treatment did not run, which a failed comparison adds to).
+int compare_treatments(const treatments_run& e, const fs::path& results_dir, bool failed) {
+  auto& p = e.p;
+  if (!e.runs.count(p.baseline)) {
     std::fprintf(stderr,
                  "mira: experiment %s: the baseline %s has no complete run; nothing "
                  "compared\n",
-                 id.c_str(), printable(p.baseline).c_str());
+                 e.id.c_str(), printable(p.baseline).c_str());
     return exit_host_error;
   }
-  auto base = store::load_run(results_dir, runs[p.baseline]);
+  auto base = store::load_run(results_dir, e.runs.at(p.baseline));
   if (!base) {
     std::fprintf(stderr, "mira: %s\n", printable(base.error().message()).c_str());
     return exit_host_error;
@@ -433,36 +523,51 @@ int run_experiment(const std::vector<std::string>& args, const run_args& a) {
                      .alpha = p.alpha};
   std::vector<std::string> regressed;
   for (auto& t : p.treatments) {
-    if (t.name == p.baseline || !runs.count(t.name)) continue;
-    auto cand = store::load_run(results_dir, runs[t.name]);
-    if (!cand) {
-      std::fprintf(stderr, "mira: %s\n", printable(cand.error().message()).c_str());
+    if (t.name == p.baseline || !e.runs.count(t.name)) continue;
+    auto dropped = compare_treatment(e, t.name, results_dir, *base, o);
+    if (!dropped)
       failed = true;
-      continue;
-    }
-    auto c = compare::compare_runs(*base, *cand, o);
-    if (!c) {
-      std::fprintf(stderr, "mira: treatment %s: %s\n", printable(t.name).c_str(),
-                   printable(c.error().message).c_str());
-      failed = true;
-      continue;
-    }
-    std::printf("== treatment %s (run %s) against baseline %s (run %s) ==\n",
-                printable(t.name).c_str(), runs[t.name].c_str(), printable(p.baseline).c_str(),
-                runs[p.baseline].c_str());
-    compare::render(*c, "table",
-                    [](std::string_view s) { std::fwrite(s.data(), 1, s.size(), stdout); });
-    std::printf("\n");
-    if (c->regression()) regressed.push_back(t.name);
+    else if (*dropped)
+      regressed.push_back(t.name);
   }
   std::fflush(stdout);
   std::string list;
   for (auto& r : regressed) list += (list.empty() ? "" : ", ") + printable(r);
-  std::fprintf(stderr, "experiment %s: %s\n", id.c_str(),
+  std::fprintf(stderr, "experiment %s: %s\n", e.id.c_str(),
                regressed.empty() ? "no treatment dropped significantly against the baseline"
                                  : ("significantly worse than the baseline: " + list).c_str());
   if (failed) return exit_host_error;
   return regressed.empty() ? exit_ok : exit_failed;
+}
+
+}  // namespace
+
+int run_experiment(const std::vector<std::string>& args, const run_args& a) {
+  const fs::path plan_file = fs::absolute(a.experiment).lexically_normal();
+  auto read = read_plan(plan_file);
+  if (!read) return exit_usage;
+  auto& p = read->plan;
+  if (refuse_flags(a)) return exit_usage;
+  const run_args resolved = resolve_plan(p, a);
+  treatments_run e{.p = p,
+                   .id = new_experiment_id(),
+                   .plan_file = plan_file,
+                   .plan_source = read->source,
+                   .plan_resolved = resolved_toml(p),
+                   .parent = split_parent(args),
+                   .shared = shared_flags(p, resolved)};
+  const std::size_t parallel = std::max<std::size_t>(1, a.experiment_parallel);
+  std::fprintf(stderr, "experiment %s: %zu treatment(s), baseline %s, up to %zu at once\n",
+               e.id.c_str(), p.treatments.size(), printable(p.baseline).c_str(), parallel);
+  // Each treatment is run as a session here; `parallel` workers take them in turn.
+  run_io([&](int& rc) -> asio::awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    for (std::size_t i = 0; i < std::min(parallel, p.treatments.size()); ++i)
+      asio::co_spawn(ex, take_treatments(e), asio::detached);
+    rc = exit_ok;
+  });
+  const bool failed = drop_failed(e);
+  return compare_treatments(e, resolved.results_dir, failed);
 }
 
 }  // namespace mira::cli

@@ -225,184 +225,282 @@ void table_on(console& out, const plan::plan& p, const schedule::run_report& rep
   std::free(buf);
 }
 
+// One `mira run` or `mira score` as named steps around its session: the options it asks for,
+// what it says when the session does not open, before the run and after it. The session's hooks
+// and these steps share the arguments, the shard refine() picks and the open session, so they are
+// members here: each hook a member function, not a lambda over a long function's locals.
+class command_run {
+ public:
+  command_run(const std::vector<std::string>& args, run_args a, mode m, console& out,
+              const treatment_label* t)
+      : args_(args),
+        a_(std::move(a)),
+        m_(m),
+        out_(out),
+        t_(t),
+        stream_jsonl_(a_.format == "jsonl" && a_.out.empty() && !t),
+        github_(!t && github_output_on(a_, process_env)) {}
+
+  session_options options();
+  void not_opened(const session_error& e);
+  void opened(const session& s);
+  void finished(const session_outcome& done);
+  const run_outcome& result() const { return result_; }
+
+ private:
+  bool lists_every_case() const;
+  session_hooks hooks();
+  void case_ended(std::size_t i, const schedule::case_record& r);
+  std::optional<session_error> refine(plan::plan& p, const protocol::list_result& list,
+                                      schedule::run_policy& policy);
+  save_options saving();
+  void print_reused_cases(const session& s) const;
+  bool print_report(const session_outcome& done) const;
+  void tell_what_next(const session_outcome& done) const;
+
+  const std::vector<std::string>& args_;
+  run_args a_;
+  const mode m_;
+  console& out_;
+  const treatment_label* const t_;
+  const bool stream_jsonl_;  // `--format jsonl` on stdout: each case as it ends
+  const bool github_;        // GitHub Actions output
+  run_outcome result_;
+  std::optional<store::shard_info> shard_;  // refine()'s, for meta.json
+  std::string study_name_;                  // initialize's, for refine()
+  const session* running_ = nullptr;        // set once the session is open
+  jsonl_stream jsonl_;
+};
+
+// A report that lists every case (json, csv, junit, md, jsonl after the run, and GitHub's step
+// summary, an md report) needs every record; the table and the saved report.html show the
+// first 10 000.
+bool command_run::lists_every_case() const {
+  bool every = !t_ && ((a_.format != "table" && a_.format != "html" && !stream_jsonl_) || github_);
+  for (auto& out_file : a_.outs) every = every || out_file.format != "html";
+  return every;
+}
+
+// The session the flags ask for: its study, selection, policy and mode, the records its report
+// keeps, the hooks that show it and, unless it is a dry run or executes only, where it saves.
+session_options command_run::options() {
+  session_options o;
+  o.study = launch_of(a_);
+  o.selection = a_.selection;
+  o.policy = a_.policy;
+  o.group_by = a_.group_by;
+  if (lists_every_case()) o.kept_records = std::numeric_limits<std::size_t>::max();
+  o.mode = m_ == mode::execute_only ? session_mode::execute
+           : m_ == mode::score      ? session_mode::score
+                                    : session_mode::run;
+  o.artifacts = a_.artifacts;
+  o.hooks = hooks();
+  o.refine = [this](plan::plan& p, const protocol::list_result& list,
+                    schedule::run_policy& policy) { return refine(p, list, policy); };
+  if (!a_.dry_run && m_ != mode::execute_only) o.save = saving();
+  return o;
+}
+
+// The hooks that show the study (shown_on), and this command's own: the study's name kept for
+// refine(), the progress counts and the jsonl lines, a save that failed.
+session_hooks command_run::hooks() {
+  auto h = shown_on(out_, a_.procs);
+  h.on_study = [this, shown = h.on_study](const protocol::initialize_result& init, std::size_t n) {
+    study_name_ = init.study;
+    shown(init, n);
+  };
+  h.on_attempt = [this](std::size_t) { ++out_.progress.starts; };
+  h.on_case = [this](std::size_t i, const schedule::case_record& r) { case_ended(i, r); };
+  if (stream_jsonl_)
+    h.on_saved = [this](std::span<const std::size_t> cases) { jsonl_.saved(cases); };
+  h.on_save_failed = [this](const std::string&, const std::string& text) {
+    out_.line("mira: error: " + printable(text));
+  };
+  return h;
+}
+
+void command_run::case_ended(std::size_t i, const schedule::case_record& r) {
+  auto& progress = out_.progress;
+  progress.finished_attempts += static_cast<std::size_t>(r.attempts);
+  ++progress.done;
+  progress.passed += r.state == case_state::passed || r.state == case_state::executed;
+  progress.failed += r.state == case_state::failed || r.state == case_state::error;
+  progress.na += r.state == case_state::na;
+  if (stream_jsonl_)
+    jsonl_.ended(i, store::case_line(running_->plan().cases[i], r), running_->saves(r));
+}
+
+// The plan cut to this command's: refused when an experiment's study is another, cut to the
+// shard, each case's timeout set. A refusal without text was said already (rc set).
+std::optional<session_error> command_run::refine(plan::plan& p, const protocol::list_result& list,
+                                                 schedule::run_policy& policy) {
+  if (t_ && study_name_ != t_->study)
+    return session_error{session_errc::refused,
+                         "the experiment plan is for study '" + t_->study +
+                             "' but this study is '" + study_name_ + "'",
+                         {}};
+  if (!select_shard(a_, p, shard_, result_.rc)) return session_error{session_errc::refused, "", {}};
+  if (p.cases.empty()) out_.line("mira: no cases matched the selection");
+  set_timeouts(a_, list, p, policy);
+  a_.policy.case_timeout = policy.case_timeout;  // what meta.json's config records
+  return std::nullopt;
+}
+
+// Where the run is saved (a new run, or the one resumed) and what meta.json says of the command;
+// an experiment's treatment archives the plan beside it.
+save_options command_run::saving() {
+  save_options save;
+  save.results_dir = a_.results_dir;
+  save.resume = a_.resume;
+  if (a_.resume.empty()) save.new_id = a_.new_run_id;
+  save.layout = a_.store_layout;
+  save.resume_options = {a_.retry_errors, a_.retry_failed, a_.allow_other_study};
+  save.describe = [this](store::run_meta& meta, store::run_session& entry) {
+    describe(meta, a_, m_, shard_, t_);
+    entry.argv = argv_without_secrets(args_);
+    entry.config = config_json(args_, a_);
+  };
+  if (t_)
+    save.files = {text_file("experiment-source.toml", t_->plan_source),
+                  text_file("experiment.toml", t_->plan_resolved)};
+  return save;
+}
+
+// What the session could not do, with what it is about when its own words do not say it, and
+// the exit code.
+void command_run::not_opened(const session_error& e) {
+  if (e.code == session_errc::refused && e.text.empty()) return;  // said, rc set
+  std::string where;
+  if (e.code == session_errc::study_incapable)
+    where = m_ == mode::score ? "mira score: " : "--execute-only: ";
+  else if (!a_.resume.empty() && e.code.category() == store::category())
+    where = "--resume: ";
+  std::string hint =
+      e.code == store::errc::incompatible ? " (--allow-other-study resumes anyway)" : "";
+  out_.line("mira: " + where + printable(e.message()) + hint);
+  for (auto& l : e.stderr_tail) out_.line("  | " + printable(l));
+  result_.rc = e.code == session_errc::artifacts_unusable
+                   ? (m_ == mode::score ? exit_usage : exit_host_error)
+                   : exit_for(e);
+}
+
+// Before the run: how much of it a resume (or the artifacts) already has, those cases' jsonl
+// lines, and the progress line's total.
+void command_run::opened(const session& s) {
+  running_ = &s;
+  auto& plan = s.plan();
+  auto& resumed = s.resumed();
+  if (m_ == mode::execute_only && resumed.reused > 0)
+    out_.line(std::to_string(resumed.reused) + " of " + std::to_string(plan.cases.size()) +
+              " case(s) already have an artifact in " + printable(a_.artifacts));
+  if (!a_.resume.empty())
+    out_.line("resuming run " + a_.resume + ": " + std::to_string(resumed.reused) + " of " +
+              std::to_string(plan.cases.size()) + " case(s) already saved");
+  if (stream_jsonl_ && resumed.reused > 0) print_reused_cases(s);
+  out_.progress.total = resumed.todo.size();
+}
+
+// The reused cases' jsonl lines first, read back from the run (the session keeps only their
+// summary); the rest stream as they end.
+void command_run::print_reused_cases(const session& s) const {
+  auto& plan = s.plan();
+  auto& resumed = s.resumed();
+  std::unordered_set<std::string> reused;
+  for (std::size_t i = 0, next = 0; i < plan.cases.size(); ++i) {
+    if (next < resumed.todo.size() && resumed.todo[next] == i) {
+      ++next;
+      continue;
+    }
+    reused.insert(plan.cases.key(i));
+  }
+  if (auto saved = store::run_reader::open(a_.results_dir, s.run_id()))
+    saved->visit_cases(
+        [](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
+          std::cout << store::case_line(c, r) << '\n';
+          return true;
+        },
+        [&](std::size_t, std::string_view key) { return reused.count(std::string(key)) > 0; });
+}
+
+// After the run: the report, then what stderr says about it, and the exit code.
+void command_run::finished(const session_outcome& done) {
+  const bool written = print_report(done);
+  result_.run_id = done.run_id;
+  tell_what_next(done);
+  if (!done.unsaved.empty()) {
+    std::string keys;
+    for (auto& k : done.unsaved) keys += "\n  " + printable(k);
+    out_.line(
+        "mira: error: " + std::to_string(done.unsaved.size()) +
+        " finished case(s) could not be saved (their results are in the report above):" + keys);
+  }
+  const bool saving_failed = !done.unsaved.empty() || !written || done.unfinished ||
+                             done.report.stopped == schedule::stop_reason::requested;
+  result_.rc = exit_code_for(done.report, done.summary, saving_failed, a_.min_scored);
+}
+
+// The report (a treatment's table on its console), and GitHub's output. False when a report
+// file could not be written.
+bool command_run::print_report(const session_outcome& done) const {
+  bool written = true;
+  if (t_)
+    table_on(out_, done.plan, done.report, done.summary);
+  else
+    written = emit_report(a_, done.plan, done.report, done.summary, stream_jsonl_);
+  std::fflush(stdout);  // the report before what stderr says about it
+  if (github_)
+    write_github_output(report::memory_cases(done.plan, done.report), done.report, done.summary,
+                        out_, process_env);
+  return written;
+}
+
+// Where the run was saved and how to resume it; after --execute-only, how to score it.
+void command_run::tell_what_next(const session_outcome& done) const {
+  if (!done.run_id.empty()) {
+    if (done.unfinished)
+      out_.line("mira: error: cannot finish run " + done.run_id + ": " +
+                printable(done.unfinished.message()) +
+                " (once the file can be written, resume the run to finish it)");
+    else
+      out_.line("saved run " + done.run_id + " to " + done.folder.string());
+    if (done.resumable())
+      out_.line("resume with: " + printable(resume_command(args_, done.run_id)));
+  }
+  if (m_ == mode::execute_only) {
+    out_.line("executed " + std::to_string(done.summary.count(case_state::executed) - done.reused) +
+              " case(s) in this session; artifacts in " + printable(a_.artifacts));
+    std::string study_cmd;
+    for (auto& word : a_.study) study_cmd += " " + shell_word(word);
+    out_.line("score them with: mira score --artifacts " + printable(shell_word(a_.artifacts)) +
+              " --" + printable(study_cmd));
+  }
+}
+
 }  // namespace
 
 asio::awaitable<run_outcome> run_cases(const std::vector<std::string>& args, run_args a,
                                        bool scoring, console& out, const treatment_label* t) {
   const mode m = scoring ? mode::score : a.execute_only ? mode::execute_only : mode::run;
   auto ex = co_await asio::this_coro::executor;
-  run_outcome result;
-  int& rc = result.rc;
-  const bool stream_jsonl = a.format == "jsonl" && a.out.empty() && !t;
-  std::optional<store::shard_info> shard;
-  std::string study_name;
-
-  session_options o;
-  o.study = launch_of(a);
-  o.selection = a.selection;
-  o.policy = a.policy;
-  o.group_by = a.group_by;
-  // A report that lists every case (json, csv, junit, md, jsonl after the run) needs every
-  // record; the table and the saved report.html show the first 10 000.
-  // So does GitHub's step summary, the md report.
-  const bool github = !t && github_output_on(a, process_env);
-  bool lists_every_case =
-      !t && ((a.format != "table" && a.format != "html" && !stream_jsonl) || github);
-  for (auto& out_file : a.outs) lists_every_case = lists_every_case || out_file.format != "html";
-  if (lists_every_case) o.kept_records = std::numeric_limits<std::size_t>::max();
-  o.mode = m == mode::execute_only ? session_mode::execute
-           : m == mode::score      ? session_mode::score
-                                   : session_mode::run;
-  o.artifacts = a.artifacts;
-  o.hooks = shown_on(out, a.procs);
-  auto shown_study = o.hooks.on_study;
-  o.hooks.on_study = [&](const protocol::initialize_result& init, std::size_t n) {
-    study_name = init.study;
-    shown_study(init, n);
-  };
-  o.refine = [&](plan::plan& p, const protocol::list_result& list,
-                 schedule::run_policy& policy) -> std::optional<session_error> {
-    if (t && study_name != t->study)
-      return session_error{session_errc::refused,
-                           "the experiment plan is for study '" + t->study +
-                               "' but this study is '" + study_name + "'",
-                           {}};
-    if (!select_shard(a, p, shard, rc)) return session_error{session_errc::refused, "", {}};
-    if (p.cases.empty()) out.line("mira: no cases matched the selection");
-    set_timeouts(a, list, p, policy);
-    a.policy.case_timeout = policy.case_timeout;  // what meta.json's config records
-    return std::nullopt;
-  };
-  if (!a.dry_run && m != mode::execute_only) {
-    save_options save;
-    save.results_dir = a.results_dir;
-    save.resume = a.resume;
-    if (a.resume.empty()) save.new_id = a.new_run_id;
-    save.layout = a.store_layout;
-    save.resume_options = {a.retry_errors, a.retry_failed, a.allow_other_study};
-    save.describe = [&](store::run_meta& meta, store::run_session& entry) {
-      describe(meta, a, m, shard, t);
-      entry.argv = argv_without_secrets(args);
-      entry.config = config_json(args, a);
-    };
-    if (t)
-      save.files = {text_file("experiment-source.toml", t->plan_source),
-                    text_file("experiment.toml", t->plan_resolved)};
-    o.save = std::move(save);
-  }
-  auto& progress = out.progress;
-  const session* running = nullptr;  // set once the session is open
-  jsonl_stream jsonl;
-  o.hooks.on_attempt = [&](std::size_t) { ++progress.starts; };
-  o.hooks.on_case = [&](std::size_t i, const schedule::case_record& r) {
-    progress.finished_attempts += static_cast<std::size_t>(r.attempts);
-    ++progress.done;
-    progress.passed += r.state == case_state::passed || r.state == case_state::executed;
-    progress.failed += r.state == case_state::failed || r.state == case_state::error;
-    progress.na += r.state == case_state::na;
-    if (stream_jsonl)
-      jsonl.ended(i, store::case_line(running->plan().cases[i], r), running->saves(r));
-  };
-  if (stream_jsonl)
-    o.hooks.on_saved = [&](std::span<const std::size_t> cases) { jsonl.saved(cases); };
-  o.hooks.on_save_failed = [&](const std::string&, const std::string& text) {
-    out.line("mira: error: " + printable(text));
-  };
-
+  const auto heartbeat = a.heartbeat;
+  command_run run(args, std::move(a), m, out, t);
+  auto o = run.options();
   auto opened = co_await session::open(std::move(o));
   if (!opened) {
-    auto& e = opened.error();
-    if (e.code == session_errc::refused && e.text.empty()) co_return result;  // said, rc set
-    // What the message is about, when the session's own words do not say it.
-    std::string where;
-    if (e.code == session_errc::study_incapable)
-      where = m == mode::score ? "mira score: " : "--execute-only: ";
-    else if (!a.resume.empty() && e.code.category() == store::category())
-      where = "--resume: ";
-    std::string hint =
-        e.code == store::errc::incompatible ? " (--allow-other-study resumes anyway)" : "";
-    out.line("mira: " + where + printable(e.message()) + hint);
-    for (auto& l : e.stderr_tail) out.line("  | " + printable(l));
-    rc = e.code == session_errc::artifacts_unusable
-             ? (m == mode::score ? exit_usage : exit_host_error)
-             : exit_for(e);
-    co_return result;
+    run.not_opened(opened.error());
+    co_return run.result();
   }
   auto& s = *opened;
-  auto& plan = s.plan();
-  running = &s;
-  auto& resumed = s.resumed();
-  if (m == mode::execute_only && resumed.reused > 0)
-    out.line(std::to_string(resumed.reused) + " of " + std::to_string(plan.cases.size()) +
-             " case(s) already have an artifact in " + printable(a.artifacts));
-  if (!a.resume.empty())
-    out.line("resuming run " + a.resume + ": " + std::to_string(resumed.reused) + " of " +
-             std::to_string(plan.cases.size()) + " case(s) already saved");
-  if (stream_jsonl && resumed.reused > 0) {
-    // The reused cases first, read back from the run (the session keeps only their summary);
-    // the rest stream as they end.
-    std::unordered_set<std::string> reused;
-    for (std::size_t i = 0, next = 0; i < plan.cases.size(); ++i) {
-      if (next < resumed.todo.size() && resumed.todo[next] == i) {
-        ++next;
-        continue;
-      }
-      reused.insert(plan.cases.key(i));
-    }
-    if (auto saved = store::run_reader::open(a.results_dir, s.run_id()))
-      saved->visit_cases(
-          [](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
-            std::cout << store::case_line(c, r) << '\n';
-            return true;
-          },
-          [&](std::size_t, std::string_view key) { return reused.count(std::string(key)) > 0; });
-  }
-
-  progress.total = resumed.todo.size();
+  run.opened(s);
   session_outcome done;
   {
     interrupt_on_signals signals(ex, out);
-    progress_ticker ticker(ex, progress, a.heartbeat);
-    done = co_await s.async_run(asio::bind_cancellation_slot(signals.slot(), asio::use_awaitable));
+    progress_ticker ticker(ex, out.progress, heartbeat);
+    auto token = asio::bind_cancellation_slot(signals.slot(), asio::use_awaitable);
+    done = co_await s.async_run(std::move(token));
   }
-  bool written = true;
-  if (t)
-    table_on(out, done.plan, done.report, done.summary);
-  else
-    written = emit_report(a, done.plan, done.report, done.summary, stream_jsonl);
-  std::fflush(stdout);  // the report before what stderr says about it
-  if (github)
-    write_github_output(report::memory_cases(done.plan, done.report), done.report, done.summary,
-                        out, process_env);
-  result.run_id = done.run_id;
-  if (!done.run_id.empty()) {
-    if (done.unfinished)
-      out.line("mira: error: cannot finish run " + done.run_id + ": " +
-               printable(done.unfinished.message()) +
-               " (once the file can be written, resume the run to finish it)");
-    else
-      out.line("saved run " + done.run_id + " to " + done.folder.string());
-    if (done.resumable()) out.line("resume with: " + printable(resume_command(args, done.run_id)));
-  }
-  if (m == mode::execute_only) {
-    out.line("executed " + std::to_string(done.summary.count(case_state::executed) - done.reused) +
-             " case(s) in this session; artifacts in " + printable(a.artifacts));
-    std::string study_cmd;
-    for (auto& word : a.study) study_cmd += " " + shell_word(word);
-    out.line("score them with: mira score --artifacts " + printable(shell_word(a.artifacts)) +
-             " --" + printable(study_cmd));
-  }
-  if (!done.unsaved.empty()) {
-    std::string keys;
-    for (auto& k : done.unsaved) keys += "\n  " + printable(k);
-    out.line(
-        "mira: error: " + std::to_string(done.unsaved.size()) +
-        " finished case(s) could not be saved (their results are in the report above):" + keys);
-  }
-  const bool saving_failed = !done.unsaved.empty() || !written || done.unfinished ||
-                             done.report.stopped == schedule::stop_reason::requested;
-  rc = exit_code_for(done.report, done.summary, saving_failed, a.min_scored);
-  co_return result;
+  run.finished(done);
+  co_return run.result();
 }
 
 namespace {
