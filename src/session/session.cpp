@@ -10,8 +10,8 @@
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/version.hpp>
-#include "store/batch_writer.hpp"
-#include "store/case_batch.hpp"
+#include "session/ledger.hpp"
+#include "session/result_saver.hpp"
 
 #include "host/serial_executor.hpp"
 
@@ -21,16 +21,15 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
-#include <random>
 #include <type_traits>
 
 namespace mira {
@@ -159,22 +158,7 @@ struct study_log {
 
 struct session_state {
   session_options o;
-  // The summaries, made as cases are taken (saved ones a resume reuses, then those run), and the
-  // records of the first o.kept_records cases. `whole` covers the saved cases outside the plan
-  // too (a narrower resume), over `whole_plan`: the plan and those cases.
-  std::optional<aggregate::accumulator> summary, whole;
-  std::unique_ptr<plan::plan> whole_plan;
-  std::vector<schedule::case_record> kept_records;
-  void start_summaries() {
-    if (summary) return;
-    summary.emplace(p, &list, o.group_by);
-    kept_records.resize(std::min(p.cases.size(), o.kept_records));
-  }
-  void take(std::size_t i, const schedule::case_record& r) {
-    summary->add(i, r);
-    if (whole) whole->add(i, r);
-    if (i < kept_records.size()) kept_records[i] = r;
-  }
+  std::optional<run_ledger> ledger;  // made as the session opens
   asio::any_io_executor ex;
   std::optional<study_connection> conn;
   bool own_study = false;  // started by the session, so shut down by it
@@ -209,6 +193,8 @@ struct session_state {
 
 namespace {
 
+using detail::keeping;
+using detail::run_ledger;
 using detail::session_state;
 
 session_error make_session_error(boost::system::error_code code, std::string text,
@@ -375,21 +361,9 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
   auto& save = *st.o.save;
   auto& init = st.conn->study();
   if (save.resume.empty()) {
-    tl::expected<store::run_store, store::error> made = tl::unexpected(store::error{});
-    if (!save.new_id.empty()) {
-      made = store::run_store::create(save.results_dir, save.new_id, save.layout);
-    } else {
-      // A clash of two new ids (the same second, the same 16 random bits) is tried again.
-      std::random_device rd;
-      for (int attempt = 0; attempt < 8; ++attempt) {
-        made =
-            store::run_store::create(save.results_dir,
-                                     store::new_run_id(std::chrono::system_clock::now(),
-                                                       static_cast<std::uint16_t>(rd() & 0xffff)),
-                                     save.layout);
-        if (made || made.error().code != store::errc::exists) break;
-      }
-    }
+    auto made = save.new_id.empty()
+                    ? store::run_store::create_new(save.results_dir, save.layout)
+                    : store::run_store::create(save.results_dir, save.new_id, save.layout);
     if (!made) co_return from_store(made.error());
     st.store.emplace(std::move(*made));
     run_everything(st);
@@ -404,23 +378,18 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
       for (auto& u : saved.unreadable())
         st.warnings.push_back("cannot read " + u + "; that case runs again");
       for (auto& u : saved.superseded()) st.warnings.push_back(u);
-      st.start_summaries();
-      st.whole_plan = std::make_unique<plan::plan>();
-      st.whole_plan->cases = st.p.cases;
-      st.whole_plan->evals = st.p.evals;
-      st.whole.emplace(*st.whole_plan, &st.list, st.o.group_by);
+      auto& ledger = *st.ledger;
+      ledger.reading_saved();
       store::resume_sink sink;
-      sink.reused = [&st](std::size_t i, const schedule::case_record& r) { st.take(i, r); };
-      sink.outside = [&st](const plan::planned_case& c, const schedule::case_record& r) {
-        st.whole_plan->cases.push_back(c);
-        st.whole->add(st.whole_plan->cases.size() - 1, r);
+      sink.reused = [&ledger](std::size_t i, const schedule::case_record& r) {
+        ledger.reused(i, r);
+      };
+      sink.outside = [&ledger](const plan::planned_case& c, const schedule::case_record& r) {
+        ledger.outside(c, r);
       };
       auto decided = store::plan_resume(saved, st.p, init, st.fingerprints, st.o.selection.seed,
                                         save.resume_options, sink);
-      if (st.whole_plan->cases.size() == st.p.cases.size()) {  // nothing outside the plan
-        st.whole.reset();
-        st.whole_plan.reset();
-      }
+      ledger.saved_read();
       return decided;
     };
     auto before = st.warnings.size();
@@ -434,20 +403,11 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
   }
   st.id = st.store->id();
   st.folder = st.store->path();
-  // Who made the run, kept from the first session on (a Rust host's run gains ours).
-  auto& meta = st.store->meta();
-  if (meta.study.empty() || meta.made_by_rust_host) {
-    meta.study = init.study;
-    meta.study_version = init.study_version;
-  }
-  if (!meta.made_by_rust_host) meta.initialize = init.raw;
-  if (meta.study_command.empty()) meta.study_command = st.o.study.command.argv;
-  if (meta.host.empty()) meta.host = json::object{{"name", "mira-cpp"}, {"version", version}};
-  meta.fingerprints = st.fingerprints;
+  st.store->made_by(init, st.o.study.command.argv, st.fingerprints);
   store::run_session entry;  // begin_session adds the start time, host and pid
   entry.planned = st.p.cases.size();
   entry.reused = st.resumed.reused;
-  if (save.describe) save.describe(meta, entry);
+  if (save.describe) save.describe(st.store->meta(), entry);
   // A file that cannot be written here is told, and the cases still run and are saved: their
   // records are the run, and the end of the session writes meta.json again (or, failing,
   // leaves the run unfinished for a resume to finish). The plan's keys (a million cases: 20 MB)
@@ -512,6 +472,7 @@ asio::awaitable<std::optional<session_error>> plan_and_open(session_state& st) {
     if (auto refused = o.refine(st.p, st.list, o.policy)) co_return refused;
   if (o.mode != session_mode::run)
     if (auto e = open_artifacts(st)) co_return e;
+  st.ledger->planned(st.p, st.list);
   if (o.save && o.mode != session_mode::execute) co_return co_await open_store(st);
   run_everything(st);
   co_return std::nullopt;
@@ -523,6 +484,10 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
   st->ex = co_await asio::this_coro::executor;
   st->o = std::move(options);
   auto& o = st->o;
+  const auto keeps = o.mode == session_mode::execute ? keeping::artifacts
+                     : o.save                        ? keeping::records
+                                                     : keeping::nothing;
+  st->ledger.emplace(keeps, o.kept_records, o.group_by);
   st->log->on_line = o.hooks.on_stderr_line;
   st->log->on_notification = o.hooks.on_notification;
   if (o.connection) {
@@ -569,116 +534,6 @@ asio::awaitable<tl::expected<std::unique_ptr<session_state>, session_error>> ope
   co_await asio::this_coro::throw_if_cancelled(false);
   co_return co_await open_steps(std::move(options));
 }
-
-// Whether the session saves the record of a case that ended as `r` (session::saves). A
-// cancelled case is not finished: a resume runs it.
-bool saved_in(const session_state& st, const schedule::case_record& r) {
-  if (st.o.mode == session_mode::execute)
-    return st.artifacts && r.has_result() &&
-           (r.state == case_state::executed || r.state == case_state::skipped);
-  return st.o.save.has_value() && r.state != case_state::cancelled;
-}
-
-// Saving a result failed: the first failure stops the run.
-struct save_failures {
-  std::vector<std::string> keys;
-  std::optional<std::string> first;
-
-  // On the session's executor (one handler at a time).
-  void add(std::string key, std::string message,
-           const std::function<void(const std::string&, const std::string&)>& tell) {
-    if (tell) tell(key, message);
-    keys.push_back(std::move(key));
-    if (!first) first = std::move(message);
-  }
-};
-
-// The run's records on their way to its writer, a batch per turn of the event loop. The first
-// record into an empty batch posts the batch's hand-over, so every record that ends in the same
-// turn (run_plan takes in together what the study sent together) joins it, while the record of
-// a slow study is handed over at once: no timer, no window of unsaved results. A batch is one
-// buffer of lines with one callback, and the writer gives it back, so that a record allocates
-// nothing once the buffers have grown and nothing crosses threads per record (what malloc's
-// arena locks made costly when each record was strings and a closure of its own). The batch
-// back says which cases it held: those that did not fail are told saved (hooks.on_saved).
-// Shared with the posted hand-overs and the writer's callbacks, which may run after
-// run_steps' frame is gone; used on the session's executor only, which runs one handler at a
-// time (session::open made it so).
-struct result_saver : std::enable_shared_from_this<result_saver> {
-  asio::any_io_executor ex;
-  std::shared_ptr<save_failures> failures;
-  std::function<void(const std::string&, const std::string&)> tell;  // hooks.on_save_failed
-  std::function<void(std::span<const std::size_t>)> tell_saved;      // hooks.on_saved
-  store::run_store::case_writer* writer = nullptr;  // null once the session is done with it
-  store::case_batch filling;
-  std::vector<store::case_batch> spare;  // batches back from the writer, for the next ones
-  std::vector<std::size_t> saved;        // the cases of a batch back, told to tell_saved
-  bool posted = false;                   // a hand-over of `filling` is on its way
-
-  /// Adds the record of case `i` of `cases` with outcome `r`.
-  void add(const plan::case_list& cases, std::size_t i, const schedule::case_record& r) {
-    if (!posted) {
-      posted = true;
-      asio::post(ex, [self = shared_from_this()] { self->flush(); });
-    }
-    filling.add_case(cases, i, r);
-  }
-
-  /// Hands what `filling` holds to the writer (which may block while too much waits).
-  void flush() {
-    posted = false;
-    if (!writer || filling.empty()) return;
-    auto batch = std::move(filling);
-    filling = store::case_batch();
-    if (!spare.empty()) {
-      filling = std::move(spare.back());
-      spare.pop_back();
-    }
-    // On the writer's thread: one post per batch brings it and its failures back.
-    writer->submit_batch(std::move(batch), [self = shared_from_this()](
-                                               store::case_batch back,
-                                               std::vector<store::save_failure> failed) {
-      std::vector<failed_record> messages;
-      for (auto& f : failed) {
-        auto message = "cannot save the result of " + f.key + " to " + f.file.string() + ": " +
-                       f.error.message();
-        messages.push_back({std::move(f.key), std::move(message), f.index});
-      }
-      std::sort(messages.begin(), messages.end(),
-                [](const auto& a, const auto& b) { return a.index < b.index; });
-      auto home = self->ex;
-      asio::post(home, [self, back = std::move(back), messages = std::move(messages)]() mutable {
-        self->returned(back, messages);
-      });
-    });
-  }
-
- private:
-  struct failed_record {
-    std::string key, message;
-    std::size_t index;  // in its batch
-  };
-
-  // A batch back from the writer: its failures told, its other cases told saved, its buffers
-  // kept for another batch.
-  void returned(store::case_batch& back, std::vector<failed_record>& failed) {
-    for (auto& f : failed) failures->add(std::move(f.key), std::move(f.message), tell);
-    if (tell_saved) {
-      saved.clear();
-      for (std::size_t k = 0, next = 0; k < back.size(); ++k) {
-        if (next < failed.size() && failed[next].index == k) {
-          ++next;
-          continue;
-        }
-        saved.push_back(back.case_index(k));
-      }
-      if (!saved.empty()) tell_saved(saved);
-    }
-    back.clear();
-    // Two or three batches are in use at a time; more were made while the disk was slow.
-    if (spare.size() < 4) spare.push_back(std::move(back));
-  }
-};
 
 }  // namespace
 
@@ -740,7 +595,7 @@ const store::resume_plan& session::resumed() const {
   return s_->resumed;
 }
 bool session::saves(const schedule::case_record& r) const {
-  return saved_in(*s_, r);
+  return s_->ledger->saves(r);
 }
 void session::set_stop_label(std::string label) {
   std::lock_guard lock(s_->stop_label_mutex);
@@ -754,35 +609,42 @@ asio::awaitable<session_outcome> session::run() {
   co_return co_await awaited_on(s_->ex, run_steps());
 }
 
-asio::awaitable<session_outcome> session::run_steps() {
-  // A cancellation stops the run, which still ends as it should: no co_await may throw for it.
-  co_await asio::this_coro::throw_if_cancelled(false);
-  auto& st = *s_;
-  st.ran = true;
-  auto& o = st.o;
-  auto& p = st.p;
-  auto& resumed = st.resumed;
-  auto ex = st.ex;
-  auto& hooks = o.hooks;
+namespace {
 
-  // A fresh run runs the plan itself; only a partial one is copied (a copy of a large plan
-  // costs hundreds of bytes per case).
-  const bool partial = resumed.todo.size() < p.cases.size();
-  plan::plan todo_plan;
-  if (partial) todo_plan.cases = p.cases.subset(resumed.todo);
-  const plan::plan& to_run = partial ? todo_plan : p;
-  auto full_index = [&](std::size_t j) { return partial ? resumed.todo[j] : j; };
+// The cases this session runs: the plan, or (a resume, an execute session that skips what has an
+// artifact) a copy of its part still to run. A fresh run runs the plan itself: a copy of a large
+// plan costs hundreds of bytes per case.
+struct cases_to_run {
+  plan::plan copy;
+  const plan::plan* plan;
+  const std::vector<std::size_t>* todo = nullptr;  // index in the plan of each case, if partial
 
-  auto policy = o.policy;
-  std::vector<json::object> transcripts;  // score: by to_run index
-  if (o.mode == session_mode::execute) policy.op = schedule::operation::execute;
-  if (o.mode == session_mode::score) {
-    for (std::size_t j = 0; j < to_run.cases.size(); ++j) {
-      auto* t = st.stored.at(to_run.cases.key(j)).if_contains("transcript");
+  explicit cases_to_run(const session_state& st) : plan(&st.p) {
+    if (st.resumed.todo.size() == st.p.cases.size()) return;
+    copy.cases = st.p.cases.subset(st.resumed.todo);
+    plan = &copy;
+    todo = &st.resumed.todo;
+  }
+  cases_to_run(const cases_to_run&) = delete;  // `plan` may point into it
+  cases_to_run& operator=(const cases_to_run&) = delete;
+  std::size_t in_plan(std::size_t j) const { return todo ? (*todo)[j] : j; }
+};
+
+// The policy the plan runs with: the session's mode, the transcripts a score session scores (by
+// index in `to_run`, kept in `transcripts`), and the restart of a study that dies.
+schedule::run_policy policy_of(session_state& st, const cases_to_run& to_run,
+                               std::vector<json::object>& transcripts) {
+  auto policy = st.o.policy;
+  policy.kept_records = 0;  // the ledger keeps them
+  if (st.o.mode == session_mode::execute) policy.op = schedule::operation::execute;
+  if (st.o.mode == session_mode::score) {
+    auto& cases = to_run.plan->cases;
+    for (std::size_t j = 0; j < cases.size(); ++j) {
+      auto* t = st.stored.at(cases.key(j)).if_contains("transcript");
       transcripts.push_back(t && t->is_object() ? t->get_object() : json::object{});
     }
     policy.op = schedule::operation::score;
-    policy.transcript_for = [&](std::size_t j) { return transcripts[j]; };
+    policy.transcript_for = [&transcripts](std::size_t j) { return transcripts[j]; };
   }
   if (st.own_study && !st.conn->is_pool()) {
     // A study that dies is started again if it is the same study.
@@ -799,196 +661,182 @@ asio::awaitable<session_outcome> session::run_steps() {
       co_return h;
     };
   }
+  return policy;
+}
 
-  // Results are saved off the event loop. A result that cannot be saved stops the run:
-  // carrying on would lose more of them. Shared with the writers' callbacks, which may be
-  // posted after this frame is gone.
-  auto failures = std::make_shared<save_failures>();
-  std::unique_ptr<store::run_store::case_writer> writer;
-  std::optional<store::batch_writer> artifact_writer;
-  if (st.store) {
-    auto w = st.store->writer();
-    if (!w) {
-      failures->first = w.error().message();
-      if (hooks.on_save_failed) hooks.on_save_failed("", *failures->first);
-    } else {
-      writer = std::move(*w);
-    }
-  } else if (o.mode == session_mode::execute) {
-    artifact_writer.emplace(st.artifacts->path());
-  }
-  auto saver = std::make_shared<result_saver>();
-  saver->ex = ex;
-  saver->failures = failures;
-  saver->tell = hooks.on_save_failed;
-  saver->tell_saved = hooks.on_saved;
-  saver->writer = writer.get();
-  // However this frame ends, a hand-over still queued must not reach the writer it destroys.
-  struct forget_writer {
-    result_saver& saver;
-    ~forget_writer() { saver.writer = nullptr; }
-  } forget{*saver};
-  // An artifact's callback, on the writer's thread: the case saved, or why not.
-  auto artifact_done = [ex, saver](std::size_t i, std::string key, fs::path file) {
-    return
-        [ex, saver, i, key = std::move(key), file = std::move(file)](boost::system::error_code ec) {
-          if (!ec) {
-            if (saver->tell_saved) asio::post(ex, [saver, i] { saver->tell_saved({&i, 1}); });
-            return;
-          }
-          auto message =
-              "cannot save the artifact of " + key + " to " + file.string() + ": " + ec.message();
-          asio::post(ex, [saver, key, message = std::move(message)]() mutable {
-            saver->failures->add(std::move(key), std::move(message), saver->tell);
-          });
-        };
-  };
-
-  // What the session keeps of each case: its part of the summaries, and the whole record only
-  // for the first o.kept_records cases (the outcome's report, report.html's table). A resume
-  // took the saved cases it reuses in when it read them.
-  st.start_summaries();
-  // Records a session holds from before its run (the artifacts an execute session skips).
-  if (!resumed.records.empty()) {
-    auto next_todo = resumed.todo.begin();
-    for (std::size_t i = 0; i < p.cases.size() && i < resumed.records.size(); ++i) {
-      if (next_todo != resumed.todo.end() && *next_todo == i) {
-        ++next_todo;
-        continue;
-      }
-      st.take(i, resumed.records[i]);
-    }
-  }
-  std::vector<schedule::case_record>().swap(resumed.records);
-  policy.kept_records = 0;
-  std::size_t ran = 0;  // cases this session finished
-
+// What run_plan tells, passed to the ledger, the saver and the session's hooks.
+schedule::run_hooks hooks_of(session_state& st, const cases_to_run& to_run,
+                             detail::result_saver& saver) {
+  auto& hooks = st.o.hooks;
   schedule::run_hooks run_hooks;
-  run_hooks.on_start = [&](std::size_t j) {
-    if (hooks.on_attempt) hooks.on_attempt(full_index(j));
+  run_hooks.on_start = [&hooks, &to_run](std::size_t j) {
+    if (hooks.on_attempt) hooks.on_attempt(to_run.in_plan(j));
   };
-  run_hooks.on_notification = [&](std::size_t j, const notification& n) {
-    const auto key = p.cases.key(full_index(j));
+  run_hooks.on_notification = [&st, &to_run](std::size_t j, const notification& n) {
+    const auto key = st.p.cases.key(to_run.in_plan(j));
     st.log->event(&key, n);
   };
-  run_hooks.on_result = [&](std::size_t j, const schedule::case_record& r) {
-    auto i = full_index(j);
-    st.take(i, r);
-    ran += r.state != case_state::cancelled;
-    if (hooks.on_case) hooks.on_case(i, r);
-    if (!saved_in(st, r)) return;
-    if (artifact_writer) {
-      const auto key = p.cases.key(i);
-      auto artifact = store::result_object(r);
-      artifact["key"] = key;
-      auto file = st.artifacts->file_for(key);
-      artifact_writer->submit(file, protocol::to_json_text(artifact) + "\n",
-                              artifact_done(i, key, file));
+  run_hooks.on_result = [&st, &to_run, &saver](std::size_t j, const schedule::case_record& r) {
+    auto i = to_run.in_plan(j);
+    auto action = st.ledger->finished(i, r);
+    if (st.o.hooks.on_case) st.o.hooks.on_case(i, r);
+    if (action == detail::save_action::record) saver.record(st.p.cases, i, r);
+    if (action == detail::save_action::artifact) {
+      const auto key = st.p.cases.key(i);
+      saver.artifact(i, key, st.artifacts->file_for(key), r);
     }
-    if (writer) saver->add(p.cases, i, r);
   };
-  run_hooks.stop_after = [failures](std::size_t, const schedule::case_record&) {
-    return failures->first;
+  run_hooks.stop_after = [&st](std::size_t, const schedule::case_record&) {
+    return st.ledger->stop();
   };
   run_hooks.on_sequential_study = hooks.on_sequential_study;
   if (hooks.on_restart)
     run_hooks.on_restart = [tell = hooks.on_restart](const std::string& why) { tell(0, why); };
+  return run_hooks;
+}
 
-  schedule::run_report part;
-  if (failures->first) {
-    // Nothing could be saved: no case runs, as its result would be lost. Each stays not run.
-    schedule::case_record not_run;
-    not_run.message = "not run: " + *failures->first;
-    for (std::size_t j = 0; j < to_run.cases.size(); ++j) {
-      st.take(full_index(j), not_run);
-      if (hooks.on_case) hooks.on_case(full_index(j), not_run);
-    }
-    part.stopped = schedule::stop_reason::requested;
-    part.stop_message = *failures->first;
-  } else {
-    // This operation's cancellation (a Ctrl-C, a deadline, a dropped awaitable) stops the run
-    // as a terminal cancellation of run_plan does: it still completes with the report.
-    asio::cancellation_signal interrupt;
-    auto cs = co_await asio::this_coro::cancellation_state;
-    const bool cancelled_already = cs.cancelled() != asio::cancellation_type::none;
-    auto slot = cs.slot();  // unconnected when the caller can never cancel
-    if (slot.is_connected())
-      slot.assign([&interrupt](asio::cancellation_type t) { interrupt.emit(t); });
-    if (cancelled_already)
-      asio::post(ex, [&interrupt] { interrupt.emit(asio::cancellation_type::terminal); });
-    part = co_await asio::co_spawn(
-        ex, st.conn->run_plan(to_run, policy, run_hooks),
-        asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
-    if (slot.is_connected()) slot.clear();
+// Runs the plan. This operation's cancellation (a Ctrl-C, a deadline, a dropped awaitable) stops
+// the run as a terminal cancellation of run_plan does: it still completes with the report.
+asio::awaitable<schedule::run_report> run_cases(session_state& st, const cases_to_run& to_run,
+                                                const schedule::run_policy& policy,
+                                                const schedule::run_hooks& run_hooks) {
+  asio::cancellation_signal interrupt;
+  auto cs = co_await asio::this_coro::cancellation_state;
+  const bool cancelled_already = cs.cancelled() != asio::cancellation_type::none;
+  auto slot = cs.slot();  // unconnected when the caller can never cancel
+  if (slot.is_connected())
+    slot.assign([&interrupt](asio::cancellation_type t) { interrupt.emit(t); });
+  if (cancelled_already)
+    asio::post(st.ex, [&interrupt] { interrupt.emit(asio::cancellation_type::terminal); });
+  // Named: g++ 12 destroys a temporary in a co_await expression twice.
+  auto running =
+      asio::co_spawn(st.ex, st.conn->run_plan(*to_run.plan, policy, run_hooks),
+                     asio::bind_cancellation_slot(interrupt.slot(), asio::use_awaitable));
+  auto part = co_await std::move(running);
+  if (slot.is_connected()) slot.clear();
+  co_return part;
+}
+
+// Nothing can be saved (`why`): no case runs, as its result would be lost. Each stays not run.
+schedule::run_report run_nothing(session_state& st, const cases_to_run& to_run, std::string why) {
+  auto not_run = st.ledger->cannot_save(why);
+  for (std::size_t j = 0; j < to_run.plan->cases.size(); ++j) {
+    const auto i = to_run.in_plan(j);
+    st.ledger->finished(i, not_run);
+    if (st.o.hooks.on_case) st.o.hooks.on_case(i, not_run);
   }
-  saver->flush();  // the last turn's records, whose hand-over may still be queued
-  if (writer) writer->drain();
-  if (artifact_writer) artifact_writer->drain();
-  co_await asio::post(ex, asio::use_awaitable);  // the save failures they reported, if any
-  if (st.own_study) co_await st.conn->shutdown();
+  schedule::run_report part;
+  part.stopped = schedule::stop_reason::requested;
+  part.stop_message = std::move(why);
+  return part;
+}
 
+// The end of the session's run, where long steps run (seconds over a big run): the summaries,
+// and for a saved session its entry in meta.json, the study's stderr and the run's report files.
+void end_run(session_state& st, session_outcome& out, const std::string& stderr_text) {
+  auto& ledger = *st.ledger;
+  auto& rep = out.report;
+  out.summary = ledger.finish_plan();
+  if (!st.store) return;
+  ledger.close(st.store->session(), rep, st.stop_label_now());
+  if (auto e = st.store->append_stderr(stderr_text)) st.warnings.push_back(e.message());
+  // The run's report covers every saved case, also those this session's selection left out.
+  // finish_run sets the report's seconds to every session's; the caller's stay this one's.
+  const auto seconds = rep.seconds;
+  if (auto whole = ledger.finish_whole()) {
+    out.unfinished = report::finish_run(*st.store, *ledger.whole_plan(), rep, *whole);
+    out.run_summary = aggregate::summary_json(*whole, rep);
+  } else {
+    out.unfinished = report::finish_run(*st.store, st.p, rep, out.summary);
+    out.run_summary = aggregate::summary_json(out.summary, rep);
+  }
+  rep.seconds = seconds;
+}
+
+// The outcome of a run that ended as `part`, before its end is written.
+session_outcome outcome_of(session_state& st, schedule::run_report part) {
   session_outcome out;
   out.run_id = st.id;
   out.folder = st.folder;
-  out.reused = resumed.reused;
-  out.ran = ran;
+  out.reused = st.resumed.reused;
+  out.ran = st.ledger->ran();
   out.report = std::move(part);
-  out.report.cases = std::move(st.kept_records);
-  out.report.run_id = st.id;
-  out.report.study = st.conn->study().study;
-  out.report.started =
-      st.store ? st.store->meta().started
-               : store::iso_utc(std::time(nullptr) - static_cast<std::time_t>(out.report.seconds));
+  st.ledger->end(out.report);
   auto& report = out.report;
-  if (failures->first && report.stopped == schedule::stop_reason::none) {
-    // A result that could not be saved, reported after the last case had ended.
-    report.stopped = schedule::stop_reason::requested;
-    report.stop_message = *failures->first;
+  report.run_id = st.id;
+  report.study = st.conn->study().study;
+  report.started =
+      st.store ? st.store->meta().started
+               : store::iso_utc(std::time(nullptr) - static_cast<std::time_t>(report.seconds));
+  out.unsaved = st.ledger->take_unsaved();
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<session_outcome> session::run_steps() {
+  // A cancellation stops the run, which still ends as it should: no co_await may throw for it.
+  co_await asio::this_coro::throw_if_cancelled(false);
+  auto& st = *s_;
+  st.ran = true;
+  auto& ledger = *st.ledger;
+  cases_to_run to_run(st);
+  std::vector<json::object> transcripts;  // score: by to_run index
+  const auto policy = policy_of(st, to_run, transcripts);
+
+  // Results are saved off the event loop, and a result that cannot be saved stops the run:
+  // carrying on would lose more of them.
+  auto saver = std::make_shared<detail::result_saver>(st.ex, ledger, st.o.hooks.on_save_failed,
+                                                      st.o.hooks.on_saved);
+  // However this frame ends, what is still queued for the saver does nothing.
+  struct forget_saves {
+    detail::result_saver& saver;
+    ~forget_saves() { saver.forget(); }
+  } forget{*saver};
+  std::unique_ptr<store::run_store::case_writer> writer;
+  std::optional<std::string> unsaveable;  // why nothing can be saved
+  if (st.store) {
+    if (auto w = st.store->writer()) {
+      writer = std::move(*w);
+      saver->use(writer.get());
+    } else {
+      unsaveable = w.error().message();
+      if (st.o.hooks.on_save_failed) st.o.hooks.on_save_failed("", *unsaveable);
+    }
+  } else if (st.o.mode == session_mode::execute) {
+    saver->use(*st.artifacts);
   }
-  out.unsaved = std::move(failures->keys);
+  // Records a session holds from before its run (the artifacts an execute session skips).
+  ledger.held(st.resumed.records, st.resumed.todo);
+  std::vector<schedule::case_record>().swap(st.resumed.records);
+
+  const auto run_hooks = hooks_of(st, to_run, *saver);
+  schedule::run_report part;
+  if (unsaveable)
+    part = run_nothing(st, to_run, *unsaveable);
+  else
+    part = co_await run_cases(st, to_run, policy, run_hooks);
+  boost::system::error_code ignored;
+  co_await saver->async_settle(asio::redirect_error(asio::use_awaitable, ignored));
+  if (st.own_study) co_await st.conn->shutdown();
+
+  auto out = outcome_of(st, std::move(part));
   // The study's stderr reader may still run (a child of the study can hold it open): its text
   // is taken now and nothing more reaches the store or the hooks.
   auto stderr_text = st.log->text();
   st.log->closed = true;
   st.log->store = nullptr;
-
-  // The summaries, and the end of a saved session: seconds over a big run, so where long steps
-  // run.
-  auto end_it = [&]() -> int {
-    auto& rep = out.report;
-    auto& planned = st.p;
-    out.summary = st.summary->finish();
-    if (!st.store) return 0;
-    auto& s = st.store->session();
-    s.seconds = rep.seconds;
-    s.ran = out.ran;
-    if (rep.stopped == schedule::stop_reason::interrupted)
-      s.stopped = st.stop_label_now();
-    else if (rep.stopped != schedule::stop_reason::none)
-      s.stopped = std::string(to_string(rep.stopped));
-    s.stop_message = rep.stop_message;
-    if (auto e = st.store->append_stderr(stderr_text)) st.warnings.push_back(e.message());
-    // The run's report covers every saved case, also those this session's selection left out.
-    // finish_run sets the report's seconds to every session's; the caller's stay this one's.
-    const auto seconds = rep.seconds;
-    if (!st.whole) {
-      out.unfinished = report::finish_run(*st.store, planned, rep, out.summary);
-      out.run_summary = aggregate::summary_json(out.summary, rep);
-    } else {
-      auto whole_summary = st.whole->finish();
-      out.unfinished = report::finish_run(*st.store, *st.whole_plan, rep, whole_summary);
-      out.run_summary = aggregate::summary_json(whole_summary, rep);
-    }
-    rep.seconds = seconds;
+  auto end_it = [&st, &out, &stderr_text] {
+    end_run(st, out, stderr_text);
     return 0;
   };
   auto before = st.warnings.size();
   co_await on_work(st, end_it);
-  if (hooks.on_warning)
-    for (auto i = before; i < st.warnings.size(); ++i) hooks.on_warning(st.warnings[i]);
-  saver->writer = nullptr;  // a hand-over still queued finds nothing to do
-  writer.reset();           // before the store it writes into
-  st.store.reset();         // the run's lock is released before the session counts as ended
+  if (st.o.hooks.on_warning)
+    for (auto i = before; i < st.warnings.size(); ++i) st.o.hooks.on_warning(st.warnings[i]);
+  saver->forget();
+  writer.reset();    // before the store it writes into
+  st.store.reset();  // the run's lock is released before the session counts as ended
   out.warnings = std::move(st.warnings);
   out.plan = std::move(st.p);
   out.study = st.conn->study();

@@ -6,6 +6,7 @@
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_reader.hpp>
+#include <mira/version.hpp>
 #include "store/batch_writer.hpp"
 #include "store/digest.hpp"
 #include "store/file_helpers.hpp"
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <random>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -616,6 +618,32 @@ const fs::path& run_store::path() const {
 const std::string& run_store::id() const {
   return s_->id;
 }
+tl::expected<run_store, error> run_store::create_new(const fs::path& results_dir, layout l) {
+  std::random_device rd;
+  tl::expected<run_store, error> made = tl::unexpected(error{});
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    made = create(
+        results_dir,
+        new_run_id(std::chrono::system_clock::now(), static_cast<std::uint16_t>(rd() & 0xffff)), l);
+    if (made || made.error().code != errc::exists) break;
+  }
+  return made;
+}
+
+void run_store::made_by(const protocol::initialize_result& init,
+                        const std::vector<std::string>& command, boost::json::object fingerprints) {
+  auto& meta = s_->meta;
+  if (meta.study.empty() || meta.made_by_rust_host) {
+    meta.study = init.study;
+    meta.study_version = init.study_version;
+  }
+  if (!meta.made_by_rust_host) meta.initialize = init.raw;
+  if (meta.study_command.empty()) meta.study_command = command;
+  if (meta.host.empty())
+    meta.host = boost::json::object{{"name", "mira-cpp"}, {"version", version}};
+  meta.fingerprints = std::move(fingerprints);
+}
+
 run_meta& run_store::meta() {
   return s_->meta;
 }

@@ -353,12 +353,14 @@ BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {
         schedule::run_policy policy;
         policy.concurrency.max_concurrent = 6;
         auto report = co_await schedule::run_plan(pool, p, policy);
+        // The crashed slot is live or still being restarted (a busy machine can finish the run
+        // on the other two first), never given up: capacity counts both, 2 requests each.
+        BOOST_TEST(pool.capacity() == 6u);
         co_await pool.shutdown();
         BOOST_TEST(report.stopped == schedule::stop_reason::none);
         BOOST_TEST(report.cases.size() == 30u);
         for (auto& c : report.cases) BOOST_TEST(c.state == case_state::passed);
         BOOST_TEST(report.restarts == 1);
-        BOOST_TEST(pool.live() == 3u);
       },
       std::chrono::seconds(60));
   BOOST_TEST(std::filesystem::exists(dir / "died"));

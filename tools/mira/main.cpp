@@ -13,9 +13,9 @@ namespace {
 // A run keeps every case until its report: ~80 MB of fresh heap for 100 000 cases. On a VM
 // each first touch of a 4 KiB page is a costly fault (perf: ~20 % of a 100 000-case run, 24 000
 // faults); with glibc.malloc.hugetlb=1 malloc advises huge pages and the same run takes about
-// 4 000 (docs/performance-log.md). The tunable is only read at start-up, so mira starts itself
-// again with it, and gives the study the environment it was given. MIRA_NO_HUGE_PAGES=1, or a
-// GLIBC_TUNABLES that already sets it, leaves things as they are.
+// 4 000 (docs/archive/performance-log.md). The tunable is only read at start-up, so mira starts
+// itself again with it, and gives the study the environment it was given. MIRA_NO_HUGE_PAGES=1,
+// or a GLIBC_TUNABLES that already sets it, leaves things as they are.
 constexpr const char* saved_tunables = "MIRA_SAVED_GLIBC_TUNABLES";  // "=" + value, or "-"
 
 void huge_pages(int argc, char** argv) {

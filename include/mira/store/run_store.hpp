@@ -165,6 +165,10 @@ class run_store {
   /// A new run folder; fails when the id is invalid or the folder exists.
   static tl::expected<run_store, error> create(const std::filesystem::path& results_dir,
                                                const std::string& run_id, layout l);
+  /// A new run folder under a new id (new_run_id); a clash of two new ids (the same second, the
+  /// same 16 random bits) is tried again, a few times.
+  static tl::expected<run_store, error> create_new(const std::filesystem::path& results_dir,
+                                                   layout l);
   /// An existing run, for a new session. Fails when there is no such run, its meta.json cannot
   /// be read, or another process holds it (the message names that process's pid and host).
   static tl::expected<run_store, error> open(const std::filesystem::path& results_dir,
@@ -178,6 +182,11 @@ class run_store {
   const std::string& id() const;
   run_meta& meta();
   const run_meta& meta() const;
+  /// Says in meta() who makes this session's records: the study (`init`, its command line), this
+  /// host, and the evals' fingerprints. Who made the run is kept from its first session on,
+  /// except that a run a Rust host began gains the study's names and this host.
+  void made_by(const protocol::initialize_result& init, const std::vector<std::string>& command,
+               boost::json::object fingerprints);
   /// Every case saved so far (see load_run).
   loaded_run load() const;
   /// The cases saved so far, to read back a case at a time (see run_reader).
