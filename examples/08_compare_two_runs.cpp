@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   o.alpha = 0.05;
   auto c = mira::compare::compare_runs(*base, *candidate, o);
   if (!c) {
-    std::fprintf(stderr, "%s\n", c.error().message.c_str());
+    std::fprintf(stderr, "%s\n", c.error().message().c_str());
     return 2;
   }
   auto& t = c->overall.table;

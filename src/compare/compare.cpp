@@ -405,7 +405,7 @@ void sort_pairs(std::vector<case_pair>& cases, std::size_t middle_at) {
 }
 
 // The statistics overall, per eval, per target and per value of --group-by.
-std::optional<compare_error> add_statistics(comparison& out, const options& o) {
+std::optional<error> add_statistics(comparison& out, const options& o) {
   out.overall.name = "overall";
   for (auto& p : out.cases) add(out.overall, p);
   finish(out.overall, o.alpha);
@@ -416,9 +416,10 @@ std::optional<compare_error> add_statistics(comparison& out, const options& o) {
   if (key != "eval" && key != "target" && key != "sample" &&
       std::none_of(out.cases.begin(), out.cases.end(),
                    [&](const case_pair& p) { return p.params.count(key) > 0; }))
-    return compare_error{
-        "--group-by '" + key +
-        "': no case of either run has an axis of that name (eval, target, sample or an axis)"};
+    return error{make_error_code(errc::unknown_group),
+                 "group_by '" + key +
+                     "': no case of either run has an axis of that name (eval, target, sample or "
+                     "an axis)"};
   out.groups = breakdown(out.cases, o.alpha, [&](const case_pair& p) -> std::string {
     if (key == "eval") return p.eval;
     if (key == "target") return p.target;
@@ -429,16 +430,17 @@ std::optional<compare_error> add_statistics(comparison& out, const options& o) {
   return std::nullopt;
 }
 
-tl::expected<comparison, compare_error> compare_sides(const run_side& base,
-                                                      const run_side& candidate, const options& o) {
+tl::expected<comparison, error> compare_sides(const run_side& base, const run_side& candidate,
+                                              const options& o) {
   if (!(o.alpha > 0 && o.alpha < 1))
-    return tl::unexpected(
-        compare_error{"alpha must be between 0 and 1, got " + std::to_string(o.alpha)});
+    return tl::unexpected(error{make_error_code(errc::invalid_alpha),
+                                "alpha must be between 0 and 1, got " + std::to_string(o.alpha)});
   if (base.meta.study != candidate.meta.study)
-    return tl::unexpected(compare_error{"run " + base.meta.run_id + " is of study '" +
-                                        base.meta.study + "' but run " + candidate.meta.run_id +
-                                        " is of study '" + candidate.meta.study +
-                                        "': only runs of one study can be compared"});
+    return tl::unexpected(error{make_error_code(errc::other_study),
+                                "run " + base.meta.run_id + " is of study '" + base.meta.study +
+                                    "' but run " + candidate.meta.run_id + " is of study '" +
+                                    candidate.meta.study +
+                                    "': only runs of one study can be compared"});
   comparison out;
   out.base_run = base.meta.run_id;
   out.candidate_run = candidate.meta.run_id;
@@ -497,9 +499,8 @@ std::string case_pair::why() const {
   return state_name(base) + " -> " + state_name(candidate);
 }
 
-tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& base,
-                                                     const store::loaded_run& candidate,
-                                                     const options& o) {
+tl::expected<comparison, error> compare_runs(const store::loaded_run& base,
+                                             const store::loaded_run& candidate, const options& o) {
   auto side_of = [](const store::loaded_run& run) {
     return run_side{run.meta, run.cases.size(), run.unreadable.size(), [&run](const auto& take) {
                       for (auto& c : run.cases)
@@ -510,9 +511,8 @@ tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& ba
   return compare_sides(side_of(base), side_of(candidate), o);
 }
 
-tl::expected<comparison, compare_error> compare_runs(const store::run_reader& base,
-                                                     const store::run_reader& candidate,
-                                                     const options& o) {
+tl::expected<comparison, error> compare_runs(const store::run_reader& base,
+                                             const store::run_reader& candidate, const options& o) {
   auto side_of = [](const store::run_reader& run) {
     return run_side{run.meta(), run.size(), run.unreadable().size(), [&run](const auto& take) {
                       auto late = run.visit_cases([&](std::size_t, const plan::planned_case& c,

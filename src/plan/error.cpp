@@ -1,4 +1,4 @@
-// The planner's error category (see error.hpp).
+// The planner's error category and its fields (see error.hpp).
 #include <mira/plan/error.hpp>
 
 namespace mira::plan {
@@ -32,6 +32,32 @@ const boost::system::error_category& category() noexcept {
 
 boost::system::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), category()};
+}
+
+std::string_view to_string(field f) {
+  switch (f) {
+    case field::none:
+      return {};
+    case field::evals:
+      return "evals";
+    case field::samples:
+      return "samples";
+    case field::targets:
+      return "targets";
+    case field::tags:
+      return "tags";
+    case field::axes:
+      return "axes";
+    case field::shard:
+      return "shard";
+  }
+  return {};
+}
+
+error make_error(errc e, plan::field f, std::string_view rest) {
+  error out{{make_error_code(e), std::string(to_string(f))}, f};
+  out.text += rest;
+  return out;
 }
 
 }  // namespace mira::plan

@@ -399,11 +399,12 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-tl::unexpected<error> fail(errc e, std::string m) {
-  return tl::unexpected(error{make_error_code(e), std::move(m)});
+tl::unexpected<error> fail(errc e, field f, std::string_view rest) {
+  return tl::unexpected(make_error(e, f, rest));
 }
 
-// Cross-product of the eval's axis values that satisfy every --axis constraint on them.
+// Cross-product of the eval's axis values that satisfy every constraint of the selection's axes on
+// them.
 std::vector<protocol::axis_params> combinations(const protocol::eval_info& eval,
                                                 const selection& sel) {
   std::vector<protocol::axis_params> out(1);
@@ -436,7 +437,8 @@ std::string describe(const case_params& p) {
   return d;
 }
 
-// The evals --evals selects (all without it); a glob that matches no eval is an error.
+// The evals the selection's evals select (all when it has none); a glob that matches no eval is an
+// error.
 tl::expected<std::vector<const protocol::eval_info*>, error> selected_evals(
     const protocol::list_result& list, const selection& sel) {
   std::vector<std::string> eval_names;
@@ -444,16 +446,16 @@ tl::expected<std::vector<const protocol::eval_info*>, error> selected_evals(
   for (auto& g : sel.evals)
     if (std::none_of(eval_names.begin(), eval_names.end(),
                      [&](const std::string& n) { return glob_match(g, n); }))
-      return fail(errc::no_match,
-                  "--evals: \"" + g + "\" matches no eval (evals: " + joined(eval_names) + ")");
+      return fail(errc::no_match, field::evals,
+                  ": \"" + g + "\" matches no eval (evals: " + joined(eval_names) + ")");
   std::vector<const protocol::eval_info*> evals;
   for (auto& e : list.evals)
     if (sel.evals.empty() || any_glob(sel.evals, e.name)) evals.push_back(&e);
   return evals;
 }
 
-// Each --axis NAME=GLOB names an axis of the selected evals, and each glob matches one of its
-// values: a typo is an error rather than an empty plan.
+// Each of the selection's axes (NAME and its globs) names an axis of the selected evals, and each
+// glob matches one of its values: a typo is an error rather than an empty plan.
 tl::expected<void, error> check_axis_globs(const std::vector<const protocol::eval_info*>& evals,
                                            const selection& sel) {
   for (auto& [name, globs] : sel.axes) {
@@ -470,19 +472,20 @@ tl::expected<void, error> check_axis_globs(const std::vector<const protocol::eva
       for (auto* e : evals)
         for (auto& a : e->axes)
           if (std::find(names.begin(), names.end(), a.name) == names.end()) names.push_back(a.name);
-      return fail(errc::no_match, "--axis: unknown axis \"" + name + "\" (declared: " +
-                                      (names.empty() ? std::string("none") : joined(names)) + ")");
+      return fail(errc::no_match, field::axes,
+                  ": unknown axis \"" + name + "\" (declared: " +
+                      (names.empty() ? std::string("none") : joined(names)) + ")");
     }
     for (auto& g : globs)
       if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); }))
-        return fail(errc::no_match,
-                    std::string("--axis ").append(name).append(": \"").append(g).append(
-                        "\" matches no value (values: " + joined(values) + ")"));
+        return fail(
+            errc::no_match, field::axes,
+            " " + name + ": \"" + g + "\" matches no value (values: " + joined(values) + ")");
   }
   return {};
 }
 
-// Every glob other than --evals' must match something in the selected evals.
+// Every glob other than the evals' must match something in the selected evals.
 tl::expected<void, error> check_globs(const std::vector<const protocol::eval_info*>& evals,
                                       const selection& sel) {
   auto some = [&](auto&& pred) {
@@ -493,23 +496,23 @@ tl::expected<void, error> check_globs(const std::vector<const protocol::eval_inf
           return std::any_of(e.targets.begin(), e.targets.end(),
                              [&](auto& t) { return glob_match(g, t.label); });
         }))
-      return fail(errc::no_match,
-                  "--targets: \"" + g + "\" matches no target of the selected evals");
+      return fail(errc::no_match, field::targets,
+                  ": \"" + g + "\" matches no target of the selected evals");
   for (auto& g : sel.samples)
     if (!some([&](auto& e) {
           return std::any_of(e.samples.begin(), e.samples.end(),
                              [&](auto& s) { return glob_match(g, s.id); });
         }))
-      return fail(errc::no_match,
-                  "--samples: \"" + g + "\" matches no sample of the selected evals");
+      return fail(errc::no_match, field::samples,
+                  ": \"" + g + "\" matches no sample of the selected evals");
   for (auto& tag : sel.tags)
     if (!some([&](auto& e) {
           return std::any_of(e.samples.begin(), e.samples.end(), [&](auto& s) {
             return std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end();
           });
         }))
-      return fail(errc::no_match,
-                  "--tag: no sample of the selected evals has the tag \"" + tag + "\"");
+      return fail(errc::no_match, field::tags,
+                  ": no sample of the selected evals has the tag \"" + tag + "\"");
   return check_axis_globs(evals, sel);
 }
 
@@ -522,7 +525,7 @@ struct eval_grid {
   std::int64_t trials;
   std::optional<std::int64_t> seed;
 
-  // Cases before the --filter.
+  // Cases before the filter.
   std::size_t size() const {
     return samples.size() * targets.size() * combos.size() * static_cast<std::size_t>(trials);
   }
@@ -588,7 +591,7 @@ struct case_key_equal {
 };
 using key_set = std::unordered_set<std::size_t, case_key_hash, case_key_equal>;
 
-// Appends the cases of one eval's grid that pass the --filter, and returns their counts. With
+// Appends the cases of one eval's grid that pass the filter, and returns their counts. With
 // `keys`, each new case's key is checked against those before it.
 tl::expected<eval_counts, error> add_cases(plan& out, const eval_grid& g, const selection& sel,
                                            key_set* keys) {
@@ -625,7 +628,7 @@ tl::expected<eval_counts, error> add_cases(plan& out, const eval_grid& g, const 
                              "\": " + describe(out.cases.params(*it)) + " and " +
                              describe(out.cases.params(out.cases.size() - 1)) +
                              " (names contain / @ [ ] , = or #)";
-              return fail(errc::duplicate_key, std::move(message));
+              return fail(errc::duplicate_key, field::none, message);
             }
           }
           ++counts.cases;

@@ -28,15 +28,16 @@ std::string quoted(std::string_view name, const char* value) {
   return std::string(name) + "='" + value + "'";
 }
 
-tl::unexpected<error> fail(errc e, std::string m) {
-  return tl::make_unexpected(error{make_error_code(e), std::move(m)});
+// Every shard error concerns the shard: its message begins with "shard".
+tl::unexpected<error> fail(errc e, std::string_view rest) {
+  return tl::make_unexpected(make_error(e, field::shard, rest));
 }
 
 }  // namespace
 
 tl::expected<shard_spec, error> parse_shard(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return fail(errc::invalid_shard, "--shard '" + std::string(text) + "': " + why);
+    return fail(errc::invalid_shard, " '" + std::string(text) + "': " + why);
   };
   auto slash = text.find('/');
   if (slash == std::string_view::npos)
@@ -57,17 +58,15 @@ tl::expected<shard_spec, error> shard_from_env(
     const char* v = getenv(name);
     if (!v) return std::nullopt;
     auto n = whole(v);
-    if (!n)
-      return fail(errc::invalid_shard,
-                  "--shard auto: " + quoted(name, v) + " is not a whole number");
+    if (!n) return fail(errc::invalid_shard, ": " + quoted(name, v) + " is not a whole number");
     return n;
   };
   auto check = [](shard_spec s, const std::string& from) -> tl::expected<shard_spec, error> {
-    if (s.count == 0) return fail(errc::invalid_shard, "--shard auto: " + from + " gives 0 shards");
+    if (s.count == 0) return fail(errc::invalid_shard, ": " + from + " gives 0 shards");
     if (s.index >= s.count)
-      return fail(errc::invalid_shard,
-                  "--shard auto: " + from + " gives shard " + std::to_string(s.index) + " of " +
-                      std::to_string(s.count) + " (the index must be less than the count)");
+      return fail(errc::invalid_shard, ": " + from + " gives shard " + std::to_string(s.index) +
+                                           " of " + std::to_string(s.count) +
+                                           " (the index must be less than the count)");
     return s;
   };
   if (getenv("SLURM_ARRAY_TASK_ID")) {
@@ -80,17 +79,16 @@ tl::expected<shard_spec, error> shard_from_env(
     const auto first = min->value_or(0);
     const std::string from = quoted("SLURM_ARRAY_TASK_ID", getenv("SLURM_ARRAY_TASK_ID"));
     if (**id < first)
-      return fail(errc::invalid_shard, "--shard auto: " + from + " is below SLURM_ARRAY_TASK_MIN=" +
-                                           std::to_string(first));
+      return fail(errc::invalid_shard,
+                  ": " + from + " is below SLURM_ARRAY_TASK_MIN=" + std::to_string(first));
     if (*count) return check({**id - first, **count}, from + " with SLURM_ARRAY_TASK_COUNT");
     if (*min && *max) {
       if (**max < **min)
-        return fail(errc::invalid_shard,
-                    "--shard auto: SLURM_ARRAY_TASK_MAX is below SLURM_ARRAY_TASK_MIN");
+        return fail(errc::invalid_shard, ": SLURM_ARRAY_TASK_MAX is below SLURM_ARRAY_TASK_MIN");
       return check({**id - first, **max - **min + 1}, from + " with SLURM_ARRAY_TASK_MIN/MAX");
     }
     return fail(errc::no_shard_env,
-                "--shard auto: SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor "
+                ": SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor "
                 "SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX are");
   }
   if (getenv("JOB_COMPLETION_INDEX")) {
@@ -100,7 +98,7 @@ tl::expected<shard_spec, error> shard_from_env(
     if (!count) return tl::make_unexpected(count.error());
     if (!*count)
       return fail(errc::no_shard_env,
-                  "--shard auto: JOB_COMPLETION_INDEX is set but MIRA_SHARD_COUNT is not "
+                  ": JOB_COMPLETION_INDEX is set but MIRA_SHARD_COUNT is not "
                   "(Kubernetes exports no count: set MIRA_SHARD_COUNT to the Job's completions)");
     return check(
         {**index, **count},
@@ -113,18 +111,16 @@ tl::expected<shard_spec, error> shard_from_env(
     for (auto* r : {&index, &total})
       if (!*r) return tl::make_unexpected(r->error());
     const std::string from = quoted("CI_NODE_INDEX", getenv("CI_NODE_INDEX"));
-    if (!*total)
-      return fail(errc::no_shard_env,
-                  "--shard auto: CI_NODE_INDEX is set but CI_NODE_TOTAL is not");
+    if (!*total) return fail(errc::no_shard_env, ": CI_NODE_INDEX is set but CI_NODE_TOTAL is not");
     if (**index == 0)
       return fail(errc::invalid_shard,
-                  "--shard auto: " + from + " is 0, but GitLab counts its parallel jobs from 1");
+                  ": " + from + " is 0, but GitLab counts its parallel jobs from 1");
     return check({**index - 1, **total}, from + " with CI_NODE_TOTAL");
   }
   return fail(errc::no_shard_env,
-              "--shard auto: neither SLURM_ARRAY_TASK_ID (a Slurm job array), "
+              ": neither SLURM_ARRAY_TASK_ID (a Slurm job array), "
               "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) nor CI_NODE_INDEX (GitLab's "
-              "parallel jobs) is set; give --shard I/N");
+              "parallel jobs) is set; name the shard as I/N");
 }
 
 std::uint64_t stable_hash(std::string_view text) {

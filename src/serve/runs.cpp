@@ -64,9 +64,12 @@ std::string now_iso() {
 }
 
 // Built outside the coroutines: g++ 12 rejects a braced list and co_await in one expression.
-api_error selection_error(std::string message) {
-  return make_error(422, "invalid_selection", std::move(message),
-                    json::object{{"member", "selection"}});
+// `field`: the selection's member the plan refused (evals, samples, targets, tags, axes), as the
+// request spells it; none when the listing itself is at fault (two cases with one key).
+api_error selection_error(const session_error& e) {
+  json::object details{{"member", "selection"}};
+  if (e.field != plan::field::none) details["field"] = plan::to_string(e.field);
+  return make_error(422, "invalid_selection", e.text, std::move(details));
 }
 
 api_error unknown_study(const std::string& name) {
@@ -125,7 +128,7 @@ api_error too_many_cases(std::size_t cases, std::size_t max_cases) {
 // message (what the store was asked to do).
 api_error open_error(const session_error& e, const std::string& study, std::size_t max_cases,
                      const std::string& store_what) {
-  if (e.code == session_errc::invalid_selection) return selection_error(e.text);
+  if (e.code == session_errc::invalid_selection) return selection_error(e);
   if (e.code == session_errc::too_many_cases) return too_many_cases(e.cases, max_cases);
   if (e.code == session_condition::study_failed)
     return study_unavailable(study, e.text, e.stderr_tail);

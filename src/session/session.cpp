@@ -240,6 +240,13 @@ asio::awaitable<std::invoke_result_t<F&>> on_work(const session_state& st, F& jo
       post_job<F>{*st.o.work_executor}, asio::use_awaitable, &job);
 }
 
+// The plan's refusal, its field kept for a front end to name in its own words.
+session_error selection_error(const plan::error& e) {
+  auto out = make_session_error(session_errc::invalid_selection, e.message());
+  out.field = e.field;
+  return out;
+}
+
 // The plan of `sel`, refused when it has more than `max_cases` cases (0: no limit): when the
 // selection sets trials, before the plan is made (its size is one trial's cases times them).
 tl::expected<plan::plan, session_error> plan_within(const protocol::list_result& list,
@@ -257,15 +264,12 @@ tl::expected<plan::plan, session_error> plan_within(const protocol::list_result&
     auto one = sel;
     one.trials = 1;
     auto base = plan::make_plan(list, one);
-    if (!base)
-      return tl::unexpected(
-          make_session_error(session_errc::invalid_selection, base.error().message()));
+    if (!base) return tl::unexpected(selection_error(base.error()));
     auto cases = base->cases.size() * static_cast<std::size_t>(*sel.trials);
     if (cases > max_cases) return tl::unexpected(too_many(cases));
   }
   auto p = plan::make_plan(list, sel);
-  if (!p)
-    return tl::unexpected(make_session_error(session_errc::invalid_selection, p.error().message()));
+  if (!p) return tl::unexpected(selection_error(p.error()));
   if (max_cases > 0 && p->cases.size() > max_cases)
     return tl::unexpected(too_many(p->cases.size()));
   return std::move(*p);

@@ -42,12 +42,14 @@ struct input {
   shard_info shard;
 };
 
-tl::unexpected<merge_error> refuse(std::string message) {
-  return tl::make_unexpected(merge_error{merge_error::kind::bad_input, std::move(message)});
+template <class Code>
+error merge_failure(Code code, std::string message) {
+  return error{make_error_code(code), std::move(message)};
 }
 
-tl::unexpected<merge_error> write_failed(std::string message) {
-  return tl::make_unexpected(merge_error{merge_error::kind::cannot_write, std::move(message)});
+template <class Code>
+tl::unexpected<error> refuse(Code code, std::string message) {
+  return tl::make_unexpected(merge_failure(code, std::move(message)));
 }
 
 std::string indexes_text(const std::vector<std::size_t>& v) {
@@ -57,23 +59,25 @@ std::string indexes_text(const std::vector<std::size_t>& v) {
 }
 
 // Reads and checks one input on its own.
-tl::expected<input, merge_error> read_input(const fs::path& folder) {
+tl::expected<input, error> read_input(const fs::path& folder) {
   auto name = folder.filename().string();
   auto run = run_reader::open(folder.parent_path(), name);
-  if (!run) return refuse(run.error().message());
+  if (!run) return tl::make_unexpected(run.error());
   if (!run->unreadable().empty())
-    return refuse("run " + folder.string() + ": " + std::to_string(run->unreadable().size()) +
-                  " saved result(s) cannot be read, the first: " + run->unreadable().front());
+    return refuse(errc::corrupt,
+                  "run " + folder.string() + ": " + std::to_string(run->unreadable().size()) +
+                      " saved result(s) cannot be read, the first: " + run->unreadable().front());
   auto shard = shard_of(run->meta());
-  if (!shard) return refuse(shard.error().message());
+  if (!shard) return tl::make_unexpected(shard.error());
   if (!*shard)
-    return refuse("run " + folder.string() +
-                  " is not a shard run (its meta.json has no \"shard\": made without --shard)");
+    return refuse(
+        merge_errc::not_a_shard,
+        "run " + folder.string() + " is not a shard run (its meta.json has no \"shard\")");
   return input{folder, std::move(*run), **shard};
 }
 
 // The inputs against each other: one study, one plan, one count, each index and case once.
-std::optional<std::string> check_together(const std::vector<input>& in) {
+std::optional<error> check_together(const std::vector<input>& in) {
   auto& first = in.front();
   auto label = [](const input& i) {
     return "run " + i.folder.string() + " (shard " + plan::to_string(i.shard.spec) + ")";
@@ -82,19 +86,24 @@ std::optional<std::string> check_together(const std::vector<input>& in) {
   for (auto& i : in) {
     auto &meta = i.run.meta(), &first_meta = first.run.meta();
     if (meta.study != first_meta.study || meta.study_version != first_meta.study_version)
-      return label(i) + " was made by study '" + meta.study + "' version " + meta.study_version +
-             ", " + label(first) + " by '" + first_meta.study + "' version " +
-             first_meta.study_version;
+      return merge_failure(merge_errc::mismatched, label(i) + " was made by study '" + meta.study +
+                                                       "' version " + meta.study_version + ", " +
+                                                       label(first) + " by '" + first_meta.study +
+                                                       "' version " + first_meta.study_version);
     if (i.shard.spec.count != first.shard.spec.count)
-      return label(i) + " and " + label(first) + " split the plan into different counts";
+      return merge_failure(merge_errc::mismatched, label(i) + " and " + label(first) +
+                                                       " split the plan into different counts");
     if (i.shard.fingerprint != first.shard.fingerprint)
-      return label(i) + " comes from another plan than " + label(first) + " (plan fingerprints " +
-             i.shard.fingerprint.substr(0, 12) + "… and " + first.shard.fingerprint.substr(0, 12) +
-             "…: another selection or listing)";
+      return merge_failure(merge_errc::mismatched,
+                           label(i) + " comes from another plan than " + label(first) +
+                               " (plan fingerprints " + i.shard.fingerprint.substr(0, 12) +
+                               "… and " + first.shard.fingerprint.substr(0, 12) +
+                               "…: another selection or listing)");
     auto [it, fresh] = by_index.emplace(i.shard.spec.index, &i);
     if (!fresh)
-      return "shard " + std::to_string(i.shard.spec.index) + " is given twice: run " +
-             it->second->folder.string() + " and run " + i.folder.string();
+      return merge_failure(merge_errc::duplicate,
+                           "shard " + std::to_string(i.shard.spec.index) + " is given twice: run " +
+                               it->second->folder.string() + " and run " + i.folder.string());
   }
   // Each input's keys are in natural order: walked together, a key in two inputs meets itself.
   std::vector<std::size_t> next(in.size(), 0);
@@ -110,8 +119,9 @@ std::optional<std::string> check_together(const std::vector<input>& in) {
     if (!least) return std::nullopt;
     auto key = least->run.key(next[least_at]++);
     if (last_owner && key == last_key && last_owner != least)
-      return "case " + std::string(key) + " is in " + label(*last_owner) + " and in " +
-             label(*least);
+      return merge_failure(
+          merge_errc::duplicate,
+          "case " + std::string(key) + " is in " + label(*last_owner) + " and in " + label(*least));
     last_key = key;
     last_owner = least;
   }
@@ -322,16 +332,16 @@ tl::expected<std::size_t, std::string> write_merged(const std::vector<input>& in
 
 }  // namespace
 
-tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>& inputs,
-                                                    const merge_options& options) {
-  if (inputs.empty()) return refuse("no runs to merge");
+tl::expected<merge_outcome, error> merge_runs(const std::vector<fs::path>& inputs,
+                                              const merge_options& options) {
+  if (inputs.empty()) return refuse(merge_errc::no_inputs, "no runs to merge");
   std::vector<input> in;
   for (auto& folder : inputs) {
     auto i = read_input(folder);
     if (!i) return tl::make_unexpected(i.error());
     in.push_back(std::move(*i));
   }
-  if (auto why = check_together(in)) return refuse(*why);
+  if (auto why = check_together(in)) return tl::make_unexpected(std::move(*why));
   std::sort(in.begin(), in.end(),
             [](const input& a, const input& b) { return a.shard.spec.index < b.shard.spec.index; });
 
@@ -362,10 +372,7 @@ tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>&
       why = "shard(s) " + indexes_text(info.missing) + " of " + std::to_string(info.count) +
             " are missing";
     for (auto& s : out.incomplete) why += (why.empty() ? "" : "; ") + s;
-    if (!why.empty())
-      return refuse(why +
-                    " (--allow-partial merges what is there; resume an unfinished shard "
-                    "with mira run --resume)");
+    if (!why.empty()) return refuse(merge_errc::incomplete, why);
   }
 
   out.run_id = options.run_id;
@@ -375,11 +382,11 @@ tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>&
         new_run_id(std::chrono::system_clock::now(), static_cast<std::uint16_t>(rd() & 0xffff));
   }
   if (auto why = invalid_run_id(out.run_id))
-    return refuse("run id \"" + out.run_id + "\": " + *why);
+    return refuse(errc::invalid_id, "run id \"" + out.run_id + "\": " + *why);
   out.path = options.results_dir / out.run_id;
   std::error_code ec;
   if (fs::symlink_status(out.path, ec).type() != fs::file_type::not_found)
-    return refuse(out.path.string() + " exists: give another --run-id");
+    return refuse(errc::exists, out.path.string() + " exists");
 
   (void)abandoned_merges(options.results_dir, true);
   std::random_device rd;
@@ -389,14 +396,15 @@ tl::expected<merge_outcome, merge_error> merge_runs(const std::vector<fs::path>&
   auto tmp_path = options.results_dir / tmp;
   if (!written) {
     fs::remove_all(tmp_path, ec);
-    return write_failed(written.error());
+    return refuse(merge_errc::cannot_write, written.error());
   }
   out.cases = *written;
   // No replacing: another process may have taken the id meanwhile.
   if (::renameat2(AT_FDCWD, tmp_path.c_str(), AT_FDCWD, out.path.c_str(), RENAME_NOREPLACE) != 0) {
     auto why = errno_code().message();
     fs::remove_all(tmp_path, ec);
-    return write_failed("cannot rename the merged run to " + out.path.string() + ": " + why);
+    return refuse(merge_errc::cannot_write,
+                  "cannot rename the merged run to " + out.path.string() + ": " + why);
   }
   // Best effort: the merged run is whole and in place; a crash before the directory's next sync
   // could lose only its name, and its inputs are untouched.
@@ -421,6 +429,41 @@ std::vector<fs::path> abandoned_merges(const fs::path& results_dir, bool remove)
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+namespace {
+
+class merge_category_impl final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "mira.store.merge"; }
+  std::string message(int e) const override {
+    switch (static_cast<merge_errc>(e)) {
+      case merge_errc::no_inputs:
+        return "no runs to merge";
+      case merge_errc::not_a_shard:
+        return "not a shard run";
+      case merge_errc::mismatched:
+        return "the runs are not shards of one plan";
+      case merge_errc::duplicate:
+        return "a shard or a case is given twice";
+      case merge_errc::incomplete:
+        return "shards are missing or unfinished";
+      case merge_errc::cannot_write:
+        return "the merged run cannot be written";
+    }
+    return "unknown merge error";
+  }
+};
+
+}  // namespace
+
+const boost::system::error_category& merge_category() noexcept {
+  static const merge_category_impl c;
+  return c;
+}
+
+boost::system::error_code make_error_code(merge_errc e) noexcept {
+  return {static_cast<int>(e), merge_category()};
 }
 
 }  // namespace mira::store

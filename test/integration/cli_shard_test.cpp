@@ -97,7 +97,8 @@ BOOST_AUTO_TEST_CASE(a_bad_shard_is_a_usage_error_naming_it) {
   auto r = run_command("env -u SLURM_ARRAY_TASK_ID -u JOB_COMPLETION_INDEX " + mira_bin +
                        " plan --shard auto -- " + example + " 2>&1");
   BOOST_TEST(r.code == 2);
-  BOOST_TEST(r.out.find("neither SLURM_ARRAY_TASK_ID") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("mira: --shard auto: neither SLURM_ARRAY_TASK_ID") != std::string::npos,
+             r.out);
   r = run_command("env -u SLURM_ARRAY_TASK_ID JOB_COMPLETION_INDEX=2 MIRA_SHARD_COUNT=4 " +
                   mira_bin + " plan --shard auto -- " + example + " 2>&1");
   BOOST_TEST(r.code == 0);
@@ -144,7 +145,10 @@ BOOST_FIXTURE_TEST_CASE(a_partial_merge_exits_4_and_its_resume_runs_the_rest, sh
   auto results = tmp / "results";
   auto refused = cli("merge" + inputs({0, 2}) + " --results-dir " + results + " --run-id part");
   BOOST_TEST(refused.code == 2);
-  BOOST_TEST(refused.out.find("shard(s) 1, 3 of 4 are missing") != std::string::npos, refused.out);
+  BOOST_TEST(refused.out.find("shard(s) 1, 3 of 4 are missing (--allow-partial merges what is "
+                              "there; resume an unfinished shard with mira run --resume); nothing "
+                              "was written") != std::string::npos,
+             refused.out);
   BOOST_TEST(!fs::exists(results));  // nothing written
   auto partial = cli("merge" + inputs({0, 2}) + " --results-dir " + results +
                      " --run-id part --allow-partial");

@@ -184,6 +184,22 @@ class ServeApi(unittest.TestCase):
         error_of(self, status, data, "study_unavailable")
         self.assertIn("retry-after", h)
 
+    def test_a_refused_selection_names_its_field(self):
+        # The plan's words, not the command line's, and the member as data.
+        s = self.server
+        for selection, field, says in [
+                ({"evals": ["nomatch*"]}, "evals", 'evals: "nomatch*" matches no eval'),
+                ({"targets": ["nobody"]}, "targets", 'targets: "nobody" matches no target'),
+                ({"tags": ["never"]}, "tags", "tags: no sample"),
+                ({"axes": {"no_such_axis": ["x"]}}, "axes", 'axes: unknown axis "no_such_axis"')]:
+            status, _, data = s.json("POST", "/v1/runs", {"study": "demo", "selection": selection})
+            self.assertEqual(status, 422, data)
+            error_of(self, status, data, "invalid_selection")
+            e = data["error"]
+            self.assertEqual(e["details"], {"member": "selection", "field": field})
+            self.assertTrue(e["message"].startswith(says), e["message"])
+            self.assertNotIn("--", e["message"])
+
     def test_bad_requests_have_their_statuses_and_one_error_shape(self):
         s = self.server
         cases = [

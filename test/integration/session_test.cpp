@@ -259,6 +259,9 @@ BOOST_AUTO_TEST_CASE(errors_carry_the_layer_code_that_caused_them) {
   BOOST_REQUIRE(!e);
   BOOST_TEST(e.error().code == make_error_code(session_errc::invalid_selection),
              e.error().message());
+  // The field the plan refused, as data, and the plan's words (no command-line flag).
+  BOOST_TEST((e.error().field == mira::plan::field::evals));
+  BOOST_TEST(e.error().message().find("evals: \"no-such-eval\"") == 0u, e.error().message());
 
   auto missing = slow_session(dir.path / "results", 0);
   missing.save->resume = "20990101T000000Z-0000";

@@ -3,6 +3,7 @@
 // its exit code is the gate's.
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "flags.hpp"
 #include "help.hpp"
 #include "session.hpp"
 
@@ -35,7 +36,11 @@ int cmd_compare(const std::vector<std::string>& args) {
                                            .max_regressions = a.max_regressions,
                                            .min_scored = a.min_scored_pairs.value_or(1)}});
   if (!c) {
-    std::fprintf(stderr, "mira: compare: %s\n", printable(c.error().message).c_str());
+    // The library names its option; the command line its flag.
+    auto text = c.error().code == compare::errc::unknown_group
+                    ? in_flag_words(c.error().message(), "group_by", "--group-by")
+                    : c.error().message();
+    std::fprintf(stderr, "mira: compare: %s\n", printable(text).c_str());
     return exit_usage;
   }
   const bool to_stdout = a.out == "-";

@@ -491,7 +491,7 @@ std::optional<bool> compare_treatment(const treatments_run& e, const std::string
   auto c = compare::compare_runs(base, *cand, o);
   if (!c) {
     std::fprintf(stderr, "mira: treatment %s: %s\n", printable(name).c_str(),
-                 printable(c.error().message).c_str());
+                 printable(c.error().message()).c_str());
     return std::nullopt;
   }
   std::printf("== treatment %s (run %s) against baseline %s (run %s) ==\n", printable(name).c_str(),

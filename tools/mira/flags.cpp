@@ -276,10 +276,12 @@ const flag_spec table[] = {
      "only shard I of N (0-based) of the plan; auto: from\nSLURM_ARRAY_TASK_ID/_COUNT, "
      "JOB_COMPLETION_INDEX with\nMIRA_SHARD_COUNT or GitLab's CI_NODE_INDEX/_TOTAL\n(merge the "
      "shards with mira merge)",
-     [](run_args& o, const std::string&, const std::string& v) {
+     [](run_args& o, const std::string& f, const std::string& v) {
        auto spec = v == "auto" ? plan::shard_from_env([](const char* n) { return std::getenv(n); })
                                : plan::parse_shard(v);
-       if (!spec) throw usage_error{printable(spec.error().message())};
+       if (!spec)
+         throw usage_error{printable(in_flag_words(spec.error().message(), spec.error().field,
+                                                   v == "auto" ? f + " auto" : f))};
        o.shard = *spec;
      },
      "shard",
@@ -696,6 +698,28 @@ const flag_spec* find_flag(command cmd, std::string_view name) {
     if ((f.commands & bit(cmd)) && (f.name == name || (!f.alias.empty() && f.alias == name)))
       return &f;
   return nullptr;
+}
+
+std::string_view flag_of(plan::field f) {
+  if (f == plan::field::none) return {};
+  const std::string key = f == plan::field::shard ? std::string(plan::to_string(f))
+                                                  : "selection." + std::string(plan::to_string(f));
+  for (auto& spec : table)
+    if (spec.config_key == key) return spec.name;
+  return {};
+}
+
+std::string in_flag_words(std::string_view message, std::string_view name, std::string_view flag) {
+  // The name whole: "axes" is followed by ':' or by a space and the axis.
+  const bool named = !name.empty() && message.substr(0, name.size()) == name &&
+                     message.size() > name.size() &&
+                     (message[name.size()] == ':' || message[name.size()] == ' ');
+  if (!named || flag.empty()) return std::string(message);
+  return std::string(flag).append(message.substr(name.size()));
+}
+
+std::string in_flag_words(std::string_view message, plan::field f, std::string_view flag) {
+  return in_flag_words(message, plan::to_string(f), flag.empty() ? flag_of(f) : flag);
 }
 
 std::string options_help(command cmd) {

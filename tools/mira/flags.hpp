@@ -43,6 +43,21 @@ std::span<const flag_spec> flags();
 /// The flag of that name (or alias) that `cmd` takes, or nullptr.
 const flag_spec* find_flag(command cmd, std::string_view name);
 
+/// The flag that sets a field of the selection, found in the table by its config key:
+/// "--evals", "--samples", "--targets", "--tag", "--axis", "--shard"; empty for
+/// plan::field::none.
+std::string_view flag_of(plan::field f);
+
+/// A library's message that begins with the name of what it concerns (`name`: a plan field's,
+/// compare's "group_by") with `flag` in its place: the command line's words. The message as it
+/// is when it does not begin with that name.
+std::string in_flag_words(std::string_view message, std::string_view name, std::string_view flag);
+
+/// A plan's refusal (plan::error's, or a session's invalid_selection, which keeps it) in the
+/// command line's words: "--evals: ...", "--axis effort: ..."; `flag` in place of the field's
+/// own flag when given ("--shard auto").
+std::string in_flag_words(std::string_view message, plan::field f, std::string_view flag = {});
+
 /// The options part of `cmd`'s help: each section's flags, aligned.
 std::string options_help(command cmd);
 

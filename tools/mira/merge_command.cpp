@@ -47,10 +47,16 @@ int cmd_merge(const std::vector<std::string>& args) {
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   auto merged = store::merge_runs(folders, o);
   if (!merged) {
-    std::fprintf(stderr, "mira: merge: %s; nothing was written\n",
-                 printable(merged.error().message).c_str());
-    return merged.error().what == store::merge_error::kind::bad_input ? exit_usage
-                                                                      : exit_host_error;
+    // The library says what is wrong; the command line how its flags get past it.
+    const auto& code = merged.error().code;
+    const char* hint = code == store::merge_errc::incomplete
+                           ? " (--allow-partial merges what is there; resume an unfinished shard "
+                             "with mira run --resume)"
+                       : code == store::errc::exists ? ": give another --run-id"
+                                                     : "";
+    std::fprintf(stderr, "mira: merge: %s%s; nothing was written\n",
+                 printable(merged.error().message()).c_str(), hint);
+    return code == store::merge_errc::cannot_write ? exit_host_error : exit_usage;
   }
   auto& info = merged->info;
   for (auto& s : info.shards)

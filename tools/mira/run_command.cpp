@@ -377,7 +377,9 @@ void command_run::not_opened(const session_error& e) {
     where = "--resume: ";
   std::string hint =
       e.code == store::errc::incompatible ? " (--allow-other-study resumes anyway)" : "";
-  out_.line("mira: " + where + printable(e.message()) + hint);
+  const auto text =
+      e.code == session_errc::invalid_selection ? in_flag_words(e.message(), e.field) : e.message();
+  out_.line("mira: " + where + printable(text) + hint);
   for (auto& l : e.stderr_tail) out_.line("  | " + printable(l));
   result_.rc = e.code == session_errc::artifacts_unusable
                    ? (m_ == mode::score ? exit_usage : exit_host_error)

@@ -1,6 +1,8 @@
 // The shared parts of the `mira` commands (see session.hpp).
 #include "session.hpp"
 
+#include "flags.hpp"
+
 #include <mira/protocol/json_text.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/run_store.hpp>
@@ -268,7 +270,8 @@ asio::awaitable<std::optional<study_with_plan>> start_and_plan(const run_args& a
     auto from = a.preset.empty() ? std::string()
                                  : " (--preset " + a.preset +
                                        " gives the selection flags the command line leaves out)";
-    out.line("mira: " + printable(p.error().message()) + printable(from));
+    out.line("mira: " + printable(in_flag_words(p.error().message(), p.error().field)) +
+             printable(from));
     co_await study->connection.shutdown();
     rc = exit_usage;
     co_return std::nullopt;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <mira/aggregate/summary.hpp>
+#include <mira/compare/error.hpp>
 #include <mira/schedule/results.hpp>
 #include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
@@ -156,22 +157,18 @@ struct comparison {
   std::size_t count(change c) const;
 };
 
-/// What kind of failure compare_runs() had.
-struct compare_error {
-  std::string message;
-};
-
-/// Compares `candidate` against `base`. Fails (bad input) when the runs are of different studies,
-/// alpha is not in (0, 1), or `group_by` names a key no case of either run has.
-tl::expected<comparison, compare_error> compare_runs(const store::loaded_run& base,
-                                                     const store::loaded_run& candidate,
-                                                     const options& o = {});
+/// Compares `candidate` against `base`. Fails with errc::other_study when the runs are of
+/// different studies, errc::invalid_alpha when alpha is not in (0, 1), errc::unknown_group when
+/// `group_by` names a key no case of either run has.
+tl::expected<comparison, error> compare_runs(const store::loaded_run& base,
+                                             const store::loaded_run& candidate,
+                                             const options& o = {});
 /// The same over runs read back a case at a time (each is read once): what is kept is the
 /// comparison's pairs, not the runs' records. Records that could be read when a run was opened
 /// but not now count as unreadable (a warning) and their cases as missing.
-tl::expected<comparison, compare_error> compare_runs(const store::run_reader& base,
-                                                     const store::run_reader& candidate,
-                                                     const options& o = {});
+tl::expected<comparison, error> compare_runs(const store::run_reader& base,
+                                             const store::run_reader& candidate,
+                                             const options& o = {});
 
 /// Loads a run named by id in `results_dir`, or by a path to its folder (an argument with a
 /// '/'); the message names the run when there is none.

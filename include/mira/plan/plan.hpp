@@ -336,9 +336,10 @@ std::string case_key(const case_params& p);
 /// Glob match of the whole of `text`.
 bool glob_match(std::string_view pattern, std::string_view text);
 
-/// Plans the selection. Fails naming the offending flag and value: errc::no_match when a glob
-/// matches nothing it could match (an eval, sample, target, tag, axis or axis value),
-/// errc::duplicate_key when two cases would have the same key (names containing / @ [ ] , = #).
+/// Plans the selection. Fails naming the offending field (error::field) and value:
+/// errc::no_match when a glob matches nothing it could match (an eval, sample, target, tag, axis
+/// or axis value), errc::duplicate_key (field::none) when two cases would have the same key
+/// (names containing / @ [ ] , = #).
 tl::expected<plan, error> make_plan(const protocol::list_result& list, const selection& sel = {});
 
 }  // namespace mira::plan

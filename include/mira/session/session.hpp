@@ -86,6 +86,9 @@ struct session_error {
   std::optional<exit_status> exit = {};
   /// session_errc::too_many_cases: the cases the selection plans (a service reports the figure).
   std::size_t cases = 0;
+  /// session_errc::invalid_selection: the field of the selection the plan refused; the message
+  /// is the plan's (plan::error), which begins with the field's name.
+  plan::field field = plan::field::none;
 
   const std::string& message() const { return text; }
 };

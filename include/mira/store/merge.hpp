@@ -6,15 +6,18 @@
 // and renamed into place, and the inputs are only read.
 #pragma once
 
+#include <mira/store/error.hpp>
 #include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 #include <mira/store/shard_meta.hpp>
 
+#include <boost/system/error_code.hpp>
 #include <tl/expected.hpp>
 
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace mira::store {
@@ -35,14 +38,20 @@ struct merge_options {
       report_files;
 };
 
-struct merge_error {
-  enum class kind {
-    bad_input,     // the inputs do not make one plan's shards; nothing was written
-    cannot_write,  // writing the merged run failed; nothing was left behind
-  };
-  kind what = kind::bad_input;
-  std::string message;
+/// Why merge_runs() refused, besides the store's own codes (errc::not_found, in_use or corrupt
+/// for an input that cannot be opened or read wholly; errc::invalid_id and exists for the merged
+/// run's id). Nothing is written whatever the code; only cannot_write has tried.
+enum class merge_errc {
+  no_inputs = 1,  // no runs to merge
+  not_a_shard,    // an input was not made as a shard (its meta.json has no "shard")
+  mismatched,     // inputs of different studies (name or version), plans or shard counts
+  duplicate,      // a shard index given twice, or a case in two inputs
+  incomplete,     // a shard missing or unfinished, and merge_options::allow_partial not set
+  cannot_write,   // writing the merged run failed; nothing was left behind
 };
+
+const boost::system::error_category& merge_category() noexcept;
+boost::system::error_code make_error_code(merge_errc e) noexcept;
 
 struct merge_outcome {
   std::string run_id;
@@ -54,12 +63,14 @@ struct merge_outcome {
 };
 
 /// Merges the shard runs in `inputs` (run folders). Refused, naming the inputs concerned, when
-/// one is not a shard run or cannot be read wholly, when two differ in study (name or
-/// version), plan fingerprint or shard count, when an index appears twice or a case in two
-/// inputs, when the merged run's id is taken; and, without allow_partial, when a shard is
-/// missing (the message lists the missing indexes) or saved fewer cases than it planned.
-tl::expected<merge_outcome, merge_error> merge_runs(
-    const std::vector<std::filesystem::path>& inputs, const merge_options& options);
+/// one is not a shard run (merge_errc::not_a_shard) or cannot be read wholly (the store's code),
+/// when two differ in study (name or version), plan fingerprint or shard count
+/// (merge_errc::mismatched), when an index appears twice or a case in two inputs
+/// (merge_errc::duplicate), when the merged run's id is not one or is taken (errc::invalid_id,
+/// errc::exists); and, without allow_partial, when a shard is missing (the message lists the
+/// missing indexes) or saved fewer cases than it planned (merge_errc::incomplete).
+tl::expected<merge_outcome, error> merge_runs(const std::vector<std::filesystem::path>& inputs,
+                                              const merge_options& options);
 
 /// The temporary folders (".merging-*") that merges killed in `results_dir` left behind: those
 /// no merge holds. With `remove`, each is removed under its lock (merge_runs does so before it
@@ -68,3 +79,8 @@ std::vector<std::filesystem::path> abandoned_merges(const std::filesystem::path&
                                                     bool remove);
 
 }  // namespace mira::store
+
+/// @cond
+template <>
+struct boost::system::is_error_code_enum<mira::store::merge_errc> : std::true_type {};
+/// @endcond

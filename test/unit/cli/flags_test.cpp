@@ -157,4 +157,37 @@ BOOST_AUTO_TEST_CASE(the_saved_configuration_has_every_recorded_flag_as_parsed) 
   }
 }
 
+// The library names the field of the selection a plan error concerns; the command line prints
+// the flag that sets it in its place, found in the flag table.
+BOOST_AUTO_TEST_CASE(plan_errors_are_printed_with_the_flag_of_their_field) {
+  using mira::plan::field;
+  BOOST_TEST(flag_of(field::evals) == "--evals");
+  BOOST_TEST(flag_of(field::samples) == "--samples");
+  BOOST_TEST(flag_of(field::targets) == "--targets");
+  BOOST_TEST(flag_of(field::tags) == "--tag");
+  BOOST_TEST(flag_of(field::axes) == "--axis");
+  BOOST_TEST(flag_of(field::shard) == "--shard");
+  BOOST_TEST(flag_of(field::none).empty());
+
+  mira::plan::selection sel;
+  sel.evals = {"nope"};
+  auto p = mira::plan::make_plan({}, sel);
+  BOOST_REQUIRE(!p);
+  BOOST_TEST(p.error().message().find("evals: ") == 0u, p.error().message());
+  BOOST_TEST(in_flag_words(p.error().message(), p.error().field).find("--evals: \"nope\"") == 0u);
+  BOOST_TEST(in_flag_words("axes effort: \"x\" matches no value", field::axes) ==
+             "--axis effort: \"x\" matches no value");
+  BOOST_TEST(in_flag_words("shard: CI_NODE_TOTAL is not set", field::shard, "--shard auto") ==
+             "--shard auto: CI_NODE_TOTAL is not set");
+  // Only the field's name whole is replaced.
+  BOOST_TEST(in_flag_words("evalsx: y", field::evals) == "evalsx: y");
+  BOOST_TEST(in_flag_words("two cases have the key", field::none) == "two cases have the key");
+  BOOST_TEST(in_flag_words("group_by 'x': no case", "group_by", "--group-by") ==
+             "--group-by 'x': no case");
+
+  BOOST_CHECK_EXCEPTION(
+      parse_args(command::run, {"--shard", "4/4", "--", "study"}), usage_error,
+      [](const usage_error& e) { return e.message.find("--shard '4/4': ") == 0; });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -236,12 +236,26 @@ BOOST_AUTO_TEST_CASE(edge_cases_zero_cases_all_na_and_bad_input) {
 
   auto other = compare::compare_runs(run("r1", {}), run("r2", {}, "another"));
   BOOST_REQUIRE(!other);
-  BOOST_TEST(other.error().message.find("'another'") != std::string::npos);
+  BOOST_TEST((other.error().code == compare::errc::other_study));
+  BOOST_TEST(other.error().message().find("'another'") != std::string::npos);
   auto bad_key = compare::compare_runs(run("r1", {saved("e", "a", st::passed)}),
                                        run("r2", {saved("e", "a", st::passed)}), {"nope", 0.05});
   BOOST_REQUIRE(!bad_key);
-  BOOST_TEST(bad_key.error().message.find("'nope'") != std::string::npos);
-  BOOST_TEST(!compare::compare_runs(run("r1", {}), run("r2", {}), {"", 1.0}));
+  BOOST_TEST((bad_key.error().code == compare::errc::unknown_group));
+  // In the library's words: the option, not the command line's flag.
+  BOOST_TEST(bad_key.error().message().find("group_by 'nope'") == 0u, bad_key.error().message());
+  auto bad_alpha = compare::compare_runs(run("r1", {}), run("r2", {}), {"", 1.0});
+  BOOST_REQUIRE(!bad_alpha);
+  BOOST_TEST((bad_alpha.error().code == compare::errc::invalid_alpha));
+}
+
+BOOST_AUTO_TEST_CASE(refusals_are_codes_in_the_compare_category) {
+  for (auto e :
+       {compare::errc::other_study, compare::errc::invalid_alpha, compare::errc::unknown_group}) {
+    boost::system::error_code ec = e;
+    BOOST_TEST(ec.category().name() == std::string("mira.compare"));
+    BOOST_TEST(ec.message() != "unknown compare error");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(every_format_escapes_study_names) {

@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(presets_and_targets_that_name_nothing) {
       "[targets.sim]\ntimeout = 3\n[targets.ghost]\ntimeout = 3\n");
   auto got = cfg::check_listing(list, c);
   BOOST_REQUIRE_EQUAL(got.size(), 2u);
-  BOOST_TEST(got[0].message.find("preset \"bad\" (line 3): --targets: \"gpt\"") == 0u,
+  BOOST_TEST(got[0].message.find("preset \"bad\" (line 3): targets: \"gpt\"") == 0u,
              got[0].message);
   BOOST_TEST(got[1].message ==
              "[targets] \"ghost\" (line 7): no eval of the study declares this target");

@@ -31,10 +31,12 @@ std::vector<std::string> keys(const plan::plan& p) {
   return k;
 }
 
-std::string error_of(const plan::selection& sel) {
+// The message of the plan's refusal of `sel`, which concerns `field`.
+std::string error_of(const plan::selection& sel, plan::field field) {
   auto p = plan::make_plan(listing(), sel);
   BOOST_REQUIRE(!p);
   BOOST_TEST((p.error().code == plan::errc::no_match));
+  BOOST_TEST((p.error().field == field), p.error().message());
   return p.error().message();
 }
 
@@ -210,26 +212,32 @@ BOOST_AUTO_TEST_CASE(trials_and_seed_overrides) {
   BOOST_TEST(one->cases[0].key == "f/s1@sim");
 }
 
-BOOST_AUTO_TEST_CASE(selections_that_match_nothing_are_errors) {
+// Each names the selection's field in the library's words (a front end puts it in its own: the
+// command line's flag, the HTTP API's member) and carries it as data.
+BOOST_AUTO_TEST_CASE(selections_that_match_nothing_are_errors_naming_the_field) {
+  using plan::field;
   plan::selection s1;
   s1.evals = {"nope*"};
-  BOOST_TEST(error_of(s1) == "--evals: \"nope*\" matches no eval (evals: e, f)");
+  BOOST_TEST(error_of(s1, field::evals) == "evals: \"nope*\" matches no eval (evals: e, f)");
   plan::selection s2;
   s2.axes = {{"effort", {"high"}}};
-  BOOST_TEST(error_of(s2) == "--axis: unknown axis \"effort\" (declared: z, a, empty)");
+  BOOST_TEST(error_of(s2, field::axes) == "axes: unknown axis \"effort\" (declared: z, a, empty)");
   plan::selection s3;
   s3.axes = {{"z", {"3"}}};
-  BOOST_TEST(error_of(s3) == "--axis z: \"3\" matches no value (values: 1, 2)");
+  BOOST_TEST(error_of(s3, field::axes) == "axes z: \"3\" matches no value (values: 1, 2)");
   plan::selection s4;
   s4.targets = {"claude"};
-  BOOST_TEST(error_of(s4) == "--targets: \"claude\" matches no target of the selected evals");
+  BOOST_TEST(error_of(s4, field::targets) ==
+             "targets: \"claude\" matches no target of the selected evals");
   plan::selection s5;
   s5.tags = {"nightly"};
-  BOOST_TEST(error_of(s5) == "--tag: no sample of the selected evals has the tag \"nightly\"");
+  BOOST_TEST(error_of(s5, field::tags) ==
+             "tags: no sample of the selected evals has the tag \"nightly\"");
   plan::selection s6;
   s6.evals = {"f"};
   s6.samples = {"a"};  // a sample of e, not of f
-  BOOST_TEST(error_of(s6) == "--samples: \"a\" matches no sample of the selected evals");
+  BOOST_TEST(error_of(s6, field::samples) ==
+             "samples: \"a\" matches no sample of the selected evals");
 }
 
 BOOST_AUTO_TEST_CASE(colliding_keys_are_an_error_naming_both_cases) {
@@ -240,6 +248,7 @@ BOOST_AUTO_TEST_CASE(colliding_keys_are_an_error_naming_both_cases) {
   auto p = plan::make_plan(*l);
   BOOST_REQUIRE(!p);
   BOOST_TEST((p.error().code == plan::errc::duplicate_key));
+  BOOST_TEST((p.error().field == plan::field::none));  // the listing's fault, not the selection's
   BOOST_TEST(p.error().message() ==
              "two cases have the key \"a/b/c@t\": eval \"a/b\", sample \"c\", target \"t\" and "
              "eval \"a\", sample \"b/c\", target \"t\" (names contain / @ [ ] , = or #)");
@@ -312,6 +321,12 @@ BOOST_AUTO_TEST_CASE(errors_are_codes_in_the_plan_category) {
     BOOST_TEST(ec.category().name() == std::string("mira.plan"));
     BOOST_TEST(ec.message() != "unknown plan error");
   }
+  BOOST_TEST(plan::to_string(plan::field::none).empty());
+  const std::pair<plan::field, std::string_view> names[] = {
+      {plan::field::evals, "evals"},     {plan::field::samples, "samples"},
+      {plan::field::targets, "targets"}, {plan::field::tags, "tags"},
+      {plan::field::axes, "axes"},       {plan::field::shard, "shard"}};
+  for (auto [f, name] : names) BOOST_TEST(plan::to_string(f) == name);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -116,18 +116,19 @@ struct fixture {
     o.allow_partial = partial;
     return o;
   }
-  // Refused, naming `text`, with nothing written and the inputs as they were.
-  void refused(const std::vector<fs::path>& inputs, const std::string& text,
-               const merge_options& o) {
+  // Refused with `code`, naming `text`, with nothing written and the inputs as they were.
+  void refused(const std::vector<fs::path>& inputs, boost::system::error_code code,
+               const std::string& text, const merge_options& o) {
     auto before = snapshot(tmp.path);
     auto r = merge_runs(inputs, o);
     BOOST_TEST_REQUIRE(!r.has_value());
-    BOOST_TEST((r.error().what == merge_error::kind::bad_input));
-    BOOST_TEST(r.error().message.find(text) != std::string::npos, r.error().message);
+    BOOST_TEST(r.error().code == code, r.error().code.message());
+    BOOST_TEST(r.error().message().find(text) != std::string::npos, r.error().message());
     BOOST_TEST((snapshot(tmp.path) == before));
   }
-  void refused(const std::vector<fs::path>& inputs, const std::string& text) {
-    refused(inputs, text, options());
+  void refused(const std::vector<fs::path>& inputs, boost::system::error_code code,
+               const std::string& text) {
+    refused(inputs, code, text, options());
   }
 };
 
@@ -248,22 +249,22 @@ BOOST_FIXTURE_TEST_CASE(shards_of_either_layout_merge, fixture) {
 
 BOOST_FIXTURE_TEST_CASE(a_shard_given_twice_is_refused, fixture) {
   auto again = save_shard(shards, "shard-1-again", whole, {1, 3});
-  refused({runs[0], runs[1], again, runs[2]}, "shard 1 is given twice");
+  refused({runs[0], runs[1], again, runs[2]}, merge_errc::duplicate, "shard 1 is given twice");
 }
 
 BOOST_FIXTURE_TEST_CASE(another_count_is_refused, fixture) {
   auto other = save_shard(tmp.path / "other", "of-4", whole, {2, 4});
-  refused({runs[0], runs[1], other}, "different counts");
+  refused({runs[0], runs[1], other}, merge_errc::mismatched, "different counts");
 }
 
 BOOST_FIXTURE_TEST_CASE(another_study_version_is_refused, fixture) {
   auto other = save_shard(tmp.path / "other", "v2", whole, {2, 3}, {.study_version = "2"});
-  refused({runs[0], runs[1], other}, "version 2");
+  refused({runs[0], runs[1], other}, merge_errc::mismatched, "version 2");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_folder_from_another_plan_is_refused, fixture) {
   auto other = save_shard(tmp.path / "other", "other-plan", echo_plan(31), {2, 3});
-  refused({runs[0], runs[1], other}, "comes from another plan");
+  refused({runs[0], runs[1], other}, merge_errc::mismatched, "comes from another plan");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_case_in_two_shards_is_refused, fixture) {
@@ -276,32 +277,34 @@ BOOST_FIXTURE_TEST_CASE(a_case_in_two_shards_is_refused, fixture) {
   fs::create_directories(bad / "cases" / encode_key(shard0.cases[0].key));
   std::ofstream(bad / "cases" / encode_key(shard0.cases[0].key) / "result.json")
       << case_line(shard0.cases[0], r) << "\n";
-  refused({runs[0], runs[1], bad}, "case " + shard0.cases[0].key + " is in");
+  refused({runs[0], runs[1], bad}, merge_errc::duplicate, "case " + shard0.cases[0].key + " is in");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_run_that_is_not_a_shard_is_refused, fixture) {
   auto store = run_store::create(tmp.path / "plain", "plain", layout::per_case);
   BOOST_REQUIRE(store.has_value());
   BOOST_REQUIRE(!store->begin_session({}));
-  refused({runs[0], tmp.path / "plain" / "plain"}, "is not a shard run");
-  refused({runs[0], tmp.path / "nowhere" / "run"}, "no saved run");
+  refused({runs[0], tmp.path / "plain" / "plain"}, merge_errc::not_a_shard, "is not a shard run");
+  // An input the store cannot open keeps the store's code.
+  refused({runs[0], tmp.path / "nowhere" / "run"}, errc::not_found, "no saved run");
+  refused({}, merge_errc::no_inputs, "no runs");
 }
 
 BOOST_FIXTURE_TEST_CASE(missing_shards_are_refused_naming_them, fixture) {
-  refused({runs[1]}, "shard(s) 0, 2 of 3 are missing");
+  refused({runs[1]}, merge_errc::incomplete, "shard(s) 0, 2 of 3 are missing");
 }
 
 BOOST_FIXTURE_TEST_CASE(an_unfinished_shard_is_refused, fixture) {
   auto partial = save_shard(tmp.path / "p", "partial", whole, {2, 3}, {.saved_of_shard = 3});
-  refused({runs[0], runs[1], partial}, "saved 3 of");
+  refused({runs[0], runs[1], partial}, merge_errc::incomplete, "saved 3 of");
 }
 
 BOOST_FIXTURE_TEST_CASE(a_taken_or_invalid_run_id_is_refused, fixture) {
   fs::create_directories(results / "merged");
-  refused(runs, "exists");
+  refused(runs, errc::exists, "exists");
   auto o = options();
   o.run_id = "../escape";
-  refused(runs, "run id", o);
+  refused(runs, errc::invalid_id, "run id", o);
 }
 
 BOOST_FIXTURE_TEST_CASE(allow_partial_merges_what_is_there, fixture) {
@@ -318,6 +321,16 @@ BOOST_FIXTURE_TEST_CASE(allow_partial_merges_what_is_there, fixture) {
   BOOST_REQUIRE(merged.has_value());
   BOOST_TEST(merged->cases.size() == r->cases);
   BOOST_TEST(merged->meta.extra.at("merged").at("missing").as_array().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(refusals_are_codes_in_the_merge_category) {
+  for (auto e : {merge_errc::no_inputs, merge_errc::not_a_shard, merge_errc::mismatched,
+                 merge_errc::duplicate, merge_errc::incomplete, merge_errc::cannot_write}) {
+    boost::system::error_code ec = e;
+    BOOST_TEST(ec.category().name() == std::string("mira.store.merge"));
+    BOOST_TEST(ec.message() != "unknown merge error");
+    BOOST_TEST((ec != errc::corrupt));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
