@@ -577,9 +577,12 @@ session_options session_of(const study_entry& study, const run_request& r, const
 // it before the run's end).
 void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally,
            const asio::any_io_executor& home) {
-  // The tally outlives its inbox's slices: execute() ends once the inbox is idle.
+  // Weak: the tally holds its inbox. execute() keeps it until the inbox is idle; a session that
+  // never ran leaves nothing to deliver.
   tally->inbox = std::make_shared<handover<told>>(
-      home, told_slice, [t = tally.get()](std::span<told> calls) { t->take(calls); });
+      home, told_slice, [w = std::weak_ptr<run_tally>(tally)](std::span<told> calls) {
+        if (auto t = w.lock()) t->take(calls);
+      });
   // The server's log: what a run's session warns of (a resume's notes, a file of the run that
   // could not be written as the session began).
   hooks.on_warning = [tally](const std::string& text) {
