@@ -3,6 +3,8 @@
 // from their folders.
 #include "serve/runs.hpp"
 
+#include "serve/handover.hpp"
+
 #include <mira/aggregate/summary.hpp>
 #include <mira/host.hpp>
 #include <mira/protocol/codec.hpp>
@@ -35,6 +37,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <span>
 #include <type_traits>
 
 namespace mira::serve::detail {
@@ -443,6 +446,10 @@ live_run::live_run(asio::any_io_executor e) : notify(new_notify(e)), ex(std::mov
 
 void live_run::publish(std::string type, json::object data) {
   events.append(std::move(type), protocol::to_json_text(data));
+  wake();
+}
+
+void live_run::wake() {
   notify->cancel();
   notify = new_notify(ex);
 }
@@ -482,6 +489,16 @@ void live_run::stop(std::string label) {
   if (going) cancel.emit(asio::cancellation_type::terminal);
 }
 
+// What a session hook tells, handed to the server's executor in the order the hooks were called.
+struct told {
+  enum class what { attempt, finished, save_failed } kind = what::attempt;
+  std::string text;  // finished: the case's key; save_failed: the message
+  schedule::case_record record;
+};
+
+// Hook calls handed over in one executor turn: about a millisecond of events on a quiet machine.
+constexpr std::size_t told_slice = 256;
+
 // What a run's session hooks keep up to date, on the server's executor: the live run's counts,
 // its attempts in flight and its events. The hooks share it; the session keeps them until it
 // goes.
@@ -491,6 +508,20 @@ struct run_tally {
   std::size_t starts = 0, finished_attempts = 0;
   std::size_t progress_every = 1;
   std::optional<std::string> save_failure;  // the first result that could not be saved
+  /// The hooks' calls on their way to the executor (made by watch()).
+  std::shared_ptr<handover<told>> inbox;
+
+  void take(std::span<told> calls) {
+    for (auto& c : calls) {
+      if (c.kind == told::what::attempt)
+        attempt();
+      else if (c.kind == told::what::finished)
+        finished(c.text, c.record);
+      else if (!save_failure)
+        save_failure = std::move(c.text);
+    }
+    run->wake();  // once a slice: a waiter reads every event new to it
+  }
 
   void attempt() {
     ++starts;
@@ -510,12 +541,13 @@ struct run_tally {
                    {"done", live.done},
                    {"total", live.total}};
     if (!r.message.empty()) e["message"] = r.message;
-    live.publish("case", std::move(e));
+    live.events.append("case", protocol::to_json_text(e));
     if (live.done % progress_every == 0 || live.done == live.total)
-      live.publish("progress", json::object{{"done", live.done},
-                                            {"total", live.total},
-                                            {"in_progress", live.in_progress},
-                                            {"counts", counts_json(live.counts)}});
+      live.events.append(
+          "progress", protocol::to_json_text(json::object{{"done", live.done},
+                                                          {"total", live.total},
+                                                          {"in_progress", live.in_progress},
+                                                          {"counts", counts_json(live.counts)}}));
   }
 };
 
@@ -544,9 +576,16 @@ session_options session_of(const study_entry& study, const run_request& r, const
 }
 
 // The hooks run on the session's thread; the run's state lives on the server's executor `home`,
-// where each hook posts what it tells (in order, before the session's end reaches it).
+// where the tally's inbox hands over what they tell, in order (execute() waits for the last of
+// it before the run's end).
 void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally,
            const asio::any_io_executor& home) {
+  // Weak: the tally holds its inbox. execute() keeps it until the inbox is idle; a session that
+  // never ran leaves nothing to deliver.
+  tally->inbox = std::make_shared<handover<told>>(
+      home, told_slice, [w = std::weak_ptr<run_tally>(tally)](std::span<told> calls) {
+        if (auto t = w.lock()) t->take(calls);
+      });
   // The server's log: what a run's session warns of (a resume's notes, a file of the run that
   // could not be written as the session began).
   hooks.on_warning = [tally](const std::string& text) {
@@ -555,17 +594,13 @@ void watch(session_hooks& hooks, const std::shared_ptr<run_tally>& tally,
     std::fprintf(stderr, "mira serve: warning: %s: %s\n", which.c_str(),
                  report::printable(text).c_str());
   };
-  hooks.on_attempt = [tally, home](std::size_t) {
-    asio::post(home, [tally] { tally->attempt(); });
-  };
+  hooks.on_attempt = [inbox = tally->inbox](std::size_t) { inbox->push({}); };
   // The plan does not change while the session runs: its key is read here.
-  hooks.on_case = [tally, home](std::size_t i, const schedule::case_record& r) {
-    asio::post(home, [tally, key = tally->plan->cases[i].key, r] { tally->finished(key, r); });
+  hooks.on_case = [tally](std::size_t i, const schedule::case_record& r) {
+    tally->inbox->push({told::what::finished, tally->plan->cases[i].key, r});
   };
-  hooks.on_save_failed = [tally, home](const std::string&, const std::string& text) {
-    asio::post(home, [tally, text] {
-      if (!tally->save_failure) tally->save_failure = text;
-    });
+  hooks.on_save_failed = [inbox = tally->inbox](const std::string&, const std::string& text) {
+    inbox->push({told::what::save_failed, text, {}});
   };
 }
 
@@ -865,6 +900,8 @@ asio::awaitable<void> run_manager::execute(std::shared_ptr<live_run> run, mira::
     asio::post(ex_, [run] { run->cancel.emit(asio::cancellation_type::terminal); });
   auto token = asio::bind_cancellation_slot(run->cancel.slot(), asio::use_awaitable);
   auto outcome = co_await s.async_run(token);
+  // The hooks' last calls may still be on their way: the end comes after them.
+  while (!tally->inbox->idle()) co_await asio::post(ex_, asio::use_awaitable);
   publish_end(*run, *tally, outcome);
   forget_old_runs();
 #ifdef __GLIBC__

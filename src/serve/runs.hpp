@@ -69,6 +69,8 @@ struct live_run {
   mira::session* going = nullptr;
 
   void publish(std::string type, boost::json::object data);
+  /// Wakes the waiters on new events (publish() does; so does one who appended several).
+  void wake();
   boost::json::object status() const;
   /// Stops the run, its stop named `label`; a second stop only renames it. A run whose
   /// coroutine has not begun is stopped when it begins (the signal has no handler before).
