@@ -189,7 +189,7 @@ figures through_host(const std::vector<std::string>& study, std::size_t n, std::
           while (next < n) {
             ++next;
             auto sent_at = std::chrono::steady_clock::now();
-            auto [ec, r] = co_await host.async_run(p, asio::as_tuple(asio::use_awaitable));
+            auto [ec, r] = co_await host.run(p, asio::as_tuple(asio::use_awaitable));
             if (c == 1)
               latencies.push_back(
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)

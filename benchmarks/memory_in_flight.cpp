@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
         before = bench::rss_mib();
         // Callbacks, not coroutines: the figure is the host's, not coroutine frames'.
         for (std::size_t i = 0; i < n; ++i)
-          host.async_run(p, [&](mira::error_code ec, mira::protocol::run_result) {
+          host.run(p, [&](mira::error_code ec, mira::protocol::run_result) {
             if (ec) ++failed;
             if (++answered == n) after = bench::rss_mib();
           });

@@ -120,7 +120,7 @@ asio::awaitable<double> throughput(asio::io_context& ctx, Conn conn, mira::proto
   auto worker = [&]() -> asio::awaitable<void> {
     while (next < n) {
       ++next;
-      auto [ec, r] = co_await conn.async_run(p, asio::as_tuple(asio::use_awaitable));
+      auto [ec, r] = co_await conn.run(p, asio::as_tuple(asio::use_awaitable));
       if (ec || !r.passed) ++failures;
     }
     if (--left == 0) asio::post(ctx, [&] { done.cancel(); });
@@ -138,8 +138,8 @@ struct two_handles {
   mira::host_handle a, b;
   std::size_t turn = 0;
   template <class Token>
-  auto async_run(mira::protocol::run_params p, Token&& token) {
-    return (turn++ % 2 ? b : a).async_run(std::move(p), std::forward<Token>(token));
+  auto run(mira::protocol::run_params p, Token&& token) {
+    return (turn++ % 2 ? b : a).run(std::move(p), std::forward<Token>(token));
   }
 };
 

@@ -97,7 +97,7 @@ int exec(const std::vector<std::string>& argv) {
 }
 
 // The host alone: every planned case (sample x target x trial, in the plan's order) through
-// host_handle::async_run, J in flight, nothing kept.
+// host_handle::run, J in flight, nothing kept.
 int host_alone(const std::vector<std::string>& study, std::size_t j) {
   asio::io_context ctx;
   int rc = 1;
@@ -122,8 +122,7 @@ int host_alone(const std::vector<std::string>& study, std::size_t j) {
             p.target = eval.targets[i / trials % targets].label;
             p.trial = static_cast<std::int64_t>(i % trials);
             p.trials = static_cast<std::int64_t>(trials);
-            auto [ec, r] =
-                co_await host.async_run(std::move(p), asio::as_tuple(asio::use_awaitable));
+            auto [ec, r] = co_await host.run(std::move(p), asio::as_tuple(asio::use_awaitable));
             if (ec || !r.passed) ++failures;
           }
           if (--workers_left == 0) done.cancel();

@@ -1,8 +1,8 @@
 // Example 3: fail fast with a parallel_group. Two cases run at once; the first failure cancels
-// its sibling, and the study is sent `cancel` for it. The `mira::as_expected` overloads complete
-// with `(error_code, tl::expected<run_result, error>)`: the leading code is what the group's
-// built-in wait_for_one_error looks at, the expected keeps the diagnostics, and no coroutine is
-// spawned per case.
+// its sibling, and the study is sent `cancel` for it. With the `mira::as_expected(token)`
+// adapter an operation completes with `(error_code, tl::expected<run_result, error>)`: the
+// leading code is what the group's built-in wait_for_one_error looks at, the expected keeps the
+// diagnostics, and no coroutine is spawned per case.
 //
 // Usage: example_03_fail_fast_group STUDY_CMD [ARGS...]
 //        (e.g. build/examples/example_study --slow-ms 5000)
@@ -43,11 +43,10 @@ asio::awaitable<int> demo(std::vector<std::string> argv) {
   }
 
   // The unknown sample fails at once and the slow sibling is cancelled.
-  using op_type = decltype(host->async_run(make_case("", ""), mira::as_expected, asio::deferred));
+  using op_type = decltype(host->run(make_case("", ""), mira::as_expected(asio::deferred)));
   std::vector<op_type> ops;
-  ops.push_back(host->async_run(make_case("slow", "long-task"), mira::as_expected, asio::deferred));
-  ops.push_back(
-      host->async_run(make_case("greet", "no-such-sample"), mira::as_expected, asio::deferred));
+  ops.push_back(host->run(make_case("slow", "long-task"), mira::as_expected(asio::deferred)));
+  ops.push_back(host->run(make_case("greet", "no-such-sample"), mira::as_expected(asio::deferred)));
   auto [order, codes, results] =
       co_await asio::experimental::make_parallel_group(std::move(ops))
           .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);

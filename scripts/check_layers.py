@@ -17,7 +17,7 @@ rank = {}
 for i, line in enumerate(l for l in block.group(1).splitlines() if l.strip()):
     for name in line.split():
         rank[name] = i
-HOST_FILES = {"host", "pool", "error", "log", "detail", "asio", "command_line", "fail_when"}
+HOST_FILES = {"host", "pool", "error", "log", "detail", "asio", "command_line", "fail_when", "as_expected"}
 # Asio and Boost.Process come in with the connection: the layers before it (the protocol, the
 # results layer) include neither, so a program that only reads saved runs compiles no Asio.
 IO_HEADERS = ("boost/asio", "boost/process")

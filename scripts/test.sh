@@ -42,6 +42,13 @@ g++ -std=c++20 -O0 -Wall -Wextra -Werror test/consumer/snippets.cpp -o "$tmp/sni
   $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira)
 "$tmp/snippets"
 
+# Each call shape of a host and pool operation (default token, use_awaitable, a callback,
+# as_expected in a fail-fast parallel group), as a user builds it against the installed package.
+# shellcheck disable=SC2046
+g++ -std=c++20 -O1 test/consumer/call_shapes.cpp -o "$tmp/call-shapes" \
+  $(PKG_CONFIG_PATH="$pc_path" pkg-config --cflags --libs mira-host)
+"$tmp/call-shapes" "$study" --slow-ms 60000
+
 # mira::host alone: a service that wants a host_handle opens no toml++ or Beast header and links
 # neither (CMake package and pkg-config alike).
 no_toml_or_beast() {  # what: a description; stdin: the headers opened or the link line

@@ -5,12 +5,12 @@
 // case whose result is bad (an infrastructure error the study reported in its transcript, a
 // failed score) completes with no error, so its siblings run to the end. Wrapped in
 // fail_when(predicate, token), an operation completing with
-// `void(error_code, tl::expected<T, mira::error>)` (the mira::as_expected overloads of
-// host_handle and study_pool) completes with errc::rejected_outcome as its leading code when
+// `void(error_code, tl::expected<T, mira::error>)` (any operation of host_handle or study_pool
+// through mira::as_expected) completes with errc::rejected_outcome as its leading code when
 // `predicate(expected)` is true; the expected still holds the result.
 //
-//   auto op = host.async_run(c, mira::as_expected, mira::fail_when(mira::infra_failure,
-//                                                                  asio::deferred));
+//   auto op = host.run(c, mira::as_expected(mira::fail_when(mira::infra_failure,
+//                                                          asio::deferred)));
 //
 // The executor, cancellation slot and allocator are the wrapped handler's. run_policy::fail_fast
 // is the pipeline's own rule (docs/cancellation.md compares the two).

@@ -1,8 +1,11 @@
 // mira::host_handle: one connection to a study (a child process or any pair of Asio byte
 // streams), with every protocol call as an asynchronous operation.
 //
-// All operations complete with `void(error_code, T)` and accept any completion token
-// (use_awaitable, deferred, as_tuple(...), use_future, callbacks). The work is serialized on a
+// One name per operation (initialize, list, list_samples, list_all, run, execute, score, cancel,
+// shutdown), each `op(params..., [request_options], token)`. All complete with
+// `void(error_code, T)` and accept any completion token (use_awaitable, deferred, as_tuple(...),
+// use_future, callbacks, mira::as_expected(token)); the default, mira::use_expected, makes
+// `co_await host.run(c)` give tl::expected<run_result, error>. The work is serialized on a
 // strand over the handle's executor, so a handle may be copied and used from many coroutines and
 // threads at once. Completion handlers run on their own associated executor, never inline from
 // the initiating call.
@@ -19,9 +22,10 @@
 //
 // Lifetime: the handle must be destroyed before its execution context; when the last copy goes
 // away the study is killed and every pending operation completes with operation_aborted. Call
-// async_shutdown() for a graceful exit. Destroying the io_context also kills the study.
+// shutdown() for a graceful exit. Destroying the io_context also kills the study.
 #pragma once
 
+#include <mira/as_expected.hpp>
 #include <mira/detail/transport.hpp>
 #include <mira/error.hpp>
 #include <mira/log.hpp>
@@ -29,10 +33,9 @@
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
 #include <tl/expected.hpp>
 
 #include <chrono>
@@ -104,7 +107,7 @@ struct request_options {
   /// the completion, never two at once, whatever that executor is.
   notification_handler on_notification = {};
   /// Set to the request's id when the operation is initiated (before its frame is queued), so
-  /// async_cancel(id) and correlation of logs work without the study echoing it. Written on
+  /// cancel(id) and correlation of logs work without the study echoing it. Written on
   /// the initiating thread; must outlive the initiation. Not set by list_all and shutdown,
   /// which are composed of several requests or none.
   std::int64_t* request_id = nullptr;
@@ -114,24 +117,17 @@ struct request_options {
   std::optional<std::chrono::steady_clock::time_point> deadline = {};
 };
 
-/// Tag for the fail-fast overloads (`host.async_run(c, mira::as_expected, asio::deferred)`):
-/// they complete with `void(error_code, tl::expected<T, error>)`, the leading code for
-/// parallel_group's wait_for_one_error, the expected carrying the diagnostics.
-struct as_expected_t {
-  request_options options;  // diag is filled by the adapter; the rest applies as given
-};
-inline constexpr struct as_expected_tag {
-  as_expected_t operator()(request_options o) const { return as_expected_t{std::move(o)}; }
-  // `as_expected` alone is `as_expected({})`: one overload per request takes both spellings.
-  operator as_expected_t() const { return {}; }  // NOLINT(google-explicit-constructor)
-} as_expected{};
-
 namespace detail {
 class host_impl;
 struct host_ref;
 
 template <class T>
 using handler_t = boost::asio::any_completion_handler<void(error_code, T)>;
+
+/// A completion token rather than the operation's options: tells `op(params, token)` from
+/// `op(params, options)` (and from `op(params, options, token)` with the default token).
+template <class T, class Options>
+concept completion_token_not = !std::is_convertible_v<T, Options>;
 
 /// The params of initialize and list (initialize's come from host_options).
 struct no_params {};
@@ -158,20 +154,6 @@ void start(const impl_ptr&, Params, request_options, handler_t<Result>,
 void start_list_all(const impl_ptr&, request_options, handler_t<protocol::list_result>);
 void start_shutdown(const impl_ptr&, handler_t<exit_status>);
 
-// Completes the fail-fast overloads: the code first (for wait_for_one_error), then the value
-// or the error with the diagnostics the operation filled in.
-template <class T, class Handler>
-struct expected_completion {
-  Handler handler;
-  std::unique_ptr<diagnostics> diag;  // the operation writes here; heap, so moves keep it valid
-  void operator()(error_code ec, T v) {
-    tl::expected<T, error> out =
-        ec ? tl::expected<T, error>(tl::unexpect, error{ec, std::move(*diag)})
-           : tl::expected<T, error>(std::move(v));
-    std::move(handler)(ec, std::move(out));
-  }
-};
-
 void start_wait_abandoned(const impl_ptr&, std::size_t seen, handler_t<std::size_t>);
 
 template <class Result>
@@ -194,9 +176,9 @@ struct initiate {
 
 /// One connection to a study. Cheap to copy (copies share the connection); may be used from
 /// many coroutines and threads at once. Every protocol call is an asynchronous operation
-/// completing with `void(error_code, T)` for any completion token; the `awaitable` layer below
-/// returns `tl::expected` instead. The file comment above and docs/host-api.md explain
-/// cancellation, executors and lifetimes; each operation repeats what applies to it.
+/// completing with `void(error_code, T)` for any completion token; with the default token it
+/// is an awaitable of `tl::expected<T, error>`. The file comment above and docs/host-api.md
+/// explain cancellation, executors and lifetimes; each operation repeats what applies to it.
 class host_handle {
  public:
   using executor_type = boost::asio::any_io_executor;
@@ -210,7 +192,7 @@ class host_handle {
 
   /// Speaks the protocol over one full-duplex stream: a connected socket (TCP, Unix), or any
   /// stream with `async_read_some`, `async_write_some`, `shutdown(socket_base::shutdown_send,
-  /// ec)` and `close(ec)`. No process is managed: async_shutdown half-closes the write side, lets
+  /// ec)` and `close(ec)`. No process is managed: shutdown() half-closes the write side, lets
   /// the requests in flight be answered until the study closes its end (at most
   /// shutdown_grace), and completes with an exit_status whose `no_process` is set.
   template <class Stream>
@@ -221,7 +203,7 @@ class host_handle {
   }
 
   /// Speaks the protocol over `study_output` (read) and `study_input` (write), e.g. two
-  /// pipes or test streams. No process is managed; async_shutdown closes `study_input` and
+  /// pipes or test streams. No process is managed; shutdown() closes `study_input` and
   /// drains as above.
   template <class ReadStream, class WriteStream>
   static host_handle connect(ReadStream study_output, WriteStream study_input,
@@ -263,8 +245,13 @@ class host_handle {
         token, seen);
   }
 
-  // --- Asynchronous operations: void(error_code, T) ------------------------------------------
-  // Each has an overload taking request_options (diagnostics, correlated notifications).
+  // --- Operations: one name each, any completion token ----------------------------------------
+  // Each completes with `void(error_code, T)` and takes the forms `op(params..., token)` and
+  // `op(params..., request_options, token)`. The token defaults to mira::use_expected, so
+  // `co_await host.run(c)` in an asio::awaitable gives tl::expected<T, error> and never throws;
+  // asio::use_awaitable (throws system_error), callbacks, asio::deferred, as_tuple(...) and
+  // mira::as_expected(token) (leading code plus the expected, for parallel_group) work as for
+  // any Asio operation.
 
   /// Sends protocol_version "1.1" and the host name; fails with incompatible_protocol when the
   /// study's major differs. Records the capabilities (e.g. whether `cancel` frames are sent).
@@ -284,52 +271,47 @@ class host_handle {
   /// @par Object lifetimes
   /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
   /// it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_initialize(request_options o, Token&& token) {
+  template <class Token = use_expected_t>
+  auto initialize(request_options o, Token&& token = {}) {
     return async<protocol::initialize_result>(detail::no_params{}, std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto initialize(Token&& token = {}) {
+    return initialize(request_options{}, std::forward<Token>(token));
+  }
+
   /// The catalogue as sent (first sample page of each eval).
   ///
   /// @par Handler signature
   /// @code void(mira::error_code, protocol::list_result) @endcode
   ///
-  /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
-  /// protocol defines it for run, execute and score only), and a late answer is dropped.
-  /// `total`: only before the request is written (docs/cancellation.md has the table).
-  ///
-  /// @par Executor
-  /// The handler runs on its associated executor (by default the handle's), never inside this
-  /// call; the work itself runs on the handle's strand, so any thread may call this.
-  ///
-  /// @par Object lifetimes
-  /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
-  /// it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_list(request_options o, Token&& token) {
+  /// @par Per-operation cancellation, executor, object lifetimes
+  /// As for initialize.
+  template <class Token = use_expected_t>
+  auto list(request_options o, Token&& token = {}) {
     return async<protocol::list_result>(detail::no_params{}, std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto list(Token&& token = {}) {
+    return list(request_options{}, std::forward<Token>(token));
+  }
+
   /// One further page of an eval's samples.
   ///
   /// @par Handler signature
   /// @code void(mira::error_code, protocol::list_samples_result) @endcode
   ///
-  /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
-  /// protocol defines it for run, execute and score only), and a late answer is dropped.
-  /// `total`: only before the request is written (docs/cancellation.md has the table).
-  ///
-  /// @par Executor
-  /// The handler runs on its associated executor (by default the handle's), never inside this
-  /// call; the work itself runs on the handle's strand, so any thread may call this.
-  ///
-  /// @par Object lifetimes
-  /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
-  /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_list_samples(protocol::list_samples_params p, request_options o, Token&& token) {
+  /// @par Per-operation cancellation, executor, object lifetimes
+  /// As for initialize; the params are taken by value.
+  template <class Token = use_expected_t>
+  auto list_samples(protocol::list_samples_params p, request_options o, Token&& token = {}) {
     return async<protocol::list_samples_result>(std::move(p), std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto list_samples(protocol::list_samples_params p, Token&& token = {}) {
+    return list_samples(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+
   /// The whole catalogue: `list`, then `list_samples` for every eval until its cursor ends.
   /// Fails with cursor_loop when a cursor repeats.
   ///
@@ -341,17 +323,17 @@ class host_handle {
   /// which is cancelled by the rules of a single request, and the whole operation completes
   /// with `operation_aborted`.
   ///
-  /// @par Executor
-  /// The handler runs on its associated executor (by default the handle's), never inside this
-  /// call; the work itself runs on the handle's strand, so any thread may call this.
-  ///
-  /// @par Object lifetimes
-  /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
-  /// it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_list_all(request_options o, Token&& token) {
+  /// @par Executor, object lifetimes
+  /// As for initialize.
+  template <class Token = use_expected_t>
+  auto list_all(request_options o, Token&& token = {}) {
     return async<protocol::list_result>(detail::list_all_call{}, std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto list_all(Token&& token = {}) {
+    return list_all(request_options{}, std::forward<Token>(token));
+  }
+
   /// Runs and scores one case.
   ///
   /// @par Handler signature
@@ -360,7 +342,8 @@ class host_handle {
   /// @par Per-operation cancellation
   /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
   /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
+  /// before the request is written (docs/cancellation.md has the table). So a dropped
+  /// awaitable (`host.run(c) || timer`) or a request_options::deadline sends `cancel`.
   ///
   /// @par Executor
   /// The handler runs on its associated executor (by default the handle's), never inside this
@@ -369,75 +352,65 @@ class host_handle {
   /// @par Object lifetimes
   /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
   /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_run(protocol::run_params p, request_options o, Token&& token) {
+  template <class Token = use_expected_t>
+  auto run(protocol::run_params p, request_options o, Token&& token = {}) {
     return async<protocol::run_result>(std::move(p), std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto run(protocol::run_params p, Token&& token = {}) {
+    return run(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+
   /// Runs one case without scoring; the full transcript comes back, its flat fields projected
   /// from the ATIF trajectory where the study left them unset. Needs the `execute` capability.
   ///
   /// @par Handler signature
   /// @code void(mira::error_code, protocol::execute_result) @endcode
   ///
-  /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
-  ///
-  /// @par Executor
-  /// The handler runs on its associated executor (by default the handle's), never inside this
-  /// call; the work itself runs on the handle's strand, so any thread may call this.
-  ///
-  /// @par Object lifetimes
-  /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
-  /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_execute(protocol::run_params p, request_options o, Token&& token) {
+  /// @par Per-operation cancellation, executor, object lifetimes
+  /// As for run.
+  template <class Token = use_expected_t>
+  auto execute(protocol::run_params p, request_options o, Token&& token = {}) {
     return async<protocol::execute_result>(std::move(p), std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto execute(protocol::run_params p, Token&& token = {}) {
+    return execute(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+
   /// Scores a supplied transcript. Needs the `score` capability.
   ///
   /// @par Handler signature
   /// @code void(mira::error_code, protocol::run_result) @endcode
   ///
-  /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; once the request was
-  /// written, `cancel {"id": N}` is sent when the study advertised `cancel`. `total`: only
-  /// before the request is written (docs/cancellation.md has the table).
-  ///
-  /// @par Executor
-  /// The handler runs on its associated executor (by default the handle's), never inside this
-  /// call; the work itself runs on the handle's strand, so any thread may call this.
-  ///
-  /// @par Object lifetimes
-  /// The params are taken by value; `o.diag`, when set, must outlive the operation. If the last
-  /// copy of the handle goes while it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_score(protocol::score_params p, request_options o, Token&& token) {
+  /// @par Per-operation cancellation, executor, object lifetimes
+  /// As for run.
+  template <class Token = use_expected_t>
+  auto score(protocol::score_params p, request_options o, Token&& token = {}) {
     return async<protocol::run_result>(std::move(p), std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto score(protocol::score_params p, Token&& token = {}) {
+    return score(std::move(p), request_options{}, std::forward<Token>(token));
+  }
+
   /// Explicit `cancel {id}`; completes with whether the study found the request in flight.
   /// Needs the `cancel` capability.
   ///
   /// @par Handler signature
   /// @code void(mira::error_code, bool) @endcode
   ///
-  /// @par Per-operation cancellation
-  /// `terminal`, `partial`: completes at once with `operation_aborted`; no `cancel` is sent (the
-  /// protocol defines it for run, execute and score only), and a late answer is dropped.
-  /// `total`: only before the request is written (docs/cancellation.md has the table).
-  ///
-  /// @par Executor
-  /// The handler runs on its associated executor (by default the handle's), never inside this
-  /// call; the work itself runs on the handle's strand, so any thread may call this.
-  ///
-  /// @par Object lifetimes
-  /// `o.diag`, when set, must outlive the operation. If the last copy of the handle goes while
-  /// it is pending, it completes with `operation_aborted`.
-  template <class Token>
-  auto async_cancel(std::int64_t request_id, request_options o, Token&& token) {
+  /// @par Per-operation cancellation, executor, object lifetimes
+  /// As for initialize.
+  template <class Token = use_expected_t>
+  auto cancel(std::int64_t request_id, request_options o, Token&& token = {}) {
     return async<bool>(protocol::cancel_params{request_id}, std::move(o), token);
   }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto cancel(std::int64_t request_id, Token&& token = {}) {
+    return cancel(request_id, request_options{}, std::forward<Token>(token));
+  }
+
   /// Graceful exit: no new requests; what was already queued (requests, `cancel` frames) is
   /// written whole, then stdin closed; SIGTERM when the study is still there shutdown_grace
   /// after the call, SIGKILL terminate_grace later. Pending requests complete with
@@ -456,73 +429,10 @@ class host_handle {
   ///
   /// @par Object lifetimes
   /// If the last copy of the handle goes while it is pending, the study is killed at once.
-  template <class Token>
-  auto async_shutdown(Token&& token) {
+  template <class Token = use_expected_t>
+  auto shutdown(Token&& token = {}) {
     return async<exit_status>(detail::shutdown_call{}, request_options{}, token);
   }
-
-  template <class Token>
-  auto async_initialize(Token&& token) {
-    return async_initialize(request_options{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_list(Token&& token) {
-    return async_list(request_options{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_list_samples(protocol::list_samples_params p, Token&& token) {
-    return async_list_samples(std::move(p), request_options{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_list_all(Token&& token) {
-    return async_list_all(request_options{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_run(protocol::run_params p, Token&& token) {
-    return async_run(std::move(p), request_options{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_execute(protocol::run_params p, Token&& token) {
-    return async_execute(std::move(p), request_options{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_score(protocol::score_params p, Token&& token) {
-    return async_score(std::move(p), request_options{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_cancel(std::int64_t request_id, Token&& token) {
-    return async_cancel(request_id, request_options{}, std::forward<Token>(token));
-  }
-
-  // --- Fail-fast layer: void(error_code, tl::expected<T, error>) -----------------------------
-  // The leading code lets parallel_group's wait_for_one_error stop at the first failure with no
-  // coroutine per operation; the expected holds the result or the error with its diagnostics.
-  // Cancellation, executor and lifetimes as for the overloads above. `mira::as_expected` and
-  // `mira::as_expected(options)` both take these (the tag converts to as_expected_t).
-
-  template <class Token>
-  auto async_run(protocol::run_params p, as_expected_t e, Token&& token) {
-    return async_expected<protocol::run_result>(std::move(p), std::move(e.options), token);
-  }
-  template <class Token>
-  auto async_execute(protocol::run_params p, as_expected_t e, Token&& token) {
-    return async_expected<protocol::execute_result>(std::move(p), std::move(e.options), token);
-  }
-  template <class Token>
-  auto async_score(protocol::score_params p, as_expected_t e, Token&& token) {
-    return async_expected<protocol::run_result>(std::move(p), std::move(e.options), token);
-  }
-
-  // --- Coroutine layer: never throws, errors as values ---------------------------------------
-
-  boost::asio::awaitable<tl::expected<protocol::initialize_result, error>> initialize();
-  boost::asio::awaitable<tl::expected<protocol::list_result, error>> list_all();
-  boost::asio::awaitable<tl::expected<protocol::run_result, error>> run(
-      protocol::run_params p, notification_handler on_notification = {});
-  boost::asio::awaitable<tl::expected<protocol::execute_result, error>> execute(
-      protocol::run_params p, notification_handler on_notification = {});
-  boost::asio::awaitable<tl::expected<protocol::run_result, error>> score(protocol::score_params p);
-  boost::asio::awaitable<tl::expected<exit_status, error>> shutdown();
 
  private:
   host_handle(executor_type ex, std::unique_ptr<detail::transport> io, host_options opts);
@@ -533,28 +443,7 @@ class host_handle {
     return boost::asio::async_initiate<Token, void(error_code, Result)>(
         detail::initiate<Result>{impl()}, token, std::move(call), std::move(o));
   }
-  template <class Result, class Call, class Token>
-  auto async_expected(Call call, request_options o, Token& token) {
-    using value = tl::expected<Result, error>;
-    return boost::asio::async_initiate<Token, void(error_code, value)>(
-        [impl = impl()](auto handler, Call c, request_options opts) {
-          // The slot and executor of the caller's handler stay associated with the operation.
-          auto slot = boost::asio::get_associated_cancellation_slot(handler);
-          auto ex = boost::asio::get_associated_executor(handler, impl_executor(impl));
-          auto diag = std::make_unique<diagnostics>();
-          opts.diag = diag.get();
-          detail::initiate<Result>{impl}(
-              boost::asio::bind_cancellation_slot(
-                  slot,
-                  boost::asio::bind_executor(
-                      ex, detail::expected_completion<Result, decltype(handler)>{std::move(handler),
-                                                                                 std::move(diag)})),
-              std::move(c), std::move(opts));
-        },
-        token, std::move(call), std::move(o));
-  }
   const detail::impl_ptr& impl() const;
-  static executor_type impl_executor(const detail::impl_ptr& impl);
 
   std::shared_ptr<detail::host_ref> ref_;
 };
@@ -569,9 +458,8 @@ boost::asio::awaitable<tl::expected<host_handle, error>> restart_study(
     study_command cmd, host_options options, protocol::initialize_result original,
     std::chrono::milliseconds init_timeout);
 
-/// The name the Rust host and its users write. `host_handle` is primary: the library's names
-/// are snake_case throughout (STYLE.md), and this alias keeps code written against the Rust
-/// spelling compiling unchanged.
+/// The name the Rust host and its users write; `host_handle` is primary (the library's names
+/// are snake_case), and this alias keeps code written against the Rust spelling compiling.
 using HostHandle = host_handle;
 
 }  // namespace mira

@@ -1,10 +1,11 @@
 // mira::study_pool: P processes of one study behind one handle, so a study that answers one
 // request at a time (the official Python and TypeScript SDKs do) still runs cases in parallel.
 //
-// The pool offers a host_handle's case operations (run, execute, score) with any completion
-// token. Each request goes to the live process with the fewest requests in flight (its abandoned
-// ones counted), under a per-process cap; when every process is at its cap the request waits in
-// the pool, not behind a slow case in one process. The request is then a plain request of that
+// The pool offers a host_handle's case operations (run, execute, score), list_all and shutdown,
+// in the same shape: `op(params, [options], token)`, the token defaulting to mira::use_expected.
+// Each request goes to the live process with the fewest requests in flight (its abandoned ones
+// counted), under a per-process cap; when every process is at its cap the request waits in the
+// pool, not behind a slow case in one process. The request is then a plain request of that
 // process's host_handle: per-request cancellation sends `cancel` to the process that holds it,
 // and notifications reach the request's own handler, by construction. A request cancelled while
 // it waits in the pool is removed; nothing is sent.
@@ -106,6 +107,11 @@ struct pool_waiting {
 /// Queues `w` (or dispatches it at once when a process has room by now).
 void pool_enqueue(const pool_state_ptr& s, std::unique_ptr<pool_waiting> w);
 void start_pool_wait_abandoned(const pool_state_ptr& s, std::size_t seen, handler_t<std::size_t> h);
+/// list_all on a live process, or errc::study_exited when there is none.
+void start_pool_list_all(const pool_state_ptr& s, request_options o,
+                         handler_t<protocol::list_result> h);
+void start_pool_shutdown(const pool_state_ptr& s,
+                         boost::asio::any_completion_handler<void(error_code)> h);
 boost::asio::any_io_executor pool_executor(const pool_state_ptr& s);
 
 // The user's handler, with the pool told when it completes. Its executor, cancellation slot
@@ -131,15 +137,15 @@ struct execute_call {
 
 template <class H>
 void pool_forward(host_handle& h, protocol::run_params p, request_options o, H&& handler) {
-  h.async_run(std::move(p), std::move(o), std::forward<H>(handler));
+  h.run(std::move(p), std::move(o), std::forward<H>(handler));
 }
 template <class H>
 void pool_forward(host_handle& h, execute_call c, request_options o, H&& handler) {
-  h.async_execute(std::move(c.params), std::move(o), std::forward<H>(handler));
+  h.execute(std::move(c.params), std::move(o), std::forward<H>(handler));
 }
 template <class H>
 void pool_forward(host_handle& h, protocol::score_params p, request_options o, H&& handler) {
-  h.async_score(std::move(p), std::move(o), std::forward<H>(handler));
+  h.score(std::move(p), std::move(o), std::forward<H>(handler));
 }
 
 template <class Result, class Handler, class Call>
@@ -286,43 +292,89 @@ class study_pool {
   /// The host handle in `slot` (0-based) now, e.g. for list or list_samples.
   host_handle process(std::size_t slot) const;
 
-  template <class Token>
-  auto async_run(protocol::run_params p, pool_request r, Token&& token) {
+  // --- Operations: as host_handle's, one name each, any completion token ----------------------
+  // `op(params, [pool_request], token)`; the token defaults to mira::use_expected, so
+  // `co_await pool.run(c)` gives tl::expected<run_result, error>. A pool_request converts from
+  // request_options. Cancellation: a request waiting in the pool is removed (nothing is sent);
+  // one handed to a process is cancelled as that host_handle's request is.
+
+  /// As host_handle::run, on the least loaded process with room.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::run_result) @endcode
+  template <class Token = use_expected_t>
+  auto run(protocol::run_params p, pool_request r, Token&& token = {}) {
     return async<protocol::run_result>(std::move(p), std::move(r), token);
   }
-  template <class Token>
-  auto async_execute(protocol::run_params p, pool_request r, Token&& token) {
+  template <detail::completion_token_not<pool_request> Token = use_expected_t>
+  auto run(protocol::run_params p, Token&& token = {}) {
+    return run(std::move(p), pool_request{}, std::forward<Token>(token));
+  }
+  /// As host_handle::execute.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::execute_result) @endcode
+  template <class Token = use_expected_t>
+  auto execute(protocol::run_params p, pool_request r, Token&& token = {}) {
     return async<protocol::execute_result>(detail::execute_call{std::move(p)}, std::move(r), token);
   }
-  template <class Token>
-  auto async_score(protocol::score_params p, pool_request r, Token&& token) {
+  template <detail::completion_token_not<pool_request> Token = use_expected_t>
+  auto execute(protocol::run_params p, Token&& token = {}) {
+    return execute(std::move(p), pool_request{}, std::forward<Token>(token));
+  }
+  /// As host_handle::score.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::run_result) @endcode
+  template <class Token = use_expected_t>
+  auto score(protocol::score_params p, pool_request r, Token&& token = {}) {
     return async<protocol::run_result>(std::move(p), std::move(r), token);
   }
-  template <class Token>
-  auto async_run(protocol::run_params p, Token&& token) {
-    return async_run(std::move(p), pool_request{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_execute(protocol::run_params p, Token&& token) {
-    return async_execute(std::move(p), pool_request{}, std::forward<Token>(token));
-  }
-  template <class Token>
-  auto async_score(protocol::score_params p, Token&& token) {
-    return async_score(std::move(p), pool_request{}, std::forward<Token>(token));
+  template <detail::completion_token_not<pool_request> Token = use_expected_t>
+  auto score(protocol::score_params p, Token&& token = {}) {
+    return score(std::move(p), pool_request{}, std::forward<Token>(token));
   }
 
-  // --- Coroutine layer: never throws, errors as values ---------------------------------------
+  /// The whole catalogue, from one live process (host_handle::list_all); errc::study_exited
+  /// when none is live.
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code, protocol::list_result) @endcode
+  template <class Token = use_expected_t>
+  auto list_all(request_options o, Token&& token = {}) {
+    return boost::asio::async_initiate<Token, void(error_code, protocol::list_result)>(
+        [state = state()](auto handler, request_options opts) {
+          detail::start_pool_list_all(state, std::move(opts),
+                                      detail::handler_t<protocol::list_result>(std::move(handler)));
+        },
+        token, std::move(o));
+  }
+  template <detail::completion_token_not<request_options> Token = use_expected_t>
+  auto list_all(Token&& token = {}) {
+    return list_all(request_options{}, std::forward<Token>(token));
+  }
 
-  /// The whole catalogue, from one process.
-  boost::asio::awaitable<tl::expected<protocol::list_result, error>> list_all();
-  boost::asio::awaitable<tl::expected<protocol::run_result, error>> run(
-      protocol::run_params p, notification_handler on_notification = {});
-  boost::asio::awaitable<tl::expected<protocol::execute_result, error>> execute(
-      protocol::run_params p, notification_handler on_notification = {});
-  boost::asio::awaitable<tl::expected<protocol::run_result, error>> score(protocol::score_params p);
   /// Every process shut down at once (graceful, then SIGTERM, then SIGKILL); no restarts after
   /// it. Requests still waiting in the pool fail with errc::study_exited.
-  boost::asio::awaitable<void> shutdown();
+  ///
+  /// @par Handler signature
+  /// @code void(mira::error_code) @endcode (with the default token: tl::expected<void, error>)
+  ///
+  /// @par Per-operation cancellation
+  /// `terminal`: stops waiting for the processes and completes with `operation_aborted`; what
+  /// was done (stdin closed, signals sent, the pool closed) is not undone.
+  ///
+  /// @par Executor
+  /// The handler's associated executor (else the pool's); never inside this call.
+  template <class Token = use_expected_t>
+  auto shutdown(Token&& token = {}) {
+    return boost::asio::async_initiate<Token, void(error_code)>(
+        [state = state()](auto handler) {
+          detail::start_pool_shutdown(
+              state, boost::asio::any_completion_handler<void(error_code)>(std::move(handler)));
+        },
+        token);
+  }
 
  private:
   explicit study_pool(std::shared_ptr<detail::pool_ref> ref);

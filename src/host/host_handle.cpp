@@ -1,5 +1,4 @@
-// host_handle's own members: spawn and connect, the accessors, and the coroutine layer that
-// turns each operation's (error_code, T) into tl::expected.
+// host_handle's own members: spawn and connect, the accessors, and restart_study.
 #include "host_impl.hpp"
 #include "study_identity.hpp"
 
@@ -75,10 +74,6 @@ tl::expected<host_handle, error> host_handle::spawn(executor_type ex, study_comm
   return host_handle(std::make_shared<detail::host_ref>(std::move(impl)));
 }
 
-host_handle::executor_type host_handle::impl_executor(const detail::impl_ptr& impl) {
-  return impl->strand_.get_inner_executor();
-}
-
 const detail::impl_ptr& host_handle::impl() const {
   return ref_->impl;
 }
@@ -94,21 +89,6 @@ std::optional<protocol::initialize_result> host_handle::study() const {
 std::size_t host_handle::abandoned() const {
   return impl()->abandoned_.load();
 }
-namespace {
-
-template <class T, class Call>
-asio::awaitable<tl::expected<T, error>> call_expected(detail::impl_ptr impl, Call call,
-                                                      notification_handler nh) {
-  diagnostics d;
-  request_options o;
-  o.diag = &d;
-  o.on_notification = std::move(nh);
-  auto [ec, v] = co_await detail::async_call<T>(std::move(impl), std::move(call), std::move(o));
-  if (ec) co_return tl::unexpected<error>(error{ec, std::move(d)});
-  co_return std::move(v);
-}
-
-}  // namespace
 
 asio::awaitable<tl::expected<host_handle, error>> restart_study(
     study_command cmd, host_options options, protocol::initialize_result original,
@@ -120,8 +100,7 @@ asio::awaitable<tl::expected<host_handle, error>> restart_study(
   request_options o;
   o.diag = &d;
   o.deadline = std::chrono::steady_clock::now() + init_timeout;
-  auto [ec, init] =
-      co_await host->async_initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
+  auto [ec, init] = co_await host->initialize(std::move(o), asio::as_tuple(asio::use_awaitable));
   if (ec == errc::timed_out)
     d.message = "the restarted study " + detail::missed_initialize(init_timeout);
   if (ec) co_return tl::unexpected(error{ec, std::move(d)});
@@ -132,33 +111,6 @@ asio::awaitable<tl::expected<host_handle, error>> restart_study(
     co_return tl::unexpected(std::move(e));
   }
   co_return std::move(*host);
-}
-
-asio::awaitable<tl::expected<protocol::initialize_result, error>> host_handle::initialize() {
-  return call_expected<protocol::initialize_result>(impl(), detail::no_params{}, {});
-}
-
-asio::awaitable<tl::expected<protocol::list_result, error>> host_handle::list_all() {
-  return call_expected<protocol::list_result>(impl(), detail::list_all_call{}, {});
-}
-
-asio::awaitable<tl::expected<protocol::run_result, error>> host_handle::run(
-    protocol::run_params p, notification_handler nh) {
-  return call_expected<protocol::run_result>(impl(), std::move(p), std::move(nh));
-}
-
-asio::awaitable<tl::expected<protocol::execute_result, error>> host_handle::execute(
-    protocol::run_params p, notification_handler nh) {
-  return call_expected<protocol::execute_result>(impl(), std::move(p), std::move(nh));
-}
-
-asio::awaitable<tl::expected<protocol::run_result, error>> host_handle::score(
-    protocol::score_params p) {
-  return call_expected<protocol::run_result>(impl(), std::move(p), {});
-}
-
-asio::awaitable<tl::expected<exit_status, error>> host_handle::shutdown() {
-  return call_expected<exit_status>(impl(), detail::shutdown_call{}, {});
 }
 
 }  // namespace mira

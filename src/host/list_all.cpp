@@ -1,4 +1,4 @@
-// host_handle::async_list_all as a composed operation: `list`, then `list_samples` for every
+// host_handle::list_all as a composed operation: `list`, then `list_samples` for every
 // eval until its cursor ends, stopping a cursor that repeats or pages that stay empty.
 #include "host_impl.hpp"
 

@@ -4,7 +4,9 @@
 #include "pool_dispatch.hpp"
 #include "study_identity.hpp"
 
+#include <boost/asio/append.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -13,6 +15,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cstdio>
@@ -329,14 +332,14 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     if (hosts.empty()) co_return results;
     std::vector<diagnostics> diags(hosts.size());
     auto deadline = std::chrono::steady_clock::now() + timeout;
-    using op_t = decltype(hosts.front().async_initialize(request_options{}, asio::deferred));
+    using op_t = decltype(hosts.front().initialize(request_options{}, asio::deferred));
     std::vector<op_t> ops;
     ops.reserve(hosts.size());
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       request_options o;
       o.diag = &diags[i];
       o.deadline = deadline;
-      ops.push_back(hosts[i].async_initialize(std::move(o), asio::deferred));
+      ops.push_back(hosts[i].initialize(std::move(o), asio::deferred));
     }
     auto [order, ecs, answers] =
         co_await asio::experimental::make_parallel_group(std::move(ops))
@@ -451,6 +454,65 @@ asio::any_io_executor pool_executor(const pool_state_ptr& s) {
   return s->ex;
 }
 
+void start_pool_list_all(const pool_state_ptr& s, request_options o,
+                         handler_t<protocol::list_result> h) {
+  std::optional<host_handle> host;
+  {
+    std::lock_guard lock(s->mutex);
+    for (std::size_t i = 0; i < s->hosts.size() && !host; ++i)
+      if (s->dispatch.live(i)) host = *s->hosts[i];
+  }
+  if (host) return host->list_all(std::move(o), std::move(h));
+  // Never inline: this runs inside the initiating call.
+  asio::post(s->ex, asio::append(std::move(h), make_error_code(errc::study_exited),
+                                 protocol::list_result{}));
+}
+
+namespace {
+
+// Closes the pool, fails the requests waiting in it, and shuts every process down at once (each
+// may wait its grace periods), gathered by a ranged parallel group: safe whichever threads run
+// the completions. operation_aborted when that wait was cancelled.
+asio::awaitable<error_code> shutdown_all(pool_state_ptr s) {
+  std::vector<host_handle> hosts;
+  std::deque<std::pair<std::uint64_t, std::unique_ptr<pool_waiting>>> waiting;
+  {
+    std::lock_guard lock(s->mutex);
+    s->closed = true;
+    for (auto& h : s->hosts) hosts.push_back(*h);
+    waiting = std::move(s->waiting);
+    s->waiting.clear();
+  }
+  for (auto& [seq, w] : waiting) w->fail(make_error_code(errc::study_exited));
+  s->notify_abandoned();
+  using op_t = decltype(hosts.front().shutdown(asio::deferred));
+  std::vector<op_t> ops;
+  ops.reserve(hosts.size());
+  for (auto& h : hosts) ops.push_back(h.shutdown(asio::deferred));
+  if (ops.empty()) co_return error_code{};
+  co_await asio::experimental::make_parallel_group(std::move(ops))
+      .async_wait(asio::experimental::wait_for_all(), asio::as_tuple(asio::use_awaitable));
+  auto cs = co_await asio::this_coro::cancellation_state;
+  if (cs.cancelled() != asio::cancellation_type::none) co_return asio::error::operation_aborted;
+  co_return error_code{};
+}
+
+}  // namespace
+
+void start_pool_shutdown(const pool_state_ptr& s,
+                         asio::any_completion_handler<void(error_code)> h) {
+  // The handler's slot reaches the coroutine (terminal cancellation, co_spawn's default); the
+  // handler runs on its own executor, posted through the pool's.
+  auto slot = asio::get_associated_cancellation_slot(h);
+  asio::co_spawn(
+      s->ex, shutdown_all(s),
+      asio::bind_cancellation_slot(
+          slot, [ex = s->ex, h = std::move(h)](std::exception_ptr ep, error_code ec) mutable {
+            if (ep) ec = asio::error::operation_aborted;
+            asio::post(ex, asio::append(std::move(h), ec));
+          }));
+}
+
 }  // namespace mira::detail
 
 namespace mira {
@@ -543,81 +605,6 @@ std::vector<std::size_t> study_pool::loads() const {
 host_handle study_pool::process(std::size_t slot) const {
   std::lock_guard lock(state()->mutex);
   return *state()->hosts.at(slot);
-}
-
-namespace {
-
-// Built outside any coroutine (g++ 12 and temporaries in a co_await full-expression).
-template <class T, class Call>
-auto pool_call(detail::pool_state_ptr s, Call call, pool_request r) {
-  auto tok = asio::as_tuple(asio::use_awaitable);
-  return asio::async_initiate<decltype(tok), void(error_code, T)>(
-      detail::pool_initiate<T>{std::move(s)}, tok, std::move(call), std::move(r));
-}
-
-template <class T, class Call>
-asio::awaitable<tl::expected<T, error>> pool_expected(detail::pool_state_ptr s, Call call,
-                                                      notification_handler nh) {
-  diagnostics d;
-  pool_request r;
-  r.options.diag = &d;
-  r.options.on_notification = std::move(nh);
-  auto [ec, v] = co_await pool_call<T>(std::move(s), std::move(call), std::move(r));
-  if (ec) co_return tl::unexpected<error>(error{ec, std::move(d)});
-  co_return std::move(v);
-}
-
-}  // namespace
-
-asio::awaitable<tl::expected<protocol::list_result, error>> study_pool::list_all() {
-  std::optional<host_handle> h;
-  {
-    std::lock_guard lock(state()->mutex);
-    for (std::size_t i = 0; i < state()->hosts.size() && !h; ++i)
-      if (state()->dispatch.live(i)) h = *state()->hosts[i];
-  }
-  if (!h) co_return tl::unexpected(error{make_error_code(errc::study_exited), {}});
-  co_return co_await h->list_all();
-}
-
-asio::awaitable<tl::expected<protocol::run_result, error>> study_pool::run(
-    protocol::run_params p, notification_handler nh) {
-  return pool_expected<protocol::run_result>(state(), std::move(p), std::move(nh));
-}
-
-asio::awaitable<tl::expected<protocol::execute_result, error>> study_pool::execute(
-    protocol::run_params p, notification_handler nh) {
-  return pool_expected<protocol::execute_result>(state(), detail::execute_call{std::move(p)},
-                                                 std::move(nh));
-}
-
-asio::awaitable<tl::expected<protocol::run_result, error>> study_pool::score(
-    protocol::score_params p) {
-  return pool_expected<protocol::run_result>(state(), std::move(p), {});
-}
-
-asio::awaitable<void> study_pool::shutdown() {
-  auto s = state();
-  std::vector<host_handle> hosts;
-  std::deque<std::pair<std::uint64_t, std::unique_ptr<detail::pool_waiting>>> waiting;
-  {
-    std::lock_guard lock(s->mutex);
-    s->closed = true;
-    for (auto& h : s->hosts) hosts.push_back(*h);
-    waiting = std::move(s->waiting);
-    s->waiting.clear();
-  }
-  for (auto& [seq, w] : waiting) w->fail(make_error_code(errc::study_exited));
-  s->notify_abandoned();
-  // All at once (each may wait its grace periods), gathered by a ranged parallel group: safe
-  // whichever threads run the completions.
-  using op_t = decltype(hosts.front().async_shutdown(asio::deferred));
-  std::vector<op_t> ops;
-  ops.reserve(hosts.size());
-  for (auto& h : hosts) ops.push_back(h.async_shutdown(asio::deferred));
-  if (ops.empty()) co_return;
-  co_await asio::experimental::make_parallel_group(std::move(ops))
-      .async_wait(asio::experimental::wait_for_all(), asio::as_tuple(asio::use_awaitable));
 }
 
 }  // namespace mira

@@ -55,9 +55,11 @@ protocol::run_result unscored(protocol::execute_result e) {
 asio::awaitable<tl::expected<protocol::run_result, error>> send(
     host_handle host, protocol::run_params params, operation op,
     std::optional<boost::json::object> transcript, notification_handler on_notification) {
+  request_options o;
+  o.on_notification = std::move(on_notification);
   switch (op) {
     case operation::execute: {
-      auto e = co_await host.execute(std::move(params), std::move(on_notification));
+      auto e = co_await host.execute(std::move(params), std::move(o));
       if (!e) co_return tl::unexpected(std::move(e.error()));
       co_return unscored(std::move(*e));
     }
@@ -70,7 +72,7 @@ asio::awaitable<tl::expected<protocol::run_result, error>> send(
     case operation::run:
       break;
   }
-  co_return co_await host.run(std::move(params), std::move(on_notification));
+  co_return co_await host.run(std::move(params), std::move(o));
 }
 
 // The same through a pool: the per-attempt timeout starts when the pool hands the request to a
@@ -83,8 +85,8 @@ asio::awaitable<tl::expected<protocol::run_result, error>> send_pooled(
   auto failed = [&](error_code ec) { return tl::unexpected(error{ec, std::move(d)}); };
   switch (op) {
     case operation::execute: {
-      auto [ec, e] = co_await pool.async_execute(std::move(params), std::move(r),
-                                                 asio::as_tuple(asio::use_awaitable));
+      auto [ec, e] = co_await pool.execute(std::move(params), std::move(r),
+                                           asio::as_tuple(asio::use_awaitable));
       if (ec) co_return failed(ec);
       co_return unscored(std::move(e));
     }
@@ -92,8 +94,8 @@ asio::awaitable<tl::expected<protocol::run_result, error>> send_pooled(
       protocol::score_params sp;
       sp.identity = std::move(params);
       sp.transcript = std::move(*transcript);
-      auto [ec, res] = co_await pool.async_score(std::move(sp), std::move(r),
-                                                 asio::as_tuple(asio::use_awaitable));
+      auto [ec, res] =
+          co_await pool.score(std::move(sp), std::move(r), asio::as_tuple(asio::use_awaitable));
       if (ec) co_return failed(ec);
       co_return std::move(res);
     }
@@ -101,7 +103,7 @@ asio::awaitable<tl::expected<protocol::run_result, error>> send_pooled(
       break;
   }
   auto [ec, res] =
-      co_await pool.async_run(std::move(params), std::move(r), asio::as_tuple(asio::use_awaitable));
+      co_await pool.run(std::move(params), std::move(r), asio::as_tuple(asio::use_awaitable));
   if (ec) co_return failed(ec);
   co_return std::move(res);
 }
@@ -324,19 +326,18 @@ class pipeline {
         f.diag = {};
         o.diag = &f.diag;
         o.on_notification = notifications(index);
-        host_.async_run(
-            plan_.cases.params(index), std::move(o),
-            asio::bind_cancellation_slot(
-                slot,
-                asio::bind_executor(ex_, [this, id, seq](error_code ec, protocol::run_result r) {
-                  auto& out = done_.emplace_back(id, attempt_outcome{}).second;  // moved once
-                  if (ec)
-                    out.result =
-                        tl::unexpected(error{ec, std::move(flights_[flight_of_[id]]->diag)});
-                  else
-                    out.result = std::move(r);
-                  ended(seq, out);
-                })));
+        host_.run(plan_.cases.params(index), std::move(o),
+                  asio::bind_cancellation_slot(
+                      slot, asio::bind_executor(ex_, [this, id, seq](error_code ec,
+                                                                     protocol::run_result r) {
+                        auto& out = done_.emplace_back(id, attempt_outcome{}).second;  // moved once
+                        if (ec)
+                          out.result =
+                              tl::unexpected(error{ec, std::move(flights_[flight_of_[id]]->diag)});
+                        else
+                          out.result = std::move(r);
+                        ended(seq, out);
+                      })));
         return;
       }
     }

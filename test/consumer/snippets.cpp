@@ -80,15 +80,32 @@ void request_options_block(mira::host_handle host, mira::protocol::run_params c)
   mira::request_options o;
   o.request_id = &id;
   o.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  host.async_run(c, o, handler);  // id is known here
+  host.run(c, o, handler);  // id is known here
 }
 
-// docs/host-api.md, "Operations": the fail-fast overloads in a parallel_group.
+// docs/host-api.md, "Operations": five ways to call the same operation.
+asio::awaitable<void> call_shapes(mira::host_handle host, mira::study_pool pool,
+                                  mira::protocol::run_params c) {
+  // The default token (mira::use_expected): in a coroutine, tl::expected, never a throw.
+  tl::expected<mira::protocol::run_result, mira::error> r = co_await host.run(c);
+  // asio::use_awaitable: the result, or a boost::system::system_error thrown.
+  mira::protocol::run_result passed = co_await host.run(c, asio::use_awaitable);
+  // A callback (or deferred, as_tuple(...), use_future, bind_cancellation_slot(...)).
+  host.run(c, [](mira::error_code ec, mira::protocol::run_result r) {
+    if (!ec) std::cout << r.passed;
+  });
+  // mira::as_expected(token): void(error_code, tl::expected<T, mira::error>), see below.
+  auto op = host.run(c, mira::as_expected(asio::deferred));
+  // The same on a pool.
+  auto pooled = co_await pool.run(c);
+}
+
+// docs/host-api.md, "Operations": as_expected in a parallel_group.
 asio::awaitable<void> fail_fast_group(mira::host_handle host, mira::protocol::run_params c,
                                       std::vector<mira::protocol::run_params> cases) {
-  using op = decltype(host.async_run(c, mira::as_expected, asio::deferred));
+  using op = decltype(host.run(c, mira::as_expected(asio::deferred)));
   std::vector<op> ops;
-  for (auto& c : cases) ops.push_back(host.async_run(c, mira::as_expected, asio::deferred));
+  for (auto& c : cases) ops.push_back(host.run(c, mira::as_expected(asio::deferred)));
   auto [order, codes, results] =
       co_await asio::experimental::make_parallel_group(std::move(ops))
           .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
@@ -97,19 +114,19 @@ asio::awaitable<void> fail_fast_group(mira::host_handle host, mira::protocol::ru
 // docs/host-api.md, "Operations": the same group with fail_when.
 asio::awaitable<void> fail_when_group(mira::host_handle host, mira::protocol::run_params c,
                                       std::vector<mira::protocol::run_params> cases) {
-  using op = decltype(host.async_run(c, mira::as_expected,
-                                     mira::fail_when(mira::infra_failure, asio::deferred)));
+  using op = decltype(host.run(
+      c, mira::as_expected(mira::fail_when(mira::infra_failure, asio::deferred))));
   std::vector<op> ops;
   for (auto& c : cases)
     ops.push_back(
-        host.async_run(c, mira::as_expected, mira::fail_when(mira::infra_failure, asio::deferred)));
+        host.run(c, mira::as_expected(mira::fail_when(mira::infra_failure, asio::deferred))));
   auto [order, codes, results] =
       co_await asio::experimental::make_parallel_group(std::move(ops))
           .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
   // codes[i] == mira::errc::rejected_outcome: results[i] holds the result that stopped the group
 }
 
-// docs/host-api.md, "Operations": the coroutine layer.
+// docs/host-api.md, "Operations": errors as values with the default token.
 asio::awaitable<void> coroutine_layer(mira::host_handle host, mira::protocol::run_params c) {
   tl::expected<mira::protocol::run_result, mira::error> r = co_await host.run(c);
   if (!r) {
@@ -131,8 +148,8 @@ namespace cancellation {
 asio::awaitable<void> fail_when_pair(mira::host_handle host, mira::protocol::run_params a,
                                      mira::protocol::run_params b) {
   co_await asio::experimental::make_parallel_group(
-      host.async_run(a, mira::as_expected, mira::fail_when(mira::infra_failure, asio::deferred)),
-      host.async_run(b, mira::as_expected, mira::fail_when(mira::infra_failure, asio::deferred)))
+      host.run(a, mira::as_expected(mira::fail_when(mira::infra_failure, asio::deferred))),
+      host.run(b, mira::as_expected(mira::fail_when(mira::infra_failure, asio::deferred))))
       .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
 }
 
@@ -236,9 +253,9 @@ asio::awaitable<void> library(asio::any_io_executor ex, mira::study_command cmd,
   o.max_in_flight_per_process = 2;                           // 0: no cap
   auto pool = co_await mira::study_pool::start(ex, cmd, o);  // tl::expected<study_pool, error>
   if (!pool) std::cerr << pool.error().message();
-  auto list = co_await pool->list_all();                     // from one process
-  auto r = co_await pool->run(params);                       // as host_handle::run
-  pool->async_run(params, mira::pool_request{opts}, token);  // any completion token
+  auto list = co_await pool->list_all();               // from one process
+  auto r = co_await pool->run(params);                 // as host_handle::run
+  pool->run(params, mira::pool_request{opts}, token);  // any completion token
   auto report = co_await mira::schedule::run_plan(*pool, plan, policy, hooks);
   co_await pool->shutdown();
 }

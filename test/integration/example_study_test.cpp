@@ -47,9 +47,11 @@ BOOST_AUTO_TEST_CASE(every_available_case_runs_and_events_are_correlated) {
         ++skipped;
         continue;
       }
-      auto r = co_await host->run(c.params, [&](const notification& n) {
+      request_options counting;
+      counting.on_notification = [&](const notification& n) {
         if (n.method == "event") ++events;
-      });
+      };
+      auto r = co_await host->run(c.params, std::move(counting));
       BOOST_REQUIRE_MESSAGE(r, c.key << ": " << (r ? "" : r.error().message()));
       BOOST_TEST(r->eval == c.params.eval);  // the study echoes the case identity
       BOOST_TEST(r->trial == c.params.trial);

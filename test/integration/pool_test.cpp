@@ -129,9 +129,9 @@ BOOST_AUTO_TEST_CASE(a_cancelled_request_sends_cancel_to_the_process_that_holds_
         if (++done == 3) all_done.cancel();
       };
       if (i == 1)
-        pool.async_run(echo_case("a"), asio::bind_cancellation_slot(sig.slot(), on_done));
+        pool.run(echo_case("a"), asio::bind_cancellation_slot(sig.slot(), on_done));
       else
-        pool.async_run(echo_case("b"), on_done);
+        pool.run(echo_case("b"), on_done);
     }
     // Cancel once every process has read its run (each records what it reads): a request not
     // yet written would be withdrawn without a `cancel` frame.
@@ -180,8 +180,8 @@ BOOST_AUTO_TEST_CASE(the_pools_abandoned_count_is_signalled) {
     pool.async_wait_abandoned(0, [&](error_code, std::size_t n) { first = n; });
     asio::cancellation_signal sig;
     std::optional<error_code> run_ec;
-    pool.async_run(echo_case("a"), asio::bind_cancellation_slot(
-                                       sig.slot(), [&](error_code ec, auto) { run_ec = ec; }));
+    pool.run(echo_case("a"),
+             asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, auto) { run_ec = ec; }));
     // Cancelled once the process has read it: a request not yet written is withdrawn unsent.
     asio::steady_timer t(ctx.get_executor());
     for (int tries = 0; tries < 2000; ++tries) {
@@ -287,7 +287,7 @@ BOOST_AUTO_TEST_CASE(a_dead_process_is_not_watched_in_a_loop) {
         auto o = quiet_pool(2);
         o.max_restarts = 0;
         auto pool = co_await start_pool(args, o);
-        auto [ec, r] = co_await pool.async_run(echo_case("a"), asio::as_tuple(asio::use_awaitable));
+        auto [ec, r] = co_await pool.run(echo_case("a"), asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(ec == errc::study_exited);  // the first process died with it
         asio::cancellation_signal stop;
         pool.async_wait_abandoned(
@@ -424,10 +424,8 @@ BOOST_AUTO_TEST_CASE(a_fail_fast_parallel_group_cancels_the_siblings_on_every_pr
     // Three long runs and one that fails at once, one per process.
     auto [order, e1, r1, e2, r2, e3, r3, e4, r4] =
         co_await asio::experimental::make_parallel_group(
-            pool.async_run(echo_case("a"), asio::deferred),
-            pool.async_run(echo_case("b"), asio::deferred),
-            pool.async_run(echo_case("a"), asio::deferred),
-            pool.async_run(echo_case("fail"), asio::deferred))
+            pool.run(echo_case("a"), asio::deferred), pool.run(echo_case("b"), asio::deferred),
+            pool.run(echo_case("a"), asio::deferred), pool.run(echo_case("fail"), asio::deferred))
             .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
     BOOST_TEST(order[0] == 3u);
     BOOST_TEST(!e4);
@@ -471,7 +469,7 @@ BOOST_AUTO_TEST_CASE(notifications_reach_the_request_that_caused_them) {
       r.options.on_notification = [&events, i](const notification& note) {
         if (note.method == "event") ++events[static_cast<std::size_t>(i)];
       };
-      pool->async_run(std::move(p), std::move(r), [&, i](error_code ec, protocol::run_result res) {
+      pool->run(std::move(p), std::move(r), [&, i](error_code ec, protocol::run_result res) {
         ok[static_cast<std::size_t>(i)] = !ec && res.passed;
         if (++done == n) all_done.cancel();
       });

@@ -226,7 +226,7 @@ BOOST_AUTO_TEST_CASE(every_frame_validates_against_the_schema,
     BOOST_TEST(scored.has_value());
     asio::steady_timer timer(ctx, milliseconds(20));
     co_await (host.run(echo_case("a")) || timer.async_wait(asio::use_awaitable));  // sends cancel
-    co_await host.async_cancel(999, asio::as_tuple(asio::use_awaitable));
+    co_await host.cancel(999, asio::as_tuple(asio::use_awaitable));
     co_await host.shutdown();
   });
   auto cmd = std::string(MIRA_PYTHON3) + " " + ndjson_validator()->string() + " " +
@@ -318,11 +318,11 @@ BOOST_AUTO_TEST_CASE(dropping_the_last_handle_kills_the_study) {
       BOOST_REQUIRE(host);
       // Initialized first: a run before initialize would be refused, not left pending.
       bool ready = false;
-      host->async_initialize([&](error_code ec, protocol::initialize_result) { ready = !ec; });
+      host->initialize([&](error_code ec, protocol::initialize_result) { ready = !ec; });
       while (!ready && ctx.run_one_for(std::chrono::seconds(10)) > 0) {
       }
       BOOST_REQUIRE(ready);
-      host->async_run(echo_case("a"), [&](error_code ec, protocol::run_result) { pending = ec; });
+      host->run(echo_case("a"), [&](error_code ec, protocol::run_result) { pending = ec; });
     }  // the last handle goes: the study is killed, the pending request aborted
     ctx.run_for(std::chrono::seconds(10));
     BOOST_REQUIRE(pending);

@@ -265,17 +265,17 @@ BOOST_AUTO_TEST_CASE(every_completion_follows_its_requests_notifications) {
           p.target = "sim";
           request_options ro;
           ro.on_notification = [seen](const notification&) { ++*seen; };
-          host->async_run(
-              std::move(p), std::move(ro),
-              asio::bind_executor(strand, [&, seen](error_code ec, auto) {
-                if (ec) ++failed;
-                if (*seen != 6) ++early;
-                if (++complete < runs) return;
-                asio::co_spawn(
-                    ctx, [h = *host]() mutable -> asio::awaitable<void> { co_await h.shutdown(); },
-                    asio::detached);
-                guard.reset();
-              }));
+          host->run(std::move(p), std::move(ro),
+                    asio::bind_executor(strand, [&, seen](error_code ec, auto) {
+                      if (ec) ++failed;
+                      if (*seen != 6) ++early;
+                      if (++complete < runs) return;
+                      asio::co_spawn(
+                          ctx,
+                          [h = *host]() mutable -> asio::awaitable<void> { co_await h.shutdown(); },
+                          asio::detached);
+                      guard.reset();
+                    }));
         }
       },
       asio::detached);
@@ -347,8 +347,8 @@ BOOST_AUTO_TEST_CASE(fail_when_stops_the_group_on_an_infra_outcome) {
           return p;
         };
         auto op = [&](const char* eval, const char* sample) {
-          return host->async_run(make(eval, sample), as_expected,
-                                 fail_when(infra_failure, asio::deferred));
+          return host->run(make(eval, sample),
+                           as_expected(fail_when(infra_failure, asio::deferred)));
         };
         std::vector<decltype(op("", ""))> ops;
         ops.push_back(op("slow", "long-task"));
@@ -417,12 +417,12 @@ BOOST_AUTO_TEST_CASE(a_pool_request_cancelled_while_handed_over_is_never_sent) {
         auto pool = co_await std::move(starting);
         BOOST_REQUIRE(pool.has_value());
         auto strand = asio::make_strand(ex);
-        pool->async_run(echo_case("a"),
-                        asio::bind_executor(strand, [&](error_code, protocol::run_result) {
-                          second.emit(asio::cancellation_type::terminal);
-                          ++completed;
-                        }));
-        pool->async_run(
+        pool->run(echo_case("a"),
+                  asio::bind_executor(strand, [&](error_code, protocol::run_result) {
+                    second.emit(asio::cancellation_type::terminal);
+                    ++completed;
+                  }));
+        pool->run(
             echo_case("b"),
             asio::bind_cancellation_slot(
                 second.slot(),

@@ -490,12 +490,13 @@ BOOST_AUTO_TEST_CASE(a_metric_json_cannot_carry_is_dropped_with_a_warning) {
     auto host = mira::host_handle::connect(std::move(s.host_end));
     co_await host.initialize();
     std::vector<std::string> logs;
-    mira::notification_handler on_note = [&logs](const mira::notification& n) {
+    mira::request_options o;
+    o.on_notification = [&logs](const mira::notification& n) {
       if (n.method == "log") logs.emplace_back(n.params.at("message").as_string());
     };
     // Built outside the co_await: g++ 12 mishandles argument objects inside one
     // (docs/toolchain-notes.md).
-    auto running = host.run(case_of("s1"), std::move(on_note));
+    auto running = host.run(case_of("s1"), std::move(o));
     auto res = co_await std::move(running);
     BOOST_REQUIRE_MESSAGE(res, (res ? "" : res.error().message()));
     BOOST_TEST(res->passed);
@@ -1153,7 +1154,7 @@ BOOST_AUTO_TEST_CASE(a_subject_that_never_finishes_is_cancelled_by_the_hosts_tim
     mira::request_options o;
     o.deadline = std::chrono::steady_clock::now() + 100ms;
     auto [ec, res] =
-        co_await host.async_run(case_of("x", "hangs"), o, asio::as_tuple(asio::use_awaitable));
+        co_await host.run(case_of("x", "hangs"), o, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST((ec == mira::errc::timed_out));
     auto quick = co_await host.run(case_of("x", "quick"));
     BOOST_TEST(quick.has_value());

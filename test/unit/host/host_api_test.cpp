@@ -1,7 +1,7 @@
 // The host API as its consumers use it (issue #12): requests before initialize, the request id at
-// send time, per-request deadlines, fail-fast groups over the expected layer, which requests get
-// `cancel`, the answer that beats a cancellation, the HostHandle spelling and connect() over one
-// full-duplex socket.
+// send time, per-request deadlines, fail-fast groups through mira::as_expected, which requests get
+// `cancel`, the answer that beats a cancellation, the HostHandle spelling, connect() over one
+// full-duplex socket, and the default token and as_expected with request_options (issue #37).
 #include "common/fake_study.hpp"
 #include "common/run_co.hpp"
 
@@ -11,7 +11,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 
+#include <optional>
 #include <type_traits>
 
 using namespace mira;
@@ -29,7 +31,7 @@ BOOST_AUTO_TEST_CASE(a_request_before_initialize_fails_and_is_not_sent) {
     BOOST_REQUIRE(!early);
     BOOST_TEST(early.error().code == errc::not_initialized);
     BOOST_TEST(early.error().message().find("before initialize()") != std::string::npos);
-    auto [ec, l] = co_await fp.host->async_list(asio::as_tuple(asio::use_awaitable));
+    auto [ec, l] = co_await fp.host->list(asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == errc::not_initialized);
     // Nothing reached the study: the first frame it reads is initialize.
     co_await initialized(fp);
@@ -72,7 +74,7 @@ BOOST_AUTO_TEST_CASE(the_request_id_is_known_at_send_time) {
     o.request_id = &id;
     std::optional<error_code> run_ec;
     event run_done(ctx.get_executor());
-    fp.host->async_run(run_case("slow"), o, [&](error_code ec, protocol::run_result) {
+    fp.host->run(run_case("slow"), o, [&](error_code ec, protocol::run_result) {
       run_ec = ec;
       run_done.set();
     });
@@ -90,7 +92,7 @@ BOOST_AUTO_TEST_CASE(the_request_id_is_known_at_send_time) {
           co_await fp.study->reply_error(run, "cancelled");
         },
         asio::detached);
-    auto found = co_await fp.host->async_cancel(id, asio::use_awaitable);
+    auto found = co_await fp.host->cancel(id, asio::use_awaitable);
     BOOST_TEST(found);
     co_await run_done.wait();
     BOOST_TEST(*run_ec == errc::study_error);  // the study's own answer to the cancelled run
@@ -125,7 +127,7 @@ BOOST_AUTO_TEST_CASE(a_deadline_cancels_like_a_dropped_awaitable) {
         o.request_id = &id;
         o.deadline = std::chrono::steady_clock::now() + milliseconds(20);
         auto [ec, r] =
-            co_await fp.host->async_run(run_case("slow"), o, asio::as_tuple(asio::use_awaitable));
+            co_await fp.host->run(run_case("slow"), o, asio::as_tuple(asio::use_awaitable));
         BOOST_TEST(ec == errc::timed_out);
         BOOST_TEST(d.message.find("deadline") != std::string::npos);
         auto next = co_await fp.host->run(run_case("next"));
@@ -153,8 +155,7 @@ BOOST_AUTO_TEST_CASE(an_answer_before_the_deadline_disarms_it) {
         asio::detached);
     request_options o;
     o.deadline = std::chrono::steady_clock::now() + milliseconds(30);
-    auto [ec, r] =
-        co_await fp.host->async_run(run_case("quick"), o, asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] = co_await fp.host->run(run_case("quick"), o, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(!ec);
     asio::steady_timer past_deadline(ctx, milliseconds(60));
     co_await past_deadline.async_wait(asio::use_awaitable);
@@ -163,7 +164,7 @@ BOOST_AUTO_TEST_CASE(an_answer_before_the_deadline_disarms_it) {
   });
 }
 
-// wait_for_one_error over the expected layer, with no coroutine per run.
+// wait_for_one_error through mira::as_expected, with no coroutine per run.
 BOOST_AUTO_TEST_CASE(fail_fast_group_over_the_expected_layer) {
   run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
     fake_pair fp(ctx.get_executor());
@@ -171,10 +172,10 @@ BOOST_AUTO_TEST_CASE(fail_fast_group_over_the_expected_layer) {
     std::vector<std::int64_t> cancelled;
     event both_cancelled(ctx.get_executor());
     asio::co_spawn(ctx, fail_second_of_three(*fp.study, cancelled, both_cancelled), asio::detached);
-    using op = decltype(fp.host->async_run(run_case("a"), as_expected, asio::deferred));
+    using op = decltype(fp.host->run(run_case("a"), as_expected(asio::deferred)));
     std::vector<op> ops;
     for (auto s : {"a", "b", "c"})
-      ops.push_back(fp.host->async_run(run_case(s), as_expected, asio::deferred));
+      ops.push_back(fp.host->run(run_case(s), as_expected(asio::deferred)));
     auto [order, codes, results] =
         co_await asio::experimental::make_parallel_group(std::move(ops))
             .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
@@ -200,7 +201,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_list_sends_no_cancel) {
     asio::cancellation_signal sig;
     std::optional<error_code> got;
     event done(ctx.get_executor());
-    fp.host->async_list(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, auto) {
+    fp.host->list(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, auto) {
       got = ec;
       done.set();
     }));
@@ -232,11 +233,10 @@ BOOST_AUTO_TEST_CASE(an_answer_that_beats_the_cancellation_wins) {
     asio::cancellation_signal sig;
     std::optional<error_code> got;
     event done(ctx.get_executor());
-    fp.host->async_run(run_case("x"),
-                       asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, auto) {
-                         got = ec;
-                         done.set();
-                       }));
+    fp.host->run(run_case("x"), asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, auto) {
+                   got = ec;
+                   done.set();
+                 }));
     auto run = co_await fp.study->read();
     co_await fp.study->reply(run, run_result_for(run));
     co_await done.wait();
@@ -270,8 +270,8 @@ BOOST_AUTO_TEST_CASE(the_abandoned_count_is_signalled) {
     });
     asio::cancellation_signal sig;
     std::optional<error_code> run_ec;
-    fp.host->async_run(run_case("x"), asio::bind_cancellation_slot(
-                                          sig.slot(), [&](error_code ec, auto) { run_ec = ec; }));
+    fp.host->run(run_case("x"), asio::bind_cancellation_slot(
+                                    sig.slot(), [&](error_code ec, auto) { run_ec = ec; }));
     auto run = co_await fp.study->read();
     BOOST_TEST(seen.empty());
     sig.emit(asio::cancellation_type::terminal);
@@ -342,7 +342,7 @@ BOOST_AUTO_TEST_CASE(connect_over_one_socket_drains_on_shutdown) {
     std::optional<error_code> run_ec;
     std::string sample;
     event run_done(ctx.get_executor());
-    host.async_run(run_case("in-flight"), [&](error_code ec, protocol::run_result r) {
+    host.run(run_case("in-flight"), [&](error_code ec, protocol::run_result r) {
       run_ec = ec;
       sample = r.sample;
       run_done.set();
@@ -373,12 +373,12 @@ BOOST_AUTO_TEST_CASE(a_cancellation_during_shutdown_spares_what_the_study_still_
     asio::cancellation_signal sig;
     std::optional<error_code> a_ec, b_ec;
     event a_done(ctx.get_executor()), b_done(ctx.get_executor());
-    fp.host->async_run(run_case("a"), asio::bind_cancellation_slot(
-                                          sig.slot(), [&](error_code ec, protocol::run_result) {
-                                            a_ec = ec;
-                                            a_done.set();
-                                          }));
-    fp.host->async_run(run_case("b"), [&](error_code ec, protocol::run_result) {
+    fp.host->run(run_case("a"),
+                 asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, protocol::run_result) {
+                   a_ec = ec;
+                   a_done.set();
+                 }));
+    fp.host->run(run_case("b"), [&](error_code ec, protocol::run_result) {
       b_ec = ec;
       b_done.set();
     });
@@ -416,8 +416,7 @@ BOOST_AUTO_TEST_CASE(shutdown_sends_a_queued_cancel_before_closing_the_input) {
     fake_pair fp(ctx.get_executor());
     co_await initialized(fp);
     asio::cancellation_signal sig;
-    fp.host->async_run(run_case("a"),
-                       asio::bind_cancellation_slot(sig.slot(), [](error_code, auto) {}));
+    fp.host->run(run_case("a"), asio::bind_cancellation_slot(sig.slot(), [](error_code, auto) {}));
     auto run = co_await fp.study->read();
     sig.emit(asio::cancellation_type::terminal);
     event shut(ctx.get_executor());
@@ -442,7 +441,7 @@ BOOST_AUTO_TEST_CASE(two_shutdowns_at_once_end_together_after_the_study) {
     co_await initialized(fp);
     std::optional<error_code> run_ec;
     event run_done(ctx.get_executor());
-    fp.host->async_run(run_case("b"), [&](error_code ec, protocol::run_result) {
+    fp.host->run(run_case("b"), [&](error_code ec, protocol::run_result) {
       run_ec = ec;
       run_done.set();
     });
@@ -502,7 +501,7 @@ BOOST_AUTO_TEST_CASE(connect_shutdown_gives_up_after_the_grace) {
     o.diag = &d;
     std::optional<error_code> run_ec;
     event run_done(ctx.get_executor());
-    host.async_run(run_case("never"), o, [&](error_code ec, protocol::run_result) {
+    host.run(run_case("never"), o, [&](error_code ec, protocol::run_result) {
       run_ec = ec;
       run_done.set();
     });
@@ -514,6 +513,87 @@ BOOST_AUTO_TEST_CASE(connect_shutdown_gives_up_after_the_grace) {
     BOOST_TEST(d.message.find("did not close its output") != std::string::npos);
     BOOST_TEST(!d.exit);  // no process, no exit status: not "exit code -1"
   });
+}
+
+// The default token with request_options: the expected carries the study's error, and the
+// caller's own diag and request_id are filled as well.
+BOOST_AUTO_TEST_CASE(the_default_token_takes_request_options) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    fake_pair fp(ctx.get_executor());
+    co_await initialized(fp);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto run = co_await fp.study->read();
+          co_await fp.study->reply_error(run, "subject crashed");
+        },
+        asio::detached);
+    diagnostics mine;
+    std::int64_t id = 0;
+    request_options o;
+    o.diag = &mine;
+    o.request_id = &id;
+    tl::expected<protocol::run_result, error> r = co_await fp.host->run(run_case("a"), o);
+    BOOST_REQUIRE(!r);
+    BOOST_TEST(r.error().code == errc::study_error);
+    BOOST_REQUIRE(r.error().diag.study_error);
+    BOOST_TEST(r.error().diag.study_error->message == "subject crashed");
+    BOOST_REQUIRE(mine.study_error);
+    BOOST_TEST(mine.study_error->message == "subject crashed");
+    BOOST_TEST(id != 0);
+  });
+}
+
+// as_expected(token): the code leads (for parallel_group), the expected holds the error with the
+// diagnostics of its own the adapter gave the request.
+BOOST_AUTO_TEST_CASE(as_expected_leads_with_the_code_and_keeps_the_diagnostics) {
+  run_co([](asio::io_context& ctx) -> asio::awaitable<void> {
+    fake_pair fp(ctx.get_executor());
+    co_await initialized(fp);
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+          auto run = co_await fp.study->read();
+          co_await fp.study->reply_error(run, "subject crashed");
+          run = co_await fp.study->read();
+          co_await fp.study->reply(run, run_result_for(run));
+        },
+        asio::detached);
+    auto token = as_expected(asio::as_tuple(asio::use_awaitable));
+    auto [ec, failed] = co_await fp.host->run(run_case("a"), token);
+    BOOST_TEST(ec == errc::study_error);
+    BOOST_REQUIRE(!failed);
+    BOOST_TEST(failed.error().code == errc::study_error);
+    BOOST_REQUIRE(failed.error().diag.study_error);
+    BOOST_TEST(failed.error().diag.study_error->message == "subject crashed");
+    auto [ok_ec, passed] = co_await fp.host->run(run_case("b"), token);
+    BOOST_TEST(!ok_ec);
+    BOOST_REQUIRE(passed);
+    BOOST_TEST(passed->sample == "b");
+  });
+}
+
+// as_expected adapts any `void(error_code[, T])` operation; without mira's request_options the
+// error has the code alone.
+BOOST_AUTO_TEST_CASE(as_expected_adapts_any_operation) {
+  asio::io_context ctx;
+  asio::steady_timer long_wait(ctx, std::chrono::hours(1));
+  asio::steady_timer expired(ctx, std::chrono::steady_clock::now());
+  std::optional<tl::expected<void, error>> cancelled, waited;
+  long_wait.async_wait(as_expected([&](error_code ec, tl::expected<void, error> e) {
+    BOOST_TEST(ec == asio::error::operation_aborted);
+    cancelled = std::move(e);
+  }));
+  expired.async_wait(
+      as_expected([&](error_code, tl::expected<void, error> e) { waited = std::move(e); }));
+  long_wait.cancel();
+  ctx.run();
+  BOOST_REQUIRE(cancelled);
+  BOOST_REQUIRE(!*cancelled);
+  BOOST_TEST(cancelled->error().code == asio::error::operation_aborted);
+  BOOST_TEST(cancelled->error().diag.message.empty());
+  BOOST_REQUIRE(waited);
+  BOOST_TEST(waited->has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

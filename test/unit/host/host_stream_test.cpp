@@ -77,9 +77,9 @@ BOOST_AUTO_TEST_CASE(responses_route_by_id_in_any_order) {
         asio::detached);
     // Not a structured binding: g++ 12 rejects one over a co_await result holding a std::array.
     auto res = co_await asio::experimental::make_parallel_group(
-                   fp.host->async_run(run_case("a"), asio::deferred),
-                   fp.host->async_run(run_case("b"), asio::deferred),
-                   fp.host->async_run(run_case("c"), asio::deferred))
+                   fp.host->run(run_case("a"), asio::deferred),
+                   fp.host->run(run_case("b"), asio::deferred),
+                   fp.host->run(run_case("c"), asio::deferred))
                    .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
     auto& [order, e1, r1, e2, r2, e3, r3] = res;
     BOOST_TEST(!e1);
@@ -111,8 +111,7 @@ BOOST_AUTO_TEST_CASE(study_errors_carry_their_diagnostics) {
     diagnostics d;
     request_options o;
     o.diag = &d;
-    auto [ec, r] =
-        co_await fp.host->async_run(run_case("a"), o, asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] = co_await fp.host->run(run_case("a"), o, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == errc::study_error_retryable);
     BOOST_TEST(is_retryable(ec));
     BOOST_TEST(d.study_error->message == "provider overloaded");
@@ -195,13 +194,12 @@ BOOST_AUTO_TEST_CASE(bound_signal_terminal_partial_and_total) {
         std::optional<error_code> got;
         std::string sample;
         event done(ctx.get_executor());
-        fp.host->async_run(
-            run_case("x"),
-            asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, protocol::run_result r) {
-              got = ec;
-              sample = r.sample;
-              done.set();
-            }));
+        fp.host->run(run_case("x"), asio::bind_cancellation_slot(
+                                        sig.slot(), [&](error_code ec, protocol::run_result r) {
+                                          got = ec;
+                                          sample = r.sample;
+                                          done.set();
+                                        }));
         auto run = co_await fp.study->read();  // it is written now
         sig.emit(type);
         if (type == asio::cancellation_type::total) {
@@ -231,9 +229,9 @@ BOOST_AUTO_TEST_CASE(fail_fast_group_cancels_the_siblings) {
     event both_cancelled(ctx.get_executor());
     asio::co_spawn(ctx, fail_second_of_three(*fp.study, cancelled, both_cancelled), asio::detached);
     auto res = co_await asio::experimental::make_parallel_group(
-                   fp.host->async_run(run_case("a"), asio::deferred),
-                   fp.host->async_run(run_case("b"), asio::deferred),
-                   fp.host->async_run(run_case("c"), asio::deferred))
+                   fp.host->run(run_case("a"), asio::deferred),
+                   fp.host->run(run_case("b"), asio::deferred),
+                   fp.host->run(run_case("c"), asio::deferred))
                    .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
     auto& [order, e1, r1, e2, r2, e3, r3] = res;
     BOOST_TEST(order[0] == 1u);
@@ -259,9 +257,9 @@ BOOST_AUTO_TEST_CASE(use_future_from_another_thread) {
       asio::detached);
   auto guard = asio::make_work_guard(ctx);
   std::thread io([&] { ctx.run(); });
-  auto init = fp.host->async_initialize(asio::use_future);
+  auto init = fp.host->initialize(asio::use_future);
   BOOST_TEST(init.get().study == "fake");
-  auto r = fp.host->async_run(run_case("f"), asio::use_future);
+  auto r = fp.host->run(run_case("f"), asio::use_future);
   BOOST_TEST(r.get().sample == "f");
   fp.host.reset();
   guard.reset();
@@ -327,8 +325,9 @@ BOOST_AUTO_TEST_CASE(notifications_reach_whoever_asked) {
         },
         asio::detached);
     std::vector<notification> mine;
-    auto r =
-        co_await fp.host->run(run_case("s"), [&](const notification& n) { mine.push_back(n); });
+    request_options o;
+    o.on_notification = [&](const notification& n) { mine.push_back(n); };
+    auto r = co_await fp.host->run(run_case("s"), std::move(o));
     BOOST_REQUIRE(r);
     // Notifications are posted before the response completes the request, in order.
     BOOST_REQUIRE(mine.size() == 2u);
@@ -456,17 +455,16 @@ BOOST_AUTO_TEST_CASE(queued_requests_cancel_without_reaching_the_study) {
     big.transcript["final_response"] = std::string(8 << 20, 'x');  // far beyond socket buffers
     std::optional<error_code> big_done, queued_done;
     event big_event(ctx.get_executor()), queued_event(ctx.get_executor());
-    fp.host->async_score(big, [&](error_code ec, protocol::run_result) {
+    fp.host->score(big, [&](error_code ec, protocol::run_result) {
       big_done = ec;
       big_event.set();
     });
     asio::cancellation_signal sig;
-    fp.host->async_run(
-        run_case("queued"),
-        asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, protocol::run_result) {
-          queued_done = ec;
-          queued_event.set();
-        }));
+    fp.host->run(run_case("queued"),
+                 asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, protocol::run_result) {
+                   queued_done = ec;
+                   queued_event.set();
+                 }));
     // The strand runs both submissions before this cancellation: the score frame is being
     // written (and blocks, nobody reads), the run is queued behind it.
     sig.emit(asio::cancellation_type::total);  // allowed: it was never written
@@ -502,7 +500,7 @@ BOOST_AUTO_TEST_CASE(capabilities_gate_execute_score_and_cancel) {
     BOOST_REQUIRE(!ex);
     BOOST_TEST(ex.error().code == errc::not_supported);
     BOOST_TEST(ex.error().diag.message.find("'execute'") != std::string::npos);
-    auto [ec, found] = co_await fp.host->async_cancel(1, asio::as_tuple(asio::use_awaitable));
+    auto [ec, found] = co_await fp.host->cancel(1, asio::as_tuple(asio::use_awaitable));
     BOOST_TEST(ec == errc::not_supported);
   });
 }
@@ -524,7 +522,7 @@ BOOST_AUTO_TEST_CASE(explicit_cancel_and_execute_projection) {
                     "tool_calls":[{"tool_call_id":"c","function_name":"grep","arguments":{}}]}]}}})"));
         },
         asio::detached);
-    auto found = co_await fp.host->async_cancel(41, asio::use_awaitable);
+    auto found = co_await fp.host->cancel(41, asio::use_awaitable);
     BOOST_TEST(!found);
     auto ex = co_await fp.host->execute(run_case("x"));
     BOOST_REQUIRE(ex);
@@ -610,17 +608,16 @@ BOOST_AUTO_TEST_CASE(many_threads_share_one_handle) {
   auto guard = asio::make_work_guard(ctx);
   std::vector<std::thread> io;
   for (int i = 0; i < 3; ++i) io.emplace_back([&] { ctx.run(); });
-  fp.host->async_initialize(asio::use_future).get();
+  fp.host->initialize(asio::use_future).get();
   asio::thread_pool callers(3);
   std::atomic<int> done{0};
   std::promise<void> all_done;
   for (int i = 0; i < n; ++i)
     asio::post(callers, [&, i] {
-      fp.host->async_run(run_case(std::to_string(i)),
-                         [&, i](error_code ec, protocol::run_result r) {
-                           if (!ec && r.sample == std::to_string(i)) ++ok;
-                           if (++done == n) all_done.set_value();
-                         });
+      fp.host->run(run_case(std::to_string(i)), [&, i](error_code ec, protocol::run_result r) {
+        if (!ec && r.sample == std::to_string(i)) ++ok;
+        if (++done == n) all_done.set_value();
+      });
     });
   callers.join();
   BOOST_REQUIRE(all_done.get_future().wait_for(std::chrono::seconds(20)) ==
