@@ -12,7 +12,7 @@
 #include <mira/report/escape.hpp>
 #include <mira/report/render.hpp>
 #include <mira/session/session.hpp>
-#include <mira/session/study.hpp>
+#include <mira/session/study_connection.hpp>
 #include <mira/store/files.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_reader.hpp>
@@ -567,7 +567,7 @@ session_options session_of(const study_entry& study, const run_request& r, const
   auto& save = o.save.emplace();
   save.results_dir = c.results_dir;
   save.describe = [serve = json::object{{"study", study.name}, {"request", r.body}}](
-                      store::run_meta& meta, store::run_session& entry) {
+                      store::run_meta& meta, store::session_entry& entry) {
     meta.extra["serve"] = serve;
     entry.argv = {"mira", "serve"};
     entry.config = json::object{{"serve", serve}};

@@ -98,7 +98,7 @@ void run_ledger::end(schedule::run_report& rep) {
   rep.cases = std::move(kept_records_);
 }
 
-void run_ledger::close(store::run_session& s, const schedule::run_report& rep,
+void run_ledger::close(store::session_entry& s, const schedule::run_report& rep,
                        const std::string& interrupted_label) const {
   s.seconds = rep.seconds;
   s.ran = ran_;

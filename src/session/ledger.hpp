@@ -92,7 +92,7 @@ class run_ledger {
   std::vector<std::string> take_unsaved() { return std::move(unsaved_); }
   /// This session's entry in meta.json as it ends. `interrupted_label`: what an interrupted
   /// session is called (a server's stop says why).
-  void close(store::run_session& s, const schedule::run_report& rep,
+  void close(store::session_entry& s, const schedule::run_report& rep,
              const std::string& interrupted_label) const;
   /// The summary of this session's plan, and of the whole run when a resume read saved cases
   /// outside it (else null). Once, after end().

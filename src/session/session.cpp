@@ -408,7 +408,7 @@ asio::awaitable<std::optional<session_error>> open_store(session_state& st) {
   st.id = st.store->id();
   st.folder = st.store->path();
   st.store->made_by(init, st.o.study.command.argv, st.fingerprints);
-  store::run_session entry;  // begin_session adds the start time, host and pid
+  store::session_entry entry;  // begin_session adds the start time, host and pid
   entry.planned = st.p.cases.size();
   entry.reused = st.resumed.reused;
   if (save.describe) save.describe(st.store->meta(), entry);

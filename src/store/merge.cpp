@@ -212,9 +212,9 @@ void copy_meta(run_meta& meta, const std::vector<input>& in, const merged_info& 
 
 // The merge itself is the merged run's last session: it ran nothing. It says what the merged
 // run planned and how it stands: a shard that stopped leaves it stopped.
-run_session merge_session(const std::vector<input>& in, const merged_info& info,
-                          const merge_options& options) {
-  run_session merge;
+session_entry merge_session(const std::vector<input>& in, const merged_info& info,
+                            const merge_options& options) {
+  session_entry merge;
   merge.argv = options.argv;
   merge.config = json::object{{"merge", info.to_json()}};
   merge.planned = info.plan_cases;

@@ -83,17 +83,17 @@ std::string iso_utc(std::int64_t t) {
 
 namespace {
 
-std::vector<run_session> sessions_of(const json::object& o) {
-  std::vector<run_session> out;
+std::vector<session_entry> sessions_of(const json::object& o) {
+  std::vector<session_entry> out;
   if (auto* sessions = o.if_contains("sessions"); sessions && sessions->is_array())
     for (auto& s : sessions->get_array())
-      if (s.is_object()) out.push_back(run_session::from_json(s.get_object()));
+      if (s.is_object()) out.push_back(session_entry::from_json(s.get_object()));
   return out;
 }
 
 }  // namespace
 
-json::object run_session::to_json() const {
+json::object session_entry::to_json() const {
   json::object o{{"started", started}, {"finished", finished},       {"hostname", hostname},
                  {"pid", pid},         {"argv", strings_json(argv)}, {"config", config},
                  {"planned", planned}, {"reused", reused},           {"ran", ran},
@@ -103,8 +103,8 @@ json::object run_session::to_json() const {
   return o;
 }
 
-run_session run_session::from_json(const json::object& o) {
-  run_session s;
+session_entry session_entry::from_json(const json::object& o) {
+  session_entry s;
   s.started = text(o, "started");
   s.finished = text(o, "finished");
   s.hostname = text(o, "hostname");
@@ -211,7 +211,7 @@ tl::expected<run_meta, error> run_meta::from_json(const json::object& o) {
   m.sessions = sessions_of(o);
   if (!o.contains("sessions") && o.contains("config")) {
     // Format 1 kept one configuration and no sessions: it becomes the first session.
-    run_session s;
+    session_entry s;
     s.started = m.started;
     s.finished = m.finished;
     s.config = object(o, "config");

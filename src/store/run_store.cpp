@@ -674,7 +674,7 @@ std::string now_utc() {
 }
 }  // namespace
 
-write_error run_store::begin_session(run_session session, const plan_keys& keys) {
+write_error run_store::begin_session(session_entry session, const plan_keys& keys) {
   if (session.started.empty()) session.started = now_utc();
   if (session.hostname.empty()) session.hostname = hostname();
   if (session.pid == 0) session.pid = ::getpid();
@@ -701,7 +701,7 @@ write_error run_store::begin_session(run_session session, const plan_keys& keys)
   return first;
 }
 
-run_session& run_store::session() {
+session_entry& run_store::session() {
   return s_->meta.sessions.back();
 }
 

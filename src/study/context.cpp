@@ -3,7 +3,7 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/study/context.hpp>
 
-#include "study/server.hpp"
+#include "study/request_loop.hpp"
 
 namespace mira::study {
 
@@ -45,7 +45,7 @@ void run_context::event(std::string_view kind, json::object extra) const {
     protocol::append_json_text(f, member.value());
   }
   f += "}}\n";
-  server_->send(std::move(f));
+  loop_->send(std::move(f));
 }
 
 void run_context::log(std::string_view message) const {
@@ -56,7 +56,7 @@ void run_context::log(std::string_view message) const {
   protocol::append_json(params, l);
   std::string f;
   protocol::append_notification_frame(f, "log", params);
-  server_->send(std::move(f));
+  loop_->send(std::move(f));
 }
 
 bool run_context::cancelled() const noexcept {
@@ -68,7 +68,7 @@ std::stop_token run_context::stop_token() const {
 }
 
 boost::asio::any_io_executor run_context::blocking_executor() const {
-  return server_->blocking_executor();
+  return loop_->blocking_executor();
 }
 
 }  // namespace mira::study

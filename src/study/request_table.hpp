@@ -1,5 +1,5 @@
 // The study's requests in flight (run, execute, score), sans I/O: which are running, which wait
-// for a free slot, and what a `cancel` or the end of the input does to each. The server keeps
+// for a free slot, and what a `cancel` or the end of the input does to each. The request loop keeps
 // the payload and does the I/O; tests drive the table directly.
 //
 // Cancellation, by the request's state:

@@ -394,7 +394,7 @@ boost::asio::awaitable<protocol::score> ask(std::shared_ptr<judge> j, std::strin
     if (e.code() == boost::asio::error::operation_aborted) throw;
     unavailable = e.what();
   } catch (const infra_error&) {
-    throw;  // the case's, not this score's: the server ends the case as an infra error
+    throw;  // the case's, not this score's: the request loop ends the case as an infra error
   } catch (const std::exception& e) {
     unavailable = e.what();
   } catch (...) {

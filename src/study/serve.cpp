@@ -1,7 +1,7 @@
 // serve() over a byte stream, and over stdin / stdout (see serve.hpp).
 #include <mira/study/serve.hpp>
 
-#include "study/server.hpp"
+#include "study/request_loop.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -20,7 +20,7 @@ namespace asio = boost::asio;
 asio::awaitable<void> serve(const registry& study, byte_stream stream, serve_options options) {
   if (auto problem = study.check(); !problem.empty())
     throw std::invalid_argument("study " + study.name() + ": " + problem);
-  detail::server s(study, options, co_await asio::this_coro::executor);
+  detail::request_loop s(study, options, co_await asio::this_coro::executor);
   co_await s.run(stream);
 }
 

@@ -749,7 +749,7 @@ std::string saved_run(const std::filesystem::path& results, std::size_t n, std::
   const std::string id = "20261201T000000Z-0001";
   auto st = store::run_store::create(results, id, store::layout::compact);
   BOOST_REQUIRE(st);
-  store::run_session session;
+  store::session_entry session;
   session.planned = planned;
   BOOST_REQUIRE(!st->begin_session(std::move(session)));
   auto writer = st->writer();

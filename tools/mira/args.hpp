@@ -23,7 +23,7 @@ struct usage_error {
 };
 
 /// How a run shows its progress on stderr (--progress): `automatic` is resolved to `tty` or
-/// `plain` when the run starts (progress_for in session.hpp).
+/// `plain` when the run starts (progress_for in console.hpp).
 enum class progress_mode { automatic, tty, plain, none };
 
 struct run_args {

@@ -4,8 +4,8 @@
 
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "console.hpp"
 #include "help.hpp"
-#include "session.hpp"
 #include "shard_step.hpp"
 
 #include <mira/aggregate/summary.hpp>

@@ -3,9 +3,9 @@
 // its exit code is the gate's.
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "console.hpp"
 #include "flags.hpp"
 #include "help.hpp"
-#include "session.hpp"
 
 #include <mira/compare/compare.hpp>
 

@@ -4,8 +4,8 @@
 // records (store::rebuild_meta: the damaged file kept beside it); it never removes a file.
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "console.hpp"
 #include "help.hpp"
-#include "session.hpp"
 
 #include <mira/config/doctor.hpp>
 #include <mira/store/files.hpp>

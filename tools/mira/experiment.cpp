@@ -5,9 +5,9 @@
 #include "experiment.hpp"
 
 #include "config_step.hpp"
+#include "console.hpp"
 #include "flags.hpp"
 #include "run_command.hpp"
-#include "session.hpp"
 
 #include <mira/compare/compare.hpp>
 #include <mira/store/files.hpp>

@@ -4,8 +4,8 @@
 // `extra`. No study is started.
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "console.hpp"
 #include "help.hpp"
-#include "session.hpp"
 
 #include <mira/protocol/json_text.hpp>
 #include <mira/protocol/trajectory.hpp>

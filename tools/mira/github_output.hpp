@@ -3,7 +3,7 @@
 // Markdown report appended to the step summary ($GITHUB_STEP_SUMMARY).
 #pragma once
 
-#include "session.hpp"
+#include "console.hpp"
 
 #include <cstddef>
 #include <filesystem>

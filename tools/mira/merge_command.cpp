@@ -3,8 +3,8 @@
 // (store::merge_runs); the command only resolves its arguments and says what happened.
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "console.hpp"
 #include "help.hpp"
-#include "session.hpp"
 
 #include <mira/report/render.hpp>
 #include <mira/store/merge.hpp>

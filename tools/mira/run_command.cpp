@@ -355,7 +355,7 @@ save_options command_run::saving() {
   if (a_.resume.empty()) save.new_id = a_.new_run_id;
   save.layout = a_.store_layout;
   save.resume_options = {a_.retry_errors, a_.retry_failed, a_.allow_other_study};
-  save.describe = [this](store::run_meta& meta, store::run_session& entry) {
+  save.describe = [this](store::run_meta& meta, store::session_entry& entry) {
     describe(meta, a_, m_, shard_, t_);
     entry.argv = argv_without_secrets(args_);
     entry.config = config_json(args_, a_);

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "args.hpp"
-#include "session.hpp"
+#include "console.hpp"
 
 #include <boost/asio/awaitable.hpp>
 

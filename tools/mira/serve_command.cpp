@@ -2,9 +2,9 @@
 // its configuration from the flags and SIGTERM/SIGINT stopping it gracefully.
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "console.hpp"
 #include "flags.hpp"
 #include "help.hpp"
-#include "session.hpp"
 
 #include <mira/config/launch.hpp>
 #include <mira/serve/server.hpp>

@@ -1,7 +1,7 @@
 // The --shard step (see shard_step.hpp).
 #include "shard_step.hpp"
 
-#include "session.hpp"
+#include "console.hpp"
 
 #include <mira/store/run_store.hpp>
 

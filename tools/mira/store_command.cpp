@@ -3,8 +3,8 @@
 // the way: the new layout is durable before the old one's files go (store::convert_run_layout).
 #include "commands.hpp"
 #include "config_step.hpp"
+#include "console.hpp"
 #include "help.hpp"
-#include "session.hpp"
 
 #include <mira/store/layout_convert.hpp>
 #include <mira/store/run_store.hpp>

@@ -19,7 +19,7 @@
 #include <mira/error.hpp>
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/run_plan.hpp>
-#include <mira/session/study.hpp>
+#include <mira/session/study_connection.hpp>
 #include <mira/store/error.hpp>
 #include <mira/store/run_meta.hpp>
 #include <mira/store/run_store.hpp>
@@ -105,7 +105,7 @@ struct save_options {
   /// Fills in meta.json and this session's entry of it before the session begins, after the
   /// session filled in the study, its version, initialize, the host and the fingerprints (where
   /// the run had none yet) and the entry's planned and reused counts.
-  std::function<void(store::run_meta&, store::run_session& entry)> describe = {};
+  std::function<void(store::run_meta&, store::session_entry& entry)> describe = {};
   /// Written into the run folder when the session begins (e.g. an archived plan).
   std::vector<store::report_file> files = {};
 };

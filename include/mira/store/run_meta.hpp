@@ -26,7 +26,7 @@ std::optional<layout> layout_from_string(std::string_view s);
 std::string iso_utc(std::int64_t unix_seconds);
 
 /// One invocation that ran or resumed the run.
-struct run_session {
+struct session_entry {
   std::string started;            // UTC, ISO 8601 (begin_session: now, when empty)
   std::string finished;           // empty while it runs, or when it was killed
   std::string hostname;           // begin_session: this host's, when empty
@@ -41,7 +41,7 @@ struct run_session {
   std::string stop_message;       // and why, for people
 
   boost::json::object to_json() const;
-  static run_session from_json(const boost::json::object& o);
+  static session_entry from_json(const boost::json::object& o);
 };
 
 struct run_meta {
@@ -59,7 +59,7 @@ struct run_meta {
   boost::json::object host;          // {"name", "version"}
   boost::json::object environment;   // where the first session ran
   boost::json::object fingerprints;  // eval name -> SHA-256 of its listing entry
-  std::vector<run_session> sessions;
+  std::vector<session_entry> sessions;
   std::optional<boost::json::object> summary;  // over every case of the run
   bool made_by_rust_host = false;              // read from a Rust mira CLI meta.json
   boost::json::object extra;                   // members this host does not know, kept

@@ -196,9 +196,9 @@ class run_store {
   /// study.stderr.log, and saves the keys of its plan (`s.planned` of them) in plan-keys.ndjson.
   /// Without `keys` the run has none for this session, and readers only count its missing
   /// cases. Every write_error below names the file that could not be written.
-  write_error begin_session(run_session s, const plan_keys& keys = {});
+  write_error begin_session(session_entry s, const plan_keys& keys = {});
   /// The current (last) session.
-  run_session& session();
+  session_entry& session();
 
   /// Saves case records off the caller's thread, in batches made durable before their
   /// callbacks run (see batch_writer). Submit blocks while too many wait.

@@ -36,7 +36,7 @@
 namespace mira::study {
 
 namespace detail {
-class server;
+class request_loop;
 struct case_control;
 }  // namespace detail
 
@@ -127,7 +127,7 @@ class run_context {
   }
 
  private:
-  friend class detail::server;
+  friend class detail::request_loop;
   run_context() = default;
 
   boost::asio::any_io_executor blocking_executor() const;
@@ -140,7 +140,7 @@ class run_context {
   std::optional<clock::time_point> deadline_;
   std::optional<std::int64_t> max_turns_;
   boost::asio::any_io_executor executor_;
-  detail::server* server_ = nullptr;
+  detail::request_loop* loop_ = nullptr;
 };
 
 }  // namespace mira::study

@@ -34,7 +34,7 @@ const std::string run_id = "20261207T000000Z-0001";
 void save_run(const fs::path& results, bool ended) {
   auto st = store::run_store::create(results, run_id, store::layout::compact);
   BOOST_REQUIRE(st);
-  store::run_session session;
+  store::session_entry session;
   session.planned = 3;
   BOOST_REQUIRE(!st->begin_session(std::move(session)));
   auto writer = st->writer();

@@ -225,7 +225,7 @@ BOOST_AUTO_TEST_CASE(a_sessions_entry_says_how_it_ended) {
     rep.stopped = r.stopped;
     rep.seconds = 2.5;
     rep.stop_message = r.stopped == schedule::stop_reason::none ? "" : "why";
-    store::run_session entry;
+    store::session_entry entry;
     ledger.close(entry, rep, "server stopping");
     BOOST_TEST_CONTEXT(to_string(r.stopped)) {
       BOOST_TEST(entry.stopped == r.label);

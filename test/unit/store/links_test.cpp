@@ -44,7 +44,7 @@ std::string key_of_sample(const std::string& sample) {
 fs::path saved_run(const fs::path& results, layout l, const std::vector<std::string>& samples) {
   auto w = run_store::create(results, run_id, l);
   BOOST_REQUIRE(w.has_value());
-  run_session session;
+  session_entry session;
   session.planned = samples.size();
   BOOST_TEST(!w->begin_session(session));
   auto writer = w->writer();

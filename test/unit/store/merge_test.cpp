@@ -57,7 +57,7 @@ fs::path save_shard(const fs::path& dir, const std::string& id, const plan::plan
   meta.study_version = o.study_version;
   meta.initialize = json::object{{"study", "echo-study"}, {"study_version", o.study_version}};
   set_shard(meta, {spec, plan_fingerprint(whole, {}), whole.cases.size(), part.cases.size()});
-  run_session s;
+  session_entry s;
   s.seconds = 1.5;
   s.planned = part.cases.size();
   BOOST_REQUIRE(!store->begin_session(s, o.keys ? keys_of(part.cases) : plan_keys{}));

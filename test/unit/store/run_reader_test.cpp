@@ -69,7 +69,7 @@ run_store planned_run(const fs::path& results, layout l, const std::vector<std::
   BOOST_REQUIRE(w.has_value());
   mira::plan::plan p;
   for (auto& sample : samples) p.cases.push_back(planned(sample));
-  run_session session;
+  session_entry session;
   session.planned = samples.size();
   BOOST_TEST(!w->begin_session(session, keys ? keys_of(p.cases) : plan_keys{}));
   return std::move(*w);
@@ -341,7 +341,7 @@ BOOST_AUTO_TEST_CASE(without_the_last_sessions_keys_the_missing_cases_are_only_c
     // The keys of an earlier session are not the last one's.
     mira::plan::plan p;
     p.cases.push_back(planned("a"));
-    run_session second;
+    session_entry second;
     second.planned = 3;
     BOOST_TEST(!w.begin_session(second, keys_of(p.cases)));
     r = open_finished(d.path / "results");  // a session that planned more than it saved keys of

@@ -60,7 +60,7 @@ void save_passed(run_store& w, const std::vector<std::string>& samples) {
 run_store three_saved_cases(const fs::path& results) {
   auto w = run_store::create(results, "20261130T081502Z-3fa9", layout::compact);
   BOOST_REQUIRE(w.has_value());
-  run_session session;
+  session_entry session;
   session.planned = 3;
   BOOST_TEST(!w->begin_session(session));
   save_passed(*w, {"a", "b", "c"});
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(meta_round_trips_and_keeps_unknown_members) {
   m.layout = layout::compact;
   m.study = "s";
   m.initialize = json::object{{"study", "s"}, {"study_version", "1"}};
-  run_session s;
+  session_entry s;
   s.started = "2026-11-30T08:15:02Z";
   s.seconds = 1.5;
   s.argv = {"run", "--evals", "a"};
@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_study_and_warns_of_changes) {
   run.meta.study = "old";
   run.meta.study_version = "1";
   run.meta.fingerprints = json::object{{"echo", "aaa"}};
-  run_session s;
+  session_entry s;
   s.config = json::parse(R"({"selection":{"seed":7}})").as_object();
   run.meta.sessions.push_back(s);
   run.cases.push_back(saved("outside", case_state::passed));
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(one_writer_holds_a_run_and_readers_need_no_lock) {
   {
     auto w = run_store::create(results, id, layout::per_case);
     BOOST_REQUIRE(w.has_value());
-    BOOST_TEST(!w->begin_session(run_session{}));
+    BOOST_TEST(!w->begin_session(session_entry{}));
     auto second = run_store::open(results, id);
     BOOST_REQUIRE(!second);
     BOOST_TEST((second.error().code == errc::in_use));
@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(deleting_the_lock_file_lets_no_second_writer_in) {
     const std::string id = "20261130T081502Z-3fa9";
     auto w = run_store::create(results, id, l);
     BOOST_REQUIRE(w.has_value());
-    BOOST_TEST(!w->begin_session(run_session{}));
+    BOOST_TEST(!w->begin_session(session_entry{}));
     BOOST_REQUIRE(fs::remove(w->path() / ".lock"));
     auto second = run_store::open(results, id);
     BOOST_REQUIRE(!second);
@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(a_lock_on_the_lock_file_alone_keeps_a_writer_out) {
   {
     auto w = run_store::create(results, id, layout::compact);
     BOOST_REQUIRE(w.has_value());
-    BOOST_TEST(!w->begin_session(run_session{}));
+    BOOST_TEST(!w->begin_session(session_entry{}));
   }
   int fd = ::open((results / id / ".lock").c_str(), O_RDWR | O_CLOEXEC);
   BOOST_REQUIRE(fd >= 0);
@@ -277,7 +277,7 @@ BOOST_AUTO_TEST_CASE(a_finish_that_cannot_write_a_report_names_it_and_leaves_the
   const std::string id = "20261130T081502Z-3fa9";
   auto w = run_store::create(results, id, layout::per_case);
   BOOST_REQUIRE(w.has_value());
-  BOOST_TEST(!w->begin_session(run_session{}));
+  BOOST_TEST(!w->begin_session(session_entry{}));
   mira::plan::plan p;
   mira::schedule::run_report report;
   for (int i = 0; i < 3; ++i) {

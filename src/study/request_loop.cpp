@@ -1,5 +1,6 @@
-// The study's server (see server.hpp): reading requests, running cases, writing answers.
-#include "study/server.hpp"
+// The study's request loop (see request_loop.hpp): reading requests, running cases, writing
+// answers.
+#include "study/request_loop.hpp"
 
 #include "protocol/envelope.hpp"
 
@@ -106,7 +107,7 @@ bool runs_here(const asio::any_io_executor& ex) {
 }
 
 // How to ask `ex` whether this thread runs it, for the kinds that can say: a strand (of an
-// io_context's executor, or of any, as the server makes), or an io_context's executor (work
+// io_context's executor, or of any, as the loop makes), or an io_context's executor (work
 // tracking is part of its type, and co_spawn's executor may track work). Null for the others.
 runs_here_fn asker_of(const asio::any_io_executor& ex) {
   using io_executor = asio::io_context::executor_type;
@@ -120,7 +121,7 @@ runs_here_fn asker_of(const asio::any_io_executor& ex) {
   return nullptr;
 }
 
-// The executor the server runs its subjects on: the caller's when asker_of() can ask it, else a
+// The executor the loop runs its subjects on: the caller's when asker_of() can ask it, else a
 // strand over it, which can. The strand runs its handlers inside the caller's executor, which
 // runs one at a time (serve.hpp), so it adds no concurrency; and when the caller's threads change
 // with every handler (a strand over a thread_pool), only such a strand can say whether the one
@@ -132,7 +133,8 @@ asio::any_io_executor askable(asio::any_io_executor ex) {
 
 }  // namespace
 
-server::server(const registry& study, const serve_options& options, asio::any_io_executor ex)
+request_loop::request_loop(const registry& study, const serve_options& options,
+                           asio::any_io_executor ex)
     : study_(study),
       options_(options),
       ex_(askable(std::move(ex))),
@@ -148,14 +150,14 @@ server::server(const registry& study, const serve_options& options, asio::any_io
       has_output_(ex_, asio::steady_timer::time_point::max()),
       settled_(ex_, asio::steady_timer::time_point::max()) {}
 
-server::~server() {
+request_loop::~request_loop() {
   // Torn down with cases still in flight (the io_context destroyed under serve()): blocking
   // work waiting on its stop token is told, or the join would wait for ever.
   for (auto id : table_.ids()) table_.find(id)->ctl->request_stop();
   if (pool_) pool_->join();
 }
 
-asio::any_io_executor server::blocking_executor() {
+asio::any_io_executor request_loop::blocking_executor() {
   if (!pool_) {
     auto n = options_.blocking_threads ? options_.blocking_threads
                                        : std::max(2U, std::thread::hardware_concurrency());
@@ -164,14 +166,14 @@ asio::any_io_executor server::blocking_executor() {
   return pool_->get_executor();
 }
 
-void server::queue(std::string_view frame) {
+void request_loop::queue(std::string_view frame) {
   if (write_error_) return;  // the host is gone: nothing more reaches it
   bool was_empty = out_.empty();
   out_ += frame;
   if (was_empty) wake(has_output_);
 }
 
-void server::send(std::string frame) {
+void request_loop::send(std::string frame) {
   // Notifications may come from the pool's threads; the buffer is the I/O thread's. A subject's
   // own are queued at once, so they precede its answer: a subject runs on ex_, which says so
   // whichever thread runs it.
@@ -179,20 +181,20 @@ void server::send(std::string frame) {
   asio::post(ex_, [this, f = std::move(frame)] { queue(f); });
 }
 
-void server::answer(std::int64_t id, std::string_view result_json) {
+void request_loop::answer(std::int64_t id, std::string_view result_json) {
   scratch_.clear();
   protocol::append_result_frame(scratch_, id, result_json);
   queue(scratch_);
 }
 
-void server::answer_error(std::int64_t id, const protocol::rpc_error& e) {
+void request_loop::answer_error(std::int64_t id, const protocol::rpc_error& e) {
   scratch_.clear();
   protocol::append_error_frame(scratch_, id, e);
   queue(scratch_);
 }
 
-void server::answer_error(std::int64_t id, error_code code, std::string_view message,
-                          bool retryable) {
+void request_loop::answer_error(std::int64_t id, error_code code, std::string_view message,
+                                bool retryable) {
   protocol::rpc_error e;
   e.code = rpc_code(code);
   e.message = std::string(message);
@@ -200,7 +202,7 @@ void server::answer_error(std::int64_t id, error_code code, std::string_view mes
   answer_error(id, e);
 }
 
-void server::log(std::string_view message, std::int64_t request_id) {
+void request_loop::log(std::string_view message, std::int64_t request_id) {
   protocol::log_params l;
   l.request_id = request_id;
   l.message = std::string(message);
@@ -211,7 +213,8 @@ void server::log(std::string_view message, std::int64_t request_id) {
   queue(scratch_);
 }
 
-void server::case_event(std::int64_t id, const protocol::case_identity& c, std::string_view kind) {
+void request_loop::case_event(std::int64_t id, const protocol::case_identity& c,
+                              std::string_view kind) {
   protocol::event_params e;
   e.request_id = id;
   e.eval = c.eval;
@@ -226,8 +229,8 @@ void server::case_event(std::int64_t id, const protocol::case_identity& c, std::
   queue(scratch_);
 }
 
-void server::drop_non_finite_metrics(std::int64_t id, const protocol::case_identity& c,
-                                     protocol::transcript& t) {
+void request_loop::drop_non_finite_metrics(std::int64_t id, const protocol::case_identity& c,
+                                           protocol::transcript& t) {
   // The writer would print null, which the host refuses as a malformed result: the case's other
   // values are kept, and the metric's loss is said.
   for (auto it = t.metrics.begin(); it != t.metrics.end();) {
@@ -242,7 +245,7 @@ void server::drop_non_finite_metrics(std::int64_t id, const protocol::case_ident
   }
 }
 
-asio::awaitable<void> server::run(byte_stream& stream) {
+asio::awaitable<void> request_loop::run(byte_stream& stream) {
   asio::co_spawn(ex_, write(stream), [this](std::exception_ptr e) {
     write_error_ = e;
     writer_done_ = true;
@@ -255,7 +258,7 @@ asio::awaitable<void> server::run(byte_stream& stream) {
   } catch (...) {
     read_error = std::current_exception();
   }
-  // From here on the server only winds down: a cancellation of serve() itself must not cut
+  // From here on the loop only winds down: a cancellation of serve() itself must not cut
   // that short, or the cases still running would outlive it.
   co_await asio::this_coro::reset_cancellation_state(
       [](asio::cancellation_type) { return asio::cancellation_type::none; });
@@ -275,7 +278,7 @@ asio::awaitable<void> server::run(byte_stream& stream) {
   if (write_error_) std::rethrow_exception(write_error_);
 }
 
-asio::awaitable<void> server::read(byte_stream& stream) {
+asio::awaitable<void> request_loop::read(byte_stream& stream) {
   for (;;) {
     auto space = framer_.prepare();
     auto n = co_await stream.read_some(asio::buffer(space.data(), space.size()));
@@ -299,7 +302,7 @@ asio::awaitable<void> server::read(byte_stream& stream) {
   }
 }
 
-asio::awaitable<void> server::write(byte_stream& stream) {
+asio::awaitable<void> request_loop::write(byte_stream& stream) {
   std::string batch;
   for (;;) {
     if (out_.empty()) {
@@ -313,7 +316,7 @@ asio::awaitable<void> server::write(byte_stream& stream) {
   }
 }
 
-void server::on_line(std::string_view line) {
+void request_loop::on_line(std::string_view line) {
   // The hot path: a `run` or `execute` read from its text, without a DOM of the line.
   if (auto env = mira::detail::classify_envelope(line);
       env && env->kind == mira::detail::envelope_kind::request && env->id) {
@@ -371,7 +374,7 @@ void server::on_line(std::string_view line) {
   on_request(*rid, method->get_string(), params);
 }
 
-void server::on_request(std::int64_t id, std::string_view method, const json::value* params) {
+void request_loop::on_request(std::int64_t id, std::string_view method, const json::value* params) {
   static const json::value empty = json::object();
   const json::value& p = params ? *params : empty;
   if (method == "run") return admit(id, method_kind::run, params);
@@ -430,7 +433,7 @@ void server::on_request(std::int64_t id, std::string_view method, const json::va
   answer_error(id, errc::unknown_method, "unknown method: " + std::string(method));
 }
 
-void server::admit(std::int64_t id, method_kind kind, const json::value* params) {
+void request_loop::admit(std::int64_t id, method_kind kind, const json::value* params) {
   request r;
   r.kind = kind;
   static const json::value empty = json::object();
@@ -450,7 +453,7 @@ void server::admit(std::int64_t id, method_kind kind, const json::value* params)
   admit(id, std::move(r));
 }
 
-void server::admit(std::int64_t id, request r) {
+void request_loop::admit(std::int64_t id, request r) {
   r.ctl = std::make_unique<case_control>();
   if (r.identity.timeout_ms) {
     // Capped at a century, so that the sum cannot overflow the clock's nanoseconds.
@@ -469,7 +472,7 @@ void server::admit(std::int64_t id, request r) {
   }
 }
 
-void server::cancel(std::int64_t id) {
+void request_loop::cancel(std::int64_t id) {
   std::optional<request> removed;
   switch (table_.cancel(id, &removed)) {
     case request_table<request>::cancelled::removed_waiting:
@@ -485,11 +488,11 @@ void server::cancel(std::int64_t id) {
   }
 }
 
-void server::end_of_input() {
+void request_loop::end_of_input() {
   for (auto id : table_.ids()) cancel(id);
 }
 
-void server::start(std::int64_t id) {
+void request_loop::start(std::int64_t id) {
   auto& r = *table_.find(id);
   asio::co_spawn(
       ex_, answer(id, r),
@@ -502,7 +505,7 @@ void server::start(std::int64_t id) {
       }));
 }
 
-void server::finished() {
+void request_loop::finished() {
   settling_.swap(done_);
   for (auto id : settling_)
     if (auto next = table_.finish(id)) start(*next);
@@ -510,7 +513,7 @@ void server::finished() {
   if (table_.empty()) wake(settled_);
 }
 
-void server::failed(std::int64_t id, const std::exception_ptr& e) {
+void request_loop::failed(std::int64_t id, const std::exception_ptr& e) {
   auto& r = *table_.find(id);
   auto& ctl = *r.ctl;
   ctl.answered = true;
@@ -531,8 +534,8 @@ void server::failed(std::int64_t id, const std::exception_ptr& e) {
   }
 }
 
-run_context server::context_of(std::int64_t id, request& r, const eval& e, const study::sample& s,
-                               const protocol::target_info& target) {
+run_context request_loop::context_of(std::int64_t id, request& r, const eval& e,
+                                     const study::sample& s, const protocol::target_info& target) {
   run_context ctx;
   ctx.id_ = &r.identity;
   ctx.sample_ = &s;
@@ -542,12 +545,12 @@ run_context server::context_of(std::int64_t id, request& r, const eval& e, const
   ctx.deadline_ = r.deadline;
   ctx.max_turns_ = e.info().max_turns;
   ctx.executor_ = ex_;
-  ctx.server_ = this;
+  ctx.loop_ = this;
   return ctx;
 }
 
-void server::complete_transcript(std::int64_t id, const protocol::case_identity& c,
-                                 protocol::transcript& t, run_context::clock::time_point t0) {
+void request_loop::complete_transcript(std::int64_t id, const protocol::case_identity& c,
+                                       protocol::transcript& t, run_context::clock::time_point t0) {
   if (!t.timing.duration_ms)
     t.timing.duration_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(run_context::clock::now() - t0)
@@ -558,8 +561,8 @@ void server::complete_transcript(std::int64_t id, const protocol::case_identity&
 }
 
 // result_ is shared by every case: answer_execute and answer_run write it without suspending.
-void server::answer_execute(std::int64_t id, request& r, protocol::transcript t, bool skipped,
-                            bool events) {
+void request_loop::answer_execute(std::int64_t id, request& r, protocol::transcript t, bool skipped,
+                                  bool events) {
   protocol::execute_result x;
   static_cast<protocol::case_identity&>(x) = std::move(r.identity);
   x.transcript = std::move(t);
@@ -571,8 +574,8 @@ void server::answer_execute(std::int64_t id, request& r, protocol::transcript t,
   r.ctl->answered = true;
 }
 
-void server::answer_run(std::int64_t id, request& r, protocol::run_result& rr,
-                        protocol::transcript& t, bool events) {
+void request_loop::answer_run(std::int64_t id, request& r, protocol::run_result& rr,
+                              protocol::transcript& t, bool events) {
   rr.transcript = std::move(static_cast<protocol::transcript_summary&>(t));
   result_.clear();
   protocol::append_json(result_, rr);
@@ -583,7 +586,7 @@ void server::answer_run(std::int64_t id, request& r, protocol::run_result& rr,
 
 // Plain functions do what needs no co_await: the co_awaits here (the subject, the coroutine
 // scorers) are the only points a cancel reaches.
-asio::awaitable<void> server::answer(std::int64_t id, request& r) {
+asio::awaitable<void> request_loop::answer(std::int64_t id, request& r) {
   auto& c = r.identity;
   bool events = options_.case_events && r.kind != method_kind::score;
   if (events) case_event(id, c, "started");

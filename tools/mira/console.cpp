@@ -1,5 +1,5 @@
-// The shared parts of the `mira` commands (see session.hpp).
-#include "session.hpp"
+// The shared parts of the `mira` commands (see console.hpp).
+#include "console.hpp"
 
 #include "flags.hpp"
 

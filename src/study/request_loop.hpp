@@ -1,5 +1,5 @@
-// The study's server: the coroutine shell around the request table. One reader turns lines into
-// requests, each run / execute / score runs as its own coroutine, and one writer sends what
+// The study's request loop: the coroutine shell around the request table. One reader turns lines
+// into requests, each run / execute / score runs as its own coroutine, and one writer sends what
 // has built up in a single write per turn of the loop.
 #pragma once
 
@@ -84,12 +84,13 @@ struct request {
   std::unique_ptr<case_control> ctl;
 };
 
-class server {
+class request_loop {
  public:
-  server(const registry& study, const serve_options& options, boost::asio::any_io_executor ex);
-  server(const server&) = delete;
-  server& operator=(const server&) = delete;
-  ~server();
+  request_loop(const registry& study, const serve_options& options,
+               boost::asio::any_io_executor ex);
+  request_loop(const request_loop&) = delete;
+  request_loop& operator=(const request_loop&) = delete;
+  ~request_loop();
 
   boost::asio::awaitable<void> run(byte_stream& stream);
 

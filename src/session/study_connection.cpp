@@ -1,5 +1,5 @@
-// study_connection and start_study (session/study.hpp).
-#include <mira/session/study.hpp>
+// study_connection and start_study (session/study_connection.hpp).
+#include <mira/session/study_connection.hpp>
 
 #include "host/study_identity.hpp"
 
