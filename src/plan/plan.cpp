@@ -477,10 +477,12 @@ tl::expected<void, error> check_axis_globs(const std::vector<const protocol::eva
                       (names.empty() ? std::string("none") : joined(names)) + ")");
     }
     for (auto& g : globs)
-      if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); }))
-        return fail(
-            errc::no_match, field::axes,
-            " " + name + ": \"" + g + "\" matches no value (values: " + joined(values) + ")");
+      if (std::none_of(values.begin(), values.end(), [&](auto& v) { return glob_match(g, v); })) {
+        std::string why = " ";
+        why.append(name).append(": \"").append(g).append("\" matches no value (values: ");
+        why.append(joined(values)).append(")");
+        return fail(errc::no_match, field::axes, why);
+      }
   }
   return {};
 }

@@ -194,7 +194,6 @@ struct session_state {
 namespace {
 
 using detail::keeping;
-using detail::run_ledger;
 using detail::session_state;
 
 session_error make_session_error(boost::system::error_code code, std::string text,
