@@ -448,12 +448,12 @@ class host_handle {
   std::shared_ptr<detail::host_ref> ref_;
 };
 
-/// A study that died, started again as run_policy::respawn needs it: `cmd` spawned with
-/// `options` on the calling coroutine's executor, initialized within `init_timeout`
-/// (errc::timed_out, the message naming the limit), and refused with
-/// errc::incompatible_protocol unless it is the study `original` describes: the same name and
-/// study version (initialize itself refuses another protocol major version). What `mira run`
-/// and `mira serve` give run_plan.
+/// A study that died, started again: `cmd` spawned with `options` on the calling coroutine's
+/// executor, initialized within `init_timeout` (errc::timed_out, the message naming the limit),
+/// and refused with errc::incompatible_protocol unless it is the study `original` describes:
+/// the same name and study version (initialize itself refuses another protocol major version).
+/// How a study_pool starts a process in its slot again, after the one there died or was given
+/// up on as hung.
 boost::asio::awaitable<tl::expected<host_handle, error>> restart_study(
     study_command cmd, host_options options, protocol::initialize_result original,
     std::chrono::milliseconds init_timeout);

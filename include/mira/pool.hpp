@@ -1,5 +1,6 @@
 // mira::study_pool: P processes of one study behind one handle, so a study that answers one
-// request at a time (the official Python and TypeScript SDKs do) still runs cases in parallel.
+// request at a time (the official Python and TypeScript SDKs do) still runs cases in parallel. A
+// pool of one is how the library runs a single process too: the pool owns its restarts.
 //
 // The pool offers a host_handle's case operations (run, execute, score), list_all and shutdown,
 // in the same shape: `op(params, [options], token)`, the token defaulting to mira::use_expected.
@@ -11,8 +12,9 @@
 // it waits in the pool is removed; nothing is sent.
 //
 // A process that dies is started again in its slot (pool_options::max_restarts per slot); its
-// requests fail with errc::study_exited, and requests after it go to the others meanwhile. When
-// no process is left and none is being restarted, requests fail with errc::study_exited.
+// requests fail with errc::study_exited, and requests after it go to the others meanwhile (in a
+// pool of one they wait for the new process). When no process is left and none is being
+// restarted, requests fail with errc::study_exited, saying why the last one went.
 // Lifetime as host_handle: copies share the pool; the last copy's end kills every process.
 #pragma once
 
@@ -37,26 +39,37 @@
 
 namespace mira {
 
+/// How a pool starts its processes and starts them again: the one place a restart policy is
+/// declared (study_launch carries it; run_plan follows the pool's).
+///
+/// Slots are numbered 1..processes in callbacks and messages; a pool of one calls its process
+/// slot 0, "the study", as a lone process is named.
 struct pool_options {
   /// How many processes (at least 1).
   std::size_t processes = 1;
   /// Requests in flight per process, abandoned ones counted; beyond it requests wait in the
   /// pool. 0: no cap. `mira run` uses ceil(j / P).
   std::size_t max_in_flight_per_process = 0;
-  /// Host options of the process in `slot` (1-based). Default: host_options{} whose log is
+  /// Host options of the process in `slot`. Default: host_options{} whose log is
   /// stderr_log_sink(log_level::warning, "study <slot>"): each stderr line shown as
   /// "[study <slot>] <line>". Called where the process is started: in start(), or on the pool's
   /// executor for a restart.
   std::function<host_options(std::size_t slot)> host_options_for = {};
-  /// Every process must answer initialize within this.
+  /// Every process must answer initialize within this (a restarted one too).
   std::chrono::milliseconds init_timeout{60000};
-  /// Restarts of a dead process, per slot.
+  /// How the caller's users name init_timeout (e.g. "--init-timeout"): a message about a missed
+  /// limit ends with it in parentheses.
+  std::string init_timeout_name = {};
+  /// Restarts of a dead (or hung: give_up_on_hung) process, per slot.
   int max_restarts = 3;
   /// Wait before a slot's first restart; doubles with each further restart of that slot.
   std::chrono::milliseconds restart_backoff{500};
-  /// Told when a slot's process died and is started again (`what` says how it ended), and
-  /// when a restart failed. Runs where the request that found the process dead completes, or
-  /// on the pool's executor.
+  /// Told when a slot's process is gone and is started again, and when it is not. In a pool of
+  /// several, `what` follows "study <slot> ": "died (exit code 3); starting it again", "died
+  /// (...); no restarts left for it", "could not be started again: ...". In a pool of one it is
+  /// only told of a restart about to start, and `what` is why the study went (how it died, or
+  /// how long it hung); when the study is gone for good its requests fail saying why. Runs
+  /// where the request that found the process dead completes, or on the pool's executor.
   std::function<void(std::size_t slot, const std::string& what)> on_restart = {};
 };
 
@@ -98,7 +111,8 @@ struct pool_waiting {
   /// Any thread: hands the request to `lease`'s process on the handler's executor, or completes
   /// it with operation_aborted there if it was cancelled meanwhile.
   virtual void dispatch(pool_lease lease) = 0;
-  virtual void fail(error_code ec) = 0;
+  /// Completes the request with `ec`; `why`, when not empty, becomes its diagnostics' message.
+  virtual void fail(error_code ec, std::string why) = 0;
   virtual boost::asio::cancellation_slot cancellation_slot() = 0;
   /// Set by the handler's cancellation slot while the request waits (on the emitter's thread):
   /// a cancellation that comes after drain() took it from the queue still reaches it.
@@ -184,7 +198,9 @@ struct pool_waiting_call final : pool_waiting {
               pool_send<Result>(s, std::move(lease), std::move(c), std::move(r), std::move(h));
             }));
   }
-  void fail(error_code ec) override {
+  void fail(error_code ec, std::string why) override {
+    // Written before the post, which orders it before the handler reads it.
+    if (!why.empty() && request.options.diag) request.options.diag->message = std::move(why);
     // Never inline: this may run inside the initiating call.
     auto ex = boost::asio::get_associated_executor(handler, pool_executor(state));
     boost::asio::post(pool_executor(state),
@@ -245,6 +261,9 @@ class study_pool {
   static boost::asio::awaitable<tl::expected<study_pool, error>> start(executor_type ex,
                                                                        study_command cmd,
                                                                        pool_options opts);
+  /// A pool of one over a process the caller started and initialized (host.study() is set).
+  /// It has no command to start the study again: when the process dies, the pool is gone.
+  static study_pool adopt(host_handle host);
 
   executor_type get_executor() const;
   /// What the first process answered to initialize (all of them agree on name and version).
@@ -287,6 +306,12 @@ class study_pool {
         },
         token, seen);
   }
+  /// The study never answered `cancel` and its abandoned requests hold every slot: every live
+  /// process holding abandoned requests is given up on (killed when its new process replaces
+  /// it) and started again, as a dead one is, `why` told to on_restart. True when a process is
+  /// (still) being started again; false when none can be, and the pool serves no more
+  /// requests.
+  bool give_up_on_hung(const std::string& why);
   /// Requests in flight per slot (0-based), abandoned ones counted.
   std::vector<std::size_t> loads() const;
   /// The host handle in `slot` (0-based) now, e.g. for list or list_samples.

@@ -30,10 +30,24 @@ namespace asio = boost::asio;
 
 namespace {
 
-host_options default_options(std::size_t slot) {
+// `n`: the slot's number (0: the one process of a pool of one).
+host_options default_options(std::size_t n) {
   host_options o;
-  o.log = stderr_log_sink(log_level::warning, "study " + std::to_string(slot));
+  o.log = stderr_log_sink(log_level::warning, n == 0 ? "study" : "study " + std::to_string(n));
   return o;
+}
+
+// How a process went, as error::message() says it after errc::study_exited's own text: what
+// later requests of a pool with none left say, after that same text.
+std::string how_it_went(const diagnostics* d) {
+  if (!d) return {};
+  return d->message +
+         (d->exit ? (d->message.empty() ? "[" : " [") + d->exit->to_string() + "]" : std::string());
+}
+
+// A missed initialize says which limit it was, in the caller's words when it has them.
+void name_limit(error& e, const std::string& name) {
+  if (e.code == errc::timed_out && !name.empty()) e.diag.message += " (" + name + ")";
 }
 
 }  // namespace
@@ -41,16 +55,58 @@ host_options default_options(std::size_t slot) {
 struct pool_state : std::enable_shared_from_this<pool_state> {
   pool_state(asio::any_io_executor e, study_command c, pool_options o)
       : ex(std::move(e)),
+        restarter(asio::make_strand(ex)),
         cmd(std::move(c)),
         opts(std::move(o)),
         dispatch(opts.processes, opts.max_in_flight_per_process),
         restarts(opts.processes, 0),
         watching(opts.processes, false),
         watch_epoch(opts.processes, 0),
-        reviving(opts.processes, false) {}
+        reviving(opts.processes, false),
+        causes(opts.processes) {
+    for (std::size_t i = 0; i < opts.processes; ++i)
+      backoffs.push_back(std::make_unique<asio::steady_timer>(restarter));
+  }
+
+  // Slots are 0-based inside, numbered 1..N outside; the one process of a pool of one is 0.
+  std::size_t number(std::size_t slot) const { return opts.processes == 1 ? 0 : slot + 1; }
 
   host_options options_for(std::size_t slot) const {
-    return opts.host_options_for ? opts.host_options_for(slot + 1) : default_options(slot + 1);
+    return opts.host_options_for ? opts.host_options_for(number(slot))
+                                 : default_options(number(slot));
+  }
+
+  // Whether the process of `slot` may be started again (an adopted one has no command).
+  bool may_restart_locked(std::size_t slot) const {
+    return !cmd.argv.empty() && restarts[slot] < opts.max_restarts;
+  }
+
+  // The process of `slot` is gone (`cause`: how, as how_it_went says it): a restart begins, or
+  // the slot stays empty. True: restarted.
+  bool gone_locked(std::size_t slot, const std::string& cause) {
+    dispatch.set_dead(slot);
+    bool again = may_restart_locked(slot);
+    if (again) {
+      ++restarting;
+      reviving[slot] = true;
+    }
+    causes[slot] = cause;
+    if (!serviceable_locked()) last_gone = cause;
+    return again;
+  }
+
+  // After gone_locked, unlocked: on_restart told (`why`: the cause in full for a pool of one;
+  // `what`: the same, short, after "study N " in a pool of several), the restart spawned.
+  void after_gone(std::size_t slot, const std::string& why, const std::string& what, bool again) {
+    if (opts.on_restart) {
+      if (opts.processes == 1) {
+        if (again) opts.on_restart(0, why);
+      } else {
+        opts.on_restart(slot + 1,
+                        what + (again ? "; starting it again" : "; no restarts left for it"));
+      }
+    }
+    if (again) asio::co_spawn(restarter, restart(shared_from_this(), slot), asio::detached);
   }
 
   // Under the lock: the abandoned counts are read now, so the choice sees the latest.
@@ -96,13 +152,21 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
       }
     }
     for (auto& [w, lease] : go) w->dispatch(std::move(lease));
-    for (auto& w : dead) w->fail(make_error_code(errc::study_exited));
+    for (auto& w : dead) w->fail(make_error_code(errc::study_exited), gone_message());
+  }
+
+  // Why the pool serves no more requests: the last process's end, in full.
+  std::string gone_message() const {
+    std::lock_guard lock(mutex);
+    return last_gone;
   }
 
   std::size_t abandoned_locked() const {
+    // A dead slot's process holds nothing a new request waits for (a hung one given up on
+    // still counts its requests until its new process replaces it).
     std::size_t n = 0;
-    for (auto& h : hosts)
-      if (h) n += h->abandoned();
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+      if (hosts[i] && dispatch.live(i)) n += hosts[i]->abandoned();
     return n;
   }
 
@@ -224,7 +288,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
       }
     }
     if (lease) return w->dispatch(std::move(*lease));
-    w->fail(make_error_code(errc::study_exited));
+    w->fail(make_error_code(errc::study_exited), gone_message());
   }
 
   void cancel_waiting(std::uint64_t seq) {
@@ -238,40 +302,48 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
           break;
         }
     }
-    if (w) w->fail(asio::error::operation_aborted);
+    if (w) w->fail(asio::error::operation_aborted, {});
   }
 
   void release(const pool_lease& lease, error_code ec, diagnostics* diag) {
     bool died = false;
     bool waiters = false, again = false;
+    std::string why;
     {
       std::lock_guard lock(mutex);
       dispatch.finished(lease.slot, lease.generation);
       waiters = !waiting.empty();
       if (ec == errc::study_exited && dispatch.live(lease.slot) &&
           dispatch.generation(lease.slot) == lease.generation && !closed) {
-        dispatch.set_dead(lease.slot);
         died = true;
-        again = restarts[lease.slot] < opts.max_restarts;
-        if (again) {
-          ++restarting;
-          reviving[lease.slot] = true;
-        }
+        again = gone_locked(lease.slot, how_it_went(diag));
+        if (again && opts.processes == 1) why = error{ec, diag ? *diag : diagnostics{}}.message();
       }
     }
     if (ec && diag && lease.pool_size > 1) diag->message = of_slot(lease.slot + 1, diag->message);
     if (died) {
-      std::string why = diag && diag->exit ? diag->exit->to_string() : "its connection closed";
-      if (again) {
-        if (opts.on_restart)
-          opts.on_restart(lease.slot + 1, "died (" + why + "); starting it again");
-        asio::co_spawn(ex, restart(shared_from_this(), lease.slot), asio::detached);
-      } else if (opts.on_restart) {
-        opts.on_restart(lease.slot + 1, "died (" + why + "); no restarts left for it");
-      }
+      std::string how = diag && diag->exit ? diag->exit->to_string() : "its connection closed";
+      after_gone(lease.slot, why, "died (" + how + ")", again);
     }
     // The common case, nothing waiting and nothing died, takes no second look.
     if (waiters || died) drain();
+  }
+
+  bool give_up_on_hung(const std::string& why) {
+    std::vector<std::pair<std::size_t, bool>> given_up;  // slot, restarted
+    bool serviceable = false;
+    {
+      std::lock_guard lock(mutex);
+      if (closed) return false;
+      for (std::size_t i = 0; i < hosts.size(); ++i)
+        if (dispatch.live(i) && hosts[i]->abandoned() > 0)
+          given_up.emplace_back(i, gone_locked(i, why));
+      serviceable = serviceable_locked();
+    }
+    for (auto& [slot, again] : given_up) after_gone(slot, why, "was given up on: " + why, again);
+    notify_abandoned();  // the given-up processes' requests no longer count
+    drain();
+    return serviceable;
   }
 
   static asio::awaitable<void> restart(std::shared_ptr<pool_state> self, std::size_t slot) {
@@ -281,9 +353,16 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         std::lock_guard lock(self->mutex);
         n = self->restarts[slot]++;
       }
-      asio::steady_timer t(self->ex, self->opts.restart_backoff * (1 << std::min(n, 10)));
-      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-      auto started = co_await self->start_one(slot);
+      auto& backoff = *self->backoffs[slot];
+      backoff.expires_after(self->opts.restart_backoff * (1 << std::min(n, 10)));
+      co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
+      tl::expected<host_handle, error> started =
+          tl::unexpected(error{asio::error::operation_aborted, {}});
+      if (!self->is_closed()) {
+        started = co_await restart_study(self->cmd, self->options_for(slot), self->init,
+                                         self->opts.init_timeout);
+        if (!started) name_limit(started.error(), self->opts.init_timeout_name);
+      }
       bool more = false;
       {
         std::lock_guard lock(self->mutex);
@@ -296,14 +375,19 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
           self->reviving[slot] = false;
           --self->restarting;
         } else {
-          more = !self->closed && self->restarts[slot] < self->opts.max_restarts;
+          // Another study answering is not a passing fault: no further tries.
+          more = !self->closed && started.error().code != errc::incompatible_protocol &&
+                 self->may_restart_locked(slot);
           if (!more) {
             self->reviving[slot] = false;
             --self->restarting;
+            if (!started && !self->serviceable_locked())
+              self->last_gone =
+                  self->causes[slot] + "; restarting it failed: " + started.error().message();
           }
         }
       }
-      if (!started && self->opts.on_restart)
+      if (!started && self->opts.on_restart && self->opts.processes > 1 && !self->is_closed())
         self->opts.on_restart(slot + 1, "could not be started again: " + started.error().message());
       if (!more) break;
     }
@@ -311,16 +395,21 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     self->drain();
   }
 
-  // Spawns and initializes the process of `slot`, which must be the same study as the others.
-  asio::awaitable<tl::expected<host_handle, error>> start_one(std::size_t slot) {
-    auto h = host_handle::spawn(ex, cmd, options_for(slot));
-    if (!h) co_return tl::unexpected(h.error());
-    std::vector<host_handle> one{*h};
-    auto inits = co_await initialize_all(one, opts.init_timeout);
-    if (!inits[0]) co_return tl::unexpected(std::move(inits[0].error()));
-    if (auto diff = difference(init, *inits[0], 1, slot + 1))
-      co_return tl::unexpected(std::move(*diff));
-    co_return std::move(*h);
+  bool is_closed() const {
+    std::lock_guard lock(mutex);
+    return closed;
+  }
+
+  // Once closed: a restart waiting out its backoff ends now, not when the backoff would. Should
+  // the post fail (out of memory), the backoff runs out and the restart then finds the pool
+  // closed: later, still correct, so a pool's end never throws.
+  void stop_restarts() noexcept {
+    try {
+      asio::post(restarter, [self = shared_from_this()] {
+        for (auto& t : self->backoffs) t->cancel();
+      });
+    } catch (...) {
+    }
   }
 
   // Initializes every host at once, the timeout as each request's deadline; each answer (or
@@ -346,7 +435,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
             .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       if (ecs[i] == errc::timed_out) {
-        error e{make_error_code(errc::study_exited), {}};
+        error e{make_error_code(errc::timed_out), {}};
         e.diag.message = missed_initialize(timeout);
         results.emplace_back(tl::unexpected(std::move(e)));
       } else if (ecs[i]) {
@@ -380,6 +469,9 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
   }
 
   asio::any_io_executor ex;
+  // Restarts run here, one step at a time, with their backoff timers (one per slot).
+  asio::strand<asio::any_io_executor> restarter;
+  std::vector<std::unique_ptr<asio::steady_timer>> backoffs;
   study_command cmd;
   pool_options opts;
   protocol::initialize_result init;
@@ -394,6 +486,8 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
   std::vector<bool> watching;              // per slot: a watch of its abandoned count is armed
   std::vector<std::uint64_t> watch_epoch;  // per slot: which process a watch belongs to
   std::vector<bool> reviving;              // per slot: dead, and a restart of it is under way
+  std::vector<std::string> causes;         // per slot: how its last process went
+  std::string last_gone;                   // how the last process went, once none is left
   struct abandoned_waiter {
     std::uint64_t key = 0;
     std::size_t seen = 0;
@@ -425,7 +519,8 @@ struct pool_ref {
       // Dropped without running, as a host_handle's end drops its waiters.
       waiters.swap(state->abandoned_waiters);
     }
-    for (auto& [seq, w] : waiting) w->fail(asio::error::operation_aborted);
+    for (auto& [seq, w] : waiting) w->fail(asio::error::operation_aborted, {});
+    state->stop_restarts();
   }
   pool_state_ptr state;
 };
@@ -483,7 +578,8 @@ asio::awaitable<error_code> shutdown_all(pool_state_ptr s) {
     waiting = std::move(s->waiting);
     s->waiting.clear();
   }
-  for (auto& [seq, w] : waiting) w->fail(make_error_code(errc::study_exited));
+  for (auto& [seq, w] : waiting) w->fail(make_error_code(errc::study_exited), {});
+  s->stop_restarts();
   s->notify_abandoned();
   using op_t = decltype(hosts.front().shutdown(asio::deferred));
   std::vector<op_t> ops;
@@ -542,7 +638,11 @@ asio::awaitable<tl::expected<study_pool, error>> study_pool::start(executor_type
   for (std::size_t i = 0; i < n; ++i)
     if (!inits[i]) {
       auto e = std::move(inits[i].error());
-      if (n > 1) e.diag.message = detail::pool_state::of_slot(i + 1, e.diag.message);
+      if (n > 1)
+        e.diag.message = detail::pool_state::of_slot(i + 1, e.diag.message);
+      else if (e.code == errc::timed_out)
+        e.diag.message = "the study " + e.diag.message;
+      detail::name_limit(e, s->opts.init_timeout_name);
       co_return tl::unexpected(std::move(e));
     }
   for (std::size_t i = 1; i < n; ++i)
@@ -551,6 +651,19 @@ asio::awaitable<tl::expected<study_pool, error>> study_pool::start(executor_type
   s->init = *inits[0];
   for (auto& h : hosts) s->hosts.emplace_back(std::move(h));
   co_return study_pool(std::make_shared<detail::pool_ref>(std::move(s)));
+}
+
+study_pool study_pool::adopt(host_handle host) {
+  pool_options o;
+  o.max_restarts = 0;
+  auto s = std::make_shared<detail::pool_state>(host.get_executor(), study_command{}, std::move(o));
+  s->init = host.study().value_or(protocol::initialize_result{});
+  s->hosts.emplace_back(std::move(host));
+  return study_pool(std::make_shared<detail::pool_ref>(std::move(s)));
+}
+
+bool study_pool::give_up_on_hung(const std::string& why) {
+  return state()->give_up_on_hung(why);
 }
 
 study_pool::executor_type study_pool::get_executor() const {
@@ -589,9 +702,7 @@ int study_pool::restarts() const {
 
 std::size_t study_pool::abandoned() const {
   std::lock_guard lock(state()->mutex);
-  std::size_t n = 0;
-  for (auto& h : state()->hosts) n += h->abandoned();
-  return n;
+  return state()->abandoned_locked();
 }
 
 std::vector<std::size_t> study_pool::loads() const {

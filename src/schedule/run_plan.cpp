@@ -20,7 +20,6 @@
 #include <memory>
 #include <ostream>
 #include <sstream>
-#include <type_traits>
 #include <unordered_map>
 
 namespace mira::schedule {
@@ -52,32 +51,9 @@ protocol::run_result unscored(protocol::execute_result e) {
   return r;
 }
 
+// One attempt's request. Its per-attempt timeout starts when the pool hands it to a process, not
+// while it waits for one with room (or for a dead study's restart).
 asio::awaitable<tl::expected<protocol::run_result, error>> send(
-    host_handle host, protocol::run_params params, operation op,
-    std::optional<boost::json::object> transcript, notification_handler on_notification) {
-  request_options o;
-  o.on_notification = std::move(on_notification);
-  switch (op) {
-    case operation::execute: {
-      auto e = co_await host.execute(std::move(params), std::move(o));
-      if (!e) co_return tl::unexpected(std::move(e.error()));
-      co_return unscored(std::move(*e));
-    }
-    case operation::score: {
-      protocol::score_params sp;
-      sp.identity = std::move(params);
-      sp.transcript = std::move(*transcript);
-      co_return co_await host.score(std::move(sp));
-    }
-    case operation::run:
-      break;
-  }
-  co_return co_await host.run(std::move(params), std::move(o));
-}
-
-// The same through a pool: the per-attempt timeout starts when the pool hands the request to a
-// process, not while it waits for one with room.
-asio::awaitable<tl::expected<protocol::run_result, error>> send_pooled(
     study_pool pool, protocol::run_params params, operation op,
     std::optional<boost::json::object> transcript, pool_request r) {
   diagnostics d;
@@ -146,8 +122,8 @@ asio::awaitable<attempt_outcome> one_attempt(study_pool pool, protocol::run_para
   pool_request r;
   r.options.on_notification = std::move(on_notification);
   if (!timeout) {
-    out.result = co_await send_pooled(std::move(pool), std::move(params), op, std::move(transcript),
-                                      std::move(r));
+    out.result =
+        co_await send(std::move(pool), std::move(params), op, std::move(transcript), std::move(r));
     co_return out;
   }
   auto ex = co_await asio::this_coro::executor;
@@ -155,36 +131,12 @@ asio::awaitable<attempt_outcome> one_attempt(study_pool pool, protocol::run_para
   r.on_dispatch = [timer, ex, t = *timeout] {
     asio::dispatch(ex, [timer, t] { timer->expires_after(t); });
   };
-  auto request =
-      send_pooled(std::move(pool), std::move(params), op, std::move(transcript), std::move(r));
+  auto request = send(std::move(pool), std::move(params), op, std::move(transcript), std::move(r));
   auto raced = co_await (std::move(request) || timeout_after_dispatch(timer));
   if (raced.index() == 0)
     out.result = std::move(std::get<0>(raced));
   else
     timer_won(out, std::get<1>(raced));
-  co_return out;
-}
-
-asio::awaitable<attempt_outcome> one_attempt(host_handle host, protocol::run_params params,
-                                             operation op,
-                                             std::optional<boost::json::object> transcript,
-                                             std::optional<duration> timeout,
-                                             notification_handler on_notification) {
-  attempt_outcome out;
-  announce(params, timeout);
-  auto request = send(std::move(host), std::move(params), op, std::move(transcript),
-                      std::move(on_notification));
-  if (!timeout) {
-    out.result = co_await std::move(request);
-    co_return out;
-  }
-  asio::steady_timer timer(co_await asio::this_coro::executor, *timeout);
-  auto raced =
-      co_await (std::move(request) || timer.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (raced.index() == 0)
-    out.result = std::move(std::get<0>(raced));
-  else
-    timer_won(out, !std::get<0>(std::get<1>(raced)));
   co_return out;
 }
 
@@ -217,17 +169,15 @@ attempt_error describe(const attempt_outcome& o, const attempt_verdict& v,
 // How long abandoned requests may hold every slot with nothing running, without a case timeout.
 constexpr auto starved_grace = std::chrono::seconds(30);
 
-// Conn: host_handle (with policy.respawn for a dead study) or study_pool (which restarts its
-// processes itself). The same code for both; what differs is chosen at compile time.
-template <class Conn>
+// The run over a pool of processes of the study (one or more), which restarts a dead one itself:
+// a case whose process died is retried while the pool has one left or being started again.
 class pipeline {
-  static constexpr bool pooled = std::is_same_v<Conn, study_pool>;
-
  public:
-  pipeline(asio::any_io_executor ex, Conn host, const plan::plan& p, run_policy policy,
+  pipeline(asio::any_io_executor ex, study_pool pool, const plan::plan& p, run_policy policy,
            run_hooks hooks)
       : ex_(std::move(ex)),
-        host_(std::move(host)),
+        pool_(std::move(pool)),
+        one_process_(pool_.size() == 1),
         plan_(p),
         policy_(std::move(policy)),
         hooks_(std::move(hooks)),
@@ -267,20 +217,17 @@ class pipeline {
 
     for (;;) {
       // A study that ignores `cancel` still works on what we gave up on: that counts.
-      auto abandoned = host_.abandoned();
+      auto abandoned = pool_.abandoned();
       sched_->reserve(abandoned + beyond_capacity());
       check_starved(abandoned);
       // One clock reading for next() and next_wakeup(), so both see the same due retries.
       auto now = clock::now();
-      if (!sched_->stopped() && !restarting_)
+      if (!sched_->stopped())
         while (auto id = sched_->next(now)) start(*id);
-      if (done_.empty() && running_ == 0 && !restarting_ && (sched_->idle() || sched_->stopped()))
-        break;
+      if (done_.empty() && running_ == 0 && (sched_->idle() || sched_->stopped())) break;
       if (done_.empty()) {
         auto until = deadline_;
-        // While the study restarts, what is startable waits for restart() to wake the loop.
-        if (!restarting_)
-          if (auto w = sched_->next_wakeup(now); w && *w < until) until = *w;
+        if (auto w = sched_->next_wakeup(now); w && *w < until) until = *w;
         if (sched_->reserved() > 0) watch_abandoned(abandoned);
         if (starved_since_)
           until = std::min(until, *starved_since_ + policy_.case_timeout.value_or(starved_grace));
@@ -299,7 +246,7 @@ class pipeline {
       batch_.clear();
     }
     report_.seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    if constexpr (pooled) report_.restarts = host_.restarts();
+    report_.restarts = pool_.restarts();
     co_return std::move(report_);
   }
 
@@ -312,39 +259,36 @@ class pipeline {
     auto index = index_of(id);
     auto& f = take_flight(id);
     f.started = clock::now();
-    f.generation = generation_;
     auto slot = f.signal.slot();
     auto seq = ++attempt_seq_;
-    if (!pooled && hooks_.on_sequential_study) sequential_.sent(seq, f.started);
+    if (one_process_ && hooks_.on_sequential_study) sequential_.sent(seq, f.started);
     ++running_;
     if (hooks_.on_start) hooks_.on_start(index);
-    if constexpr (!pooled) {
-      if (policy_.op == operation::run && !timeout_for(index)) {
-        // The common case as a plain completion handler on the strand: no coroutine frames
-        // per attempt.
-        request_options o;
-        f.diag = {};
-        o.diag = &f.diag;
-        o.on_notification = notifications(index);
-        host_.run(plan_.cases.params(index), std::move(o),
-                  asio::bind_cancellation_slot(
-                      slot, asio::bind_executor(ex_, [this, id, seq](error_code ec,
-                                                                     protocol::run_result r) {
-                        auto& out = done_.emplace_back(id, attempt_outcome{}).second;  // moved once
-                        if (ec)
-                          out.result =
-                              tl::unexpected(error{ec, std::move(flights_[flight_of_[id]]->diag)});
-                        else
-                          out.result = std::move(r);
-                        ended(seq, out);
-                      })));
-        return;
-      }
+    if (policy_.op == operation::run && !timeout_for(index)) {
+      // The common case as a plain completion handler on the strand: no coroutine frames per
+      // attempt.
+      request_options o;
+      f.diag = {};
+      o.diag = &f.diag;
+      o.on_notification = notifications(index);
+      pool_.run(
+          plan_.cases.params(index), std::move(o),
+          asio::bind_cancellation_slot(
+              slot,
+              asio::bind_executor(ex_, [this, id, seq](error_code ec, protocol::run_result r) {
+                auto& out = done_.emplace_back(id, attempt_outcome{}).second;  // moved once
+                if (ec)
+                  out.result = tl::unexpected(error{ec, std::move(flights_[flight_of_[id]]->diag)});
+                else
+                  out.result = std::move(r);
+                ended(seq, out);
+              })));
+      return;
     }
     std::optional<boost::json::object> transcript;
     if (policy_.op == operation::score) transcript = policy_.transcript_for(index);
     asio::co_spawn(ex_,
-                   one_attempt(host_, plan_.cases.params(index), policy_.op, std::move(transcript),
+                   one_attempt(pool_, plan_.cases.params(index), policy_.op, std::move(transcript),
                                timeout_for(index), notifications(index)),
                    asio::bind_cancellation_slot(
                        slot, [this, id, seq](std::exception_ptr ep, attempt_outcome o) {
@@ -362,7 +306,7 @@ class pipeline {
   // An attempt's outcome, on the strand and already in done_: finished in the run loop's next
   // batch.
   void ended(std::uint64_t seq, const attempt_outcome& o) {
-    if (!pooled && hooks_.on_sequential_study) noticed(seq, o);
+    if (one_process_ && hooks_.on_sequential_study) noticed(seq, o);
     --running_;
     wake_.cancel();
   }
@@ -383,7 +327,6 @@ class pipeline {
     auto& f = *flights_[flight_of_[id]];
     rec.attempts = sched_->attempts(id);
     rec.latency_seconds = std::chrono::duration<double>(clock::now() - f.started).count();
-    auto generation = f.generation;
     release_flight(id);
     bool aborted =
         !o.timed_out && !o.result && o.result.error().code == asio::error::operation_aborted;
@@ -399,10 +342,10 @@ class pipeline {
     a.result = o.result ? &*o.result : nullptr;
     a.error = o.result ? nullptr : &o.result.error();
     a.timed_out = o.timed_out;
-    // A dead study: its cases are retried on a new one, if we may start one; otherwise
-    // every further attempt would fail the same way.
+    // A dead study: its cases are retried while the pool has a process or is starting one
+    // again; otherwise every further attempt would fail the same way.
     bool fatal = a.error && is_fatal(a.error->code);
-    bool recovered = fatal && recover(generation, a.error->message());
+    bool recovered = fatal && !sched_->stopped() && pool_.serviceable();
     if (fatal && !recovered) {
       // The study died for good under this case: it never got a verdict, so it is not final
       // (a resume runs it), like every case the stop leaves.
@@ -445,39 +388,36 @@ class pipeline {
            "case " + plan_.cases.key(index) + " " + std::string(to_string(state)));
   }
 
-  // Wakes the loop when the host's (or the pool's) abandoned count moves from `seen` (a late
-  // answer frees a slot). One wait at a time; `alive_` guards a completion that comes after the
-  // run.
-  // A watch on a study that was replaced (restart) may never end: the new study gets its own.
+  // Wakes the loop when the pool's abandoned count moves from `seen` (a late answer frees a
+  // slot, or a hung process was given up on). One wait at a time; `alive_` guards a completion
+  // that comes after the run.
   void watch_abandoned(std::size_t seen) {
-    if (watching_abandoned_ == generation_ + 1) return;
-    watching_abandoned_ = generation_ + 1;
-    host_.async_wait_abandoned(
-        seen, asio::bind_executor(ex_, [this, alive = std::weak_ptr<int>(alive_),
-                                        watched = watching_abandoned_](error_code, std::size_t) {
-          if (!alive.lock()) return;
-          if (watching_abandoned_ == watched) watching_abandoned_ = 0;
-          wake_.cancel();
-        }));
+    if (watching_abandoned_) return;
+    watching_abandoned_ = true;
+    pool_.async_wait_abandoned(
+        seen, asio::bind_executor(
+                  ex_, [this, alive = std::weak_ptr<int>(alive_)](error_code, std::size_t) {
+                    if (!alive.lock()) return;
+                    watching_abandoned_ = false;
+                    wake_.cancel();
+                  }));
   }
 
-  // Every slot held by requests the study never answered after `cancel`, and nothing else
-  // running: after a grace period the study is treated as hung (restarted, or the run stops).
-  // Slots of the global cap a pool cannot serve (its processes that died for good): held, so
+  // Slots of the global cap the pool cannot serve (its processes that died for good): held, so
   // no attempt waits in the pool for room that never comes (its timeout only starts when a
   // process takes it).
   std::size_t beyond_capacity() const {
-    if constexpr (pooled) {
-      auto cap = host_.capacity();
-      auto want = policy_.concurrency.max_concurrent;
-      return want > cap ? want - cap : 0;
-    }
-    return 0;
+    auto cap = pool_.capacity();
+    auto want = policy_.concurrency.max_concurrent;
+    return want > cap ? want - cap : 0;
   }
 
+  // Every slot held by requests the study never answered after `cancel`, and nothing else
+  // running: after a grace period the study is treated as hung (the pool starts the processes
+  // that hold them again, or the run stops).
   void check_starved(std::size_t abandoned) {
     // The scheduler's cap, not the policy's: it is at least 1.
-    bool starved = running_ == 0 && !restarting_ && sched_->held_by_reserved();
+    bool starved = running_ == 0 && sched_->held_by_reserved();
     if (!starved) {
       starved_since_.reset();
       return;
@@ -491,51 +431,7 @@ class pipeline {
                " cancelled request(s), which held every slot for " + seconds_text(grace) + " s (" +
                (policy_.case_timeout ? "the case timeout" : "the hang limit") +
                "): it is treated as hung";
-    // A pool's processes are not restarted for it: the study ignores `cancel` everywhere.
-    if (pooled || !recover(generation_, why)) stop(stop_reason::study_failed, why);
-  }
-
-  // The study behind `generation` died. True when its cases may be retried: a new study is
-  // (being) started. Stragglers of an older generation are retried on the current one.
-  // A pool restarts a dead process itself: the case is retried while it has one left.
-  bool recover(std::uint64_t generation, const std::string& why) {
-    if constexpr (pooled) {
-      return !sched_->stopped() && host_.serviceable();
-    }
-    if (!policy_.respawn || sched_->stopped()) return false;
-    if (generation < generation_ || restarting_) return true;
-    if (report_.restarts >= policy_.max_restarts) return false;
-    restarting_ = true;
-    if (hooks_.on_restart) hooks_.on_restart(why);
-    auto delay = policy_.restart_backoff * (1 << std::min(report_.restarts, 10));
-    ++report_.restarts;
-    // stop() cancels it: a stopped run does not wait out the backoff or the new study's start.
-    asio::co_spawn(ex_, restart(delay, why),
-                   asio::bind_cancellation_slot(
-                       restart_signal_.slot(),
-                       [this, alive = std::weak_ptr<int>(alive_), why](std::exception_ptr ep) {
-                         if (!alive.lock()) return;
-                         restarting_ = false;
-                         // Not cancelled by stop(): respawn itself threw.
-                         if (ep && !sched_->stopped())
-                           stop(stop_reason::study_failed, why + "; restarting it failed");
-                         wake_.cancel();
-                       }));
-    return true;
-  }
-
-  // Ends by throwing operation_aborted when cancelled while it waits.
-  asio::awaitable<void> restart(duration delay, std::string why) {
-    asio::steady_timer t(ex_, delay);
-    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-    auto h = co_await policy_.respawn();
-    if (sched_->stopped()) co_return;  // stopped meanwhile: the new study is not used
-    if (h) {
-      if constexpr (!pooled) host_ = std::move(*h);
-      ++generation_;
-    } else {
-      stop(stop_reason::study_failed, why + "; restarting it failed: " + h.error().message());
-    }
+    if (!pool_.give_up_on_hung(why)) stop(stop_reason::study_failed, why);
   }
 
   void spend(const protocol::usage& u) {
@@ -568,7 +464,6 @@ class pipeline {
     }
     for (auto& f : flights_)
       if (f->busy) f->signal.emit(asio::cancellation_type::terminal);
-    if (restarting_) restart_signal_.emit(asio::cancellation_type::terminal);
   }
 
   // An attempt in flight: what its end needs. Kept in a pool as large as the most attempts
@@ -576,8 +471,7 @@ class pipeline {
   struct flight {
     asio::cancellation_signal signal;
     time_point started;
-    std::uint64_t generation = 0;  // the study it runs on
-    diagnostics diag;              // filled when the request fails
+    diagnostics diag;  // filled when the request fails
     bool busy = false;
   };
 
@@ -619,7 +513,8 @@ class pipeline {
   }
 
   asio::any_io_executor ex_;
-  Conn host_;
+  study_pool pool_;
+  bool one_process_;  // the sequential-study check applies
   const plan::plan& plan_;
   run_policy policy_;
   run_hooks hooks_;
@@ -631,11 +526,8 @@ class pipeline {
   std::vector<std::unique_ptr<flight>> flights_;  // unique_ptr: a signal cannot move
   std::vector<std::uint32_t> free_flights_;
   std::vector<std::uint32_t> flight_of_;  // scheduler id -> its attempt's flight, while in one
-  std::uint64_t generation_ = 0;
-  bool restarting_ = false;
-  asio::cancellation_signal restart_signal_;
   std::optional<time_point> starved_since_;
-  std::uint64_t watching_abandoned_ = 0;  // generation_ + 1 of the study watched, 0: none
+  bool watching_abandoned_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::vector<std::pair<std::size_t, attempt_outcome>> done_, batch_;
   std::size_t running_ = 0;
@@ -647,36 +539,29 @@ class pipeline {
   run_report report_;
 };
 
-template <class Conn>
-asio::awaitable<run_report> run_on_strand(asio::any_io_executor strand, Conn host,
+asio::awaitable<run_report> run_on_strand(asio::any_io_executor strand, study_pool pool,
                                           const plan::plan& p, run_policy policy, run_hooks hooks) {
-  pipeline<Conn> pl(strand, std::move(host), p, std::move(policy), std::move(hooks));
+  pipeline pl(strand, std::move(pool), p, std::move(policy), std::move(hooks));
   co_return co_await pl.run();
 }
 
-template <class Conn>
-asio::awaitable<run_report> run_plan_over(Conn host, const plan::plan& p, run_policy policy,
-                                          run_hooks hooks) {
+}  // namespace
+
+asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p, run_policy policy,
+                                     run_hooks hooks) {
   // All bookkeeping on one strand: attempts complete into it, so a multi-threaded executor
   // needs no locks here.
   // An executor that already runs one handler at a time (a strand, an io_context for one
   // thread) is used as it is: a strand there would only cost.
   auto strand = mira::detail::serial_executor(co_await asio::this_coro::executor);
   co_return co_await asio::co_spawn(
-      strand, run_on_strand(strand, std::move(host), p, std::move(policy), std::move(hooks)),
+      strand, run_on_strand(strand, std::move(pool), p, std::move(policy), std::move(hooks)),
       asio::use_awaitable);
 }
 
-}  // namespace
-
 asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p, run_policy policy,
                                      run_hooks hooks) {
-  return run_plan_over(std::move(host), p, std::move(policy), std::move(hooks));
-}
-
-asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p, run_policy policy,
-                                     run_hooks hooks) {
-  return run_plan_over(std::move(pool), p, std::move(policy), std::move(hooks));
+  return run_plan(study_pool::adopt(std::move(host)), p, std::move(policy), std::move(hooks));
 }
 
 }  // namespace mira::schedule

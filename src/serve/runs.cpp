@@ -160,11 +160,12 @@ study_launch launch_of(const study_entry& study, const run_options& o,
                        std::chrono::milliseconds init_timeout) {
   study_launch l;
   l.command.argv = study.argv;
-  l.processes = o.procs.value_or(1);
+  auto& p = l.pool;
+  p.processes = o.procs.value_or(1);
   auto j = o.concurrency.value_or(schedule::concurrency_policy{}.max_concurrent);
-  l.max_in_flight_per_process = (j + l.processes - 1) / l.processes;
-  l.host_options_for = serve_host_options;
-  l.init_timeout = init_timeout;
+  p.max_in_flight_per_process = (j + p.processes - 1) / p.processes;
+  p.host_options_for = serve_host_options;
+  p.init_timeout = init_timeout;
   return l;
 }
 

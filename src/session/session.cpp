@@ -288,8 +288,8 @@ session_error study_error(const error& e, const char* step) {
 // diagnostics in hooks.on_log when that is set.
 study_launch logged(study_launch launch, const std::shared_ptr<detail::study_log>& log,
                     const session_hooks& hooks) {
-  auto base = launch.host_options_for;
-  launch.host_options_for = [base, log, sink = hooks.on_log](std::size_t slot) {
+  auto base = launch.pool.host_options_for;
+  launch.pool.host_options_for = [base, log, sink = hooks.on_log](std::size_t slot) {
     auto h = base ? base(slot) : host_options{};
     if (sink) h.log = sink;
     h.on_stderr_line = [log, slot, theirs = std::move(h.on_stderr_line)](std::string_view line) {
@@ -302,7 +302,7 @@ study_launch logged(study_launch launch, const std::shared_ptr<detail::study_log
     };
     return h;
   };
-  if (!launch.on_pool_restart && hooks.on_restart) launch.on_pool_restart = hooks.on_restart;
+  if (!launch.pool.on_restart && hooks.on_restart) launch.pool.on_restart = hooks.on_restart;
   return launch;
 }
 
@@ -633,8 +633,8 @@ struct cases_to_run {
   std::size_t in_plan(std::size_t j) const { return todo ? (*todo)[j] : j; }
 };
 
-// The policy the plan runs with: the session's mode, the transcripts a score session scores (by
-// index in `to_run`, kept in `transcripts`), and the restart of a study that dies.
+// The policy the plan runs with: the session's mode and the transcripts a score session scores (by
+// index in `to_run`, kept in `transcripts`).
 schedule::run_policy policy_of(session_state& st, const cases_to_run& to_run,
                                std::vector<json::object>& transcripts) {
   auto policy = st.o.policy;
@@ -648,21 +648,6 @@ schedule::run_policy policy_of(session_state& st, const cases_to_run& to_run,
     }
     policy.op = schedule::operation::score;
     policy.transcript_for = [&transcripts](std::size_t j) { return transcripts[j]; };
-  }
-  if (st.own_study && !st.conn->is_pool()) {
-    // A study that dies is started again if it is the same study.
-    policy.respawn = [&st]() -> asio::awaitable<tl::expected<host_handle, error>> {
-      auto launch = logged(st.o.study, st.log, st.o.hooks);
-      // Named locals: g++ 12 destroys a temporary in a co_await expression twice.
-      auto options = launch.host_options_for(0);
-      auto original = st.conn->study();
-      auto h = co_await restart_study(std::move(launch.command), std::move(options),
-                                      std::move(original), launch.init_timeout);
-      if (!h && h.error().code == errc::timed_out && !launch.init_timeout_name.empty())
-        h.error().diag.message += " (" + launch.init_timeout_name + ")";
-      if (h) st.conn->replace(*h);  // so the final shutdown reaches the live one
-      co_return h;
-    };
   }
   return policy;
 }
@@ -693,8 +678,6 @@ schedule::run_hooks hooks_of(session_state& st, const cases_to_run& to_run,
     return st.ledger->stop();
   };
   run_hooks.on_sequential_study = hooks.on_sequential_study;
-  if (hooks.on_restart)
-    run_hooks.on_restart = [tell = hooks.on_restart](const std::string& why) { tell(0, why); };
   return run_hooks;
 }
 

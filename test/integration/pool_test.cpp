@@ -16,6 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <cstring>
 #include <map>
 
 using namespace mira;
@@ -314,7 +315,8 @@ BOOST_AUTO_TEST_CASE(a_dead_process_is_not_watched_in_a_loop) {
 // A process gone for good shrinks what the pool can hold: the run starts no more than that.
 // Here the one process left holds two requests it ignores `cancel` for, so nothing can run:
 // the study is declared hung after the grace (the case timeout), not left to the deadline
-// with attempts waiting in the pool for room, their timeouts not started.
+// with attempts waiting in the pool for room, their timeouts not started. With no restarts
+// left, the hung process is given up on too, and the pool holds nothing.
 BOOST_AUTO_TEST_CASE(a_pool_that_lost_a_process_for_good_is_not_given_more_than_it_holds) {
   temp_file mark;
   std::remove(mark.path.c_str());
@@ -330,12 +332,52 @@ BOOST_AUTO_TEST_CASE(a_pool_that_lost_a_process_for_good_is_not_given_more_than_
     policy.case_timeout = milliseconds(200);
     policy.deadline = std::chrono::seconds(10);
     auto report = co_await schedule::run_plan(pool, p, policy);
-    BOOST_TEST(pool.capacity() == 2u);
+    BOOST_TEST(pool.capacity() == 0u);
+    BOOST_TEST(!pool.serviceable());
     BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
     BOOST_TEST(report.stop_message.find("never answered 2 cancelled request(s)") !=
                std::string::npos);
     co_await pool.shutdown();
   });
+}
+
+// Processes whose ignored cancels hold every slot are given up on as hung and started again,
+// each within its own restarts; when none are left, the run stops naming the hang.
+BOOST_AUTO_TEST_CASE(hung_processes_are_started_again_then_given_up_for_good) {
+  std::vector<std::string> told;
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
+    std::vector<std::string> args = {"--run-ms", "60000", "--ignore-cancel", "--samples", "8"};
+    auto o = quiet_pool(2, 1);
+    o.max_restarts = 1;
+    o.restart_backoff = milliseconds(1);
+    o.on_restart = [&](std::size_t slot, const std::string& what) {
+      told.push_back(std::to_string(slot) + " " + what);
+    };
+    auto pool = co_await start_pool(args, o);
+    auto p = co_await listed_plan(pool);
+    schedule::run_policy policy;
+    policy.concurrency.max_concurrent = 2;
+    policy.case_timeout = milliseconds(200);
+    policy.deadline = std::chrono::seconds(30);
+    auto report = co_await schedule::run_plan(pool, p, policy);
+    BOOST_TEST(report.restarts == 2);
+    BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
+    BOOST_TEST(
+        report.stop_message.find("never answered 2 cancelled request(s)") != std::string::npos,
+        report.stop_message);
+    BOOST_TEST(!pool.serviceable());
+    co_await pool.shutdown();
+  });
+  BOOST_REQUIRE(told.size() == 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    BOOST_TEST(told[i].find("was given up on: the study never answered") != std::string::npos,
+               told[i]);
+    const char* end = i < 2 ? "; starting it again" : "; no restarts left for it";
+    BOOST_TEST(told[i].size() >= std::strlen(end));
+    BOOST_TEST(told[i].compare(told[i].size() - std::strlen(end), std::string::npos, end) == 0,
+               told[i]);
+  }
+  BOOST_TEST((told[0][0] == '1' && told[1][0] == '2'));
 }
 
 BOOST_AUTO_TEST_CASE(a_process_crashing_mid_run_loses_no_case) {

@@ -247,6 +247,8 @@ BOOST_AUTO_TEST_CASE(a_cost_budget_stops_the_run) {
 // The case in flight when the study died for good never got its verdict, and the ones it never
 // got to were not run: all are cancelled ("not run: ..."), so a plain resume runs them, not
 // errors.
+// A process the caller started (run_plan adopts it as a pool of one) has no command to start it
+// again: its death stops the run.
 BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_and_leaves_the_rest_not_run) {
   run_co([&](asio::io_context&) -> asio::awaitable<void> {
     std::vector<std::string> args = {"--run-ms", "200", "--die-after", "2"};
@@ -256,6 +258,7 @@ BOOST_AUTO_TEST_CASE(a_study_that_dies_stops_the_run_and_leaves_the_rest_not_run
     policy.concurrency.max_concurrent = 1;
     auto report = co_await schedule::run_plan(s.host, p, policy);
     BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
+    BOOST_TEST(report.restarts == 0);
     BOOST_TEST(report.cases[0].state == case_state::passed);
     for (std::size_t i = 1; i < 5; ++i) {
       BOOST_TEST(report.cases[i].state == case_state::cancelled);
@@ -287,6 +290,20 @@ BOOST_DATA_TEST_CASE(cancelling_run_plan_stops_it_and_still_reports,
   });
 }
 
+// A pool of one process of the py study, restarted as `o` says; `restarted` counts on_restart.
+asio::awaitable<tl::expected<study_pool, error>> one_process(std::vector<std::string> args,
+                                                             pool_options o,
+                                                             int* restarted = nullptr) {
+  o.host_options_for = [](std::size_t) {
+    auto h = quiet_options();
+    h.on_stderr_line = [](std::string_view) {};
+    return h;
+  };
+  if (restarted) o.on_restart = [restarted](std::size_t, const std::string&) { ++*restarted; };
+  co_return co_await study_pool::start(co_await asio::this_coro::executor,
+                                       py_study(std::move(args)), std::move(o));
+}
+
 BOOST_AUTO_TEST_CASE(a_dead_study_is_restarted_and_its_cases_retried) {
   temp_file base;
   const std::string marker = base.path + ".died";
@@ -294,25 +311,25 @@ BOOST_AUTO_TEST_CASE(a_dead_study_is_restarted_and_its_cases_retried) {
       [&](asio::io_context&) -> asio::awaitable<void> {
         std::vector<std::string> args = {"--run-ms", "100",        "--die-after",
                                          "3",        "--die-once", marker};
-        auto s = co_await open(args);
-        auto p = make(s.list, {"a"}, 6);
+        pool_options o;
+        o.restart_backoff = milliseconds(10);
+        int restarted = 0;
+        auto pool = co_await one_process(args, o, &restarted);
+        BOOST_REQUIRE(pool);
+        auto list = co_await pool->list_all();
+        BOOST_REQUIRE(list);
+        auto p = make(*list, {"a"}, 6);
         schedule::run_policy policy;
         policy.concurrency.max_concurrent = 2;
-        policy.restart_backoff = milliseconds(10);
         policy.retry.base_backoff = milliseconds(10);
-        int spawned = 0;
-        policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
-          ++spawned;
-          auto again = co_await open(args);
-          co_return again.host;
-        };
-        auto report = co_await schedule::run_plan(s.host, p, policy);
+        auto report = co_await schedule::run_plan(*pool, p, policy);
         BOOST_TEST(report.stopped == schedule::stop_reason::none);
         BOOST_TEST(report.restarts == 1);
-        BOOST_TEST(spawned == 1);
+        BOOST_TEST(restarted == 1);
         auto sum = aggregate::summarize(p, report.cases);
         BOOST_TEST(sum.count(case_state::passed) == 6u);
         BOOST_TEST(sum.total.retry_causes["study exited"] >= 1u);
+        co_await pool->shutdown();
       },
       std::chrono::seconds(60));
   std::remove(marker.c_str());
@@ -322,56 +339,60 @@ BOOST_AUTO_TEST_CASE(restarts_are_bounded) {
   run_co(
       [&](asio::io_context&) -> asio::awaitable<void> {
         std::vector<std::string> args = {"--run-ms", "50", "--die-after", "1"};
-        auto s = co_await open(args);
-        auto p = make(s.list, {"a"}, 3);
+        pool_options o;
+        o.max_restarts = 2;
+        o.restart_backoff = milliseconds(1);
+        auto pool = co_await one_process(args, o);
+        BOOST_REQUIRE(pool);
+        auto list = co_await pool->list_all();
+        BOOST_REQUIRE(list);
+        auto p = make(*list, {"a"}, 3);
         schedule::run_policy policy;
-        policy.max_restarts = 2;
-        policy.restart_backoff = milliseconds(1);
         policy.retry.base_backoff = milliseconds(1);
-        policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
-          auto again = co_await open(args);
-          co_return again.host;
-        };
-        auto report = co_await schedule::run_plan(s.host, p, policy);
+        auto report = co_await schedule::run_plan(*pool, p, policy);
         BOOST_TEST(report.restarts == 2);
         BOOST_TEST(report.stopped == schedule::stop_reason::study_failed);
+        BOOST_TEST(report.stop_message.find("the study exited [exit code 3]") != std::string::npos,
+                   report.stop_message);
         // Each attempt killed the study: when the restarts ran out, no case had a verdict, so
         // none is final (a resume runs them all).
         for (auto& c : report.cases) {
           BOOST_TEST((c.state == case_state::cancelled));
           BOOST_TEST(c.message.find("not run: ") == 0u, c.message);
         }
+        co_await pool->shutdown();
       },
       std::chrono::seconds(60));
 }
 
-// While a dead study restarts, the cases waiting for it wait for restart() to wake the loop:
-// the loop does not spin on them (it did, at full CPU, for the whole backoff and start).
+// While a dead study restarts, the cases waiting for it wait in the pool: the run loop does not
+// spin on them (it did, at full CPU, for the whole backoff and start).
 BOOST_AUTO_TEST_CASE(a_restarting_study_does_not_spin_the_run_loop) {
+  temp_file base;
+  const std::string marker = base.path + ".died";
   asio::io_context ctx;
   bool done = false;
   std::exception_ptr failure;
   asio::co_spawn(
       ctx,
       [&]() -> asio::awaitable<void> {
-        std::vector<std::string> dies = {"--run-ms", "10", "--die-after", "1"};
-        std::vector<std::string> lives = {"--run-ms", "10"};
-        auto s = co_await open(dies);
-        auto p = make(s.list, {"a", "b"}, 1);
+        std::vector<std::string> dies_once = {"--run-ms", "10",         "--die-after",
+                                              "1",        "--die-once", marker};
+        pool_options o;
+        o.restart_backoff = milliseconds(1000);
+        o.max_restarts = 1;
+        auto pool = co_await one_process(dies_once, o);
+        BOOST_REQUIRE(pool);
+        auto list = co_await pool->list_all();
+        BOOST_REQUIRE(list);
+        auto p = make(*list, {"a", "b"}, 1);
         schedule::run_policy policy;
         policy.concurrency.max_concurrent = 1;
-        policy.restart_backoff = milliseconds(1);
         policy.retry.base_backoff = milliseconds(1);
-        policy.max_restarts = 1;
-        policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
-          asio::steady_timer slow_start(ctx, milliseconds(1000));
-          co_await slow_start.async_wait(asio::as_tuple(asio::use_awaitable));
-          auto again = co_await open(lives);
-          co_return again.host;
-        };
-        auto report = co_await schedule::run_plan(s.host, p, policy);
+        auto report = co_await schedule::run_plan(*pool, p, policy);
         BOOST_TEST(report.restarts == 1);
         for (auto& c : report.cases) BOOST_TEST(c.state == case_state::passed);
+        co_await pool->shutdown();
       },
       [&](std::exception_ptr e) {
         done = true;
@@ -383,33 +404,34 @@ BOOST_AUTO_TEST_CASE(a_restarting_study_does_not_spin_the_run_loop) {
   BOOST_REQUIRE(done);
   if (failure) std::rethrow_exception(failure);
   BOOST_TEST_MESSAGE("handlers run: " << handlers);
-  BOOST_TEST(handlers < 2000u);  // 30 here; a spinning loop ran ~55 000 in that second
+  BOOST_TEST(handlers < 2000u);  // ~100 here; a spinning loop ran ~55 000 in that second
+  std::remove(marker.c_str());
 }
 
-// stop() ends a restart in progress: the run deadline passes while the new study starts (it
-// never would) and the run ends with its report instead of waiting for it.
-BOOST_AUTO_TEST_CASE(the_run_deadline_ends_a_restart_in_progress) {
-  run_co([&](asio::io_context& ctx) -> asio::awaitable<void> {
+// The run deadline passes while the dead study waits out its restart backoff: the run ends with
+// its report instead of waiting for the restart, and the pool's shutdown ends the backoff.
+BOOST_AUTO_TEST_CASE(the_run_deadline_ends_a_run_waiting_for_a_restart) {
+  run_co([&](asio::io_context&) -> asio::awaitable<void> {
     std::vector<std::string> dies = {"--run-ms", "10", "--die-after", "1"};
-    auto s = co_await open(dies);
-    auto p = make(s.list, {"a", "b"}, 1);
+    pool_options o;
+    o.restart_backoff = std::chrono::hours(1);
+    auto pool = co_await one_process(dies, o);
+    BOOST_REQUIRE(pool);
+    auto list = co_await pool->list_all();
+    BOOST_REQUIRE(list);
+    auto p = make(*list, {"a", "b"}, 1);
     schedule::run_policy policy;
     policy.concurrency.max_concurrent = 1;
-    policy.restart_backoff = milliseconds(1);
     policy.deadline = milliseconds(300);
-    policy.respawn = [&]() -> asio::awaitable<tl::expected<host_handle, error>> {
-      asio::steady_timer never(ctx, asio::steady_timer::time_point::max());
-      co_await never.async_wait(asio::use_awaitable);  // ends only by cancellation
-      co_return tl::unexpected(error{asio::error::operation_aborted, {}});
-    };
-    auto report = co_await schedule::run_plan(s.host, p, policy);
+    auto report = co_await schedule::run_plan(*pool, p, policy);
     BOOST_TEST(report.stopped == schedule::stop_reason::deadline);
     BOOST_TEST(report.restarts == 1);
     for (auto& c : report.cases) BOOST_TEST(c.state != case_state::passed);
+    co_await pool->shutdown();  // run_co's io_context ends: the hour-long backoff was cut
   });
 }
 
-// mira::restart_study, what `mira run` and `mira serve` give respawn: the same study is taken
+// mira::restart_study, what a pool starts a dead process again with: the same study is taken
 // back; another name or study version is refused, naming both; one that never answers
 // initialize is given up within the limit. The marker exists, so py_study acts restarted.
 BOOST_AUTO_TEST_CASE(restart_study_takes_back_only_the_same_study_in_time) {

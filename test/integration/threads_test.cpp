@@ -83,7 +83,7 @@ struct overlap_probe {
 session_options example_session(const fs::path& results, std::size_t processes) {
   session_options o;
   o.study.command.argv = {MIRA_EXAMPLE_STUDY, "--slow-ms", "20"};
-  o.study.processes = processes;
+  o.study.pool.processes = processes;
   o.selection.evals = {"slow", "arithmetic", "events"};
   o.selection.trials = 40;
   o.policy.concurrency.max_concurrent = 16;
@@ -165,9 +165,9 @@ BOOST_DATA_TEST_CASE(sessions_started_while_threads_run_with_restarts_forced,
     session_options o;
     // Each process dies when its 40th run arrives: 300 cases force several restarts.
     o.study.command = py_study({"--samples", "100", "--die-after", "40"});
-    o.study.processes = processes;
-    o.study.max_restarts = 20;
-    o.study.restart_backoff = std::chrono::milliseconds(1);
+    o.study.pool.processes = processes;
+    o.study.pool.max_restarts = 20;
+    o.study.pool.restart_backoff = std::chrono::milliseconds(1);
     o.selection.trials = 1;
     o.policy.concurrency.max_concurrent = 8;
     o.save.emplace();

@@ -7,6 +7,7 @@
 
 #include <mira/plan/plan.hpp>
 #include <mira/plan/shard.hpp>
+#include <mira/pool.hpp>
 #include <mira/schedule/run_plan.hpp>
 #include <mira/store/run_meta.hpp>
 
@@ -49,6 +50,7 @@ struct run_args {
   schedule::run_policy policy;
   /// Processes of the study (run, score): a pool when > 1. --procs auto: the CPU count.
   std::size_t procs = 1;
+  int max_restarts = pool_options{}.max_restarts;  // per process
   std::string format = "table";  // table | json | jsonl | csv | junit | md (run, report)
   std::string out;               // write the format there (atomically); the table to stdout
   /// --out FORMAT:PATH, each a report of its own beside --format's (run, score, report).

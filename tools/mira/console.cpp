@@ -104,15 +104,14 @@ host_options cli_host_options(const run_args& a) {
 study_launch launch_of(const run_args& a) {
   study_launch l;
   l.command = command_for(a);
-  l.processes = a.procs;
+  auto& p = l.pool;
+  p.processes = a.procs;
   auto j = a.policy.concurrency.max_concurrent;
-  l.max_in_flight_per_process = (j + a.procs - 1) / a.procs;
-  l.host_options_for = [o = cli_host_options(a)](std::size_t) { return o; };
-  l.init_timeout = std::chrono::ceil<std::chrono::milliseconds>(a.init_timeout);
-  l.init_timeout_name = "--init-timeout";
-  l.max_restarts = a.policy.max_restarts;
-  l.restart_backoff =
-      std::chrono::duration_cast<std::chrono::milliseconds>(a.policy.restart_backoff);
+  p.max_in_flight_per_process = (j + a.procs - 1) / a.procs;
+  p.host_options_for = [o = cli_host_options(a)](std::size_t) { return o; };
+  p.init_timeout = std::chrono::ceil<std::chrono::milliseconds>(a.init_timeout);
+  p.init_timeout_name = "--init-timeout";
+  p.max_restarts = a.max_restarts;
   return l;
 }
 
@@ -242,13 +241,13 @@ asio::awaitable<std::optional<started_study>> start_listed_study(const run_args&
   auto hooks = shown_on(out, a.procs);
   auto launch = launch_of(a);
   // Without a session, the study's own output is shown straight from its host options.
-  launch.host_options_for = [&a, hooks](std::size_t slot) {
+  launch.pool.host_options_for = [&a, hooks](std::size_t slot) {
     auto o = cli_host_options(a);
     o.on_stderr_line = [hooks, slot](std::string_view l) { hooks.on_stderr_line(slot, l); };
     o.on_notification = [hooks](const notification& n) { hooks.on_notification(nullptr, n); };
     return o;
   };
-  launch.on_pool_restart = hooks.on_restart;
+  launch.pool.on_restart = hooks.on_restart;
   auto started = co_await start_study(std::move(launch));
   if (!started) {
     auto& e = started.error();

@@ -351,12 +351,13 @@ const flag_spec table[] = {
      },
      "max_retries", [](const run_args& a) -> json::value { return a.policy.retry.max_retries; }},
     {"--max-restarts", "", "N", running, section::scheduling,
-     "start a study that died again, up to N times (default 3;\nwith --procs: per process); the "
-     "cases it was running are\nretried on the new one (with --procs: on the others)",
+     "start a study that died (or hung) again, up to N times\n(default 3; with --procs: per "
+     "process); the cases it was running are\nretried on the new one (with --procs: on the "
+     "others)",
      [](run_args& o, const std::string& f, const std::string& v) {
-       o.policy.max_restarts = static_cast<int>(whole_number(f, v, 0, 1000));
+       o.max_restarts = static_cast<int>(whole_number(f, v, 0, 1000));
      },
-     "max_restarts", [](const run_args& a) -> json::value { return a.policy.max_restarts; }},
+     "max_restarts", [](const run_args& a) -> json::value { return a.max_restarts; }},
     {"--timeout", "", "SECONDS", running, section::scheduling,
      "per-attempt deadline (fractional allowed); the study is\nsent `cancel`; counts as a failure "
      "unless --timeout-is-infra",

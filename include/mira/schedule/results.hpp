@@ -108,7 +108,7 @@ struct run_report {
   stop_reason stopped = stop_reason::none;
   std::string stop_message;
   double seconds = 0;
-  int restarts = 0;  // studies started by `respawn` (over a pool: processes it restarted)
+  int restarts = 0;  // processes the pool started again (study_pool::restarts)
   /// The saved run and the study (initialize.study) the report is of, when known: what a
   /// report names them by.
   std::string run_id;

@@ -1,6 +1,7 @@
-// run_plan: a plan's cases through one host connection, as one awaitable pipeline. Global and
-// per-provider caps with adaptive limits, retries with backoff, per-attempt deadlines, a whole-run
-// deadline, fail-fast and cost/token budgets, with hooks for progress and each final result.
+// run_plan: a plan's cases through the processes of a study (a study_pool), as one awaitable
+// pipeline. Global and per-provider caps with adaptive limits, retries with backoff, per-attempt
+// deadlines, a whole-run deadline, fail-fast and cost/token budgets, with hooks for progress and
+// each final result.
 #pragma once
 
 #include <mira/host.hpp>
@@ -46,13 +47,6 @@ struct run_policy {
   rate_limit_classifier rate_limited;  // replaces is_rate_limited
   retry_predicate transient;           // replaces is_transient
   std::optional<std::uint64_t> jitter_seed;
-  /// When the study dies: start a new one (and initialize it). The cases that were in flight
-  /// are retried on it. Without it, a dead study stops the run. Not used over a study_pool,
-  /// which restarts a dead process in its slot (pool_options::max_restarts) and whose cases
-  /// are retried on the other processes meanwhile.
-  std::function<boost::asio::awaitable<tl::expected<host_handle, error>>()> respawn;
-  int max_restarts = 3;
-  duration restart_backoff = std::chrono::milliseconds(500);  // doubles per restart
   /// The report keeps the records of plan cases [0, kept_records) (run_report::cases); the
   /// others go to run_hooks::on_result and are dropped when it returns, so a run of millions of
   /// cases holds only those in flight.
@@ -67,30 +61,32 @@ struct run_hooks {
   /// Asked after each on_result: a message stops the run as fail-fast does
   /// (stop_reason::requested), e.g. when results can no longer be saved.
   std::function<std::optional<std::string>(std::size_t case_index, const case_record&)> stop_after;
-  /// Called once when the timings prove that the study (one host_handle, not a pool) answers
-  /// one request at a time while several wait (the rule: docs/pools.md): a pool of processes
+  /// Called once when the timings prove that the study (a pool of one process) answers one
+  /// request at a time while several wait (the rule: docs/pools.md): a pool of processes
   /// would run it in parallel.
   std::function<void()> on_sequential_study;
-  /// Called when run_policy::respawn is about to start the study again, with why the last one
-  /// is gone (it died: how; or the run gave up on it as hung: after how long).
-  std::function<void(const std::string& why)> on_restart;
 };
 
-/// Runs every case of `p` (which must outlive the awaitable) through `host`, which must be
-/// initialized. Never throws for a case's sake: every outcome is a case_record.
+/// Runs every case of `p` (which must outlive the awaitable) through the processes of `pool`
+/// (started and initialized; study_pool::start, with one process or more). A case whose process
+/// died is retried on the others, or on the process the pool starts again in its place
+/// (pool_options::max_restarts); a pool with none left stops the run
+/// (stop_reason::study_failed). When abandoned requests (the study ignores `cancel`) hold every
+/// slot with nothing running for the case timeout (else 30 s), the processes that hold them are
+/// given up on and started again (study_pool::give_up_on_hung), or the run stops.
+/// Never throws for a case's sake: every outcome is a case_record.
 /// Cancelling the operation (terminal, e.g. a signal bound with bind_cancellation_slot) stops
 /// the run like fail-fast does, with stop_reason::interrupted, and still completes with the
 /// report: in-flight cases are cancelled (the study gets `cancel`), finished ones are kept.
 /// The run's bookkeeping runs on a strand of the caller's executor, or on the executor itself
 /// when it is an io_context made with concurrency hint 1 (one thread runs it, as in `mira`):
 /// there attempts complete without a strand's hand-offs.
-boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p,
-                                            run_policy policy, run_hooks hooks = {});
-
-/// The same over a pool of processes of one study (started and initialized). A case whose
-/// process died is retried on the others while the pool has a process left or being
-/// restarted; a pool with none left stops the run (stop_reason::study_failed).
 boost::asio::awaitable<run_report> run_plan(study_pool pool, const plan::plan& p, run_policy policy,
                                             run_hooks hooks = {});
+
+/// The same over one process the caller started and initialized (study_pool::adopt): when it
+/// dies, the run stops. To have a dead study started again, start it as a study_pool.
+boost::asio::awaitable<run_report> run_plan(host_handle host, const plan::plan& p,
+                                            run_policy policy, run_hooks hooks = {});
 
 }  // namespace mira::schedule

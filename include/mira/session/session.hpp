@@ -140,8 +140,9 @@ struct session_hooks {
   std::function<void(const std::string* key, const notification&)> on_notification = {};
   /// A line the study wrote on stderr; `slot` is 0 for one process, else 1..processes.
   std::function<void(std::size_t slot, std::string_view line)> on_stderr_line = {};
-  /// The study is started again: `slot` 0 for one process (why the last one went), else the
-  /// pool's slot.
+  /// A process of the study is started again, or (a pool of several) is not: as
+  /// pool_options::on_restart, `slot` 0 for one process (`why`: how the last one went), else
+  /// the pool's slot. Used when the launch sets no on_restart of its own.
   std::function<void(std::size_t slot, const std::string& why)> on_restart = {};
   /// One process answers one request at a time while several wait (see run_hooks).
   std::function<void()> on_sequential_study = {};
