@@ -4,8 +4,8 @@
 //
 // Evals: greet (a target marked unavailable; its transcript carries an ATIF trajectory),
 // arithmetic (25 generated samples, listed 10 to a page), reasoning (an `effort` axis), coin (3
-// seeded trials), slow (waits, honours cancel), events (event/log notifications), outage (an
-// infra error, scored N/A).
+// seeded trials), slow (waits, honours cancel), events (a small agent loop with a trajectory,
+// and event/log notifications), outage (an infra error, scored N/A).
 //
 // Options: --slow-ms N (how long `slow` waits, default 200), --no-cancel (do not advertise
 // `cancel`).
@@ -163,8 +163,8 @@ int main(int argc, char** argv) {
       });
 
   s.add("events")
-      .description("Streams progress events while it runs")
-      .samples({{"tool-use"}})
+      .description("A small agent loop: reasons, calls two tools, answers; streams its events")
+      .samples({{"tool-use", {"Which city hosts the 2026 Mira meetup, and what is its weather?"}}})
       .score_with(study::make_scorer("succeeded",
                                      [](const study::sample&, const transcript& t) {
                                        return t.tool_calls_count >= 1
@@ -173,13 +173,31 @@ int main(int argc, char** argv) {
                                      }))
       .subject([](study::run_context& c) -> asio::awaitable<transcript> {
         // The SDK sends `started` before and `finished` after (serve_options::case_events).
+        // Each turn of the loop is a step of the trajectory: what the agent thought, the tool
+        // it called with which arguments, and what came back.
+        study::trajectory_builder tb("example-agent", "0.1.0");
+        tb.model("sim");
+        tb.user(study::input_text(c.sample().input));
         c.turn(0);
         c.tool_call("search");
+        tb.agent("Let me look that up.")
+            .reasoning("The question has two parts: the city, then its weather.")
+            .call("search", {{"query", "Mira meetup 2026 city"}})
+            .result("The 2026 Mira meetup is in Lisbon.")
+            .usage({.input_tokens = 30, .output_tokens = 6});
+        c.turn(1);
+        c.tool_call("weather");
+        tb.agent()
+            .reasoning("Lisbon; now the weather there.")
+            .call("weather", {{"city", "Lisbon"}, {"unit", "celsius"}})
+            .result("{\"city\": \"Lisbon\", \"temp_c\": 21, \"sky\": \"clear\"}")
+            .usage({.input_tokens = 44, .output_tokens = 8});
+        tb.agent("found it: Lisbon, 21 °C and clear")
+            .usage({.input_tokens = 60, .output_tokens = 9});
         c.output("found it");
-        c.log("used one tool");
-        auto t = answer("found it", 30, 6);
-        t.tool_calls = {"search"};
-        t.tool_calls_count = 1;
+        c.log("used two tools");
+        transcript t;
+        tb.fill(t);
         co_return t;
       });
 

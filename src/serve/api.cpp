@@ -58,8 +58,13 @@ constexpr route_spec route_table[] = {
      "A run: state, counts, progress, timing, the summary when done", "application/json",
      "400 401 404"},
     {route::run_cases, "GET", "/v1/runs/{id}/cases", true,
-     "The run's saved cases as NDJSON; ?state=passed,failed,... filters", "application/x-ndjson",
-     "400 401 404"},
+     "A page of the run's cases: ?status=&eval=&target=&trial=&score_min=&score_max=&q=&sort="
+     "&limit=1..500&cursor=; ?format=ndjson (or Accept: application/x-ndjson) dumps every record "
+     "instead, ?state=passed,failed,... filtering",
+     "application/json", "400 401 404"},
+    {route::run_case, "GET", "/v1/runs/{id}/cases/{key}", true,
+     "One case whole: its record (with its trajectory) and its events; the key URL-encoded",
+     "application/json", "400 401 404"},
     {route::run_report, "GET", "/v1/runs/{id}/report", true,
      "The run's report; ?format=json|jsonl|csv|junit|md|html", "application/json", "400 401 404"},
     {route::run_cancel, "POST", "/v1/runs/{id}/cancel", true,
@@ -71,11 +76,23 @@ constexpr route_spec route_table[] = {
     {route::run_events, "GET", "/v1/runs/{id}/events", true,
      "Server-Sent Events: start, case, progress, end; each with an id; Last-Event-ID resumes",
      "text/event-stream", "400 401 404"},
+    {route::compare, "GET", "/v1/compare", true,
+     "Two saved runs compared: ?base=ID&candidate=ID&change=regressed,fixed,same,unpaired"
+     "&limit=1..500&cursor=; flipped cases (regressed, then fixed) by default",
+     "application/json", "400 401 404 409"},
     {route::dashboard, "GET", "/", false, "The dashboard: runs", "text/html", ""},
     {route::dashboard_run, "GET", "/runs/{id}", false, "The dashboard: one run, live", "text/html",
      "400"},
+    {route::dashboard_case, "GET", "/runs/{id}/cases/{key}", false,
+     "The viewer: one case, its trajectory step by step", "text/html", "400"},
+    {route::dashboard_compare, "GET", "/compare", false,
+     "The viewer: two runs compared, flipped cases first", "text/html", ""},
+    {route::dashboard_compare_case, "GET", "/compare/cases/{key}", false,
+     "The viewer: one case of two runs side by side", "text/html", ""},
     {route::dashboard_script, "GET", "/dashboard.js", false, "The dashboard's script",
      "text/javascript", ""},
+    {route::viewer_script, "GET", "/viewer.js", false, "The viewer's script", "text/javascript",
+     ""},
 };
 
 int hex_value(char c) {
@@ -186,11 +203,17 @@ tl::expected<route_match, api_error> match_route(std::string_view method, std::s
   bool path_matched = false;
   for (auto& spec : route_table) {
     auto pattern = split_path(spec.path);
-    if (pattern.size() != segs.size()) continue;
+    const bool rest = !pattern.empty() && pattern.back() == "{key}";
+    if (rest ? segs.size() < pattern.size() : pattern.size() != segs.size()) continue;
     route_match m;
     bool ok = true;
-    for (std::size_t i = 0; i < segs.size() && ok; ++i) {
-      if (pattern[i] == "{name}") {
+    for (std::size_t i = 0; i < pattern.size() && ok; ++i) {
+      if (pattern[i] == "{key}") {
+        // Everything after the fixed segments: a case key holds slashes.
+        auto at = static_cast<std::size_t>(segs[i].data() - path.data());
+        m.key = path.substr(at);
+        ok = !m.key.empty();
+      } else if (pattern[i] == "{name}") {
         ok = !segs[i].empty();
         m.study = segs[i];
       } else if (pattern[i] == "{id}") {
@@ -213,6 +236,24 @@ tl::expected<route_match, api_error> match_route(std::string_view method, std::s
     return tl::unexpected(
         make_error(405, "method_not_allowed", "this path does not take " + std::string(method)));
   return tl::unexpected(make_error(404, "not_found", "no route for this path"));
+}
+
+std::string percent_encode(std::string_view text, bool keep_slash) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~' ||
+        (keep_slash && c == '/')) {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    }
+  }
+  return out;
 }
 
 bool bearer_matches(std::string_view authorization, std::string_view token) {
@@ -637,6 +678,12 @@ std::string openapi_document() {
           {"required", true},
           {"schema",
            json::object{{"type", "string"}, {"pattern", "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}}}});
+    if (path.find("{key}") != std::string::npos)
+      params.push_back(json::object{{"name", "key"},
+                                    {"in", "path"},
+                                    {"required", true},
+                                    {"description", "a case key, URL-encoded"},
+                                    {"schema", json::object{{"type", "string"}}}});
     if (path.find("{name}") != std::string::npos)
       params.push_back(json::object{{"name", "name"},
                                     {"in", "path"},

@@ -7,6 +7,7 @@
 
 #include <mira/plan/plan.hpp>
 #include <mira/schedule/run_plan.hpp>
+#include <mira/serve/server.hpp>
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -50,13 +51,19 @@ enum class route {
   runs_list,
   run_get,
   run_cases,
+  run_case,
   run_report,
   run_cancel,
   run_resume,
   run_events,
+  compare,
   dashboard,
   dashboard_run,
+  dashboard_case,
+  dashboard_compare,
+  dashboard_compare_case,
   dashboard_script,
+  viewer_script,
 };
 
 /// One row of the route table: what matches it, whether it needs the bearer token, and what
@@ -64,7 +71,8 @@ enum class route {
 struct route_spec {
   route r;
   std::string_view method;    // "GET" or "POST"
-  std::string_view path;      // "/v1/runs/{id}/events"; {name} and {id} match one segment
+  std::string_view path;      // "/v1/runs/{id}/events"; {name} and {id} match one segment,
+                              // {key} (last) the rest of the path, slashes and all
   bool authenticated;         // false: served without a token (health, the dashboard's shell)
   std::string_view summary;   // OpenAPI summary
   std::string_view produces;  // the success content type
@@ -87,18 +95,19 @@ struct route_match {
   const route_spec* spec = nullptr;
   std::string study;   // {name}
   std::string run_id;  // {id}, already checked by check_run_id
+  std::string key;     // {key}: a case key, percent-decoded (its "/" sent as %2F or as is)
 };
 /// The route for `method` and `path`: 404 when no path matches, 405 when the path matches with
 /// another method, 400 when a run id fails check_run_id (before anything touches a file).
 tl::expected<route_match, api_error> match_route(std::string_view method, std::string_view path);
 
-/// Why `id` cannot be a run id, or nothing. Stricter than the store: 1 to 64 characters of
-/// [A-Za-z0-9._-], starting with a letter or digit.
-std::optional<std::string> check_run_id(std::string_view id);
-
 /// Whether an Authorization header value is "Bearer <token>" for `token`, compared in constant
 /// time over the token's length (the header's length only shortens a mismatch).
 bool bearer_matches(std::string_view authorization, std::string_view token);
+/// `text` percent-encoded for a URL: unreserved characters (and '/' when `keep_slash`) as they
+/// are, every other byte as %XX.
+std::string percent_encode(std::string_view text, bool keep_slash);
+
 /// Whether a Cookie header value holds `mira_token=<token>` (percent-encoded), compared as
 /// bearer_matches compares. The dashboard sets it (SameSite=Strict) so that a link it shows,
 /// such as a run's HTML report, can be opened with a token; the server takes it on GET only.

@@ -376,6 +376,52 @@ tl::expected<std::string, api_error> read_cases(const fs::path& results, const s
   return out;
 }
 
+tl::expected<json::object, api_error> read_case_page(const fs::path& results, const std::string& id,
+                                                     const store::case_query& q,
+                                                     const run_manager::abandoned& gone) {
+  if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
+  auto run = store::run_reader::open(results, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+  auto page = store::query_cases(*run, q, [&] { return gone && *gone; });
+  if (!page)
+    return tl::unexpected(make_error(400, "invalid_parameter",
+                                     page.error().parameter + ": " + page.error().message,
+                                     json::object{{"parameter", page.error().parameter}}));
+  if (page->stopped) return tl::unexpected(client_gone());
+  return case_page_json(*page);
+}
+
+tl::expected<json::object, api_error> read_one_case(const fs::path& results, const std::string& id,
+                                                    const std::string& key) {
+  if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
+  auto run = store::run_reader::open(results, id);
+  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+  auto d = store::read_case(*run, key);
+  if (!d)
+    return tl::unexpected(make_error(404, "case_not_found",
+                                     "run '" + id + "' has no saved case '" + key + "'",
+                                     json::object{{"key", key}}));
+  return case_detail_json(*d);
+}
+
+tl::expected<json::object, api_error> compare_saved(const fs::path& results, const compare_query& q,
+                                                    const run_manager::abandoned& gone) {
+  std::optional<store::run_reader> runs[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto& id = i == 0 ? q.base : q.candidate;
+    if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
+    auto run = store::run_reader::open(results, id);
+    if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
+    if (gone && *gone) return tl::unexpected(client_gone());
+    runs[i].emplace(std::move(*run));
+  }
+  auto c = compare::compare_runs(*runs[0], *runs[1]);
+  if (!c)
+    return tl::unexpected(make_error(409, "not_comparable", c.error().message(),
+                                     json::object{{"base", q.base}, {"candidate", q.candidate}}));
+  return compare_page_json(*c, q);
+}
+
 // A case source that ends each visit once the reader's client has gone (what was rendered by
 // then is thrown away).
 class unless_gone final : public report::case_source {
@@ -1012,6 +1058,35 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::cases(
                gone]() -> tl::expected<std::string, api_error> {
     if (gone && *gone) return tl::unexpected(client_gone());
     return read_cases(results, id, states, gone);
+  };
+  co_return co_await off_executor(read, heavy_);
+}
+
+asio::awaitable<tl::expected<json::object, api_error>> run_manager::case_page(std::string id,
+                                                                              store::case_query q,
+                                                                              abandoned gone) {
+  auto read = [results = config_.results_dir, id, q = std::move(q),
+               gone]() -> tl::expected<json::object, api_error> {
+    if (gone && *gone) return tl::unexpected(client_gone());
+    return read_case_page(results, id, q, gone);
+  };
+  co_return co_await off_executor(read, heavy_);
+}
+
+asio::awaitable<tl::expected<json::object, api_error>> run_manager::compare(compare_query q,
+                                                                            abandoned gone) {
+  auto read = [results = config_.results_dir, q = std::move(q),
+               gone]() -> tl::expected<json::object, api_error> {
+    if (gone && *gone) return tl::unexpected(client_gone());
+    return compare_saved(results, q, gone);
+  };
+  co_return co_await off_executor(read, heavy_);
+}
+
+asio::awaitable<tl::expected<json::object, api_error>> run_manager::one_case(std::string id,
+                                                                             std::string key) {
+  auto read = [results = config_.results_dir, id, key]() -> tl::expected<json::object, api_error> {
+    return read_one_case(results, id, key);
   };
   co_return co_await off_executor(read, heavy_);
 }

@@ -9,10 +9,12 @@
 #pragma once
 
 #include "serve/api.hpp"
+#include "serve/case_pages.hpp"
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/types.hpp>
 #include <mira/serve/server.hpp>
+#include <mira/store/case_query.hpp>
 #include <mira/store/files.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -138,6 +140,15 @@ class run_manager {
   using abandoned = std::shared_ptr<const std::atomic<bool>>;
   boost::asio::awaitable<tl::expected<std::string, api_error>> cases(
       std::string id, std::optional<std::string> states, abandoned gone = {});
+  /// One page of a saved run's cases (case_pages.hpp), read until `gone`.
+  boost::asio::awaitable<tl::expected<boost::json::object, api_error>> case_page(
+      std::string id, store::case_query q, abandoned gone = {});
+  /// One case of a saved run whole, with its events; 404 when the run has no record of `key`.
+  boost::asio::awaitable<tl::expected<boost::json::object, api_error>> one_case(std::string id,
+                                                                                std::string key);
+  /// Two saved runs compared (compare_page_json), read until `gone`.
+  boost::asio::awaitable<tl::expected<boost::json::object, api_error>> compare(compare_query q,
+                                                                               abandoned gone = {});
   /// The report's content type and text (shared with other readers of the same report).
   boost::asio::awaitable<tl::expected<std::pair<std::string, shared_reports::text>, api_error>>
   report(std::string id, std::string format, abandoned gone = {});

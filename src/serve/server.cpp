@@ -5,6 +5,7 @@
 #include <mira/serve/server.hpp>
 #include <mira/version.hpp>
 #include "serve/api.hpp"
+#include "serve/case_pages.hpp"
 #include "serve/dashboard.hpp"
 #include "serve/runs.hpp"
 
@@ -47,7 +48,8 @@ std::optional<error> validate(const server_config& c) {
     return error{errc::token_required,
                  "listening on " + c.address +
                      ", which is not a loopback address, needs a token (--token-file)"};
-  if (c.studies.empty()) return error{errc::no_study, "no study is allowed (--study NAME=CMD)"};
+  if (c.studies.empty() && !c.read_only)
+    return error{errc::no_study, "no study is allowed (--study NAME=CMD)"};
   for (std::size_t i = 0; i < c.studies.size(); ++i)
     for (std::size_t j = i + 1; j < c.studies.size(); ++j)
       if (c.studies[i].name == c.studies[j].name)
@@ -224,6 +226,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
   std::optional<api_error> misdirected(const request& req) const;
   bool token_given(const request& req) const;
   std::optional<api_error> refuse_before_body(const request& req) const;
+  std::optional<response> token_redirect(const route_match& m, const request_target& t) const;
   asio::awaitable<bool> send(beast::tcp_stream& stream, std::uint64_t conn, std::string_view data);
   asio::awaitable<bool> write(beast::tcp_stream& stream, std::uint64_t conn, response res,
                               bool keep_alive);
@@ -489,6 +492,32 @@ bool server::impl::token_given(const request& req) const {
          cookie_token_matches(req[http::field::cookie], config.token);
 }
 
+// A page opened from the URL `mira view` prints (`?token=`): the token goes into a cookie
+// (HttpOnly, SameSite=Strict: no script and no other site's page gets it) and the browser to
+// the same page without it, so the token is neither kept in the history nor sent on as a
+// Referer.
+std::optional<response> server::impl::token_redirect(const route_match& m,
+                                                     const request_target& t) const {
+  auto given = t.param("token");
+  if (!given || m.spec->authenticated || m.spec->produces != "text/html") return std::nullopt;
+  if (!config.token.empty() && !bearer_matches("Bearer " + *given, config.token))
+    return error_response(
+        make_error(401, "unauthorized", "the token in this URL is not this server's"));
+  std::string to = percent_encode(t.path, true);
+  char sep = '?';
+  for (auto& [k, v] : t.query) {
+    if (k == "token") continue;
+    to += sep + percent_encode(k, false) + '=' + percent_encode(v, false);
+    sep = '&';
+  }
+  auto res = make_response(http::status::see_other, "text/plain; charset=utf-8", std::string());
+  res.set(http::field::location, to);
+  if (!config.token.empty())
+    res.set(http::field::set_cookie,
+            "mira_token=" + percent_encode(*given, false) + "; Path=/; HttpOnly; SameSite=Strict");
+  return res;
+}
+
 // What ends a request once its header has come, before its body is read: a framing RFC 9112
 // 6.1 calls faulty, a request for another host name (a page whose name was rebound to this
 // address) or a change from another site's page, and a route that needs the token without it
@@ -543,11 +572,20 @@ asio::awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request& r
       !is_json_media_type(req[http::field::content_type]))
     co_return co_await write(stream, conn,
                              error_response(body_not_json(req[http::field::content_type])), keep);
+  if (config.read_only && req.method() == http::verb::post)
+    co_return co_await write(
+        stream, conn,
+        error_response(
+            make_error(403, "read_only", "this server shows saved runs only (mira view)")),
+        keep);
+  if (auto to = token_redirect(*m, *t))
+    co_return co_await write(stream, conn, std::move(*to), keep);
   if (m->spec->r == route::run_events) {
     co_await events(stream, conn, req, *t, m->run_id);
     co_return false;
   }
-  if (m->spec->r == route::run_report || m->spec->r == route::run_cases) {
+  if (m->spec->r == route::run_report || m->spec->r == route::run_cases ||
+      m->spec->r == route::run_case || m->spec->r == route::compare) {
     // A heavy read waits its turn on the workers: one whose client has left by then is skipped
     // (a client that asks for reports and hangs up cannot queue minutes of work).
     auto gone = std::make_shared<std::atomic<bool>>(false);
@@ -629,9 +667,18 @@ tl::expected<response, api_error> server::impl::answer_now(const route_match& m)
       return page(detail::dashboard_page(""));
     case route::dashboard_run:
       return page(detail::dashboard_page(m.run_id));
+    case route::dashboard_case:
+      return page(detail::case_page(m.run_id, m.key));
+    case route::dashboard_compare:
+      return page(detail::compare_page());
+    case route::dashboard_compare_case:
+      return page(detail::compare_case_page(m.key));
     case route::dashboard_script:
       return make_response(http::status::ok, "text/javascript; charset=utf-8",
                            std::string(detail::dashboard_script()));
+    case route::viewer_script:
+      return make_response(http::status::ok, "text/javascript; charset=utf-8",
+                           std::string(detail::viewer_script()));
     default:
       break;
   }
@@ -663,9 +710,22 @@ asio::awaitable<tl::expected<response, api_error>> server::impl::answer(
     case route::run_get:
       co_return json_result(http::status::ok, co_await runs.status(m.run_id));
     case route::run_cases: {
+      if (!wants_ndjson(t, req[http::field::accept])) {
+        auto q = decode_case_query(t);
+        if (!q) co_return tl::unexpected(q.error());
+        co_return json_result(http::status::ok,
+                              co_await runs.case_page(m.run_id, std::move(*q), gone));
+      }
       auto text = co_await runs.cases(m.run_id, t.param("state"), gone);
       if (!text) co_return tl::unexpected(text.error());
       co_return make_response(http::status::ok, "application/x-ndjson", std::move(*text));
+    }
+    case route::run_case:
+      co_return json_result(http::status::ok, co_await runs.one_case(m.run_id, m.key));
+    case route::compare: {
+      auto q = decode_compare_query(t);
+      if (!q) co_return tl::unexpected(q.error());
+      co_return json_result(http::status::ok, co_await runs.compare(std::move(*q), gone));
     }
     case route::run_report: {
       auto r = co_await runs.report(m.run_id, t.param("format").value_or("json"), gone);

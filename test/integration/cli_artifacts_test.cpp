@@ -72,7 +72,8 @@ BOOST_AUTO_TEST_CASE(execute_only_then_score_then_export_atif) {
   BOOST_TEST(exported.code == 0);
   BOOST_TEST(count_lines_with(exported.out, "\"schema_version\":\"ATIF-v1.7\"") == 7u);
   BOOST_TEST(count_lines_with(exported.out, "\"name\":\"example-study\"") == 3u);
-  BOOST_TEST(count_lines_with(exported.out, "\"name\":\"mira-cpp\"") == 4u);
+  BOOST_TEST(count_lines_with(exported.out, "\"name\":\"example-agent\"") == 1u);  // events
+  BOOST_TEST(count_lines_with(exported.out, "\"name\":\"mira-cpp\"") == 3u);
   BOOST_TEST(count_lines_with(exported.out, "\"reward\":{\"pass\":true") == 7u);
   BOOST_TEST(mira_cmd("export " + id + " --results-dir " + results).code == 0);
   BOOST_TEST(mira_cmd("export 20990101T000000Z-0000 --results-dir " + results).code == 2);

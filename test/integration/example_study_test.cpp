@@ -64,8 +64,8 @@ BOOST_AUTO_TEST_CASE(every_available_case_runs_and_events_are_correlated) {
     BOOST_TEST(na == 1);
     BOOST_TEST(skipped == 3);
     // The SDK's started and finished around each of the 38 cases run, and the events eval's
-    // turn, tool_call and output.
-    BOOST_TEST(events == 2 * 38 + 3);
+    // two turns, two tool calls and output.
+    BOOST_TEST(events == 2 * 38 + 5);
     co_await host->shutdown();
   });
 }

@@ -519,7 +519,7 @@ BOOST_AUTO_TEST_CASE(notifications_reach_the_request_that_caused_them) {
     if (done < n) co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
     for (int i = 0; i < n; ++i) {
       BOOST_TEST(ok[static_cast<std::size_t>(i)]);
-      BOOST_TEST(events[static_cast<std::size_t>(i)] == 5);
+      BOOST_TEST(events[static_cast<std::size_t>(i)] == 7);
     }
     co_await pool->shutdown();
   });

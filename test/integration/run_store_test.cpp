@@ -163,7 +163,7 @@ BOOST_AUTO_TEST_CASE(one_writer_at_a_time) {
 BOOST_AUTO_TEST_CASE(a_study_log_line_for_a_case_is_shown_with_its_key) {
   auto r = run_command(mira_bin + " run --dry-run --evals events -- " + example + " 2>&1");
   BOOST_TEST(r.code == 0);
-  BOOST_TEST(r.out.find("study [events/tool-use@sim]: used one tool") != std::string::npos);
+  BOOST_TEST(r.out.find("study [events/tool-use@sim]: used two tools") != std::string::npos);
 }
 
 // Defect 8 (part): a second --execute-only over the same artifacts said it executed every case.

@@ -166,7 +166,8 @@ class ServeApi(unittest.TestCase):
         for path in ["/healthz", "/v1/version", "/v1/openapi.json", "/v1/studies",
                      "/v1/studies/{name}/catalog", "/v1/runs", "/v1/runs/{id}",
                      "/v1/runs/{id}/cases", "/v1/runs/{id}/report", "/v1/runs/{id}/cancel",
-                     "/v1/runs/{id}/resume", "/v1/runs/{id}/events", "/"]:
+                     "/v1/runs/{id}/resume", "/v1/runs/{id}/events", "/v1/runs/{id}/cases/{key}",
+                     "/runs/{id}/cases/{key}", "/"]:
             self.assertIn(path, doc["paths"])
         status, _, data = s.json("GET", "/v1/studies")
         self.assertEqual([x["name"] for x in data["studies"]], ["demo", "broken"])
@@ -254,15 +255,50 @@ class ServeApi(unittest.TestCase):
         self.assertEqual(data["counts"]["na"], 1)
         self.assertIn("summary", data)
 
-        status, h, body = s.request("GET", "/v1/runs/%s/cases" % run)
+        status, h, body = s.request("GET", "/v1/runs/%s/cases?format=ndjson" % run)
         self.assertEqual((status, h["content-type"]), (200, "application/x-ndjson"))
         lines = [json.loads(l) for l in body.decode().splitlines()]
         self.assertEqual(len(lines), 26)
-        status, _, body = s.request("GET", "/v1/runs/%s/cases?state=na,failed" % run)
+        status, _, body = s.request("GET", "/v1/runs/%s/cases?state=na,failed" % run,
+                                    headers={"Accept": "application/x-ndjson"})
         self.assertEqual([json.loads(l)["status"] for l in body.decode().splitlines()], ["na"])
-        status, _, data = s.json("GET", "/v1/runs/%s/cases?state=bogus" % run)
+        status, _, data = s.json("GET", "/v1/runs/%s/cases?format=ndjson&state=bogus" % run)
         self.assertEqual(status, 400)
         error_of(self, status, data, "invalid_parameter")
+
+        # Pages: every case once, in key order, 7 at a time, each cursor leading on.
+        keys, cursor, pages = [], None, 0
+        while True:
+            q = "limit=7" + ("&cursor=" + urllib.parse.quote(cursor, safe="") if cursor else "")
+            status, _, page = s.json("GET", "/v1/runs/%s/cases?%s" % (run, q))
+            self.assertEqual(status, 200, page)
+            self.assertEqual(page["matched"], 26)
+            keys += [c["key"] for c in page["cases"]]
+            pages += 1
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        self.assertEqual((pages, len(keys), len(set(keys))), (4, 26, 26))
+        self.assertEqual(sorted(keys), sorted(l["key"] for l in lines))
+        status, _, page = s.json("GET", "/v1/runs/%s/cases?status=na&sort=-latency" % run)
+        self.assertEqual([c["status"] for c in page["cases"]], ["na"])
+        self.assertEqual((page["matched"], page["next_cursor"]), (1, None))
+        for bad in ["status=bogus", "limit=0", "limit=501", "sort=size", "trial=x", "state=na",
+                    "cursor=key", "cursor=latency%3A1%3Ax", "nosuch=1"]:
+            status, _, data = s.json("GET", "/v1/runs/%s/cases?%s" % (run, bad))
+            self.assertEqual(status, 400, bad)
+            error_of(self, status, data, "invalid_parameter")
+
+        # One case whole, its key URL-encoded (slash and all) or with its slash as is.
+        key = page["cases"][0]["key"]
+        for path in [urllib.parse.quote(key, safe=""), urllib.parse.quote(key, safe="/")]:
+            status, _, one = s.json("GET", "/v1/runs/%s/cases/%s" % (run, path))
+            self.assertEqual(status, 200, one)
+            self.assertEqual((one["key"], one["record"]["key"]), (key, key))
+            self.assertTrue(all(e["key"] == key for e in one["events"]))
+        status, _, data = s.json("GET", "/v1/runs/%s/cases/no%%2Fsuch%%40case" % run)
+        error_of(self, status, data, "case_not_found")
+        self.assertEqual(status, 404)
 
         types = {"json": "application/json", "jsonl": "application/x-ndjson",
                  "csv": "text/csv", "junit": "application/xml", "md": "text/markdown",
@@ -707,7 +743,9 @@ class ServeDashboard(unittest.TestCase):
                 self.assertIn('id="count-na">1<', html)
                 self.assertIn('id="count-skipped">3<', html)
                 self.assertIn('id="count-cancelled">1<', html)
-                self.assertEqual(html.count("<script"), 1)  # its own, from /dashboard.js
+                # Its own, from /dashboard.js and /viewer.js: none inline.
+                self.assertEqual(html.count("<script"), 2)
+                self.assertEqual(html.count("<script src="), 2)
             runs_dom = self.dump_dom("http://127.0.0.1:%d/" % s.port)
             self.assertIn(">%s</a>" % run, runs_dom)
         finally:

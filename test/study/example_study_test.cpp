@@ -56,11 +56,11 @@ BOOST_AUTO_TEST_CASE(every_frame_of_a_run_an_execute_and_a_score_validates,
   BOOST_TEST(count_lines(frames, "\"timeout_ms\":1000") ==
              count_lines(frames, "\"method\":\"run\""));
   BOOST_TEST(count_lines(frames, "\"code\":-32800") == 1U);
-  // The SDK's started and finished around every case, and the events eval's three of its own.
+  // The SDK's started and finished around every case, and the events eval's five of its own.
   auto runs = count_lines(frames, "\"method\":\"run\"");
   BOOST_TEST(count_lines(frames, "\"kind\":\"started\"") == runs);
   BOOST_TEST(count_lines(frames, "\"kind\":\"finished\"") == runs);
-  BOOST_TEST(count_lines(frames, "\"method\":\"event\"") == 2 * runs + 3U);
+  BOOST_TEST(count_lines(frames, "\"method\":\"event\"") == 2 * runs + 5U);
   BOOST_TEST(count_lines(frames, "\"method\":\"list_samples\"") == 2U);
   BOOST_TEST(count_lines(frames, "\"passed\":true") == 36U);  // all but slow
 

@@ -64,7 +64,8 @@ bool read_words(command cmd, const std::vector<std::string>& args, run_args& out
       if (!f->metavar.empty() && (i + 1 >= args.size() || args[i + 1] == "--"))
         throw usage_error{a + " needs a value"};
       f->apply(out, a, f->metavar.empty() ? none : args[++i]);
-    } else if (positional(a) && (cmd == command::merge || cmd == command::compare)) {
+    } else if (positional(a) &&
+               (cmd == command::merge || cmd == command::compare || cmd == command::view)) {
       out.runs.push_back(a);
     } else if (positional(a) && k.reports && out.run_id.empty()) {
       out.run_id = a;
@@ -167,7 +168,8 @@ run_args parse_args(command cmd, const std::vector<std::string>& args) {
       throw usage_error{"mira store convert needs --to per-case|compact"};
     return out;
   }
-  if (cmd == command::serve) return out;  // its studies are checked with mira.toml's
+  if (cmd == command::serve || cmd == command::view)
+    return out;  // serve's studies are checked with mira.toml's
   if (k.launches) check_saving(cmd, out);
   return out;
 }

@@ -105,6 +105,9 @@ struct run_args {
   std::size_t max_runs = 4;
   std::size_t max_cases = 100000;
   std::size_t max_procs = 16;  // mira serve: options.procs of one run
+  // view: the port (0: a free one) and whether to start the desktop's browser.
+  unsigned short view_port = 0;
+  bool open_browser = false;
 };
 
 enum class command {
@@ -118,7 +121,8 @@ enum class command {
   merge,
   doctor,
   compare,
-  serve
+  serve,
+  view
 };
 
 /// mira::split_command_line (mira/command_line.hpp has its rules) for --study-cmd; a usage_error

@@ -311,11 +311,12 @@ int main(const std::vector<std::string>& args) {
     if (args[0] == "store") return cmd_store(rest);
     if (args[0] == "merge") return cmd_merge(rest);
     if (args[0] == "serve") return cmd_serve(rest);
+    if (args[0] == "view") return cmd_view(rest);
     if (args[0] == "doctor") return cmd_doctor(rest);
     if (args[0] == "compare") return cmd_compare(rest);
     throw usage_error{"unknown command '" + printable(args[0]) +
                       "' (commands: list, plan, run, score, report, export, store, merge, doctor, "
-                      "compare, serve, help)"};
+                      "compare, serve, view, help)"};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "mira: %s\nRun `mira --help` for usage.\n", e.message.c_str());
     return exit_usage;

@@ -14,6 +14,7 @@ int cmd_store(const std::vector<std::string>& args);
 int cmd_merge(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
+int cmd_view(const std::vector<std::string>& args);
 int cmd_doctor(const std::vector<std::string>& args);
 
 }  // namespace mira::cli

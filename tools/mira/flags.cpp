@@ -461,7 +461,7 @@ const flag_spec table[] = {
     // Saved runs.
     {"--results-dir", "", "DIR",
      reporting | bit(command::export_) | bit(command::store_convert) | bit(command::merge) |
-         bit(command::doctor) | bit(command::serve),
+         bit(command::doctor) | bit(command::serve) | bit(command::view),
      section::saved, "where run folders are (default: mira.toml's [results] dir,\nelse ./results)",
      [](run_args& o, const std::string&, const std::string& v) {
        o.results_dir = v;
@@ -621,6 +621,14 @@ const flag_spec table[] = {
          throw usage_error{f + " needs a host name, got '" + printable(v) + "'"};
        o.allowed_hosts.push_back(v);
      }},
+    {"--port", "", "N", bit(command::view), section::launch,
+     "the port on 127.0.0.1 the viewer listens on (default: a free one)",
+     [](run_args& o, const std::string& f, const std::string& v) {
+       o.view_port = static_cast<unsigned short>(whole_number(f, v, 0, 65535));
+     }},
+    {"--open", "", "", bit(command::view), section::launch,
+     "start the desktop's browser on the viewer (xdg-open)",
+     [](run_args& o, const std::string&, const std::string&) { o.open_browser = true; }},
     {"--max-runs", "", "N", bit(command::serve), section::scheduling,
      "runs going at once (default 4); one more is answered 429",
      [](run_args& o, const std::string& f, const std::string& v) {

@@ -97,6 +97,17 @@ help_text text_of(command cmd) {
           "interrupted)\nand exits 0; after a restart they are listed and resumable. Exit "
           "codes: 0 stopped; 2 a bad\nargument; 3 cannot listen.\n\n"
           "Example:\n  mira serve --study demo='python3 study.py' --results-dir results\n"};
+    case command::view:
+      return {
+          "mira view - look inside saved runs: a viewer in the browser\n\n"
+          "Usage: mira view [RUN ...] [--results-dir DIR] [--port N] [--open]\n\n"
+          "  RUN  a run folder, or a run id in --results-dir; the runs of one results folder\n",
+          "Serves the runs of the results folder on 127.0.0.1 (read only) and prints the URL to "
+          "open, with a\ntoken made for this viewer: the page asks for a run's cases a page at "
+          "a time, and shows a case's\ninput, trajectory step by step, scores and events. With "
+          "one RUN the URL opens that run.\nCtrl-C ends it. Exit codes: 0 stopped; 2 a bad "
+          "argument; 3 cannot listen.\n\n"
+          "Example:\n  mira view 20261130T081502Z-3fa9 --open\n"};
     case command::doctor:
       return {
           "mira doctor - check mira.toml, the study's listing and the results dir\n\n"
@@ -164,7 +175,7 @@ std::optional<command> command_named(std::string_view name) {
       {"list", command::list},           {"plan", command::plan},     {"run", command::run},
       {"score", command::score},         {"report", command::report}, {"export", command::export_},
       {"store", command::store_convert}, {"merge", command::merge},   {"doctor", command::doctor},
-      {"compare", command::compare},     {"serve", command::serve}};
+      {"compare", command::compare},     {"serve", command::serve},   {"view", command::view}};
   for (auto& [n, c] : names)
     if (n == name) return c;
   return std::nullopt;

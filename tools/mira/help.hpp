@@ -23,6 +23,7 @@ Usage:
   mira merge RUN... [--results-dir DIR] [--run-id ID] [--allow-partial]
   mira compare BASE CANDIDATE [--group-by KEY] [--alpha A] [--fail-on-regression] [--format F]
   mira serve --study NAME=CMD [...] [--listen ADDR:PORT] [--token-file F] [--results-dir DIR]
+  mira view [RUN ...] [--results-dir DIR] [--port N] [--open]
   mira doctor [--fix] [STUDY]
   mira help [--full | COMMAND]
   mira --version

@@ -31,6 +31,10 @@ struct study_entry {
 /// Fails with errc::invalid_study_entry, saying what is wrong.
 tl::expected<study_entry, error> parse_study_entry(std::string_view text);
 
+/// Why `id` cannot be the id of a run the API serves, or nothing. Stricter than the store: 1 to
+/// 64 characters of [A-Za-z0-9._-], starting with a letter or digit.
+std::optional<std::string> check_run_id(std::string_view id);
+
 struct server_config {
   /// Where to listen. Loopback by default; any other address needs `token`.
   std::string address = "127.0.0.1";
@@ -43,6 +47,9 @@ struct server_config {
   /// (misdirected, 421, otherwise); a POST's Origin must be this server's or one of these.
   std::vector<std::string> allowed_hosts;
   std::filesystem::path results_dir = "results";
+  /// Serves the saved runs only (`mira view`): no study is needed, and every POST is refused
+  /// (403 read_only).
+  bool read_only = false;
   std::size_t max_runs = 4;  // runs going (and catalogs loading) at once; one more is 429
   /// The cases one run may plan: a bigger selection is refused (413) before anything starts.
   std::size_t max_cases = 100000;
@@ -71,7 +78,8 @@ struct server_config {
 };
 
 /// Why the server must not start with `c` (an address that is not an IP address, a
-/// non-loopback address without a token, no study, a duplicated study name, zero limits), or
+/// non-loopback address without a token, no study unless read_only, a duplicated study name,
+/// zero limits), or
 /// nothing. The code is errc::invalid_address, token_required, no_study, duplicate_study or
 /// invalid_limit.
 std::optional<error> validate(const server_config& c);

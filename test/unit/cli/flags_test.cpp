@@ -16,9 +16,10 @@ using namespace mira::cli;
 
 namespace {
 
-constexpr command all_commands[] = {
-    command::list,    command::plan,          command::run,   command::score,  command::report,
-    command::export_, command::store_convert, command::merge, command::doctor, command::compare};
+constexpr command all_commands[] = {command::list,          command::plan,   command::run,
+                                    command::score,         command::report, command::export_,
+                                    command::store_convert, command::merge,  command::doctor,
+                                    command::compare,       command::serve,  command::view};
 
 // `name` stands in `text` as a whole flag (not as the head of a longer one).
 bool mentions(const std::string& text, std::string_view name) {
