@@ -3,11 +3,12 @@
 
 For each size N: two compact runs of the echo study (N samples, -j 64), then, measured on the
 first: `mira report ID` (the table), `mira report ID --format json --out F`, `mira compare A B`,
-and through `mira view`'s API one case by key (median of --cases requests, keys spread over the
-run) and the first page of `?status=failed`. Prints each figure, its ratio to the run's own wall
+and through `mira view`'s API one case by key (the first request, which opens the run, then the
+median of the other --cases - 1, keys spread over the run) and the first page of
+`?status=failed`. Prints each figure, its ratio to the run's own wall
 time where the goal is a ratio, the goal, and the peak memory (max RSS) of each process.
 
-  read_back.py MIRA ECHO_STUDY [--sizes 100000,1000000] [--cases 5] [--dir DIR]
+  read_back.py MIRA ECHO_STUDY [--sizes 100000,1000000] [--cases 6] [--dir DIR]
 
 DIR (default: a temporary folder under /tmp) must be on the disk to measure; it is removed.
 """
@@ -86,8 +87,10 @@ def measure(mira, study, n, cases, where):
         keys = ["bench/s%d@sim" % (i * (n - 1) // max(1, cases - 1)) for i in range(cases)]
         times = [get(port, token, "/v1/runs/%s/cases/%s" % (a, urllib.parse.quote(k, safe="")))[0]
                  for k in keys]
-        rows.append(("one case by key, API (median of %d)" % cases, statistics.median(times),
-                     None, "<= 0.050 s", None))
+        # The first request opens the run (its index); the server keeps it open for the rest.
+        rows.append(("one case by key, API, first", times[0], None, "-", None))
+        rows.append(("one case by key, API (median of %d more)" % (cases - 1),
+                     statistics.median(times[1:]), None, "<= 0.050 s", None))
         w, page = get(port, token, "/v1/runs/%s/cases?status=failed&limit=50" % a)
         rows.append(("first page of ?status=failed", w, None, "<= 1 s", None))
         rows.append(("mira view, peak over the requests", None, None, "<= 300 MB",
@@ -110,7 +113,7 @@ def main():
     p.add_argument("mira")
     p.add_argument("study")
     p.add_argument("--sizes", default="100000,1000000")
-    p.add_argument("--cases", type=int, default=5)
+    p.add_argument("--cases", type=int, default=6)
     p.add_argument("--dir")
     a = p.parse_args()
     where = tempfile.mkdtemp(prefix="mira-read-back-", dir=a.dir)

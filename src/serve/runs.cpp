@@ -376,13 +376,13 @@ tl::expected<std::string, api_error> read_cases(const fs::path& results, const s
   return out;
 }
 
-tl::expected<json::object, api_error> read_case_page(const fs::path& results, const std::string& id,
+tl::expected<json::object, api_error> read_case_page(open_runs& opened, const fs::path& results,
+                                                     const std::string& id,
                                                      const store::case_query& q,
                                                      const run_manager::abandoned& gone) {
-  if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
-  auto run = store::run_reader::open(results, id);
-  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
-  auto page = store::query_cases(*run, q, [&] { return gone && *gone; });
+  auto run = opened.open(results, id);
+  if (!run) return tl::unexpected(run.error());
+  auto page = store::query_cases(**run, q, [&] { return gone && *gone; });
   if (!page)
     return tl::unexpected(make_error(400, "invalid_parameter",
                                      page.error().parameter + ": " + page.error().message,
@@ -391,12 +391,11 @@ tl::expected<json::object, api_error> read_case_page(const fs::path& results, co
   return case_page_json(*page);
 }
 
-tl::expected<json::object, api_error> read_one_case(const fs::path& results, const std::string& id,
-                                                    const std::string& key) {
-  if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
-  auto run = store::run_reader::open(results, id);
-  if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
-  auto d = store::read_case(*run, key);
+tl::expected<json::object, api_error> read_one_case(open_runs& opened, const fs::path& results,
+                                                    const std::string& id, const std::string& key) {
+  auto run = opened.open(results, id);
+  if (!run) return tl::unexpected(run.error());
+  auto d = store::read_case(**run, key);
   if (!d)
     return tl::unexpected(make_error(404, "case_not_found",
                                      "run '" + id + "' has no saved case '" + key + "'",
@@ -404,18 +403,24 @@ tl::expected<json::object, api_error> read_one_case(const fs::path& results, con
   return case_detail_json(*d);
 }
 
-tl::expected<json::object, api_error> compare_saved(const fs::path& results, const compare_query& q,
+tl::expected<json::object, api_error> compare_saved(open_runs& opened, const fs::path& results,
+                                                    const compare_query& q,
                                                     const run_manager::abandoned& gone) {
-  std::optional<store::run_reader> runs[2];
-  for (int i = 0; i < 2; ++i) {
-    const auto& id = i == 0 ? q.base : q.candidate;
-    if (auto ok = run_exists(results, id); !ok) return tl::unexpected(ok.error());
-    auto run = store::run_reader::open(results, id);
-    if (!run) return tl::unexpected(make_error(500, "store_error", run.error().message()));
-    if (gone && *gone) return tl::unexpected(client_gone());
-    runs[i].emplace(std::move(*run));
+  // One lease per run, taken in the order of their ids: two comparisons of the same runs the
+  // other way round wait for each other instead of each holding what the other needs.
+  const bool base_first = q.base <= q.candidate;
+  auto first = opened.open(results, base_first ? q.base : q.candidate);
+  if (!first) return tl::unexpected(first.error());
+  std::optional<open_runs::lease> second;
+  if (q.base != q.candidate) {
+    auto other = opened.open(results, base_first ? q.candidate : q.base);
+    if (!other) return tl::unexpected(other.error());
+    second.emplace(std::move(*other));
   }
-  auto c = compare::compare_runs(*runs[0], *runs[1]);
+  if (gone && *gone) return tl::unexpected(client_gone());
+  const auto& a = **first;
+  const auto& b = second ? **second : a;
+  auto c = base_first ? compare::compare_runs(a, b) : compare::compare_runs(b, a);
   if (!c)
     return tl::unexpected(make_error(409, "not_comparable", c.error().message(),
                                      json::object{{"base", q.base}, {"candidate", q.candidate}}));
@@ -1065,28 +1070,29 @@ asio::awaitable<tl::expected<std::string, api_error>> run_manager::cases(
 asio::awaitable<tl::expected<json::object, api_error>> run_manager::case_page(std::string id,
                                                                               store::case_query q,
                                                                               abandoned gone) {
-  auto read = [results = config_.results_dir, id, q = std::move(q),
-               gone]() -> tl::expected<json::object, api_error> {
+  auto read = [results = config_.results_dir, id, q = std::move(q), gone,
+               opened = opened_]() -> tl::expected<json::object, api_error> {
     if (gone && *gone) return tl::unexpected(client_gone());
-    return read_case_page(results, id, q, gone);
+    return read_case_page(*opened, results, id, q, gone);
   };
   co_return co_await off_executor(read, heavy_);
 }
 
 asio::awaitable<tl::expected<json::object, api_error>> run_manager::compare(compare_query q,
                                                                             abandoned gone) {
-  auto read = [results = config_.results_dir, q = std::move(q),
-               gone]() -> tl::expected<json::object, api_error> {
+  auto read = [results = config_.results_dir, q = std::move(q), gone,
+               opened = opened_]() -> tl::expected<json::object, api_error> {
     if (gone && *gone) return tl::unexpected(client_gone());
-    return compare_saved(results, q, gone);
+    return compare_saved(*opened, results, q, gone);
   };
   co_return co_await off_executor(read, heavy_);
 }
 
 asio::awaitable<tl::expected<json::object, api_error>> run_manager::one_case(std::string id,
                                                                              std::string key) {
-  auto read = [results = config_.results_dir, id, key]() -> tl::expected<json::object, api_error> {
-    return read_one_case(results, id, key);
+  auto read = [results = config_.results_dir, id, key,
+               opened = opened_]() -> tl::expected<json::object, api_error> {
+    return read_one_case(*opened, results, id, key);
   };
   co_return co_await off_executor(read, heavy_);
 }

@@ -10,6 +10,7 @@
 
 #include "serve/api.hpp"
 #include "serve/case_pages.hpp"
+#include "serve/open_runs.hpp"
 
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/types.hpp>
@@ -239,6 +240,7 @@ class run_manager {
   std::map<std::string, std::shared_ptr<catalog_load>> loading_;  // by study name
   std::shared_ptr<saved_counts> counts_ = std::make_shared<saved_counts>();
   std::shared_ptr<shared_reports> reports_ = std::make_shared<shared_reports>();
+  std::shared_ptr<open_runs> opened_ = std::make_shared<open_runs>();
   std::weak_ptr<void> owner_;
   std::size_t active_ = 0;     // places taken: runs being opened or going, and catalog loads
   std::size_t processes_ = 0;  // their study processes

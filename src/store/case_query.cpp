@@ -129,6 +129,21 @@ bool passes(const case_filter& f, const case_summary& s, const json::object& rec
   return contains_folded(t.input, f.text) || contains_folded(t.response, f.text);
 }
 
+// How many cases pass a filter of statuses alone (or none), counted from the states the reader
+// knows without reading a record; nothing when the filter asks more, or a state is not known.
+std::optional<std::size_t> count_by_status(const run_reader& run, const case_filter& f) {
+  if (!f.evals.empty() || !f.targets.empty() || f.trial || f.score_min || f.score_max ||
+      !f.text.empty())
+    return std::nullopt;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    auto st = run.status(i);
+    if (!st) return std::nullopt;
+    if (listed(f.statuses, std::string(schedule::to_string(*st)))) ++n;
+  }
+  return n;
+}
+
 std::optional<double> sort_value(const case_summary& s, case_sort by) {
   switch (by) {
     case case_sort::key:
@@ -251,30 +266,43 @@ tl::expected<case_page, query_error> query_cases(const run_reader& run, const ca
   auto after = parse_cursor(q);
   if (!after) return tl::unexpected(after.error());
   const order less{q.descending && q.sort != case_sort::key};
+  const bool by_key = q.sort == case_sort::key;
+  // In key order, the order of the visit: the page is its first cases after the cursor, and
+  // when the reader knows how many match, the visit ends with the page.
+  const auto counted = by_key ? count_by_status(run, q.filter) : std::nullopt;
   case_page page;
   // The page so far, largest last in `less`: a max-heap of at most limit + 1 cases (one more
   // than the page says whether a next page exists).
   std::vector<std::pair<position, case_summary>> kept;
   auto heap_less = [&](const auto& a, const auto& b) { return less(a.first, b.first); };
-  page.problems = run.visit([&](std::size_t, const saved_case& c) {
-    if (stop && stop()) {
-      page.stopped = true;
-      return false;
-    }
-    auto s = summarize_case(c);
-    if (!passes(q.filter, s, c.record)) return true;
-    ++page.matched;
-    position p{sort_value(s, q.sort), s.key};
-    if (*after && !less(**after, p)) return true;
-    if (kept.size() == q.limit + 1) {
-      if (!less(p, kept.front().first)) return true;
-      std::pop_heap(kept.begin(), kept.end(), heap_less);
-      kept.pop_back();
-    }
-    kept.emplace_back(std::move(p), std::move(s));
-    std::push_heap(kept.begin(), kept.end(), heap_less);
-    return true;
-  });
+  page.problems = run.visit(
+      [&](std::size_t, const saved_case& c) {
+        if (stop && stop()) {
+          page.stopped = true;
+          return false;
+        }
+        auto s = summarize_case(c);
+        if (!passes(q.filter, s, c.record)) return true;
+        if (!counted) ++page.matched;
+        position p{sort_value(s, q.sort), s.key};
+        if (*after && !less(**after, p)) return true;
+        if (kept.size() == q.limit + 1) {
+          if (!less(p, kept.front().first)) return true;
+          std::pop_heap(kept.begin(), kept.end(), heap_less);
+          kept.pop_back();
+        }
+        kept.emplace_back(std::move(p), std::move(s));
+        std::push_heap(kept.begin(), kept.end(), heap_less);
+        return !counted || kept.size() <= q.limit;
+      },
+      [&](std::size_t i, std::string_view key) {
+        // Cases before the cursor are counted, and so read, unless the count is known.
+        if (counted && *after && !plan::natural_less((*after)->key, key)) return false;
+        // A case whose state the reader knows is read only when the filter can take it.
+        auto st = q.filter.statuses.empty() ? std::nullopt : run.status(i);
+        return !st || listed(q.filter.statuses, std::string(schedule::to_string(*st)));
+      });
+  if (counted) page.matched = *counted;
   std::sort_heap(kept.begin(), kept.end(), heap_less);
   if (kept.size() > q.limit) {
     kept.pop_back();
@@ -361,13 +389,15 @@ void find_trajectory(const run_reader& run, case_detail& d) {
 std::optional<case_detail> read_case(const run_reader& run, std::string_view key,
                                      std::size_t max_events) {
   std::optional<case_detail> d;
+  auto at = run.find(key);
+  if (!at) return d;
   run.visit(
       [&](std::size_t, const saved_case& c) {
         d.emplace();
         d->record = c;
         return false;
       },
-      [&](std::size_t, std::string_view k) { return k == key; });
+      [&](std::size_t i, std::string_view) { return i == *at; });
   if (!d) return d;
   find_trajectory(run, *d);
   read_events(run, key, max_events, *d);

@@ -5,6 +5,7 @@
 #include <mira/store/records.hpp>
 #include "protocol/json_scan.hpp"
 #include "store/batch_writer.hpp"
+#include "store/case_index.hpp"
 #include "store/file_helpers.hpp"
 #include "store/run_folder.hpp"
 #include "store/segment_log.hpp"
@@ -205,6 +206,8 @@ result to_per_case(const fs::path& run) {
   }
   sync_noting(dir, counts);
   remove_if_empty(dir);
+  // The readers' index of the segments (run_reader.hpp) indexes nothing now.
+  ::unlink((run / detail::case_index_name).c_str());
   sync_noting(run, counts);
   return counts;
 }

@@ -7,6 +7,7 @@
 #include <mira/store/records.hpp>
 #include "plan/natural_order.hpp"
 #include "protocol/json_scan.hpp"
+#include "store/case_index.hpp"
 #include "store/file_helpers.hpp"
 #include "store/key_index.hpp"
 #include "store/plan_keys.hpp"
@@ -32,26 +33,9 @@ namespace json = boost::json;
 
 namespace {
 
-// Where one record is. 32 bytes: with the key's bytes, what the reader keeps per case.
-struct entry {
-  std::uint64_t key_at = 0;  // in state::keys
-  std::uint32_t key_size = 0;
-  std::uint32_t seq = 0;     // read order: of two records of a key, the later one stands
-  std::uint64_t at = 0;      // a segment's byte offset, or the folder name's place in names
-  std::uint32_t size = 0;    // of the record, or of the folder name
-  std::uint32_t source = 0;  // the segment's index in state::segments, or per_case
-};
-static_assert(sizeof(entry) == 32);
-
-constexpr std::uint32_t per_case = std::numeric_limits<std::uint32_t>::max();
-
-// A damaged line whose key, as far as it can be read, may have a whole record after it.
-struct maybe_superseded {
-  std::string problem;
-  std::string key;
-  std::size_t records_before = 0;  // compact records read before it
-  std::size_t newest = 0;          // compact records read up to the newest one of `key`
-};
+using entry = detail::reader_entry;
+using detail::maybe_superseded;
+using detail::per_case;
 
 }  // namespace
 
@@ -62,9 +46,14 @@ struct run_reader::state {
   std::string keys;   // every key, back to back
   std::string names;  // the per-case folder names, back to back
   std::vector<entry> entries;
+  /// Per entry once the index is made: 1 + its record's case_state, 0 when not known. While
+  /// reading, per read (by seq).
+  std::vector<std::uint8_t> states;
+  std::vector<std::uint32_t> crcs;  // the same way: each compact record's CRC-32C
   std::vector<std::string> unreadable, superseded;
   std::optional<missing_cases> missing;
   std::string plan_keys_problem;
+  std::vector<maybe_superseded> damaged_from_index;
 
   std::string_view key(const entry& e) const {
     return std::string_view(keys).substr(e.key_at, e.key_size);
@@ -76,6 +65,10 @@ struct run_reader::state {
   void read_per_case(std::unordered_map<std::string, fs::path>* dirs);
   std::vector<maybe_superseded> read_compact();
   std::vector<std::pair<std::string, entry>> keep_last();
+  bool from_index();
+  void save_index(const std::vector<maybe_superseded>& damaged,
+                  const std::vector<std::string>& scan_unreadable,
+                  const std::vector<std::string>& duplicates) const;
   void settle(std::vector<maybe_superseded> damaged);
 };
 
@@ -224,6 +217,8 @@ void run_reader::state::add(std::string_view key, entry e) {
   e.seq = static_cast<std::uint32_t>(entries.size());
   keys += key;
   entries.push_back(e);
+  states.push_back(0);
+  crcs.push_back(0);
 }
 
 // A record folder that is a symbolic link is not read: its records are not the run's.
@@ -268,6 +263,9 @@ std::vector<maybe_superseded> run_reader::state::read_compact() {
         e.at = at;
         e.size = static_cast<std::uint32_t>(record.size());
         add(key, e);
+        if (auto st = detail::record_state(record))
+          states.back() = static_cast<std::uint8_t>(1 + static_cast<int>(*st));
+        crcs.back() = crc32c(record);
       });
   // The damaged lines come first; a torn tail (never acknowledged), if any, is the last entry.
   for (std::size_t i = 0; i < scan.damaged_lines; ++i) {
@@ -286,6 +284,48 @@ std::vector<maybe_superseded> run_reader::state::read_compact() {
       it->second = entries[i].seq - first + 1;
   for (auto& d : damaged) d.newest = newest[d.key];
   return damaged;
+}
+
+// A compact run with no cases/ folder whose index was made from its segments as they are: the
+// scan's findings without the scan.
+bool run_reader::state::from_index() {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(folder / "cases", ec)) ||
+      !fs::is_directory(fs::symlink_status(folder / "segments", ec)))
+    return false;
+  auto listed = list_segments(folder / "segments");
+  auto stamps = detail::stamp_segments(listed);
+  if (!stamps) return false;
+  auto index = detail::load_case_index(folder, *stamps);
+  if (!index) return false;
+  segments = std::move(listed);
+  keys = std::move(index->keys);
+  entries = std::move(index->entries);
+  states = std::move(index->states);
+  crcs = std::move(index->crcs);
+  unreadable = std::move(index->unreadable);
+  superseded = std::move(index->superseded);
+  damaged_from_index = std::move(index->damaged);
+  return true;
+}
+
+// Keeps what the scan found in case-index.bin for the next reader: only for a compact run
+// without a per-case record whose last session has finished (while one runs, its segments grow
+// and the index would be stale at once). Made from the stamps taken after the scan: a segment
+// that grew meanwhile makes a stale index, which its next reader finds out and makes again.
+void run_reader::state::save_index(const std::vector<maybe_superseded>& damaged,
+                                   const std::vector<std::string>& scan_unreadable,
+                                   const std::vector<std::string>& duplicates) const {
+  if (entries.empty() || meta.sessions.empty() || meta.sessions.back().finished.empty()) return;
+  for (auto& e : entries)
+    if (e.source == per_case) return;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(folder / "cases", ec))) return;
+  auto stamps = detail::stamp_segments(segments);
+  if (!stamps) return;
+  detail::compact_scan c{std::move(*stamps), keys,       entries, states, crcs,
+                         scan_unreadable,    duplicates, damaged};
+  detail::save_case_index(folder, c);
 }
 
 // Puts the entries in natural key order and keeps the last read of each key's records. Returns
@@ -307,6 +347,14 @@ std::vector<std::pair<std::string, entry>> run_reader::state::keep_last() {
   }
   entries.resize(kept);
   entries.shrink_to_fit();
+  std::vector<std::uint8_t> by_entry(entries.size());
+  std::vector<std::uint32_t> crc_by_entry(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    by_entry[i] = states[entries[i].seq];
+    crc_by_entry[i] = crcs[entries[i].seq];
+  }
+  states = std::move(by_entry);
+  crcs = std::move(crc_by_entry);
   return earlier;
 }
 
@@ -335,18 +383,24 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   auto s = std::make_unique<run_reader::state>();
   s->folder = folder;
   s->meta = std::move(meta);
-  // Both layouts are read (a run converted half-way has some of each); the run's own layout
-  // is read last, so its record of a key wins.
   std::vector<maybe_superseded> damaged;
-  if (s->meta.layout == layout::compact) {
-    s->read_per_case(dirs);
-    damaged = s->read_compact();
+  if (dirs == nullptr && s->from_index()) {
+    damaged = std::move(s->damaged_from_index);
   } else {
-    damaged = s->read_compact();
-    s->read_per_case(dirs);
+    // Both layouts are read (a run converted half-way has some of each); the run's own layout
+    // is read last, so its record of a key wins.
+    if (s->meta.layout == layout::compact) {
+      s->read_per_case(dirs);
+      damaged = s->read_compact();
+    } else {
+      damaged = s->read_compact();
+      s->read_per_case(dirs);
+    }
+    const auto scan_unreadable = s->unreadable;
+    auto earlier = s->keep_last();  // superseded by a later record of their key
+    warn_duplicates(folder, s->segments, earlier, s->superseded);
+    s->save_index(damaged, scan_unreadable, s->superseded);
   }
-  auto earlier = s->keep_last();  // superseded by a later record of their key
-  warn_duplicates(folder, s->segments, earlier, s->superseded);
   auto found = find_missing(folder, s->meta, s->entries.size(),
                             [&s](std::size_t i) { return s->key(s->entries[i]); });
   s->missing = std::move(found.missing);
@@ -378,6 +432,19 @@ std::size_t run_reader::size() const {
 }
 std::string_view run_reader::key(std::size_t i) const {
   return s_->key(s_->entries[i]);
+}
+std::optional<schedule::case_state> run_reader::status(std::size_t i) const {
+  auto st = s_->states[i];
+  if (st == 0) return std::nullopt;
+  return static_cast<schedule::case_state>(st - 1);
+}
+std::optional<std::size_t> run_reader::find(std::string_view key) const {
+  auto& e = s_->entries;
+  auto it = std::lower_bound(e.begin(), e.end(), key, [&](const entry& a, std::string_view k) {
+    return plan::natural_less(s_->key(a), k);
+  });
+  if (it == e.end() || s_->key(*it) != key) return std::nullopt;
+  return static_cast<std::size_t>(it - e.begin());
 }
 const std::vector<std::string>& run_reader::unreadable() const {
   return s_->unreadable;
@@ -414,6 +481,11 @@ std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn&
       if (!text) {
         problems.push_back("cannot read the record of " + std::string(key) + " in " +
                            s_->segments[e.source].string() + ": " + text.error());
+        continue;
+      }
+      if (crc32c(*text) != s_->crcs[i]) {
+        problems.push_back(s_->segments[e.source].string() + ": the record of " + std::string(key) +
+                           " has changed since it was read (its checksum differs)");
         continue;
       }
       boost::system::error_code ec;

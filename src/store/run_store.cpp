@@ -8,6 +8,7 @@
 #include <mira/store/run_reader.hpp>
 #include <mira/version.hpp>
 #include "store/batch_writer.hpp"
+#include "store/case_index.hpp"
 #include "store/digest.hpp"
 #include "store/file_helpers.hpp"
 #include "store/key_index.hpp"
@@ -99,10 +100,17 @@ tl::expected<fs::path, error> existing_run(const fs::path& results_dir, const st
 // The names a run folder holds whose kind the store knows. A symbolic link in their place would
 // make the store read or write outside the folder (a resume appending to a linked segment, a
 // .lock's target truncated), so a writer refuses the run instead.
-constexpr const char* run_files[] = {
-    ".lock",       "meta.json",           "meta.json.damaged", "cases",
-    "segments",    "events.ndjson",       "study.stderr.log",  "report.json",
-    "report.html", detail::plan_keys_file};
+constexpr const char* run_files[] = {".lock",
+                                     "meta.json",
+                                     "meta.json.damaged",
+                                     "cases",
+                                     "segments",
+                                     "events.ndjson",
+                                     "study.stderr.log",
+                                     "report.json",
+                                     "report.html",
+                                     detail::plan_keys_file,
+                                     detail::case_index_name.data()};
 
 // The first symbolic link among the run folder's own files and the entries of its record folders
 // (a case's folder, a segment), or nothing. One pass over the names: a directory's entries say

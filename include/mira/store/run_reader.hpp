@@ -41,6 +41,11 @@ struct missing_cases {
 /// to index it and keeps per case only its key and its place (about 40 bytes and the key); a
 /// visit reads the records again, in natural key order, a few hundred KiB at a time.
 ///
+/// What opening a compact run learns (each key's place and state) is kept in the run folder's
+/// case-index.bin once the run's last session has finished, and taken from there by the next
+/// reader while the segments are as they were (names, sizes and times): a million cases are
+/// then opened without reading their records.
+///
 /// Records are read as they are when visited: a record changed meanwhile (a resume saving its
 /// case again) is read as it is then, one removed is a visit problem. Not thread-safe: one visit
 /// at a time.
@@ -61,6 +66,12 @@ class run_reader {
   std::size_t size() const;
   /// The key of case `i` (natural key order), without reading its record.
   std::string_view key(std::size_t i) const;
+  /// The state of case `i` as its record's "status" says, without reading the record, when the
+  /// reader knows it: for the records of the compact layout (read when the run was opened, or
+  /// kept in its case-index.bin), not for per-case folders.
+  std::optional<schedule::case_state> status(std::size_t i) const;
+  /// The case whose key is `key`, found without reading any record.
+  std::optional<std::size_t> find(std::string_view key) const;
   /// "<file>: <why>" of each record that could not be read; their cases count as not saved.
   const std::vector<std::string>& unreadable() const;
   /// Damaged compact records of a case saved again later (see loaded_run::superseded).

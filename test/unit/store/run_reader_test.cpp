@@ -16,6 +16,9 @@
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <fstream>
 #include <iterator>
 
@@ -478,6 +481,74 @@ BOOST_AUTO_TEST_CASE(two_runs_read_back_compare_as_they_do_in_memory) {
   BOOST_TEST(streamed->only_in_base == 1u);
   BOOST_TEST(streamed->only_in_candidate == 1u);
   BOOST_TEST(mira::compare::render(*streamed, "json") == mira::compare::render(*in_memory, "json"));
+}
+
+namespace {
+
+// Changes `from` to `to` (as long) in `file` in place, keeping its inode and modification time:
+// damage no stamp shows.
+void damage_in_place(const fs::path& file, const std::string& from, const std::string& to) {
+  struct stat before {};
+  BOOST_REQUIRE(::stat(file.c_str(), &before) == 0);
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto at = text.find(from);
+  BOOST_REQUIRE(at != std::string::npos);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(to.data(), static_cast<std::streamsize>(to.size()));
+  f.close();
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  BOOST_REQUIRE(::utimensat(AT_FDCWD, file.c_str(), times, 0) == 0);
+}
+
+}  // namespace
+
+// What opening a finished compact run learns is kept in case-index.bin: the next reader takes
+// it (the same cases, states and findings) without scanning the segments; a record damaged
+// after that is found by its checksum when visited; a damaged index is not taken.
+BOOST_AUTO_TEST_CASE(a_finished_compact_runs_scan_is_kept_and_checked) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto index = results / run_id / "case-index.bin";
+  {
+    auto w = planned_run(results, layout::compact, {"a", "b", "c"});
+    save(w, {{"a", case_state::passed}, {"b", case_state::failed}, {"c", case_state::error}});
+    BOOST_TEST(run_reader::open(results, run_id).has_value());
+    BOOST_TEST(!fs::exists(index));  // its session has not finished: the segments may grow
+    BOOST_TEST(!w.finish({}, json::object{}));
+  }
+  auto first = run_reader::open(results, run_id);
+  BOOST_REQUIRE(first.has_value());
+  BOOST_TEST(fs::is_regular_file(index));
+  auto second = run_reader::open(results, run_id);
+  BOOST_REQUIRE(second.has_value());
+  BOOST_TEST(read_all(*second) == read_all(*first));
+  BOOST_TEST((second->status(1) == case_state::failed));
+  BOOST_TEST((second->status(2) == case_state::error));
+  BOOST_TEST(*second->find("echo/c@sim") == 2u);
+  BOOST_TEST(!second->find("echo/z@sim"));
+  BOOST_TEST(second->unreadable().empty());
+
+  auto segment = list_segments(results / run_id / "segments").front();
+  damage_in_place(segment, "\"sample\":\"b\"", "\"sample\":\"B\"");
+  auto indexed = run_reader::open(results, run_id);
+  BOOST_REQUIRE(indexed.has_value());
+  BOOST_TEST(indexed->unreadable().empty());  // the index vouched for the segment
+  std::vector<std::string> read;
+  auto late = indexed->visit([&](std::size_t, const saved_case& c) {
+    read.push_back(c.key);
+    return true;
+  });
+  BOOST_TEST((read == std::vector<std::string>{"echo/a@sim", "echo/c@sim"}));
+  BOOST_REQUIRE(late.size() == 1u);
+  BOOST_TEST(late[0].find("the record of echo/b@sim has changed since it was read") !=
+             std::string::npos);
+
+  damage_in_place(index, "mira_case_index", "mira_case_indeX");
+  auto scanned = run_reader::open(results, run_id);  // the index fails its checksum
+  BOOST_REQUIRE(scanned.has_value());
+  BOOST_REQUIRE(scanned->unreadable().size() == 1u);
+  BOOST_TEST(scanned->unreadable()[0].find("checksum mismatch") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
