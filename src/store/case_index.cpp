@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace mira::store::detail {
@@ -83,13 +84,14 @@ bool take_damage(const json::object& h, compact_scan& c) {
   return true;
 }
 
-// Every entry inside the keys and inside its segment as stamped.
+// Every entry inside the keys and inside its segment as stamped, every state one there is.
 bool consistent(const compact_scan& c) {
   for (auto& e : c.entries)
     if (e.source >= c.stamps.size() || e.key_at + e.key_size > c.keys.size() ||
         e.at + e.size > c.stamps[e.source].size)
       return false;
-  return true;
+  constexpr auto last = 1 + static_cast<int>(schedule::case_state::executed);
+  return std::all_of(c.states.begin(), c.states.end(), [](std::uint8_t s) { return s <= last; });
 }
 
 }  // namespace
