@@ -101,7 +101,7 @@ bool contains_folded(std::string_view hay, std::string_view needle) {
                      [&](char a, char b) { return fold(a) == fold(b); }) != hay.end();
 }
 
-bool listed(const std::vector<std::string>& allowed, const std::string& v) {
+bool listed(const std::vector<std::string>& allowed, std::string_view v) {
   return allowed.empty() || std::find(allowed.begin(), allowed.end(), v) != allowed.end();
 }
 
@@ -139,7 +139,7 @@ std::optional<std::size_t> count_by_status(const run_reader& run, const case_fil
   for (std::size_t i = 0; i < run.size(); ++i) {
     auto st = run.status(i);
     if (!st) return std::nullopt;
-    if (listed(f.statuses, std::string(schedule::to_string(*st)))) ++n;
+    if (listed(f.statuses, schedule::to_string(*st))) ++n;
   }
   return n;
 }
@@ -300,7 +300,7 @@ tl::expected<case_page, query_error> query_cases(const run_reader& run, const ca
         if (counted && *after && !plan::natural_less((*after)->key, key)) return false;
         // A case whose state the reader knows is read only when the filter can take it.
         auto st = q.filter.statuses.empty() ? std::nullopt : run.status(i);
-        return !st || listed(q.filter.statuses, std::string(schedule::to_string(*st)));
+        return !st || listed(q.filter.statuses, schedule::to_string(*st));
       });
   if (counted) page.matched = *counted;
   std::sort_heap(kept.begin(), kept.end(), heap_less);

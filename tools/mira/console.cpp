@@ -403,6 +403,17 @@ bool refuse_outs(const run_args& a) {
   return refused;
 }
 
+std::filesystem::path run_folder_of(const std::string& arg,
+                                    const std::filesystem::path& results_dir) {
+  std::error_code ec;
+  auto f =
+      arg.find('/') == std::string::npos && std::filesystem::is_directory(results_dir / arg, ec)
+          ? results_dir / arg
+          : std::filesystem::path(arg).lexically_normal();
+  if (f.filename().empty()) f = f.parent_path();
+  return f;
+}
+
 std::optional<store::run_reader> open_saved_run(const run_args& a, int& rc) {
   auto run = store::run_reader::open(a.results_dir, a.run_id);
   if (!run) {

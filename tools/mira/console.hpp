@@ -181,4 +181,9 @@ std::optional<store::loaded_run> load_saved_run(const run_args& a);
 /// Without it, `rc` is the exit code: 2 for no such run, 3 for a run that cannot be read.
 std::optional<store::run_reader> open_saved_run(const run_args& a, int& rc);
 
+/// A RUN argument (mira merge, mira view): a path to a run folder ("run/" names the folder
+/// "run"), or a run id in the results directory.
+std::filesystem::path run_folder_of(const std::string& arg,
+                                    const std::filesystem::path& results_dir);
+
 }  // namespace mira::cli

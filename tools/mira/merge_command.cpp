@@ -15,18 +15,6 @@ namespace mira::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// A RUN argument: a path to a run folder, or a run id in the results directory.
-fs::path run_folder_of(const std::string& arg, const fs::path& results_dir) {
-  std::error_code ec;
-  if (arg.find('/') == std::string::npos && fs::is_directory(results_dir / arg, ec))
-    return results_dir / arg;
-  return fs::path(arg).lexically_normal();
-}
-
-}  // namespace
-
 int cmd_merge(const std::vector<std::string>& args) {
   auto a = parse_args(command::merge, args);
   if (a.help) return std::fputs(command_help(command::merge).c_str(), stdout), exit_ok;
@@ -39,9 +27,7 @@ int cmd_merge(const std::vector<std::string>& args) {
   const auto& runs = a.runs;
   std::vector<fs::path> folders;
   for (auto& r : runs) {
-    auto f = run_folder_of(r, o.results_dir);
-    if (f.filename().empty()) f = f.parent_path();  // "run/" names the folder "run"
-    folders.push_back(std::move(f));
+    folders.push_back(run_folder_of(r, o.results_dir));
   }
   o.argv.push_back("merge");
   o.argv.insert(o.argv.end(), args.begin(), args.end());

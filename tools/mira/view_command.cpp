@@ -48,12 +48,7 @@ std::pair<fs::path, std::string> folder_of(const run_args& a) {
   std::string id;
   for (auto& r : a.runs) {
     std::error_code ec;
-    fs::path f =
-        r.find('/') == std::string::npos && fs::is_directory(fs::path(a.results_dir) / r, ec)
-            ? fs::path(a.results_dir) / r
-            : fs::path(r);
-    f = fs::absolute(f, ec).lexically_normal();
-    if (f.filename().empty()) f = f.parent_path();
+    auto f = fs::absolute(run_folder_of(r, a.results_dir), ec).lexically_normal();
     if (!fs::is_regular_file(f / "meta.json", ec))
       throw usage_error{"no saved run at " + printable(f.string()) + " (its meta.json is missing)"};
     if (!parent.empty() && f.parent_path() != parent)
