@@ -28,6 +28,7 @@
 #include <boost/system/system_error.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -335,8 +336,24 @@ asio::awaitable<void> write_stdin(std::shared_ptr<run_state> s) {
   pipe_done(*s);
 }
 
+// Whether the pidfd says its process has ended, asked now.
+bool ended(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  int rc = 0;
+  while ((rc = ::poll(&p, 1, 0)) < 0 && errno == EINTR) {
+  }
+  return rc != 0;  // readable, or an error the wait would meet too
+}
+
 asio::awaitable<void> wait_exit(std::shared_ptr<run_state> s) {
-  co_await s->pidfd.async_wait(descriptor::wait_read, asio::as_tuple(asio::use_awaitable));
+  // A wait can end while the child runs: on a reactor run by several threads, a readiness event
+  // read for the descriptor that had this number before may be handed to this one. The pidfd is
+  // asked again before the group is killed.
+  for (;;) {
+    auto [ec] =
+        co_await s->pidfd.async_wait(descriptor::wait_read, asio::as_tuple(asio::use_awaitable));
+    if (ec || ended(s->pidfd.native_handle())) break;
+  }
   // What the program left in its group dies with it, now that the unreaped child still holds the
   // group's id. (Were the pidfd ever to fail, this would kill the child too, so the reap below
   // does not block.)

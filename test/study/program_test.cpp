@@ -26,6 +26,7 @@
 #include <csignal>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -128,6 +129,8 @@ struct race_tally {
   std::atomic<int> failed{0};         // the program's result says it failed
   std::atomic<int> chains_done{0};
   std::atomic<int> chains_thrown{0};
+  std::mutex m;
+  std::string failures;  // how each failed run ended, for the log
 };
 
 // `rounds` runs of `true`, each raced in `||` against a timer of a quarter to seven quarters of
@@ -144,8 +147,14 @@ asio::awaitable<void> race_the_end(steady::duration typical, int rounds, int off
       ++tally.timer_first;
     else if (std::get<0>(r).exit_code == 0)
       ++tally.program_first;
-    else
+    else {
       ++tally.failed;
+      auto& p = std::get<0>(r);
+      std::lock_guard lock(tally.m);
+      tally.failures += "chain " + std::to_string(offset) + " round " + std::to_string(i) +
+                        ": exit code " + std::to_string(p.exit_code) + ", signal " +
+                        std::to_string(p.signal) + ", stderr: " + p.err + "\n";
+    }
   }
 }
 
@@ -396,7 +405,7 @@ BOOST_AUTO_TEST_CASE(a_cancellation_as_the_program_ends_on_four_threads) {
   BOOST_TEST(tally.chains_done.load() == chains);
   BOOST_TEST(tally.chains_thrown.load() == 0);
   BOOST_TEST(tally.program_first.load() + tally.timer_first.load() == chains * rounds);
-  BOOST_TEST(tally.failed.load() == 0);
+  BOOST_TEST(tally.failed.load() == 0, tally.failures);
   BOOST_TEST(!has_children());
   BOOST_TEST(open_fds() == fds_before);
 }
