@@ -6,6 +6,7 @@
 #include <mira/protocol/json_text.hpp>
 #include <mira/serve/server.hpp>
 #include <mira/store/files.hpp>
+#include "protocol/json_scan.hpp"
 #include "store/digest.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -102,7 +103,23 @@ int hex_value(char c) {
   return -1;
 }
 
-// Percent-decoding; '+' is a space in the query only.
+// Whether `s` is UTF-8 (as the JSON skim reads strings: Unicode's table 3-7).
+bool valid_utf8(std::string_view s) {
+  const char* p = s.data();
+  const char* end = p + s.size();
+  while ((p = mira::detail::json_plain_run(p, end)) != end) {
+    if (static_cast<unsigned char>(*p) < 0x80) {
+      ++p;  // a quote, a backslash or a control byte: ASCII, which a string would escape
+      continue;
+    }
+    p = mira::detail::scan_json_string_special(p, end);
+    if (!p) return false;
+  }
+  return true;
+}
+
+// Percent-decoding; '+' is a space in the query only. Nothing unless it decodes to UTF-8 without
+// a NUL.
 std::optional<std::string> percent_decode(std::string_view s, bool query) {
   std::string out;
   out.reserve(s.size());
@@ -120,6 +137,7 @@ std::optional<std::string> percent_decode(std::string_view s, bool query) {
     if (c == '\0') return std::nullopt;
     out += c;
   }
+  if (!valid_utf8(out)) return std::nullopt;  // no key, id or value is anything else
   return out;
 }
 
@@ -158,7 +176,7 @@ tl::expected<request_target, api_error> parse_target(std::string_view target) {
   if (auto h = raw_path.find('#'); h != std::string_view::npos) raw_path = raw_path.substr(0, h);
   request_target t;
   auto path = percent_decode(raw_path, false);
-  if (!path) return bad("the path has a bad percent escape or a NUL");
+  if (!path) return bad("the path has a bad percent escape, a NUL or bytes that are not UTF-8");
   t.path = std::move(*path);
   for (auto seg : split_path(t.path))
     if (seg == "." || seg == "..") return bad("the path has a '.' or '..' segment");
@@ -174,7 +192,8 @@ tl::expected<request_target, api_error> parse_target(std::string_view target) {
         auto eq = pair.find('=');
         auto k = percent_decode(pair.substr(0, eq), true);
         auto v = percent_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
-        if (!k || !v) return bad("the query has a bad percent escape or a NUL");
+        if (!k || !v)
+          return bad("the query has a bad percent escape, a NUL or bytes that are not UTF-8");
         t.query.emplace_back(std::move(*k), std::move(*v));
       }
       i = j + 1;

@@ -154,13 +154,15 @@ json::object case_page_json(const store::case_page& page) {
                    {"message", s.message}};
     cases.push_back(std::move(o));
   }
-  json::array problems;
+  json::array problems, unreadable;
   for (auto& p : page.problems) problems.emplace_back(p);
+  for (auto& u : page.unreadable) unreadable.emplace_back(u);
   return json::object{{"cases", std::move(cases)},
                       {"matched", page.matched},
                       {"next_cursor", page.next_cursor.empty() ? json::value(nullptr)
                                                                : json::value(page.next_cursor)},
-                      {"problems", std::move(problems)}};
+                      {"problems", std::move(problems)},
+                      {"unreadable", std::move(unreadable)}};
 }
 
 json::object case_detail_json(const store::case_detail& d) {

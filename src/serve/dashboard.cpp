@@ -227,11 +227,16 @@ std::string cases_section() {
   std::string statuses = "<option value=\"\">any status</option>";
   for (auto st : {"passed", "failed", "error", "na", "skipped", "cancelled"})
     statuses += "<option>" + std::string(st) + "</option>";
-  return "<h2>Cases</h2><form id=\"filters\" role=\"search\"><select id=\"f-status\" "
+  return "<div id=\"matrix\"></div><h2>Cases</h2><form id=\"filters\" role=\"search\">"
+         "<select id=\"f-status\" "
          "aria-label=\"status\">" +
          statuses +
          "</select><input id=\"f-eval\" placeholder=\"eval\" aria-label=\"eval\"><input "
-         "id=\"f-target\" placeholder=\"target\" aria-label=\"target\"><input id=\"f-q\" "
+         "id=\"f-target\" placeholder=\"target\" aria-label=\"target\"><input id=\"f-trial\" "
+         "type=\"number\" min=\"0\" placeholder=\"trial\" aria-label=\"trial\"><input "
+         "id=\"f-score-min\" type=\"number\" step=\"any\" placeholder=\"score from\" "
+         "aria-label=\"lowest score\"><input id=\"f-score-max\" type=\"number\" step=\"any\" "
+         "placeholder=\"score to\" aria-label=\"highest score\"><input id=\"f-q\" "
          "type=\"search\" placeholder=\"search input and response ( / )\" aria-label=\"search\">"
          "<select id=\"f-sort\" aria-label=\"sort\"><option value=\"\">by key</option>"
          "<option value=\"-latency\">slowest first</option><option value=\"-cost\">costliest "

@@ -340,8 +340,32 @@ constexpr std::string_view script = R"JS("use strict";
     load();
   }
 
+  // The run's evals x targets, passed/scored per cell with the rate, from its saved summary
+  // (the dashboard above shows a live run's counts as they come).
+  async function showMatrix() {
+    const box = $("matrix");
+    try {
+      const d = await getJson(api);
+      const s = d.summary;
+      if (!s || !s.matrix || !s.per_eval || !s.per_target) return;
+      const targets = Object.keys(s.per_target);
+      const rate = (r) => r && r.scored ? r.passed + "/" + r.scored + " (" +
+          Math.round(r.passed / r.scored * 1000) / 10 + "%)" : r ? "-" : "";
+      const rows = Object.keys(s.per_eval).map((e) =>
+          [e, ...targets.map((t) => rate((s.matrix[e] || {})[t])), rate(s.per_eval[e])]);
+      rows.push(["all", ...targets.map((t) => rate(s.per_target[t])), rate(s.overall)]);
+      box.replaceChildren(el("h2", "Evals x targets"),
+                          table("matrix", ["eval", ...targets, "all targets"], rows));
+      body.dataset.matrix = "ready";
+    } catch (e) {
+      put(box, e.message);
+    }
+  }
+
   function runPage() {
+    showMatrix();
     const f = { status: $("f-status"), eval: $("f-eval"), target: $("f-target"), q: $("f-q"),
+                trial: $("f-trial"), score_min: $("f-score-min"), score_max: $("f-score-max"),
                 sort: $("f-sort") };
     const given = new URLSearchParams(location.search);
     for (const [k, input] of Object.entries(f)) if (given.has(k)) input.value = given.get(k);
@@ -371,7 +395,10 @@ constexpr std::string_view script = R"JS("use strict";
         rows.push(tr);
       }
       selected = -1;
-      put($("cases-status"), d.matched + " matching case(s) · page " + (page + 1));
+      const lost = (d.unreadable || []).length + (d.problems || []).length;
+      put($("cases-status"), d.matched + " matching case(s) · page " + (page + 1) +
+          (lost ? " · " + lost + " saved record(s) cannot be read" : ""));
+      $("cases-status").title = [...(d.unreadable || []), ...(d.problems || [])].join("\n");
       $("prev").disabled = page === 0;
       $("next").disabled = !d.next_cursor;
       body.dataset.cases = "ready";

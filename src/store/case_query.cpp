@@ -271,6 +271,7 @@ tl::expected<case_page, query_error> query_cases(const run_reader& run, const ca
   // when the reader knows how many match, the visit ends with the page.
   const auto counted = by_key ? count_by_status(run, q.filter) : std::nullopt;
   case_page page;
+  page.unreadable = run.unreadable();
   // The page so far, largest last in `less`: a max-heap of at most limit + 1 cases (one more
   // than the page says whether a next page exists).
   std::vector<std::pair<position, case_summary>> kept;

@@ -77,6 +77,13 @@ class Viewer(unittest.TestCase):
                 "attempts": 1, "latency_ms": 1}
             with open(os.path.join(case_dir, "result.json"), "w") as f:
                 json.dump(record, f)
+        # A saved record with bytes that are not UTF-8 (a damaged file): it cannot be read.
+        bad = os.path.join(results, cls.run_id, "cases", "bad_2futf8_40sim")
+        os.makedirs(bad)
+        with open(os.path.join(bad, "result.json"), "wb") as f:
+            f.write(b'{"eval":"bad","sample":"utf8","target":"sim","passed":true,"aggregate":1,'
+                    b'"transcript":{"final_response":"\xff\xfe<b>x</b>"},"key":"bad/utf8@sim",'
+                    b'"status":"passed","attempts":1,"latency_ms":1}')
         flipped = os.path.join(results, cls.candidate, "cases", "greet_2fhi_40sim",
                                "result.json")
         with open(flipped) as f:
@@ -186,8 +193,33 @@ class Viewer(unittest.TestCase):
         self.assertEqual(self.value("document.querySelector('#cases tbody a').textContent"),
                          HOSTILE_KEY)
         self.assertEqual(self.value("location.search"), "?status=failed")
-        self.open("/runs/%s?status=passed&sort=-tokens" % self.run_id)
+        # The evals x targets matrix: the run's saved summary, a row per eval and one for all.
+        with open(os.path.join(self.folder, "meta.json")) as f:
+            summary = json.load(f)["summary"]
+        self.wait("document.body.dataset.matrix === 'ready'")
+        matrix = self.value("[...document.querySelectorAll('table.matrix tbody tr')].map((r) =>"
+                            " [...r.cells].map((c) => c.textContent))")
+        self.assertEqual([r[0] for r in matrix], list(summary["per_eval"]) + ["all"])
+        overall = summary["overall"]
+        self.assertTrue(matrix[-1][-1].startswith("%d/%d" % (overall["passed"], overall["scored"])))
+        # A trial filter, against the run folder's records.
+        records = []
+        for d in os.listdir(os.path.join(self.folder, "cases")):
+            if d == "bad_2futf8_40sim":
+                continue  # not UTF-8: no case (test_2)
+            with open(os.path.join(self.folder, "cases", d, "result.json")) as f:
+                records.append(json.load(f))
+        second = sorted(r["key"] for r in records if r.get("trial") == 1)
+        self.assertTrue(second)
+        self.open("/runs/%s?trial=1" % self.run_id)
         self.wait("document.body.dataset.cases === 'ready'")
+        self.assertEqual(self.value("document.getElementById('f-trial').value"), "1")
+        self.assertEqual(sorted(self.value("[...document.querySelectorAll('#cases tbody a')]"
+                                           ".map((a) => a.textContent)")), second)
+        self.open("/runs/%s?status=passed&sort=-tokens" % self.run_id)
+        self.wait("document.body.dataset.cases === 'ready' && "
+                  "document.body.dataset.matrix === 'ready'")
+        self.value("document.getElementById('matrix').scrollIntoView()")
         self.screenshot("viewer-run.png")
 
         # The agent loop's case: what the page shows against the run folder.
@@ -236,6 +268,27 @@ class Viewer(unittest.TestCase):
         self.wait("document.querySelectorAll('#case .step').length === 400")
         # The page is still answering.
         self.assertEqual(self.value("1 + 1"), 2)
+
+    def test_2_invalid_utf8_is_named_not_shown(self):
+        # The record that is not UTF-8 is counted on the run page, which lists the others.
+        self.open("/runs/%s" % self.run_id)
+        self.wait("document.body.dataset.cases === 'ready'")
+        self.assertIn("38 matching case(s)", self.value(
+            "document.getElementById('cases-status').textContent"))
+        self.assertIn("1 saved record(s) cannot be read", self.value(
+            "document.getElementById('cases-status').textContent"))
+        self.assertIn("bad_2futf8_40sim", self.value(
+            "document.getElementById('cases-status').title"))
+        # A key of bytes that are not UTF-8, in a URL: refused, in JSON that is UTF-8 and
+        # parses; the page for it says so as text.
+        code, text = self.value(
+            "fetch('/v1/runs/%s/cases/%%FF%%FEx').then(async (r) => [r.status, new TextDecoder("
+            "'utf-8', {fatal: true}).decode(await r.arrayBuffer())])" % self.run_id)
+        self.assertEqual(code, 400, text)
+        self.assertIn("not UTF-8", json.loads(text)["error"]["message"])
+        self.open("/runs/%s/cases/%%FF%%FEx" % self.run_id)
+        self.assertIn("not UTF-8", self.value("document.body.textContent"))
+        self.assertIsNone(self.value("window.pwned === undefined ? null : window.pwned"))
 
     def test_3_compare_flipped_cases_then_one_case_side_by_side(self):
         self.open("/")

@@ -71,6 +71,9 @@ struct case_page {
   std::string next_cursor;  ///< empty on the last page
   /// "<file>: <why>" of records that could not be read now that could when the run was opened.
   std::vector<std::string> problems;
+  /// "<file>: <why>" of the run's records that could not be read when it was opened
+  /// (run_reader::unreadable): cases no page has.
+  std::vector<std::string> unreadable;
   bool stopped = false;
 };
 
