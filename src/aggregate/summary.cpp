@@ -248,8 +248,10 @@ void accumulator::add(std::size_t i, const schedule::case_record& r) {
   }
   out.total.retries += r.retried.size();
   for (auto& a : r.retried) ++out.total.retry_causes[a.cause];
+  // To the microsecond, as a record keeps it: the summary made again from a run's records is
+  // the one the run made.
   if (r.attempts > 0 && r.state != case_state::cancelled)
-    st.latencies[t].push_back(static_cast<float>(r.latency_seconds));
+    st.latencies[t].push_back(static_cast<float>(std::round(r.latency_seconds * 1e6) / 1e6));
   if (!result) return;
   st.target_has_sums[t] = true;
   auto& sums = st.target_sums[t];
@@ -442,6 +444,22 @@ json::object rate_json(const aggregate::rate& r) {
           {"ci95", r.scored ? json::value(json::array{ci.low, ci.high}) : json::value(nullptr)}};
 }
 
+// Per target: its latencies (percentiles, the box, time to first token).
+json::object latency_json(const summary& s) {
+  json::object latency;
+  for (auto& [target, l] : s.latency_by_target) {
+    json::object lo{{"n", l.n},       {"p50_s", l.p50}, {"p95_s", l.p95}, {"p99_s", l.p99},
+                    {"min_s", l.min}, {"p25_s", l.p25}, {"p75_s", l.p75}, {"max_s", l.max}};
+    if (l.ttft_n) {
+      lo["ttft_n"] = l.ttft_n;
+      lo["ttft_p50_ms"] = l.ttft_p50_ms;
+      lo["ttft_p95_ms"] = l.ttft_p95_ms;
+    }
+    latency[target] = std::move(lo);
+  }
+  return latency;
+}
+
 }  // namespace
 
 json::object summary_json(const summary& s, const schedule::run_report& report) {
@@ -470,23 +488,25 @@ json::object summary_json(const summary& s, const schedule::run_report& report) 
   }
   json::object groups;
   for (auto& [v, r] : s.groups) groups[v] = rate_json(r);
-  json::object latency;
-  for (auto& [target, l] : s.latency_by_target) {
-    json::object lo{{"n", l.n}, {"p50_s", l.p50}, {"p95_s", l.p95}, {"p99_s", l.p99}};
-    if (l.ttft_n) {
-      lo["ttft_p50_ms"] = l.ttft_p50_ms;
-      lo["ttft_p95_ms"] = l.ttft_p95_ms;
-    }
-    latency[target] = std::move(lo);
-  }
+  json::object by_target;
+  for (auto& [target, tt] : s.totals_by_target)
+    by_target[target] = json::object{{"cost_usd", tt.cost_usd}, {"tokens", tt.tokens}};
   auto& t = s.total;
   json::object causes;
   for (auto& [c, n] : t.retry_causes) causes[c] = n;
   json::object metrics;
   for (auto& [k, v] : t.metric_means) metrics[k] = v;
-  json::object per_eval, per_target;
-  for (auto& [e, r] : s.per_eval) per_eval[e] = rate_json(r);
-  for (auto& [target, r] : s.per_target) per_target[target] = rate_json(r);
+  // In the plan's order (first seen), which summary_from_json reads back as the order.
+  auto in_order = [](const std::vector<std::string>& order, const std::map<std::string, rate>& m) {
+    json::object out;
+    for (auto& name : order)
+      if (auto it = m.find(name); it != m.end()) out[name] = rate_json(it->second);
+    for (auto& [name, r] : m)
+      if (!out.contains(name)) out[name] = rate_json(r);
+    return out;
+  };
+  auto per_eval = in_order(s.eval_order, s.per_eval);
+  auto per_target = in_order(s.target_order, s.per_target);
   json::object out{
       {"counts", std::move(counts)},
       {"overall", rate_json(s.overall)},
@@ -504,7 +524,8 @@ json::object summary_json(const summary& s, const schedule::run_report& report) 
                               {"retries", t.retries},
                               {"retry_causes", std::move(causes)},
                               {"metric_means", std::move(metrics)}}},
-      {"latency", std::move(latency)},
+      {"latency", latency_json(s)},
+      {"totals_by_target", std::move(by_target)},
       {"seconds", report.seconds},
       // Planned cases without a verdict (the cancelled ones): 0 for a run that finished.
       {"unfinished", s.count(schedule::case_state::cancelled)},
@@ -518,6 +539,214 @@ json::object summary_json(const summary& s, const schedule::run_report& report) 
     out["stopped"] =
         json::object{{"reason", to_string(report.stopped)}, {"message", report.stop_message}};
   return out;
+}
+
+namespace {
+
+// Reading a summary's JSON back: each member where summary_json writes it, or why not.
+struct summary_reader {
+  std::string problem;
+
+  const json::value* at(const json::object& o, std::string_view name, std::string_view where) {
+    auto* v = o.if_contains(name);
+    if (!v && problem.empty())
+      problem = std::string(where) + "." + std::string(name) + " is missing";
+    return v;
+  }
+  const json::object* object(const json::object& o, std::string_view name, std::string_view where) {
+    auto* v = at(o, name, where);
+    if (v && !v->is_object() && problem.empty())
+      problem = std::string(where) + "." + std::string(name) + " is not an object";
+    return v && v->is_object() ? &v->get_object() : nullptr;
+  }
+  double number(const json::object& o, std::string_view name, std::string_view where) {
+    auto* v = at(o, name, where);
+    if (v && v->is_number()) return v->to_number<double>();
+    if (v && problem.empty())
+      problem = std::string(where) + "." + std::string(name) + " is not a number";
+    return 0;
+  }
+  std::size_t count(const json::object& o, std::string_view name, std::string_view where) {
+    const double d = number(o, name, where);
+    if (!(d >= 0 && d < 9.0e15) || d != static_cast<double>(static_cast<std::size_t>(d))) {
+      if (problem.empty())
+        problem = std::string(where) + "." + std::string(name) + " is not a count";
+      return 0;
+    }
+    return static_cast<std::size_t>(d);
+  }
+  rate rate_of(const json::value& v, std::string_view where) {
+    if (!v.is_object()) {
+      if (problem.empty()) problem = std::string(where) + " is not a rate";
+      return {};
+    }
+    rate r{count(v.get_object(), "passed", where), count(v.get_object(), "scored", where)};
+    if (r.passed > r.scored && problem.empty()) problem = std::string(where) + ": passed > scored";
+    return r;
+  }
+  // An object of rates, in its order.
+  void rates(const json::object& o, std::string_view name, std::map<std::string, rate>& out,
+             std::vector<std::string>* order) {
+    auto* m = object(o, name, "summary");
+    if (!m) return;
+    for (auto& [k, v] : *m) {
+      out[std::string(k)] = rate_of(v, std::string(name) + "." + std::string(k));
+      if (order) order->emplace_back(k);
+    }
+  }
+};
+
+void read_trials(summary_reader& in, const json::object& o, summary& s) {
+  auto* v = in.at(o, "trials", "summary");
+  if (!v) return;
+  if (!v->is_array()) {
+    if (in.problem.empty()) in.problem = "summary.trials is not an array";
+    return;
+  }
+  for (auto& item : v->get_array()) {
+    if (!item.is_object()) {
+      if (in.problem.empty()) in.problem = "summary.trials holds a non-object";
+      return;
+    }
+    auto& t = item.get_object();
+    trial_summary ts;
+    auto* key = in.at(t, "key", "summary.trials[]");
+    if (key && key->is_string()) ts.logical_key = key->get_string();
+    ts.trials = in.count(t, "trials", "summary.trials[]");
+    ts.scored = in.count(t, "scored", "summary.trials[]");
+    ts.passed = in.count(t, "passed", "summary.trials[]");
+    ts.mean = in.number(t, "mean", "summary.trials[]");
+    ts.stddev = in.number(t, "stddev", "summary.trials[]");
+    if (auto* pk = in.object(t, "pass_at_k", "summary.trials[]")) {
+      for (std::size_t k = 1; k <= ts.trials && k <= pk->size(); ++k) {
+        auto* p = pk->if_contains(std::to_string(k));
+        ts.pass_at.push_back(p && p->is_number() ? std::optional(p->to_number<double>())
+                                                 : std::nullopt);
+      }
+    }
+    s.trials.push_back(std::move(ts));
+  }
+}
+
+void read_totals(summary_reader& in, const json::object& o, summary& s) {
+  auto* t = in.object(o, "totals", "summary");
+  if (!t) return;
+  auto integer = [&](std::string_view name) {
+    return static_cast<std::int64_t>(in.number(*t, name, "summary.totals"));
+  };
+  s.total.input_tokens = integer("input_tokens");
+  s.total.output_tokens = integer("output_tokens");
+  s.total.cache_read_tokens = integer("cache_read_tokens");
+  s.total.reasoning_tokens = integer("reasoning_tokens");
+  s.total.cost_usd = in.number(*t, "cost_usd", "summary.totals");
+  s.total.tool_calls = integer("tool_calls");
+  s.total.duration_ms = integer("duration_ms");
+  s.total.retries = in.count(*t, "retries", "summary.totals");
+  if (auto* causes = in.object(*t, "retry_causes", "summary.totals"))
+    for (auto& [k, v] : *causes)
+      s.total.retry_causes[std::string(k)] = in.count(*causes, k, "summary.totals.retry_causes");
+  if (auto* metrics = in.object(*t, "metric_means", "summary.totals"))
+    for (auto& [k, v] : *metrics)
+      s.total.metric_means[std::string(k)] = in.number(*metrics, k, "summary.totals.metric_means");
+}
+
+void read_latency(summary_reader& in, const json::object& o, summary& s) {
+  auto* lat = in.object(o, "latency", "summary");
+  if (!lat) return;
+  for (auto& [target, v] : *lat) {
+    if (!v.is_object()) {
+      if (in.problem.empty())
+        in.problem = "summary.latency." + std::string(target) + " is not an object";
+      return;
+    }
+    auto& lo = v.get_object();
+    auto& l = s.latency_by_target[std::string(target)];
+    const std::string where = "summary.latency";
+    l.n = in.count(lo, "n", where);
+    l.p50 = in.number(lo, "p50_s", where);
+    l.p95 = in.number(lo, "p95_s", where);
+    l.p99 = in.number(lo, "p99_s", where);
+    // The box only since summaries kept it: an older one draws none.
+    auto box = [&](std::string_view name) {
+      return lo.contains(name) ? in.number(lo, name, where) : 0.0;
+    };
+    l.min = box("min_s");
+    l.p25 = box("p25_s");
+    l.p75 = box("p75_s");
+    l.max = box("max_s");
+    if (lo.contains("ttft_n")) {
+      l.ttft_n = in.count(lo, "ttft_n", where);
+      l.ttft_p50_ms = in.number(lo, "ttft_p50_ms", where);
+      l.ttft_p95_ms = in.number(lo, "ttft_p95_ms", where);
+    }
+  }
+}
+
+}  // namespace
+
+tl::expected<summary, std::string> summary_from_json(const json::object& o) {
+  summary_reader in;
+  summary s;
+  if (auto* counts = in.object(o, "counts", "summary"))
+    for (auto st : schedule::all_case_states)
+      s.counts[static_cast<std::size_t>(st)] = in.count(*counts, to_string(st), "summary.counts");
+  if (auto* overall = in.at(o, "overall", "summary")) s.overall = in.rate_of(*overall, "overall");
+  in.rates(o, "per_eval", s.per_eval, &s.eval_order);
+  in.rates(o, "per_target", s.per_target, &s.target_order);
+  if (auto* m = in.object(o, "matrix", "summary"))
+    for (auto& [eval, row] : *m) {
+      if (!row.is_object()) {
+        if (in.problem.empty())
+          in.problem = "summary.matrix." + std::string(eval) + " is not an object";
+        break;
+      }
+      for (auto& [target, r] : row.get_object())
+        s.matrix[{std::string(eval), std::string(target)}] =
+            in.rate_of(r, "matrix." + std::string(eval) + "." + std::string(target));
+    }
+  read_trials(in, o, s);
+  if (auto* g = o.if_contains("groups"); g && g->is_object()) {
+    auto& groups = g->get_object();
+    if (auto* by = groups.if_contains("by"); by && by->is_string()) s.group_by = by->get_string();
+    if (auto* values = in.object(groups, "values", "summary.groups"))
+      for (auto& [v, r] : *values)
+        s.groups.emplace_back(std::string(v), in.rate_of(r, "groups.values." + std::string(v)));
+  }
+  read_totals(in, o, s);
+  read_latency(in, o, s);
+  // Kept since summaries say it: an older summary has no per-target totals.
+  if (auto* bt = o.if_contains("totals_by_target"); bt && bt->is_object())
+    for (auto& [target, v] : bt->get_object())
+      if (v.is_object()) {
+        auto& tt = s.totals_by_target[std::string(target)];
+        tt.cost_usd = in.number(v.get_object(), "cost_usd", "summary.totals_by_target");
+        tt.tokens = static_cast<std::int64_t>(
+            in.number(v.get_object(), "tokens", "summary.totals_by_target"));
+      }
+  if (!in.problem.empty()) return tl::unexpected(std::move(in.problem));
+  return s;
+}
+
+namespace {
+
+// `order` rearranged as `saved`'s members are: the names it lists first, in its order, then the
+// others as they were.
+void order_by(std::vector<std::string>& order, const json::value* saved) {
+  if (!saved || !saved->is_object()) return;
+  std::vector<std::string> out;
+  out.reserve(order.size());
+  for (auto& [name, v] : saved->get_object())
+    if (std::find(order.begin(), order.end(), name) != order.end()) out.emplace_back(name);
+  for (auto& name : order)
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  order = std::move(out);
+}
+
+}  // namespace
+
+void order_as_saved(summary& s, const json::object& saved) {
+  order_by(s.eval_order, saved.if_contains("per_eval"));
+  order_by(s.target_order, saved.if_contains("per_target"));
 }
 
 }  // namespace mira::aggregate

@@ -2,6 +2,7 @@
 // statistics are plain functions of counts, so their tests check them against hand computations.
 #include <mira/compare/compare.hpp>
 
+#include <mira/protocol/codec.hpp>
 #include <mira/store/records.hpp>
 #include "plan/natural_order.hpp"
 
@@ -146,14 +147,9 @@ std::vector<group_delta> breakdown(const std::vector<case_pair>& cases, double a
   return out;
 }
 
-// The pairing key: the logical key and the trial, so a run of one trial (key without "#0") and a
-// run of several pair their trial 0.
-std::string pair_key(std::string_view logical, std::int64_t trial) {
-  return std::string(logical) + "#" + std::to_string(trial);
-}
-
-// Whether `p` is the pair of the cases with logical key `logical` and trial `trial`: its key is
-// the logical key, or it with "#trial".
+// Cases pair by the logical key and the trial, so a run of one trial (key without "#0") and a
+// run of several pair their trial 0. Whether `p` is the pair of the cases with logical key
+// `logical` and trial `trial`: its key is the logical key, or it with "#trial".
 bool same_pair(const case_pair& p, std::string_view logical, std::int64_t trial) {
   std::string_view key = p.key;
   if (p.trial != trial || key.substr(0, logical.size()) != logical) return false;
@@ -166,16 +162,17 @@ bool same_pair(const case_pair& p, std::string_view logical, std::int64_t trial)
 class pair_index {
  public:
   static std::uint64_t hash(std::string_view logical, std::int64_t trial) {
-    return std::hash<std::string>{}(pair_key(logical, trial));
+    return std::hash<std::string_view>{}(logical) ^
+           (static_cast<std::uint64_t>(trial) * 0x9E3779B97F4A7C15ull);
   }
   void add(std::uint64_t hash, std::size_t pair) { rows_.emplace_back(hash, pair); }
   void sort() { std::sort(rows_.begin(), rows_.end()); }
   // The first pair (lowest position) of that logical key and trial among those added.
   std::optional<std::size_t> find(const std::vector<case_pair>& pairs, std::string_view logical,
                                   std::int64_t trial) const {
-    auto it = std::lower_bound(rows_.begin(), rows_.end(),
-                               std::pair{hash(logical, trial), std::size_t{0}});
-    for (; it != rows_.end() && it->first == hash(logical, trial); ++it)
+    const auto h = hash(logical, trial);
+    auto it = std::lower_bound(rows_.begin(), rows_.end(), std::pair{h, std::size_t{0}});
+    for (; it != rows_.end() && it->first == h; ++it)
       if (same_pair(pairs[it->second], logical, trial)) return it->second;
     return std::nullopt;
   }
@@ -332,11 +329,18 @@ std::size_t pair_cases(const run_side& base, const run_side& candidate, comparis
   fold(out.cases, 0, base_index, logical_size, true, folded);
   const std::size_t base_pairs = out.cases.size();
   logical_size.clear();
+  // Two runs of one plan are in one order: the base's pair after the last one found is tried
+  // first (an unfolded pair is the first of its pairing key, as the index finds it).
+  std::size_t next = 0;
   unreadable[1] += candidate.visit([&](const plan::planned_case& c, case_state state) {
     const auto logical = c.logical_key();
-    auto found = base_index.find(out.cases, logical, c.params.trial);
+    auto found =
+        next < base_pairs && !folded[next] && same_pair(out.cases[next], logical, c.params.trial)
+            ? std::optional(next)
+            : base_index.find(out.cases, logical, c.params.trial);
     if (found) {
       out.cases[*found].candidate.state = state;
+      next = *found + 1;
       return;
     }
     new_pair(out.cases, c).candidate.state = state;
@@ -514,10 +518,16 @@ tl::expected<comparison, error> compare_runs(const store::loaded_run& base,
 tl::expected<comparison, error> compare_runs(const store::run_reader& base,
                                              const store::run_reader& candidate, const options& o) {
   auto side_of = [](const store::run_reader& run) {
+    // A case's identity and state, as planned_case_of and decode_case_record read them, from
+    // its line: a compact record is not parsed into a DOM, nor its result decoded.
     return run_side{run.meta(), run.size(), run.unreadable().size(), [&run](const auto& take) {
-                      auto late = run.visit_cases([&](std::size_t, const plan::planned_case& c,
-                                                      const schedule::case_record& r) {
-                        take(c, r.state);
+                      plan::planned_case c;
+                      auto late = run.visit_lines([&](std::size_t, std::string_view key,
+                                                      std::string_view line, case_state state) {
+                        auto params = protocol::decode_run_params_text(line);
+                        c.params = params ? plan::case_params(*params) : plan::case_params{};
+                        c.key.assign(key);
+                        take(c, state);
                         return true;
                       });
                       return late.size();

@@ -267,7 +267,8 @@ void print_table(std::FILE* out, const case_source& cases, const schedule::run_r
   for (auto n : s.counts) total += n;
   if (cases.size() < total)
     std::fprintf(out,
-                 "... the first %zu of %zu cases are listed (mira report RUN_ID lists them all)\n",
+                 "... the first %zu of %zu cases are listed (mira report RUN_ID --format csv lists "
+                 "them all; mira report RUN_ID FILTER the ones whose key contains FILTER)\n",
                  cases.size(), total);
   print_matrix(out, s);
   print_rates(out, "per eval", s.eval_order, s.per_eval);
@@ -525,9 +526,8 @@ void render(const std::string& format, const case_source& cases, const schedule:
   if (format == "csv") return csv_report(cases, out);
   if (format == "jsonl") {
     std::string line;
-    cases.visit([&](std::size_t, const plan::planned_case& c, const schedule::case_record& r) {
-      line.clear();
-      store::append_case_line(line, c, r);
+    cases.visit_lines([&](std::size_t, std::string_view text) {
+      line.assign(text);
       line += '\n';
       out(line);
       return true;
@@ -542,9 +542,9 @@ void render(const std::string& format, const case_source& cases, const schedule:
   // {"summary": ..., "cases": [...]}, a case at a time, in pieces of about 64 KiB.
   std::string item =
       "{\"summary\":" + protocol::to_json_text(aggregate::summary_json(s, report)) + ",\"cases\":[";
-  cases.visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
+  cases.visit_lines([&](std::size_t i, std::string_view line) {
     if (i) item += ',';
-    store::append_case_line(item, c, r);
+    item += line;
     if (item.size() >= (std::size_t{64} << 10)) {
       out(item);
       item.clear();
@@ -603,6 +603,15 @@ std::vector<store::report_file> saved_run_files(const store::run_reader& run,
   return run_files(std::make_shared<saved_cases>(run), header, s);
 }
 
+void case_source::visit_lines(const line_fn& fn) const {
+  std::string line;
+  visit([&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
+    line.clear();
+    store::append_case_line(line, c, r);
+    return fn(i, line);
+  });
+}
+
 std::size_t memory_cases::size() const {
   return std::min(p_.cases.size(), report_.cases.size());
 }
@@ -659,6 +668,19 @@ void saved_cases::visit(const case_fn& fn) const {
         return fn(n++, c, r);
       },
       [&](std::size_t i, std::string_view) { return chosen_.empty() || chosen_[i]; });
+  keep_problems(std::move(late));
+}
+
+void saved_cases::visit_lines(const line_fn& fn) const {
+  std::size_t n = 0;
+  keep_problems(run_.visit_lines(
+      [&](std::size_t, std::string_view, std::string_view line, schedule::case_state) {
+        return fn(n++, line);
+      },
+      [&](std::size_t i, std::string_view) { return chosen_.empty() || chosen_[i]; }));
+}
+
+void saved_cases::keep_problems(std::vector<std::string> late) const {
   for (auto& u : late)  // each visit may meet the same one
     if (std::find(problems_.begin(), problems_.end(), u) == problems_.end())
       problems_.push_back(std::move(u));

@@ -1,6 +1,7 @@
 // Run-store building blocks (see files.hpp).
 #include <mira/store/files.hpp>
 #include "protocol/json_scan.hpp"
+#include "protocol/precise_json.hpp"
 #include "store/digest.hpp"
 #include "store/file_helpers.hpp"
 
@@ -438,8 +439,9 @@ std::optional<boost::json::object> read_json_object(const std::filesystem::path&
     text.append(buf, static_cast<std::size_t>(n));
   }
   boost::system::error_code ec;
-  // The host's limits (nesting 256), as for the study's lines: what was saved must read back.
-  auto v = boost::json::parse(text, ec, {}, mira::detail::host_parse_options());
+  // The host's limits (nesting 256), as for the study's lines: what was saved must read back,
+  // its doubles too.
+  auto v = mira::detail::parse_json_precise(text, ec, mira::detail::host_parse_options());
   if (ec || !v.is_object()) return std::nullopt;
   return std::move(v.as_object());
 }

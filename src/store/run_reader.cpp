@@ -37,6 +37,8 @@ using entry = detail::reader_entry;
 using detail::maybe_superseded;
 using detail::per_case;
 
+class segment_window;
+
 }  // namespace
 
 struct run_reader::state {
@@ -70,6 +72,11 @@ struct run_reader::state {
                   const std::vector<std::string>& scan_unreadable,
                   const std::vector<std::string>& duplicates) const;
   void settle(std::vector<maybe_superseded> damaged);
+
+  // A visit's read of entry i: its record, checked as visit hands it over, or nothing (why added
+  // to `problems`).
+  std::optional<json::object> read_record(segment_window& window, std::size_t i,
+                                          std::vector<std::string>& problems) const;
 };
 
 namespace {
@@ -459,24 +466,78 @@ const std::string& run_reader::plan_keys_problem() const {
   return s_->plan_keys_problem;
 }
 
+std::optional<json::object> run_reader::state::read_record(
+    segment_window& window, std::size_t i, std::vector<std::string>& problems) const {
+  auto& e = entries[i];
+  const auto k = key(e);
+  const auto per_case_file = [&] {
+    return folder / "cases" / std::string_view(names).substr(e.at, e.size) / "result.json";
+  };
+  std::optional<json::object> record;
+  if (e.source == per_case) {
+    record = read_json_object(per_case_file());
+    if (!record) {
+      problems.push_back(per_case_file().string() +
+                         ": not a JSON object (changed since it was read)");
+      return std::nullopt;
+    }
+  } else {
+    auto text = window.read(e.source, e.at, e.size);
+    if (!text) {
+      problems.push_back("cannot read the record of " + std::string(k) + " in " +
+                         segments[e.source].string() + ": " + text.error());
+      return std::nullopt;
+    }
+    if (crc32c(*text) != crcs[i]) {
+      problems.push_back(segments[e.source].string() + ": the record of " + std::string(k) +
+                         " has changed since it was read (its checksum differs)");
+      return std::nullopt;
+    }
+    boost::system::error_code ec;
+    auto v = json::parse(*text, ec, {}, mira::detail::host_parse_options());
+    if (ec || !v.is_object()) {
+      problems.push_back(segments[e.source].string() + ": the record of " + std::string(k) +
+                         " is not a JSON object");
+      return std::nullopt;
+    }
+    record = std::move(v.as_object());
+  }
+  if (auto why = bad_status(*record)) {
+    problems.push_back((e.source == per_case ? per_case_file() : segments[e.source]).string() +
+                       ": the record of " + std::string(k) + " cannot be read: " + *why);
+    return std::nullopt;
+  }
+  (*record)["key"] = k;
+  return record;
+}
+
 std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn& select) const {
   std::vector<std::string> problems;
   segment_window window(s_->segments);
   saved_case c;
   for (std::size_t i = 0; i < s_->entries.size(); ++i) {
+    auto key = s_->key(s_->entries[i]);
+    if (select && !select(i, key)) continue;
+    auto record = s_->read_record(window, i, problems);
+    if (!record) continue;
+    c.key.assign(key);
+    c.record = std::move(*record);
+    if (!fn(i, c)) break;
+  }
+  return problems;
+}
+
+std::vector<std::string> run_reader::visit_lines(const line_fn& fn, const select_fn& select) const {
+  std::vector<std::string> problems;
+  segment_window window(s_->segments);
+  std::string line;
+  for (std::size_t i = 0; i < s_->entries.size(); ++i) {
     auto& e = s_->entries[i];
     auto key = s_->key(e);
     if (select && !select(i, key)) continue;
-    std::optional<json::object> record;
-    if (e.source == per_case) {
-      auto file =
-          s_->folder / "cases" / std::string_view(s_->names).substr(e.at, e.size) / "result.json";
-      record = read_json_object(file);
-      if (!record) {
-        problems.push_back(file.string() + ": not a JSON object (changed since it was read)");
-        continue;
-      }
-    } else {
+    if (e.source != per_case && s_->states[i] != 0) {
+      // Written by append_case_line and checked when the run was opened (its key, its state):
+      // the host's line as it is, once its checksum says it is still the line that was read.
       auto text = window.read(e.source, e.at, e.size);
       if (!text) {
         problems.push_back("cannot read the record of " + std::string(key) + " in " +
@@ -488,28 +549,16 @@ std::vector<std::string> run_reader::visit(const record_fn& fn, const select_fn&
                            " has changed since it was read (its checksum differs)");
         continue;
       }
-      boost::system::error_code ec;
-      auto v = json::parse(*text, ec, {}, mira::detail::host_parse_options());
-      if (ec || !v.is_object()) {
-        problems.push_back(s_->segments[e.source].string() + ": the record of " + std::string(key) +
-                           " is not a JSON object");
-        continue;
-      }
-      record = std::move(v.as_object());
-    }
-    if (auto why = bad_status(*record)) {
-      problems.push_back((e.source == per_case
-                              ? s_->folder / "cases" /
-                                    std::string_view(s_->names).substr(e.at, e.size) / "result.json"
-                              : s_->segments[e.source])
-                             .string() +
-                         ": the record of " + std::string(key) + " cannot be read: " + *why);
+      if (!fn(i, key, *text, static_cast<schedule::case_state>(s_->states[i] - 1))) break;
       continue;
     }
-    (*record)["key"] = key;
-    c.key.assign(key);
-    c.record = std::move(*record);
-    if (!fn(i, c)) break;
+    auto record = s_->read_record(window, i, problems);
+    if (!record) continue;
+    saved_case c{std::string(key), std::move(*record)};
+    const auto r = decode_case_record(c.record);
+    line.clear();
+    append_case_line(line, planned_case_of(c), r);
+    if (!fn(i, key, line, r.state)) break;
   }
   return problems;
 }

@@ -225,6 +225,29 @@ BOOST_AUTO_TEST_CASE(a_rust_run_folder_is_reported_exported_and_resumed_in_place
   BOOST_TEST(meta.at("summary").at("counts").at("passed").as_int64() == 25);
 }
 
+// A finished compact run of more cases than a table lists: `mira report` takes the run's own
+// summary (every case counted) and lists the first 10 000, as the run did; --format csv and a
+// FILTER read the records.
+BOOST_AUTO_TEST_CASE(a_big_finished_runs_report_lists_the_first_cases_over_its_saved_summary) {
+  temp_dir dir;
+  auto results = dir / "results";
+  const std::string py = std::string(MIRA_PYTHON3) + " " MIRA_PY_STUDY;
+  auto ran = run_command(mira_bin + " run --store compact -j 64 --results-dir " + results + " -- " +
+                         py + " --samples 10003 > /dev/null 2>&1");
+  BOOST_TEST_REQUIRE(ran.code == 0);
+  auto id = only_run(results).filename().string();
+  auto table = run_command(mira_bin + " report " + id + " --results-dir " + results);
+  BOOST_TEST(table.code == 0);
+  BOOST_TEST(count_of(table.out, "PASS  echo/") == 10000u);
+  BOOST_TEST(table.out.find("... the first 10000 of 10003 cases are listed") != std::string::npos);
+  BOOST_TEST(table.out.find("10003 passed, 0 failed") != std::string::npos);
+  auto csv = run_command(mira_bin + " report " + id + " --format csv --results-dir " + results);
+  BOOST_TEST(count_of(csv.out, "\r\n") == 10004u);  // the header and every case
+  auto some = run_command(mira_bin + " report " + id + " s1000 --results-dir " + results);
+  BOOST_TEST(count_of(some.out, "PASS  echo/") == 4u);  // s1000, s10000, s10001, s10002
+  BOOST_TEST(some.out.find("the first") == std::string::npos);
+}
+
 // The compact layout through the CLI: run, report, export, resume, and conversion both ways
 // with the same report before and after.
 BOOST_AUTO_TEST_CASE(a_compact_run_reports_resumes_and_converts_both_ways) {

@@ -211,13 +211,50 @@ bool refresh_run_reports(const run_args& a, const store::run_reader& read,
 
 }  // namespace
 
+namespace {
+
+// What the table of a report over the saved summary lists: as many as `mira run`'s own table.
+constexpr std::size_t listed_cases = 10000;
+
+// The summary of the run's records, read a case at a time: the ones whose key has FILTER's text
+// (marked in `chosen`); the planned cases without one count as cancelled. The records gone since
+// the run was opened are named and added to `unreadable`.
+aggregate::summary summary_of_records(const run_args& a, const store::run_reader& run,
+                                      const store::run_completeness& c, std::vector<bool>& chosen,
+                                      std::size_t& unreadable) {
+  const auto& filter = a.selection.filter;
+  chosen.assign(run.size(), false);
+  store::summary_feed feed(a.group_by);
+  auto late = run.visit_cases(
+      [&](std::size_t i, const plan::planned_case& pc, const schedule::case_record& r) {
+        if (!filter.empty() && pc.logical_key().find(filter) == std::string_view::npos) return true;
+        chosen[i] = true;
+        feed.add(pc, r);
+        return true;
+      });
+  if (!filter.empty() && feed.size() == 0)
+    std::fprintf(stderr, "mira: no saved case of run %s has a key containing \"%s\"\n",
+                 printable(a.run_id).c_str(), printable(filter).c_str());
+  for (auto& u : late)
+    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
+  unreadable += late.size();
+  auto s = feed.finish();
+  if (filter.empty()) store::count_unfinished(s, c.unfinished());
+  if (run.meta().summary && !run.meta().made_by_rust_host)
+    aggregate::order_as_saved(s, *run.meta().summary);
+  return s;
+}
+
+}  // namespace
+
 int cmd_report(const std::vector<std::string>& args) {
   auto a = parse_args(command::report, args);
   if (a.help) return std::fputs(command_help(command::report).c_str(), stdout), exit_ok;
   prepare(command::report, a);
   if (refuse_outs(a)) return exit_usage;
   // The run is read a case at a time: once for the summary (and the cases the filter keeps),
-  // then once per thing written (the table, the --format report, the run's report files).
+  // unless the run saved it, then once per thing written (the table, the --format report, the
+  // run's report files).
   int rc = exit_ok;
   auto run = open_saved_run(a, rc);
   if (!run) return rc;
@@ -230,38 +267,31 @@ int cmd_report(const std::vector<std::string>& args) {
                  unreadable, printable(a.run_id).c_str());
     return exit_host_error;
   }
-  // The cases the summary counts (the filter's, the readable ones): the ones rendered below.
-  const auto& filter = a.selection.filter;
-  std::vector<bool> chosen(run->size(), false);
-  store::summary_feed feed(a.group_by);
-  auto late = run->visit_cases(
-      [&](std::size_t i, const plan::planned_case& c, const schedule::case_record& r) {
-        if (!filter.empty() && c.logical_key().find(filter) == std::string_view::npos) return true;
-        chosen[i] = true;
-        feed.add(c, r);
-        return true;
-      });
-  if (!filter.empty() && feed.size() == 0)
-    std::fprintf(stderr, "mira: no saved case of run %s has a key containing \"%s\"\n",
-                 printable(a.run_id).c_str(), printable(filter).c_str());
-  // Gone since the run was opened: named and counted as unreadable.
-  for (auto& u : late)
-    std::fprintf(stderr, "mira: warning: cannot read %s\n", printable(u).c_str());
-  unreadable += late.size();
-  auto s = feed.finish();
   // How far the run got, as the run itself said it: the planned cases it never saved count as
   // cancelled, and every artefact says why it stopped.
   const auto completeness = store::completeness_of(*run);
-  if (filter.empty()) store::count_unfinished(s, completeness.unfinished());
   const auto header = store::report_header(*run, completeness);
+  // The cases the summary counts (the filter's, the readable ones): the ones rendered below.
+  std::vector<bool> chosen;
+  // The run's own summary unless a filter asks for fewer cases.
+  auto saved = a.selection.filter.empty() ? store::saved_summary(*run, a.group_by) : std::nullopt;
+  auto s =
+      saved ? std::move(*saved) : summary_of_records(a, *run, completeness, chosen, unreadable);
   auto cases = std::make_shared<const report::saved_cases>(*run, std::move(chosen));
-  if (!emit_report(a, *cases, header, s, false)) return exit_host_error;
+  // With the saved summary the table lists the first cases, as the run's own did.
+  std::optional<report::saved_cases> first;
+  if (saved && run->size() > listed_cases) {
+    std::vector<bool> head(run->size(), false);
+    std::fill_n(head.begin(), listed_cases, true);
+    first.emplace(*run, std::move(head));
+  }
+  if (!emit_report(a, *cases, header, s, false, first ? &*first : nullptr)) return exit_host_error;
   // Rendering elsewhere (--out) never writes into the run folder.
   const bool rendered_elsewhere = !a.out.empty() || !a.outs.empty();
-  if (filter.empty() && unreadable == 0 && !rendered_elsewhere &&
+  if (a.selection.filter.empty() && unreadable == 0 && !rendered_elsewhere &&
       !refresh_run_reports(a, *run, cases, header, s))
     return exit_host_error;
-  unreadable += cases->problems().size();
+  unreadable += cases->problems().size() + (first ? first->problems().size() : 0);
   if (unreadable > 0) {
     std::fprintf(stderr,
                  "mira: the report is incomplete: %zu of %zu saved result(s) of run %s cannot be "

@@ -336,7 +336,8 @@ bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_rep
 
 bool emit_report(const run_args& a, const report::case_source& cases,
                  const schedule::run_report& report, const aggregate::summary& s,
-                 bool cases_already_streamed) {
+                 bool cases_already_streamed, const report::case_source* table_cases) {
+  const auto& listed = table_cases ? *table_cases : cases;
   bool written = true;
   auto write_to = [&](const std::string& path, const std::string& format) {
     if (auto ec = write_report(path, format, cases, report, s)) {
@@ -351,10 +352,10 @@ bool emit_report(const run_args& a, const report::case_source& cases,
   bool stdout_taken = a.out == "-";
   for (auto& o : a.outs) stdout_taken = stdout_taken || o.path == "-";
   if (!a.out.empty()) {
-    if (!stdout_taken) print_table(stdout, cases, report, s, use_colour(a));
+    if (!stdout_taken) print_table(stdout, listed, report, s, use_colour(a));
     write_to(a.out, a.format);
   } else if (a.format == "table") {
-    if (!stdout_taken) print_table(stdout, cases, report, s, use_colour(a));
+    if (!stdout_taken) print_table(stdout, listed, report, s, use_colour(a));
   } else if (a.format == "jsonl" && cases_already_streamed) {
     std::cout << protocol::to_json_text(json::object{{"summary", summary_json(s, report)}}) << '\n';
   } else {

@@ -169,10 +169,11 @@ boost::system::error_code write_report(const std::filesystem::path& path, const 
 /// written (the others still are).
 bool emit_report(const run_args& a, const plan::plan& p, const schedule::run_report& report,
                  const aggregate::summary& s, bool cases_already_streamed);
-/// emit_report() over any case source; `report` gives the run's seconds and how it stopped.
+/// emit_report() over any case source; `report` gives the run's seconds and how it stopped. The
+/// table lists `table_cases` when given (the first of a big run), else `cases`.
 bool emit_report(const run_args& a, const report::case_source& cases,
                  const schedule::run_report& report, const aggregate::summary& s,
-                 bool cases_already_streamed);
+                 bool cases_already_streamed, const report::case_source* table_cases = nullptr);
 
 /// A saved run read back without the study (no lock): every readable case in natural key
 /// order. Prints each unreadable file; nothing when the run cannot be opened (printed too).

@@ -58,11 +58,13 @@ help_text text_of(command cmd) {
           "Usage: mira report RUN_ID [FILTER] [options]\n\n"
           "  FILTER  only cases whose eval/sample@target[k=v] contains FILTER; without it the\n"
           "          run's report.json and report.html are rendered again\n",
-          "Cases are shown in natural key order (case-2 before case-10). Run folders of "
-          "either layout,\nand those of the Rust mira CLI, are read. Exit codes: 0; 2 when "
-          "there is no such run; 3 when some\nsaved result cannot be read (each is named; "
-          "the report of the rest is incomplete), none can,\nor --out or the run's report files "
-          "cannot be written.\n\n"
+          "Cases are shown in natural key order (case-2 before case-10). The table of a "
+          "finished compact\nrun is made from the summary the run saved and lists its first "
+          "10000 cases (--format csv\nlists them all). Run folders of either layout, and "
+          "those of the Rust mira CLI, are read.\nExit codes: 0; 2 when "
+          "there is no such run; 3 when some saved result cannot be read (each is\nnamed; the "
+          "report of the rest is incomplete), none can, or --out or the run's report files "
+          "cannot\nbe written.\n\n"
           "Example:\n  mira report 20261130T081502Z-3fa9\n"};
     case command::export_:
       return {

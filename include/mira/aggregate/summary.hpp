@@ -7,6 +7,7 @@
 #include <mira/schedule/results.hpp>
 
 #include <boost/json/object.hpp>
+#include <tl/expected.hpp>
 
 #include <array>
 #include <cstdint>
@@ -126,5 +127,15 @@ summary summarize(const plan::plan& p, const std::vector<schedule::case_record>&
 /// The summary as JSON (counts, overall rate, matrix, trials with `pass@k`, groups, totals,
 /// the run's seconds and why it stopped): what meta.json and report.json keep.
 boost::json::object summary_json(const summary& s, const schedule::run_report& report);
+
+/// A summary read back from its JSON (summary_json's, as meta.json keeps it), the whole of it:
+/// the orders of evals and targets are its objects' orders. What it cannot read is named
+/// ("summary.totals.retries is not a count"). A summary written before the latency box and the
+/// per-target totals were kept has zeros there.
+tl::expected<summary, std::string> summary_from_json(const boost::json::object& o);
+/// Orders the evals and targets of `s` as the saved summary `saved` lists them (a run's own
+/// summary lists them in its plan's order): a summary made again from a run's records then shows
+/// them as the run did.
+void order_as_saved(summary& s, const boost::json::object& saved);
 
 }  // namespace mira::aggregate

@@ -35,6 +35,10 @@ class case_source {
   virtual void visit(const case_fn& fn) const = 0;
   /// The keys alone, in the same order (a saved run reads no record for them).
   virtual void visit_keys(const key_fn& fn) const = 0;
+  /// Each case as the line a report writes of it (store::append_case_line), in the same order;
+  /// the line lives until the call returns. By default made from visit().
+  using line_fn = std::function<bool(std::size_t i, std::string_view line)>;
+  virtual void visit_lines(const line_fn& fn) const;
 };
 
 /// A plan and its report in memory (report.cases in plan order), visited in natural key order
@@ -64,10 +68,13 @@ class saved_cases final : public case_source {
   std::size_t size() const override;
   void visit(const case_fn& fn) const override;
   void visit_keys(const key_fn& fn) const override;
+  /// The run's compact records as they were saved (run_reader::visit_lines).
+  void visit_lines(const line_fn& fn) const override;
   /// "<file>: <why>" of records that could be read when the run was opened but not since.
   const std::vector<std::string>& problems() const { return problems_; }
 
  private:
+  void keep_problems(std::vector<std::string> late) const;
   const store::run_reader& run_;
   std::vector<bool> chosen_;  // empty: every case
   std::size_t size_ = 0;

@@ -100,6 +100,16 @@ class run_reader {
   std::vector<std::string> visit(const record_fn& fn, const select_fn& select = {}) const;
   std::vector<std::string> visit_cases(const case_fn& fn, const select_fn& select = {}) const;
 
+  /// Called with each case read, in natural key order, as the line a report writes of it
+  /// (append_case_line: the record in the host's form, "key" included) and its state; returns
+  /// false to stop. The line lives until the call returns.
+  using line_fn = std::function<bool(std::size_t i, std::string_view key, std::string_view line,
+                                     schedule::case_state state)>;
+  /// The same cases and problems as visit(), for readers that take a record as text: a compact
+  /// record whose state the reader knows is handed over as saved (its checksum checked, nothing
+  /// parsed), any other is read as visit() reads it and written as append_case_line writes it.
+  std::vector<std::string> visit_lines(const line_fn& fn, const select_fn& select = {}) const;
+
   /// Every readable case in memory (what load_run returns).
   loaded_run load() const;
 

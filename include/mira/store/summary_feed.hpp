@@ -9,6 +9,7 @@
 #include <mira/schedule/results.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mira::store {
@@ -32,5 +33,14 @@ class summary_feed {
 /// saved records), as the run itself counted them when it stopped: every report of a stopped run
 /// then has the same counts.
 void count_unfinished(aggregate::summary& s, std::size_t unfinished);
+
+class run_reader;
+
+/// The summary the run's last session saved in meta.json, when it is the one its records make
+/// (with `group_by`): a run that ran to its end with every record readable, each record's state
+/// known to the reader without reading it (a compact run) and counted in it exactly. Nothing
+/// otherwise, when the records must be read for it (summary_feed). A million cases are then
+/// reported without reading their records.
+std::optional<aggregate::summary> saved_summary(const run_reader& run, const std::string& group_by);
 
 }  // namespace mira::store

@@ -162,6 +162,58 @@ BOOST_AUTO_TEST_CASE(the_accumulator_takes_cases_in_any_order_and_over_a_growing
   BOOST_TEST(boost::json::serialize(summary_json(as_read.finish(), header)) == expected);
 }
 
+// What meta.json keeps is the whole summary: read back, it is the same summary (orders, latency
+// box, per-target totals included), so a report over a finished run needs none of its records.
+BOOST_AUTO_TEST_CASE(a_summary_reads_back_from_its_json_whole) {
+  twelve_cases run;
+  schedule::run_report header;
+  header.seconds = 2.5;
+  auto s = summarize(run.p, run.recs, &run.listing, "tier");
+  s.target_order = {"y", "x"};  // the plan's order, which is not the names' order
+  const auto saved = summary_json(s, header);
+  auto back = summary_from_json(saved);
+  BOOST_TEST_REQUIRE(back.has_value(), back.error());
+  BOOST_TEST(boost::json::serialize(summary_json(*back, header)) == boost::json::serialize(saved));
+  BOOST_TEST(back->target_order == s.target_order);
+  BOOST_TEST(back->eval_order == s.eval_order);
+  BOOST_TEST(back->group_by == "tier");
+  BOOST_TEST(back->latency_by_target.at("x").p25 == s.latency_by_target.at("x").p25);
+  BOOST_TEST(back->latency_by_target.at("y").ttft_n == 5u);
+  BOOST_TEST(back->totals_by_target.at("x").tokens == s.totals_by_target.at("x").tokens);
+  BOOST_TEST(back->trials.size() == s.trials.size());
+  BOOST_TEST(back->trials[1].pass_at.size() == 3u);
+  BOOST_TEST(!back->trials[1].pass_at[1].has_value());
+
+  // What cannot be read is named; an older summary without the box reads with none.
+  auto broken = saved;
+  broken["totals"].as_object()["retries"] = -1;
+  auto refused = summary_from_json(broken);
+  BOOST_TEST_REQUIRE(!refused.has_value());
+  BOOST_TEST(refused.error() == "summary.totals.retries is not a count");
+  broken = saved;
+  broken.erase("counts");
+  BOOST_TEST(summary_from_json(broken).error() == "summary.counts is missing");
+  auto older = saved;
+  older["latency"].as_object()["x"].as_object().erase("p25_s");
+  older.erase("totals_by_target");
+  auto read = summary_from_json(older);
+  BOOST_TEST_REQUIRE(read.has_value());
+  BOOST_TEST(read->latency_by_target.at("x").p25 == 0.0);
+  BOOST_TEST(read->totals_by_target.empty());
+}
+
+// A summary made again from a run's records (in key order) shows evals and targets in the order
+// the run's own saved summary lists them.
+BOOST_AUTO_TEST_CASE(a_summary_made_again_takes_the_saved_order) {
+  twelve_cases run;
+  auto s = summarize(run.p, run.recs, &run.listing);
+  BOOST_TEST((s.target_order == std::vector<std::string>{"x", "y"}));
+  auto saved = boost::json::parse(R"({"per_eval":{"e":{}},"per_target":{"y":{},"z":{}}})");
+  order_as_saved(s, saved.as_object());
+  BOOST_TEST((s.target_order == std::vector<std::string>{"y", "x"}));  // x, not saved, after
+  BOOST_TEST((s.eval_order == std::vector<std::string>{"e"}));
+}
+
 // A plan put together again (a narrower resume's saved cases after the plan's) may split one
 // logical case's trials: they are still one entry of the trials, in order of its first case.
 BOOST_AUTO_TEST_CASE(trials_of_a_logical_case_split_in_the_plan_are_joined) {

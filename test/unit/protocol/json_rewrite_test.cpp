@@ -4,6 +4,7 @@
 #include "protocol/json_rewrite.hpp"
 #include <mira/protocol/json_text.hpp>
 #include "protocol/json_scan.hpp"
+#include "protocol/precise_json.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/test/unit_test.hpp>
@@ -263,6 +264,40 @@ BOOST_AUTO_TEST_CASE(an_object_says_where_each_of_its_own_members_went) {
   // Declined: the members found before the repeat are taken back too.
   BOOST_TEST(!rewrite_json(out, R"({"z":1,"z":2})", &members));
   BOOST_TEST(members.size() == 3u);
+}
+
+// parse_json_precise: Boost.JSON's parse but for doubles, read as std::from_chars reads them
+// (1.81's own parse of this one is a unit in the last place off).
+BOOST_AUTO_TEST_CASE(a_precise_parse_reads_each_double_correctly_rounded_and_the_rest_as_boost) {
+  const std::string_view number = "0.0011085000000000001";
+  double exact = 0;
+  std::from_chars(number.data(), number.data() + number.size(), exact);
+  boost::system::error_code ec;
+  auto v = mira::detail::parse_json_precise(
+      R"( {"a":[0.0011085000000000001,1,-2,18446744073709551615,"s",null,true],"b":{"c":1e-7}} )",
+      ec);
+  BOOST_TEST_REQUIRE(!ec);
+  auto& a = v.at("a").as_array();
+  BOOST_TEST(a.at(0).as_double() == exact);
+  BOOST_TEST(mira::protocol::to_json_text(a.at(0)) == std::string(number));
+  BOOST_TEST(a.at(1).as_int64() == 1);
+  BOOST_TEST(a.at(2).as_int64() == -2);
+  BOOST_TEST(a.at(3).as_uint64() == 18446744073709551615ull);
+  BOOST_TEST(a.at(4).as_string() == "s");
+  BOOST_TEST(a.at(5).is_null());
+  BOOST_TEST(a.at(6).as_bool());
+  BOOST_TEST(v.at("b").at("c").as_double() == 1e-7);
+  // What from_chars cannot hold is Boost.JSON's value.
+  auto huge = mira::detail::parse_json_precise("[1e999999]", ec);
+  BOOST_TEST_REQUIRE(!ec);
+  BOOST_TEST(huge.at(0).as_double() == json::parse("[1e999999]").at(0).as_double());
+  for (std::string_view bad : {"[1,]", "{\"a\":1} x", "", "[01]", "{\"a\"}"}) {
+    boost::system::error_code want, got;
+    (void)json::parse(bad, want);
+    auto out = mira::detail::parse_json_precise(bad, got);
+    BOOST_TEST(static_cast<bool>(got) == static_cast<bool>(want), bad);
+    BOOST_TEST(out.is_null(), bad);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

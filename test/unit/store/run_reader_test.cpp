@@ -21,6 +21,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 using namespace mira::store;
 using mira::schedule::case_state;
@@ -549,6 +550,78 @@ BOOST_AUTO_TEST_CASE(a_finished_compact_runs_scan_is_kept_and_checked) {
   BOOST_REQUIRE(scanned.has_value());
   BOOST_REQUIRE(scanned->unreadable().size() == 1u);
   BOOST_TEST(scanned->unreadable()[0].find("checksum mismatch") != std::string::npos);
+}
+
+// visit_lines hands over the same cases and problems as visit, each as the line a report writes:
+// a compact record as saved, a per-case one written again from its record.
+BOOST_AUTO_TEST_CASE(a_visit_of_lines_reads_what_a_visit_reads_as_the_reports_lines) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = new_run(results, layout::compact);
+  save(w, {{"a", case_state::passed}, {"b", case_state::failed}, {"c", case_state::error}});
+  auto folder = w.path() / "cases" / encode_key(planned("d").key);
+  fs::create_directories(folder);
+  std::ofstream(folder / "result.json") << line_of("d", case_state::skipped) << "\n";
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  BOOST_REQUIRE(r->size() == 4u);
+  // b's record changes after the run was opened: both visits leave it out, with one problem.
+  damage_in_place(w.path() / "segments" / "000001.ndjson", "\"failed\"", "\"FAILED\"");
+  std::vector<std::tuple<std::string, case_state, std::string>> by_visit, by_lines;
+  auto late = r->visit([&](std::size_t, const saved_case& c) {
+    by_visit.emplace_back(c.key, decode_case_record(c.record).state,
+                          case_line(planned_case_of(c), decode_case_record(c.record)));
+    return true;
+  });
+  auto late_lines = r->visit_lines(
+      [&](std::size_t i, std::string_view key, std::string_view line, case_state state) {
+        BOOST_TEST(r->key(i) == key);
+        by_lines.emplace_back(std::string(key), state, std::string(line));
+        return true;
+      });
+  BOOST_TEST(by_lines.size() == 3u);
+  BOOST_TEST((by_lines == by_visit));
+  BOOST_TEST((late_lines == late));
+  BOOST_REQUIRE(late.size() == 1u);
+  BOOST_TEST(late[0].find("echo/b@sim") != std::string::npos);
+  // The compact line is the saved text itself: it equals the one written again above only because
+  // the host wrote it.
+  BOOST_TEST(std::get<2>(by_lines[0]) == line_of("a", case_state::passed));
+}
+
+// A finished compact run's own summary stands for its records while it says what they say: the
+// same states counted, the same group-by, a run that ran to its end.
+BOOST_AUTO_TEST_CASE(a_finished_runs_own_summary_stands_while_its_records_agree) {
+  mira::test::temp_dir d;
+  auto results = d.path / "results";
+  auto w = planned_run(results, layout::compact, {"a", "b", "c"});
+  save(w, {{"a", case_state::passed}, {"b", case_state::failed}, {"c", case_state::passed}});
+  auto opened = run_reader::open(results, run_id);
+  BOOST_REQUIRE(opened.has_value());
+  summary_feed feed;
+  opened->visit_cases(
+      [&](std::size_t, const mira::plan::planned_case& c, const mira::schedule::case_record& r) {
+        feed.add(c, r);
+        return true;
+      });
+  const auto s = feed.finish();
+  const mira::schedule::run_report header;
+  const auto as_json = mira::aggregate::summary_json(s, header);
+  BOOST_TEST(!saved_summary(*opened, "").has_value());  // no summary saved yet
+  BOOST_TEST(!w.finish({}, as_json));
+  auto r = run_reader::open(results, run_id);
+  BOOST_REQUIRE(r.has_value());
+  auto saved = saved_summary(*r, "");
+  BOOST_REQUIRE(saved.has_value());
+  BOOST_TEST(mira::aggregate::summary_json(*saved, header) == as_json);
+  BOOST_TEST(!saved_summary(*r, "target").has_value());  // made by another group-by
+
+  // A summary that counts the states otherwise is not the records' summary.
+  auto other = s;
+  ++other.counts[static_cast<std::size_t>(case_state::failed)];
+  --other.counts[static_cast<std::size_t>(case_state::passed)];
+  BOOST_TEST(!w.finish({}, mira::aggregate::summary_json(other, header)));
+  BOOST_TEST(!saved_summary(*run_reader::open(results, run_id), "").has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
