@@ -7,6 +7,7 @@
 #include <mira/store/records.hpp>
 #include "plan/natural_order.hpp"
 #include "protocol/json_scan.hpp"
+#include "protocol/precise_json.hpp"
 #include "store/case_index.hpp"
 #include "store/file_helpers.hpp"
 #include "store/key_index.hpp"
@@ -74,9 +75,11 @@ struct run_reader::state {
   void settle(std::vector<maybe_superseded> damaged);
 
   // A visit's read of entry i: its record, checked as visit hands it over, or nothing (why added
-  // to `problems`).
+  // to `problems`); a compact record's text, its checksum checked.
   std::optional<json::object> read_record(segment_window& window, std::size_t i,
                                           std::vector<std::string>& problems) const;
+  std::optional<std::string_view> read_text(segment_window& window, std::size_t i,
+                                            std::vector<std::string>& problems) const;
 };
 
 namespace {
@@ -466,6 +469,23 @@ const std::string& run_reader::plan_keys_problem() const {
   return s_->plan_keys_problem;
 }
 
+std::optional<std::string_view> run_reader::state::read_text(
+    segment_window& window, std::size_t i, std::vector<std::string>& problems) const {
+  auto& e = entries[i];
+  auto text = window.read(e.source, e.at, e.size);
+  if (!text) {
+    problems.push_back("cannot read the record of " + std::string(key(e)) + " in " +
+                       segments[e.source].string() + ": " + text.error());
+    return std::nullopt;
+  }
+  if (crc32c(*text) != crcs[i]) {
+    problems.push_back(segments[e.source].string() + ": the record of " + std::string(key(e)) +
+                       " has changed since it was read (its checksum differs)");
+    return std::nullopt;
+  }
+  return *text;
+}
+
 std::optional<json::object> run_reader::state::read_record(
     segment_window& window, std::size_t i, std::vector<std::string>& problems) const {
   auto& e = entries[i];
@@ -482,19 +502,10 @@ std::optional<json::object> run_reader::state::read_record(
       return std::nullopt;
     }
   } else {
-    auto text = window.read(e.source, e.at, e.size);
-    if (!text) {
-      problems.push_back("cannot read the record of " + std::string(k) + " in " +
-                         segments[e.source].string() + ": " + text.error());
-      return std::nullopt;
-    }
-    if (crc32c(*text) != crcs[i]) {
-      problems.push_back(segments[e.source].string() + ": the record of " + std::string(k) +
-                         " has changed since it was read (its checksum differs)");
-      return std::nullopt;
-    }
+    auto text = read_text(window, i, problems);
+    if (!text) return std::nullopt;
     boost::system::error_code ec;
-    auto v = json::parse(*text, ec, {}, mira::detail::host_parse_options());
+    auto v = mira::detail::parse_json_precise(*text, ec, mira::detail::host_parse_options());
     if (ec || !v.is_object()) {
       problems.push_back(segments[e.source].string() + ": the record of " + std::string(k) +
                          " is not a JSON object");
@@ -538,17 +549,8 @@ std::vector<std::string> run_reader::visit_lines(const line_fn& fn, const select
     if (e.source != per_case && s_->states[i] != 0) {
       // Written by append_case_line and checked when the run was opened (its key, its state):
       // the host's line as it is, once its checksum says it is still the line that was read.
-      auto text = window.read(e.source, e.at, e.size);
-      if (!text) {
-        problems.push_back("cannot read the record of " + std::string(key) + " in " +
-                           s_->segments[e.source].string() + ": " + text.error());
-        continue;
-      }
-      if (crc32c(*text) != s_->crcs[i]) {
-        problems.push_back(s_->segments[e.source].string() + ": the record of " + std::string(key) +
-                           " has changed since it was read (its checksum differs)");
-        continue;
-      }
+      auto text = s_->read_text(window, i, problems);
+      if (!text) continue;
       if (!fn(i, key, *text, static_cast<schedule::case_state>(s_->states[i] - 1))) break;
       continue;
     }

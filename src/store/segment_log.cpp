@@ -20,6 +20,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -249,22 +250,34 @@ std::size_t scan_bytes(std::string_view bytes, Good&& good, std::vector<bad_line
   return valid_end;
 }
 
-tl::expected<std::string, int> read_all(int fd) {
-  std::string out;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return tl::make_unexpected(errno);
-  out.resize(static_cast<std::size_t>(st.st_size));
-  std::size_t done = 0;
-  while (done < out.size()) {
-    auto n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return tl::make_unexpected(errno);
-    if (n == 0) break;  // shrank meanwhile
-    done += static_cast<std::size_t>(n);
+// A file's bytes read into a buffer kept from one file to the next: a scan of many segments
+// neither zero-fills nor faults in a new block of their size for each.
+class file_buffer {
+ public:
+  tl::expected<std::string_view, int> read_all(int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return tl::make_unexpected(errno);
+    const auto size = static_cast<std::size_t>(st.st_size);
+    if (size > capacity_) {
+      bytes_.reset();  // the old block goes before the new one comes
+      bytes_ = std::make_unique_for_overwrite<char[]>(size);
+      capacity_ = size;
+    }
+    std::size_t done = 0;
+    while (done < size) {
+      auto n = ::pread(fd, bytes_.get() + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return tl::make_unexpected(errno);
+      if (n == 0) break;  // shrank meanwhile
+      done += static_cast<std::size_t>(n);
+    }
+    return std::string_view(bytes_.get(), done);
   }
-  out.resize(done);
-  return out;
-}
+
+ private:
+  std::unique_ptr<char[]> bytes_;
+  std::size_t capacity_ = 0;
+};
 
 std::string torn_tail_message(const fs::path& file, std::size_t at, std::size_t bytes,
                               const char* why) {
@@ -330,10 +343,11 @@ std::vector<fs::path> list_segments(const fs::path& dir) {
 segment_scan scan_segments(const std::vector<fs::path>& files, const segment_visitor& good) {
   segment_scan out;
   std::size_t goods = 0;  // good records of the files before this one
+  file_buffer buffer;
   for (std::size_t i = 0; i < files.size(); ++i) {
     auto& file = files[i];
     int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    auto bytes = fd < 0 ? tl::make_unexpected(errno) : read_all(fd);
+    auto bytes = fd < 0 ? tl::unexpected(errno) : buffer.read_all(fd);
     if (fd >= 0) ::close(fd);
     if (!bytes) {
       out.problems.push_back("cannot read " + store::detail::open_failure(file, bytes.error()));
@@ -440,7 +454,8 @@ tl::expected<std::unique_ptr<segment_writer>, error> segment_writer::open(const 
     return fail("cannot open " + store::detail::open_failure(last, err), -1,
                 store::detail::is_link(last) ? errc::corrupt : errc::io);
   }
-  auto bytes = read_all(fd);
+  file_buffer buffer;
+  auto bytes = buffer.read_all(fd);
   if (!bytes) return fail("cannot read " + last.string() + ": " + errno_text(bytes.error()), fd);
   std::vector<bad_line> bad;
   auto valid_end = scan_bytes(

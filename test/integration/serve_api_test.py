@@ -7,14 +7,12 @@ generous timeouts as a deadlock guard only.
 
 Usage: serve_api_test.py MIRA EXAMPLE_STUDY CHROMIUM
 """
-import base64
 import http.client
 import json
 import os
 import re
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -22,6 +20,9 @@ import time
 import unittest
 import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cdp import Cdp  # noqa: E402 (the DevTools client, shared with the viewer test)
 
 MIRA, STUDY, CHROMIUM = sys.argv[1:4]
 del sys.argv[1:4]
@@ -614,76 +615,6 @@ class ServeLifecycle(unittest.TestCase):
         self.assertEqual(ev[-1]["data"]["state"], "done")
         status, _, data = s2.json("GET", "/v1/runs/" + run)
         self.assertEqual(data["counts"]["passed"], 37)
-
-
-class Cdp:
-    """The Chrome DevTools Protocol over a minimal WebSocket client (the standard library has
-    none): enough to evaluate an expression in the page, awaiting a promise."""
-
-    def __init__(self, ws_url):
-        u = urllib.parse.urlparse(ws_url)
-        self.sock = socket.create_connection((u.hostname, u.port), timeout=GUARD)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
-                           "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                           "Sec-WebSocket-Version: 13\r\n\r\n"
-                           % (u.path, u.hostname, u.port, key)).encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self.sock.recv(4096)
-            assert chunk, "the DevTools socket closed during the handshake"
-            head += chunk
-        assert b" 101 " in head.split(b"\r\n")[0], head
-        self.buf = head.split(b"\r\n\r\n", 1)[1]
-        self.last_id = 0
-
-    def _exact(self, n):
-        while len(self.buf) < n:
-            chunk = self.sock.recv(65536)
-            assert chunk, "the DevTools socket closed"
-            self.buf += chunk
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
-    def _send(self, text):
-        data, mask = text.encode(), os.urandom(4)
-        n = len(data)
-        head = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else
-                                bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 else
-                                bytes([0x80 | 127]) + struct.pack(">Q", n))
-        self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
-
-    def _message(self):
-        text = b""
-        while True:
-            b0, b1 = self._exact(2)
-            n = b1 & 0x7F
-            if n == 126:
-                n = struct.unpack(">H", self._exact(2))[0]
-            elif n == 127:
-                n = struct.unpack(">Q", self._exact(8))[0]
-            payload = self._exact(n)
-            if b0 & 0x0F in (0, 1, 2):
-                text += payload
-                if b0 & 0x80:
-                    return json.loads(text.decode())
-
-    def evaluate(self, expression):
-        # The page may still be replacing about:blank when we attach: that context's end
-        # fails the call, and it is asked again in the page that replaced it.
-        for _ in range(100):
-            self.last_id += 1
-            self._send(json.dumps({"id": self.last_id, "method": "Runtime.evaluate",
-                                   "params": {"expression": expression, "awaitPromise": True,
-                                              "returnByValue": True}}))
-            while True:
-                m = self._message()
-                if m.get("id") == self.last_id:
-                    break
-            if "result" in m and "exceptionDetails" not in m["result"]:
-                return m["result"]["result"].get("value")
-            assert "context" in json.dumps(m), m
-        raise AssertionError("the page never settled")
 
 
 # Resolves with the page's DOM once `cond` holds: the page is watched, not the clock.
