@@ -24,7 +24,6 @@ import argparse
 import http.client
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -32,11 +31,10 @@ import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test",
                                 "integration"))
-from cdp import Cdp  # noqa: E402 (the tests' DevTools client)
+from cdp import Cdp, open_chromium  # noqa: E402 (the tests' DevTools client)
 
 # Resolves with the page's clock once its first page of cases and its matrix are shown.
 READY = """new Promise((resolve) => {
@@ -101,19 +99,8 @@ def page_ready(mira, chromium, results, run_id, where):
     """Seconds from the navigation's start until a fresh `mira view`'s run page is ready, and
     that view's peak memory."""
     view, url = start_view(mira, results)
-    browser = subprocess.Popen(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
-         "--user-data-dir=" + os.path.join(where, "profile"), "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    browser, pages = open_chromium(chromium, os.path.join(where, "profile"), "about:blank")
     try:
-        port = None
-        for line in browser.stderr:
-            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
-            if m:
-                port = int(m.group(1))
-                break
-        with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=60) as r:
-            pages = [t for t in json.load(r) if t["type"] == "page"]
         page = Cdp(pages[0]["webSocketDebuggerUrl"], timeout=600)
         page.evaluate("location.href = %s" % json.dumps(
             url.replace("/?token=", "/runs/%s?token=" % run_id)))

@@ -1,12 +1,15 @@
 """The Chrome DevTools Protocol over a minimal WebSocket client (the standard library has none):
 enough to evaluate an expression in a page, awaiting a promise. Shared by the serve and viewer
-tests and benchmarks/read_back.py."""
+tests and benchmarks/read_back.py, with open_chromium, which starts the browser they drive."""
 import base64
 import json
 import os
+import re
 import socket
 import struct
+import subprocess
 import urllib.parse
+import urllib.request
 
 
 class Cdp:
@@ -77,3 +80,25 @@ class Cdp:
                 return m["result"]["result"].get("value")
             assert "context" in json.dumps(m), m
         raise AssertionError("the page never settled")
+
+
+def open_chromium(chromium, profile, url, extra=(), timeout=120):
+    """Headless Chromium on `url` with a DevTools port: its process (the caller kills it and
+    closes its stderr) and the DevTools entries of its pages."""
+    browser = subprocess.Popen(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
+         *extra, "--user-data-dir=" + profile, url],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    port = None
+    for line in browser.stderr:
+        m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+        if m:
+            port = int(m.group(1))
+            break
+    if not port:
+        browser.kill()
+        browser.wait(timeout)
+        browser.stderr.close()
+        raise AssertionError("chromium printed no DevTools address")
+    with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=timeout) as r:
+        return browser, [t for t in json.load(r) if t["type"] == "page"]

@@ -19,10 +19,9 @@ import tempfile
 import time
 import unittest
 import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cdp import Cdp  # noqa: E402 (the DevTools client, shared with the viewer test)
+from cdp import Cdp, open_chromium  # noqa: E402 (the DevTools client, shared with the viewer test)
 
 MIRA, STUDY, CHROMIUM = sys.argv[1:4]
 del sys.argv[1:4]
@@ -638,20 +637,9 @@ class ServeDashboard(unittest.TestCase):
             run = s.start_run({"study": "demo"})
             s.events(run, stop=lambda e: e["event"] == "case" and e["data"]["done"] == 40)
             url = "http://127.0.0.1:%d/runs/%s" % (s.port, run)
-            browser = subprocess.Popen(
-                [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                 "--remote-debugging-port=0", "--user-data-dir=" + os.path.join(tmp, "profile"),
-                 url], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            port = None
-            for line in browser.stderr:
-                m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
-                if m:
-                    port = int(m.group(1))
-                    break
-            self.assertTrue(port, "chromium printed no DevTools address")
-            with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port,
-                                        timeout=GUARD) as r:
-                pages = [t for t in json.load(r) if t["type"] == "page" and t["url"] == url]
+            browser, pages = open_chromium(CHROMIUM, os.path.join(tmp, "profile"), url,
+                                           timeout=GUARD)
+            pages = [t for t in pages if t["url"] == url]
             page = Cdp(pages[0]["webSocketDebuggerUrl"])
 
             live = page.evaluate(WAIT_FOR % "document.body.dataset.state === 'running' && "

@@ -17,7 +17,6 @@ import sys
 import tempfile
 import unittest
 import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_api_test as shared  # noqa: E402 (takes MIRA, STUDY and CHROMIUM off sys.argv)
@@ -97,20 +96,9 @@ class Viewer(unittest.TestCase):
         m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/runs/([^?]+)\?token=([0-9a-f]{64})", cls.url)
         assert m, cls.url
         cls.base = "http://127.0.0.1:%s" % m.group(1)
-        cls.browser = subprocess.Popen(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
-             "--window-size=1200,900", "--hide-scrollbars",
-             "--user-data-dir=" + os.path.join(cls.tmp, "profile"), cls.url],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        port = None
-        for line in cls.browser.stderr:
-            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
-            if m:
-                port = int(m.group(1))
-                break
-        assert port, "chromium printed no DevTools address"
-        with urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port, timeout=GUARD) as r:
-            pages = [t for t in json.load(r) if t["type"] == "page"]
+        cls.browser, pages = shared.open_chromium(
+            CHROMIUM, os.path.join(cls.tmp, "profile"), cls.url,
+            ("--window-size=1200,900", "--hide-scrollbars"), GUARD)
         cls.page = shared.Cdp(pages[0]["webSocketDebuggerUrl"])
 
     @classmethod

@@ -11,6 +11,7 @@
 #include <mira/aggregate/summary.hpp>
 #include <mira/protocol/json_text.hpp>
 #include <mira/report/render.hpp>
+#include <mira/session/session.hpp>
 #include <mira/store/run_reader.hpp>
 #include <mira/store/run_store.hpp>
 #include <mira/store/summary_feed.hpp>
@@ -214,7 +215,7 @@ bool refresh_run_reports(const run_args& a, const store::run_reader& read,
 namespace {
 
 // What the table of a report over the saved summary lists: as many as `mira run`'s own table.
-constexpr std::size_t listed_cases = 10000;
+const std::size_t listed_cases = session_options{}.kept_records;
 
 // The summary of the run's records, read a case at a time: the ones whose key has FILTER's text
 // (marked in `chosen`); the planned cases without one count as cancelled. The records gone since
