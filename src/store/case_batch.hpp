@@ -10,6 +10,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -24,7 +25,7 @@ class case_batch {
   void add(std::string_view key, std::string_view record) {
     keys_ += key;
     records_ += record;
-    ends_.push_back({keys_.size(), records_.size(), no_case});
+    ends_.push_back({keys_.size(), records_.size(), no_case, 0});
     made_here_ = false;
   }
   /// Appends the record of case `i` of `cases` with outcome `r`, written in place by
@@ -46,6 +47,9 @@ class case_batch {
   }
   /// The plan index add_case() was given for record `i` (no_case for one given to add()).
   std::size_t case_index(std::size_t i) const noexcept { return ends_[i].case_index; }
+  /// 1 + the case_state add_case() wrote into record `i`, 0 for one given to add() (its text
+  /// says).
+  std::uint8_t state_code(std::size_t i) const noexcept { return ends_[i].state; }
   /// Every record came through add_case() (or there is none).
   bool made_here() const noexcept { return made_here_; }
   /// Empties the batch and keeps its buffers for the next records.
@@ -59,6 +63,7 @@ class case_batch {
  private:
   struct ends {
     std::size_t key, record, case_index;
+    std::uint8_t state;
   };
   std::string keys_, records_;
   std::vector<ends> ends_;

@@ -26,29 +26,6 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::int64_t format_version = 1;
-// An index is at most this large (about 24 million cases): a bigger file is not one of ours.
-constexpr std::size_t max_index_bytes = std::size_t{2} << 30;
-
-std::optional<std::string> read_whole(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  std::optional<std::string> out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<std::size_t>(st.st_size) <= max_index_bytes) {
-    std::string text(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t done = 0;
-    while (done < text.size()) {
-      auto n = ::read(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    if (done == text.size()) out = std::move(text);
-  }
-  ::close(fd);
-  return out;
-}
 
 json::array strings(const std::vector<std::string>& v) {
   json::array a;
@@ -108,9 +85,49 @@ std::optional<std::vector<segment_stamp>> stamp_segments(const std::vector<fs::p
   return out;
 }
 
+std::optional<std::string> read_bounded(const fs::path& path, std::size_t max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) <= max) {
+    std::string text(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t done = 0;
+    while (done < text.size()) {
+      auto n = ::read(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    if (done == text.size()) out = std::move(text);
+  }
+  ::close(fd);
+  return out;
+}
+
+json::array stamps_json(const std::vector<segment_stamp>& stamps) {
+  json::array segs;
+  for (auto& s : stamps) segs.push_back(json::array{s.name, s.size, s.mtime_ns, s.inode});
+  return segs;
+}
+
+std::optional<std::vector<segment_stamp>> take_stamps(const json::value* segs) {
+  if (!segs || !segs->is_array()) return std::nullopt;
+  std::vector<segment_stamp> out;
+  for (auto& s : segs->get_array()) {
+    auto* a = s.if_array();
+    if (!a || a->size() != 4 || !(*a)[0].is_string() || !(*a)[1].is_number() ||
+        !(*a)[2].is_number() || !(*a)[3].is_number())
+      return std::nullopt;
+    out.push_back({std::string((*a)[0].get_string()), (*a)[1].to_number<std::uint64_t>(),
+                   (*a)[2].to_number<std::int64_t>(), (*a)[3].to_number<std::uint64_t>()});
+  }
+  return out;
+}
+
 std::optional<compact_scan> load_case_index(const fs::path& folder,
                                             const std::vector<segment_stamp>& stamps) {
-  auto text = read_whole(folder / case_index_name);
+  auto text = read_bounded(folder / case_index_name, max_index_bytes);
   if (!text || text->size() < 4) return std::nullopt;
   const std::size_t body = text->size() - 4;
   std::uint32_t crc = 0;
@@ -132,17 +149,9 @@ std::optional<compact_scan> load_case_index(const fs::path& folder,
   auto keys = number("keys_bytes");
   if (!version || *version != format_version || !count || !keys) return std::nullopt;
   compact_scan c;
-  auto* segs = h->if_contains("segments");
-  if (!segs || !segs->is_array()) return std::nullopt;
-  for (auto& s : segs->get_array()) {
-    auto* a = s.if_array();
-    if (!a || a->size() != 4 || !(*a)[0].is_string() || !(*a)[1].is_number() ||
-        !(*a)[2].is_number() || !(*a)[3].is_number())
-      return std::nullopt;
-    c.stamps.push_back({std::string((*a)[0].get_string()), (*a)[1].to_number<std::uint64_t>(),
-                        (*a)[2].to_number<std::int64_t>(), (*a)[3].to_number<std::uint64_t>()});
-  }
-  if (c.stamps != stamps || !take_damage(*h, c)) return std::nullopt;
+  auto taken = take_stamps(h->if_contains("segments"));
+  if (!taken || *taken != stamps || !take_damage(*h, c)) return std::nullopt;
+  c.stamps = std::move(*taken);
   const std::size_t at = nl + 1;
   if (body - at != *count * (sizeof(reader_entry) + 1 + sizeof(std::uint32_t)) + *keys)
     return std::nullopt;
@@ -160,26 +169,33 @@ std::optional<compact_scan> load_case_index(const fs::path& folder,
   return c;
 }
 
-bool save_case_index(const fs::path& folder, const compact_scan& scan) {
-  json::array segs, damaged;
-  for (auto& s : scan.stamps) segs.push_back(json::array{s.name, s.size, s.mtime_ns, s.inode});
+bool save_case_index(const fs::path& folder, const compact_scan_view& scan) {
+  json::array damaged;
   for (auto& d : scan.damaged)
     damaged.push_back(json::array{d.problem, d.key, d.records_before, d.newest});
   json::object header{
       {"mira_case_index", format_version},      {"entries", scan.entries.size()},
-      {"keys_bytes", scan.keys.size()},         {"segments", std::move(segs)},
+      {"keys_bytes", scan.keys.size()},         {"segments", stamps_json(scan.stamps)},
       {"unreadable", strings(scan.unreadable)}, {"superseded", strings(scan.superseded)},
       {"damaged", std::move(damaged)}};
-  std::string out = json::serialize(header) + "\n";
-  out.append(reinterpret_cast<const char*>(scan.entries.data()),
-             scan.entries.size() * sizeof(reader_entry));
-  out += scan.keys;
-  out.append(reinterpret_cast<const char*>(scan.states.data()), scan.states.size());
-  out.append(reinterpret_cast<const char*>(scan.crcs.data()),
-             scan.crcs.size() * sizeof(std::uint32_t));
-  const std::uint32_t crc = crc32c(out);
-  out.append(reinterpret_cast<const char*>(&crc), 4);
-  return !write_file_atomic(folder / case_index_name, out);
+  auto file = atomic_file::create(folder / case_index_name);
+  if (!file) return false;
+  // Written piece by piece from the reader's own vectors: a million cases are some 50 MB.
+  std::uint32_t crc = 0;
+  auto write = [&](std::string_view bytes) {
+    crc = crc32c(bytes, crc);
+    file->write(bytes);
+  };
+  auto bytes = [](auto span) {
+    return std::string_view(reinterpret_cast<const char*>(span.data()), span.size_bytes());
+  };
+  write(json::serialize(header) + "\n");
+  write(bytes(scan.entries));
+  write(scan.keys);
+  write(bytes(scan.states));
+  write(bytes(scan.crcs));
+  file->write(std::string_view(reinterpret_cast<const char*>(&crc), 4));
+  return !file->commit();
 }
 
 std::optional<schedule::case_state> record_state(std::string_view r) {

@@ -7,10 +7,14 @@
 
 #include <mira/schedule/results.hpp>
 
+#include <boost/json/array.hpp>
+#include <boost/json/value.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,14 +68,36 @@ struct compact_scan {
 };
 
 inline constexpr std::string_view case_index_name = "case-index.bin";
+/// An index or a journal is at most this large (about 24 million cases): a bigger file is not
+/// one of ours.
+inline constexpr std::size_t max_index_bytes = std::size_t{2} << 30;
+
+/// The whole regular file at `path` (never through a link) when it is at most `max` bytes.
+std::optional<std::string> read_bounded(const std::filesystem::path& path, std::size_t max);
+/// Stamps as an index or a journal keeps them: [name, size, mtime_ns, inode] each.
+boost::json::array stamps_json(const std::vector<segment_stamp>& stamps);
+/// What stamps_json() made, or nothing for anything else.
+std::optional<std::vector<segment_stamp>> take_stamps(const boost::json::value* segs);
 
 /// The index in `folder`, when there is one made from segments with exactly `stamps`, whole
 /// (its checksum) and consistent (every entry inside its segment and the keys); else nothing.
 std::optional<compact_scan> load_case_index(const std::filesystem::path& folder,
                                             const std::vector<segment_stamp>& stamps);
+/// What save_case_index() writes, borrowed from the reader that made it: a scan's findings.
+struct compact_scan_view {
+  const std::vector<segment_stamp>& stamps;
+  std::string_view keys;
+  std::span<const reader_entry> entries;
+  std::span<const std::uint8_t> states;
+  std::span<const std::uint32_t> crcs;
+  const std::vector<std::string>& unreadable;
+  const std::vector<std::string>& superseded;
+  const std::vector<maybe_superseded>& damaged;
+};
+
 /// Writes `scan` as `folder`'s index, atomically; false when it cannot (a read-only folder: the
 /// next reader scans again).
-bool save_case_index(const std::filesystem::path& folder, const compact_scan& scan);
+bool save_case_index(const std::filesystem::path& folder, const compact_scan_view& scan);
 
 /// The top-level "status" of a record's text as a case state, or nothing.
 std::optional<schedule::case_state> record_state(std::string_view record);

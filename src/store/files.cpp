@@ -291,6 +291,10 @@ boost::system::error_code atomic_file::flush() {
 boost::system::error_code atomic_file::write(std::string_view bytes) {
   constexpr std::size_t chunk = std::size_t{1} << 20;
   if (error_ || fd_ < 0) return error_ ? error_ : errno_code(EBADF);
+  if (bytes.size() >= chunk) {  // written as it is, not copied first
+    if (flush()) return error_;
+    return error_ = detail::write_all(fd_, bytes);
+  }
   buffer_.append(bytes);
   return buffer_.size() >= chunk ? flush() : error_;
 }
@@ -405,6 +409,10 @@ boost::system::error_code output_file::write(std::string_view bytes) {
   if (atomic_) return atomic_->write(bytes);
   constexpr std::size_t chunk = std::size_t{1} << 16;
   if (error_ || fd_ < 0) return error_ ? error_ : errno_code(EBADF);
+  if (bytes.size() >= chunk) {  // written as it is, not copied first
+    if (flush()) return error_;
+    return error_ = detail::write_all(fd_, bytes);
+  }
   buffer_.append(bytes);
   return buffer_.size() >= chunk ? flush() : error_;
 }

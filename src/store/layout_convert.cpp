@@ -6,6 +6,7 @@
 #include "protocol/json_scan.hpp"
 #include "store/batch_writer.hpp"
 #include "store/case_index.hpp"
+#include "store/case_journal.hpp"
 #include "store/file_helpers.hpp"
 #include "store/run_folder.hpp"
 #include "store/segment_log.hpp"
@@ -71,7 +72,9 @@ result to_compact(const fs::path& run) {
     return fail(errc::corrupt, std::to_string(unreadable.size()) + " unreadable case file(s) in " +
                                    (run / "cases").string() + " (the first: " + unreadable.front() +
                                    "); nothing converted");
-  auto writer = segment_writer::open(run / "segments");
+  segment_options options;
+  options.journal = run / detail::case_journal_name;
+  auto writer = segment_writer::open(run / "segments", options);
   if (!writer)
     return fail(writer.error().code, writer.error().message() + "; the per-case layout is intact");
   failures failed;
@@ -206,8 +209,9 @@ result to_per_case(const fs::path& run) {
   }
   sync_noting(dir, counts);
   remove_if_empty(dir);
-  // The readers' index of the segments (run_reader.hpp) indexes nothing now.
+  // The readers' index of the segments (run_reader.hpp) and its writers' journal list nothing now.
   ::unlink((run / detail::case_index_name).c_str());
+  ::unlink((run / detail::case_journal_name).c_str());
   sync_noting(run, counts);
   return counts;
 }

@@ -225,7 +225,7 @@ void case_batch::add_case(const plan::case_list& cases, std::size_t i,
   const auto key_at = keys_.size();
   keys_ += cases.key(i);
   append_case_line(records_, cases, i, std::string_view(keys_).substr(key_at), r);
-  ends_.push_back({keys_.size(), records_.size(), i});
+  ends_.push_back({keys_.size(), records_.size(), i, static_cast<std::uint8_t>(1 + int(r.state))});
 }
 
 std::string case_line(const plan::planned_case& c, const schedule::case_record& r) {

@@ -9,6 +9,7 @@
 #include "protocol/json_scan.hpp"
 #include "protocol/precise_json.hpp"
 #include "store/case_index.hpp"
+#include "store/case_journal.hpp"
 #include "store/file_helpers.hpp"
 #include "store/key_index.hpp"
 #include "store/plan_keys.hpp"
@@ -69,6 +70,7 @@ struct run_reader::state {
   std::vector<maybe_superseded> read_compact();
   std::vector<std::pair<std::string, entry>> keep_last();
   bool from_index();
+  bool from_journal();
   void save_index(const std::vector<maybe_superseded>& damaged,
                   const std::vector<std::string>& scan_unreadable,
                   const std::vector<std::string>& duplicates) const;
@@ -319,6 +321,26 @@ bool run_reader::state::from_index() {
   return true;
 }
 
+// A compact run with no cases/ folder whose writers' journal vouches for its segments as they
+// are: the records the scan would find, in the order it would find them, without the scan.
+bool run_reader::state::from_journal() {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(folder / "cases", ec)) ||
+      !fs::is_directory(fs::symlink_status(folder / "segments", ec)))
+    return false;
+  auto listed = list_segments(folder / "segments");
+  auto stamps = detail::stamp_segments(listed);
+  if (!stamps) return false;
+  auto journal = detail::load_case_journal(folder / detail::case_journal_name, *stamps);
+  if (!journal) return false;
+  segments = std::move(listed);
+  keys = std::move(journal->keys);
+  entries = std::move(journal->entries);
+  states = std::move(journal->states);
+  crcs = std::move(journal->crcs);
+  return true;
+}
+
 // Keeps what the scan found in case-index.bin for the next reader: only for a compact run
 // without a per-case record whose last session has finished (while one runs, its segments grow
 // and the index would be stale at once). Made from the stamps taken after the scan: a segment
@@ -333,15 +355,41 @@ void run_reader::state::save_index(const std::vector<maybe_superseded>& damaged,
   if (fs::exists(fs::symlink_status(folder / "cases", ec))) return;
   auto stamps = detail::stamp_segments(segments);
   if (!stamps) return;
-  detail::compact_scan c{std::move(*stamps), keys,       entries, states, crcs,
-                         scan_unreadable,    duplicates, damaged};
-  detail::save_case_index(folder, c);
+  const detail::compact_scan_view c{*stamps,         keys,       entries, states, crcs,
+                                    scan_unreadable, duplicates, damaged};
+  // The index holds all the journal said, and is read first: the journal has served.
+  if (detail::save_case_index(folder, c)) ::unlink((folder / detail::case_journal_name).c_str());
 }
+
+namespace {
+
+// Sorts a range that is mostly in order already: a run's records are saved about as their cases
+// were planned, in natural key order, a few dozen in flight. Sorted a block at a time, then each
+// block merged into those before it only where they overlap: half the comparisons of one sort of
+// the whole, and a sort of the whole after all when the merges come to more than that.
+template <class It, class Less>
+void sort_mostly_sorted(It first, It last, Less less) {
+  constexpr std::ptrdiff_t block = 512;
+  const auto n = last - first;
+  for (It b = first; b != last; b += std::min(block, last - b))
+    std::sort(b, b + std::min(block, last - b), less);
+  std::ptrdiff_t merged = 0;
+  for (It b = first + std::min(block, n); b != last; b += std::min(block, last - b)) {
+    const It e = b + std::min(block, last - b);
+    if (!less(*b, *(b - 1))) continue;
+    const It from = std::upper_bound(first, b, *b, less);
+    const It to = std::lower_bound(b, e, *(b - 1), less);
+    if ((merged += to - from) > 2 * n) return std::sort(first, last, less);
+    std::inplace_merge(from, b, to, less);
+  }
+}
+
+}  // namespace
 
 // Puts the entries in natural key order and keeps the last read of each key's records. Returns
 // the others, each with its key.
 std::vector<std::pair<std::string, entry>> run_reader::state::keep_last() {
-  std::sort(entries.begin(), entries.end(), [&](const entry& a, const entry& b) {
+  sort_mostly_sorted(entries.begin(), entries.end(), [&](const entry& a, const entry& b) {
     auto ka = key(a), kb = key(b);
     if (ka != kb) return plan::natural_less(ka, kb);
     return a.seq < b.seq;
@@ -394,14 +442,18 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   s->folder = folder;
   s->meta = std::move(meta);
   std::vector<maybe_superseded> damaged;
-  if (dirs == nullptr && s->from_index()) {
+  // The store of a run being written (which wants `dirs` filled) reads the folder itself.
+  const bool cached = dirs == nullptr;
+  if (cached && s->from_index()) {
     damaged = std::move(s->damaged_from_index);
   } else {
     // Both layouts are read (a run converted half-way has some of each); the run's own layout
     // is read last, so its record of a key wins.
     if (s->meta.layout == layout::compact) {
-      s->read_per_case(dirs);
-      damaged = s->read_compact();
+      if (!cached || !s->from_journal()) {
+        s->read_per_case(dirs);
+        damaged = s->read_compact();
+      }
     } else {
       damaged = s->read_compact();
       s->read_per_case(dirs);

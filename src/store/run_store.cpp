@@ -9,6 +9,7 @@
 #include <mira/version.hpp>
 #include "store/batch_writer.hpp"
 #include "store/case_index.hpp"
+#include "store/case_journal.hpp"
 #include "store/digest.hpp"
 #include "store/file_helpers.hpp"
 #include "store/key_index.hpp"
@@ -110,7 +111,8 @@ constexpr const char* run_files[] = {".lock",
                                      "report.json",
                                      "report.html",
                                      detail::plan_keys_file,
-                                     detail::case_index_name.data()};
+                                     detail::case_index_name.data(),
+                                     detail::case_journal_name.data()};
 
 // The first symbolic link among the run folder's own files and the entries of its record folders
 // (a case's folder, a segment), or nothing. One pass over the names: a directory's entries say
@@ -716,7 +718,9 @@ session_entry& run_store::session() {
 tl::expected<std::unique_ptr<run_store::case_writer>, error> run_store::writer() {
   if (s_->meta.layout == layout::per_case)
     return std::make_unique<per_case_writer>(s_->path, &s_->dirs);
-  auto w = segment_writer::open(s_->path / "segments");
+  segment_options options;
+  options.journal = s_->path / detail::case_journal_name;
+  auto w = segment_writer::open(s_->path / "segments", options);
   if (!w) return tl::make_unexpected(std::move(w.error()));
   return std::make_unique<compact_writer>(std::move(*w));
 }

@@ -5,6 +5,7 @@
 #include <mira/store/files.hpp>
 #include "protocol/json_scan.hpp"
 #include "store/batch_thread.hpp"
+#include "store/case_journal.hpp"
 #include "store/file_helpers.hpp"
 
 #include <boost/json/parse.hpp>
@@ -436,8 +437,9 @@ tl::expected<std::unique_ptr<segment_writer>, error> segment_writer::open(const 
     int fd = create_segment(dir_fd, dir, 1);
     if (fd < 0)
       return fail("cannot create " + segment_path(dir, 1).string() + ": " + errno_text(errno));
-    return std::unique_ptr<segment_writer>(
-        new segment_writer(dir, options, dir_fd, fd, 1, 0, std::move(repairs)));
+    return std::unique_ptr<segment_writer>(new segment_writer(
+        dir, options, dir_fd, fd, 1, 0, std::move(repairs), 0,
+        options.journal.empty() ? nullptr : detail::case_journal::open(options.journal, {})));
   }
   for (auto& file : files) {
     struct stat st {};
@@ -470,20 +472,26 @@ tl::expected<std::unique_ptr<segment_writer>, error> segment_writer::open(const 
         torn_tail_message(last, valid_end, bytes->size() - valid_end, first_torn->problem) +
         ", truncated");
   }
+  auto journal =
+      options.journal.empty() ? nullptr : detail::case_journal::open(options.journal, files);
   return std::unique_ptr<segment_writer>(new segment_writer(
-      dir, options, dir_fd, fd, *segment_number(last), valid_end, std::move(repairs)));
+      dir, options, dir_fd, fd, *segment_number(last), valid_end, std::move(repairs),
+      static_cast<std::uint32_t>(files.size() - 1), std::move(journal)));
 }
 
 segment_writer::segment_writer(fs::path dir, segment_options options, int dir_fd, int fd,
                                std::uint64_t number, std::uint64_t size,
-                               std::vector<std::string> repairs)
+                               std::vector<std::string> repairs, std::uint32_t source,
+                               std::unique_ptr<detail::case_journal> journal)
     : dir_(std::move(dir)),
-      options_(options),
+      options_(std::move(options)),
       dir_fd_(dir_fd),
       fd_(fd),
       number_(number),
+      source_(source),
       size_(size),
       repairs_(std::move(repairs)),
+      journal_(std::move(journal)),
       thread_(std::make_unique<detail::batch_thread<detail::segment_item>>(
           options_.max_queued, [this](auto batch) { write_batch(batch); })) {}
 
@@ -493,6 +501,7 @@ fs::path segment_writer::current_segment() const {
 
 segment_writer::~segment_writer() {
   thread_->stop();  // before the segment and the directory (the lock) are closed
+  if (journal_) journal_->close(list_segments(dir_));  // the segments as they stay
   if (fd_ >= 0) ::close(fd_);
   ::close(dir_fd_);  // releases the lock
 }
@@ -526,10 +535,19 @@ boost::system::error_code segment_writer::append(std::string_view bytes) {
   return {};
 }
 
+// After `lines` were made durable in the current segment from `segment_start` on.
+void segment_writer::journal(std::span<const placed> lines, std::uint64_t segment_start) {
+  if (!journal_) return;
+  for (auto& l : lines)
+    journal_->add({source_, segment_start + l.at, l.size, l.crc, l.state, l.key});
+  journal_->commit();
+}
+
 boost::system::error_code segment_writer::next_segment() {
   ::close(fd_);
   fd_ = create_segment(dir_fd_, dir_, ++number_);
   if (fd_ < 0) return last_error();
+  ++source_;
   size_ = 0;
   return {};
 }
@@ -554,9 +572,11 @@ void segment_writer::write_batch(std::span<detail::segment_item> batch) {
         error_ = ec;
         if (::ftruncate(fd_, static_cast<off_t>(size_)) == 0) ::fdatasync(fd_);
       } else {
+        journal(placed_, size_);
         size_ += out.size();
       }
     }
+    placed_.clear();
     for (auto i = first_pending; i < upto; ++i)
       if (result[i] != invalid) result[i] = ec;
     out.clear();
@@ -567,18 +587,34 @@ void segment_writer::write_batch(std::span<detail::segment_item> batch) {
     const bool checked = item.batch.made_here();
     for (std::size_t r = 0; r < item.batch.size(); ++r, ++n) {
       auto before = out.size();
-      if (!encode_line(out, item.batch.key(r), item.batch.record(r), checked)) {
+      const auto record = item.batch.record(r);
+      if (!encode_line(out, item.batch.key(r), record, checked)) {
         result[n] = invalid;
         continue;
+      }
+      if (journal_) {
+        // The record's text ends the line, before its "}\n".
+        auto state = item.batch.state_code(r);
+        if (!state)
+          if (auto s = detail::record_state(record)) state = std::uint8_t(1 + int(*s));
+        placed_.push_back({out.size() - 2 - record.size(), std::uint32_t(record.size()),
+                           crc32c(record), state, item.batch.key(r)});
       }
       if (size_ + before > 0 && size_ + out.size() > options_.segment_bytes) {
         // This line goes to a new segment: the ones before it end the current one.
         std::string rest = out.substr(before);
         out.resize(before);
+        std::optional<placed> moved;
+        if (journal_) {
+          moved = placed_.back();
+          moved->at -= before;
+          placed_.pop_back();
+        }
         commit(n);
         if (!error_)
           if (auto ec = next_segment()) error_ = ec;
         out = std::move(rest);
+        if (moved) placed_.push_back(*moved);
       }
     }
   }

@@ -27,11 +27,15 @@ namespace detail {
 template <class Item>
 class batch_thread;
 struct segment_item;
+class case_journal;
 }  // namespace detail
 
 struct segment_options {
   std::size_t segment_bytes = 64 << 20;  // rotate to a new segment file beyond this
   std::size_t max_queued = 4096;         // submit() blocks beyond this (like batch_writer)
+  /// Where to keep the records' places as they are written (case_journal.hpp), so that the
+  /// run's first reader need not scan the segments; none when empty.
+  std::filesystem::path journal;
 };
 
 /// Appends case records to `<dir>/NNNNNN.ndjson` segments from a thread of its own. Group commit:
@@ -84,24 +88,37 @@ class segment_writer {
 
  private:
   segment_writer(std::filesystem::path dir, segment_options options, int dir_fd, int fd,
-                 std::uint64_t number, std::uint64_t size, std::vector<std::string> repairs);
+                 std::uint64_t number, std::uint64_t size, std::vector<std::string> repairs,
+                 std::uint32_t source, std::unique_ptr<detail::case_journal> journal);
   /// On the writer's thread: appends every record of the batches, makes them durable and
   /// reports each batch.
   void write_batch(std::span<detail::segment_item> batch);
   boost::system::error_code append(std::string_view bytes);
   boost::system::error_code next_segment();
+  /// A line placed in out_ (write_batch): where its record's text is, to journal once durable.
+  struct placed {
+    std::size_t at = 0;  // in out_
+    std::uint32_t size = 0;
+    std::uint32_t crc = 0;
+    std::uint8_t state = 0;
+    std::string_view key;
+  };
+  void journal(std::span<const placed> lines, std::uint64_t segment_start);
 
   std::filesystem::path dir_;
   segment_options options_;
   int dir_fd_ = -1;                        // holds the lock; fsynced when a segment is created
   int fd_ = -1;                            // the segment being appended to
   std::atomic<std::uint64_t> number_ = 0;  // read by current_segment() on any thread
+  std::uint32_t source_ = 0;               // the current segment's place in list_segments()
   std::uint64_t size_ = 0;                 // durable bytes in the current segment
   boost::system::error_code error_;        // sticky: see the class comment
   std::vector<std::string> repairs_;
   // The writer thread's buffers, kept from batch to batch so that writing allocates nothing.
   std::string out_;
   std::vector<boost::system::error_code> results_;
+  std::vector<placed> placed_;
+  std::unique_ptr<detail::case_journal> journal_;  // none when not asked for or not possible
   // The queue and the thread (batch_thread.hpp).
   std::unique_ptr<detail::batch_thread<detail::segment_item>> thread_;
 };

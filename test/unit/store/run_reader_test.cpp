@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <tuple>
@@ -164,30 +165,43 @@ BOOST_AUTO_TEST_CASE(a_visit_reads_only_what_it_selects_and_stops_when_asked) {
 // Segments appended in the reverse of natural order, many of them: each record is found again
 // through the window, whatever the distance between two neighbours.
 BOOST_AUTO_TEST_CASE(records_appended_in_any_order_over_many_segments_read_back_in_order) {
-  mira::test::temp_dir d;
-  auto results = d.path / "results";
-  auto w = new_run(results, layout::compact);
   const int n = 3000;
-  {
-    auto seg = segment_writer::open(w.path() / "segments", {.segment_bytes = 64 << 10});
-    BOOST_REQUIRE(seg.has_value());
-    for (int i = n - 1; i >= 0; --i) {
-      auto sample = "s" + std::to_string(i);
-      auto state = i % 7 == 0 ? case_state::failed : case_state::passed;
-      (*seg)->submit(planned(sample).key, line_of(sample, state),
-                     [](boost::system::error_code ec) { BOOST_TEST(!ec); });
-    }
-    (*seg)->drain();
-  }
-  BOOST_TEST(list_segments(w.path() / "segments").size() > 5u);
-  auto r = run_reader::open(results, run_id);
-  BOOST_REQUIRE(r.has_value());
-  BOOST_REQUIRE(r->size() == static_cast<std::size_t>(n));
-  auto all = read_all(*r);
-  BOOST_REQUIRE(all.size() == static_cast<std::size_t>(n));
+  // Last first; and as a session saves them: about in order, neighbours swapped within a few
+  // dozen, every 500th saved at the end (a retried case).
+  std::vector<int> reversed, mostly;
+  for (int i = n - 1; i >= 0; --i) reversed.push_back(i);
   for (int i = 0; i < n; ++i) {
-    BOOST_TEST(all[i].first == "echo/s" + std::to_string(i) + "@sim");
-    BOOST_TEST((all[i].second == (i % 7 == 0 ? case_state::failed : case_state::passed)));
+    const int v = i % 40 < 20 ? i + 19 - 2 * (i % 20) : i;  // every other 20 reversed
+    if (v % 500 != 250) mostly.push_back(v);
+  }
+  for (int v = 250; v < n; v += 500) mostly.push_back(v);
+  for (auto* order : {&reversed, &mostly}) {
+    mira::test::temp_dir d;
+    auto results = d.path / "results";
+    auto w = new_run(results, layout::compact);
+    {
+      segment_options small;
+      small.segment_bytes = 64 << 10;
+      auto seg = segment_writer::open(w.path() / "segments", small);
+      BOOST_REQUIRE(seg.has_value());
+      for (int i : *order) {
+        auto sample = "s" + std::to_string(i);
+        auto state = i % 7 == 0 ? case_state::failed : case_state::passed;
+        (*seg)->submit(planned(sample).key, line_of(sample, state),
+                       [](boost::system::error_code ec) { BOOST_TEST(!ec); });
+      }
+      (*seg)->drain();
+    }
+    BOOST_TEST(list_segments(w.path() / "segments").size() > 5u);
+    auto r = run_reader::open(results, run_id);
+    BOOST_REQUIRE(r.has_value());
+    BOOST_REQUIRE(r->size() == static_cast<std::size_t>(n));
+    auto all = read_all(*r);
+    BOOST_REQUIRE(all.size() == static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      BOOST_TEST(all[i].first == "echo/s" + std::to_string(i) + "@sim");
+      BOOST_TEST((all[i].second == (i % 7 == 0 ? case_state::failed : case_state::passed)));
+    }
   }
 }
 
@@ -622,6 +636,134 @@ BOOST_AUTO_TEST_CASE(a_finished_runs_own_summary_stands_while_its_records_agree)
   --other.counts[static_cast<std::size_t>(case_state::passed)];
   BOOST_TEST(!w.finish({}, mira::aggregate::summary_json(other, header)));
   BOOST_TEST(!saved_summary(*run_reader::open(results, run_id), "").has_value());
+}
+
+namespace {
+
+// A finished compact run of `n` cases (s0 ... s<n-1>, saved last first, every seventh failed)
+// written as a session writes them, over segments of 8 KiB, by two writers with the run's
+// journal: the second saves s5 again, passed (the scan warns of it).
+void journaled_run(const fs::path& results, std::size_t n) {
+  std::vector<std::string> samples;
+  for (std::size_t i = 0; i < n; ++i) samples.push_back("s" + std::to_string(i));
+  auto w = planned_run(results, layout::compact, samples);
+  segment_options o;
+  o.segment_bytes = 8 << 10;
+  o.journal = w.path() / "case-index.journal";
+  auto check = [](case_batch&, std::span<const boost::system::error_code> saved) {
+    for (auto ec : saved) BOOST_TEST(!ec);
+  };
+  {
+    auto seg = segment_writer::open(w.path() / "segments", o);
+    BOOST_REQUIRE(seg.has_value());
+    mira::plan::case_list cases;
+    case_batch batch;
+    for (std::size_t i = n; i-- > 0;) {
+      cases.push_back(planned(samples[i]));
+      mira::schedule::case_record r;
+      r.state = i % 7 == 0 ? case_state::failed : case_state::passed;
+      r.attempts = 1;
+      batch.add_case(cases, cases.size() - 1, r);
+    }
+    (*seg)->submit(std::move(batch), check);
+  }
+  BOOST_TEST(fs::is_regular_file(o.journal));  // closed with its trailer
+  {
+    auto seg = segment_writer::open(w.path() / "segments", o);  // continues the journal
+    BOOST_REQUIRE(seg.has_value());
+    case_batch again;
+    again.add(planned("s5").key, line_of("s5", case_state::passed));
+    (*seg)->submit(std::move(again), check);
+  }
+  BOOST_TEST(!w.finish({}, json::object{}));
+}
+
+}  // namespace
+
+// The first reader of a finished compact run takes its writers' journal instead of scanning the
+// segments, and learns the same: the cases in the same order, their states, the key saved twice;
+// then it keeps the index, and the journal has served.
+BOOST_AUTO_TEST_CASE(a_compact_runs_journal_reads_as_a_scan_of_its_segments) {
+  mira::test::temp_dir d;
+  journaled_run(d.path / "a", 300);
+  fs::copy(d.path / "a", d.path / "b", fs::copy_options::recursive);
+  fs::remove(d.path / "b" / run_id / "case-index.journal");
+  BOOST_TEST(list_segments(d.path / "a" / run_id / "segments").size() > 3u);
+  auto journaled = run_reader::open(d.path / "a", run_id);
+  auto scanned = run_reader::open(d.path / "b", run_id);
+  BOOST_REQUIRE((journaled.has_value() && scanned.has_value()));
+  BOOST_TEST(journaled->size() == 300u);
+  BOOST_TEST(read_all(*journaled) == read_all(*scanned));
+  for (std::size_t i = 0; i < journaled->size(); ++i)
+    BOOST_TEST((journaled->status(i) == scanned->status(i)), journaled->key(i));
+  BOOST_TEST(journaled->unreadable().empty());
+  BOOST_REQUIRE(journaled->superseded().size() == 1u);
+  BOOST_TEST(scanned->superseded().size() == 1u);
+  BOOST_TEST(journaled->superseded()[0].find("echo/s5@sim has more than one record") !=
+             std::string::npos);
+  BOOST_TEST(!journaled->missing()->count);
+  BOOST_TEST(fs::is_regular_file(d.path / "a" / run_id / "case-index.bin"));
+  BOOST_TEST(!fs::exists(d.path / "a" / run_id / "case-index.journal"));
+}
+
+// A journal counts only while the segments are as its writers left them: one that vouches is
+// taken without reading a line (damage its stamps do not show is found when the record is read),
+// a segment touched since or a journal never closed (no trailer) is not, and the segments are
+// scanned; the reader that keeps the index, or a writer that finds a journal it cannot vouch
+// for, removes it.
+BOOST_AUTO_TEST_CASE(a_journal_counts_only_for_the_segments_its_writers_left) {
+  mira::test::temp_dir d;
+  const std::string from = "\"sample\":\"s1\"", to = "\"sample\":\"S1\"";
+  auto damaged_run = [&](const std::string& name) {
+    journaled_run(d.path / name, 40);
+    auto folder = d.path / name / run_id;
+    bool found = false;
+    for (auto& segment : list_segments(folder / "segments")) {
+      std::ifstream f(segment, std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (text.find(from) == std::string::npos) continue;
+      damage_in_place(segment, from, to);
+      found = true;
+      break;
+    }
+    BOOST_REQUIRE(found);
+    return folder;
+  };
+  auto mismatch = [](const run_reader& r) {
+    return r.unreadable().size() == 1u &&
+           r.unreadable()[0].find("checksum mismatch") != std::string::npos;
+  };
+
+  auto vouched = damaged_run("vouched");
+  auto taken = run_reader::open(d.path / "vouched", run_id);
+  BOOST_REQUIRE(taken.has_value());
+  BOOST_TEST(taken->unreadable().empty());  // no line was read
+  auto late = taken->visit([](std::size_t, const saved_case&) { return true; });
+  BOOST_REQUIRE(late.size() == 1u);
+  BOOST_TEST(late[0].find("the record of echo/s1@sim has changed since it was read") !=
+             std::string::npos);
+
+  auto touched = damaged_run("touched");
+  const auto last = list_segments(touched / "segments").back();
+  fs::last_write_time(last, fs::last_write_time(last) + std::chrono::seconds(1));
+  auto scanned = run_reader::open(d.path / "touched", run_id);
+  BOOST_REQUIRE(scanned.has_value());
+  BOOST_TEST(mismatch(*scanned));
+
+  auto unclosed = damaged_run("unclosed");
+  const auto journal = unclosed / "case-index.journal";
+  fs::resize_file(journal, fs::file_size(journal) - 8);  // its closing "MIRA-CJ1" gone
+  auto unclosed_read = run_reader::open(d.path / "unclosed", run_id);
+  BOOST_REQUIRE(unclosed_read.has_value());
+  BOOST_TEST(mismatch(*unclosed_read));
+  BOOST_TEST(!fs::exists(journal));  // the index the reader kept says more
+
+  journaled_run(d.path / "resumed", 10);
+  segment_options o;
+  o.journal = d.path / "resumed" / run_id / "case-index.journal";
+  fs::resize_file(o.journal, fs::file_size(o.journal) - 8);
+  BOOST_TEST(segment_writer::open(d.path / "resumed" / run_id / "segments", o).has_value());
+  BOOST_TEST(!fs::exists(o.journal));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
