@@ -1,5 +1,6 @@
 // Sans-I/O NDJSON framer (see line_framer.hpp).
 #include "framing/line_framer.hpp"
+#include "protocol/utf8.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -95,17 +96,32 @@ std::string excerpt(std::string_view text, std::size_t max) {
   std::string out;
   out.reserve(std::min(text.size(), max) + 8);
   static constexpr char hex[] = "0123456789abcdef";
-  for (std::size_t i = 0; i < text.size() && i < max; ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  std::size_t i = 0;
+  while (i < text.size() && i < max) {
+    const auto n = utf8_length(text, i);
+    const auto c = static_cast<unsigned char>(text[i]);
+    // C0 and C1 controls, DEL and bytes that are not UTF-8: a terminal would act on them.
+    const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+    if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7f))) {
+      escape(c);
+      ++i;
+    } else if (c1) {
+      escape(c);
+      escape(static_cast<unsigned char>(text[i + 1]));
+      i += 2;
+    } else if (i + n <= max) {  // a character: whole, or not at all
+      out.append(text, i, n);
+      i += n;
     } else {
-      out += static_cast<char>(c);
+      break;
     }
   }
-  if (text.size() > max) out += "...";
+  if (i < text.size()) out += "...";
   return out;
 }
 

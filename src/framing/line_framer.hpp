@@ -53,8 +53,9 @@ class line_framer {
   std::string excerpt_;
 };
 
-/// At most `max` bytes of `text` made printable: control bytes and quotes escaped, so the
-/// excerpt is safe in a terminal and a log file. Marks truncation with "...".
+/// At most `max` bytes of `text` made printable: control bytes and bytes that are not UTF-8
+/// shown as `\xNN`, and never a character cut in two, so the excerpt is safe in a terminal, a
+/// log file and JSON. Marks truncation with "...".
 std::string excerpt(std::string_view text, std::size_t max = 200);
 
 }  // namespace mira::detail

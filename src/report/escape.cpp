@@ -1,5 +1,6 @@
 // Escaping for each output context (see escape.hpp).
 #include <mira/report/escape.hpp>
+#include "protocol/utf8.hpp"
 
 #include <cstdio>
 
@@ -7,25 +8,7 @@ namespace mira::report {
 
 namespace {
 
-// The length of the well-formed UTF-8 sequence starting at s[i] (1 for ASCII), or 0 when the
-// bytes there are not one (overlong forms, surrogates and values above U+10FFFF included).
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  auto c = b(0);
-  if (c < 0x80) return 1;
-  std::size_t n = c >= 0xc2 && c <= 0xdf   ? 2
-                  : c >= 0xe0 && c <= 0xef ? 3
-                  : c >= 0xf0 && c <= 0xf4 ? 4
-                                           : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((b(k) & 0xc0) != 0x80) return 0;
-  if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
-  if (c == 0xed && b(1) >= 0xa0) return 0;  // UTF-16 surrogate
-  if (c == 0xf0 && b(1) < 0x90) return 0;   // overlong
-  if (c == 0xf4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-  return n;
-}
+using mira::detail::utf8_length;
 
 bool is_c1(std::string_view seq) {
   return seq.size() == 2 && static_cast<unsigned char>(seq[0]) == 0xc2 &&

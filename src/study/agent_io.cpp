@@ -3,6 +3,7 @@
 
 #include <mira/protocol/trajectory.hpp>
 #include <mira/study/trajectory.hpp>
+#include "protocol/utf8.hpp"
 
 #include <boost/json/parse.hpp>
 
@@ -173,31 +174,7 @@ captured capture(const fs::path& root, const std::vector<std::string>& patterns,
 
 namespace {
 
-// The length of the well-formed UTF-8 sequence at s[i] (Unicode table 3-7), or 0.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const auto c = b(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
-  return n;
-}
+using mira::detail::utf8_length;
 
 }  // namespace
 

@@ -134,6 +134,15 @@ BOOST_AUTO_TEST_CASE(excerpts_are_printable_and_bounded) {
   using mira::detail::excerpt;
   BOOST_TEST(excerpt("a\x1b[31mb\n") == "a\\x1b[31mb\\x0a");
   BOOST_TEST(excerpt(std::string(300, 'z'), 10) == "zzzzzzzzzz...");
+  // Bytes that are not UTF-8 and C1 controls are shown, characters kept whole: the excerpt is
+  // valid UTF-8 whatever the study wrote.
+  BOOST_TEST(excerpt("\xff\xfe<b>\xc3\xa9\xed\xa0\x80") == "\\xff\\xfe<b>\xc3\xa9\\xed\\xa0\\x80");
+  BOOST_TEST(excerpt("a\xc2\x9b"
+                     "31m\xe2\x82\xac") ==
+             "a\\xc2\\x9b"
+             "31m\xe2\x82\xac");
+  BOOST_TEST(excerpt("ab\xe2\x82\xac", 3) == "ab...");  // not half of the euro sign
+  BOOST_TEST(excerpt("ab\xe2\x82", 10) == "ab\\xe2\\x82");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
