@@ -2,7 +2,9 @@
 """`mira view` in headless Chromium: the runs page, a run's cases filtered on the server, a case
 with its trajectory step by step and a deep link to a step, checked against the run folder; and
 a hostile case (markup in every field, a 10 MB response, 100 000 steps, a malformed step) that
-renders as text, cut and paged, without running anything.
+renders as text, cut and paged, without running anything: one written into a run folder, and
+runs of a hostile study process (test/studies/hostile_view_study.py), its notifications and a
+line that is not UTF-8 included, through `mira run`.
 
 Usage: viewer_test.py MIRA EXAMPLE_STUDY CHROMIUM. Exits 77 (skipped) without Chromium. With
 MIRA_SCREENSHOT_DIR set, saves viewer-run.png and viewer-case.png there (docs/ holds them).
@@ -24,6 +26,8 @@ import serve_api_test as shared  # noqa: E402 (takes MIRA, STUDY and CHROMIUM of
 MIRA, STUDY, CHROMIUM, GUARD = shared.MIRA, shared.STUDY, shared.CHROMIUM, shared.GUARD
 HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>"\'><b>'
 HOSTILE_KEY = "hostile/x@sim"
+HOSTILE_STUDY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "studies",
+                             "hostile_view_study.py")
 
 # Resolves once `cond` holds in the page: the page is watched, not the clock.
 WAIT = """new Promise((resolve) => {
@@ -302,6 +306,77 @@ class Viewer(unittest.TestCase):
         # The base was scored from artifacts: its trajectory; the candidate's run result has none.
         self.assertEqual(self.value("document.querySelectorAll('#base .step').length"), 2)
         self.assertEqual(self.value("document.querySelectorAll('#candidate .step').length"), 0)
+
+    def test_4_a_hostile_study_process_is_shown_as_text(self):
+        # What a hostile study sends through the protocol (hostile_view_study.py), saved by
+        # `mira run` and shown by a `mira view` of that run: every name, field, log and event as
+        # text, the page usable; and the two runs compared.
+        results = os.path.join(self.tmp, "hostile")
+        runs = ["20261203T000000Z-cccc", "20261204T000000Z-dddd"]
+        for run, extra, code in zip(runs, [[], ["--pass"]], [1, 0]):  # 1: a case failed
+            r = subprocess.run([MIRA, "run", "--results-dir", results, "--run-id", run, "--",
+                                sys.executable, HOSTILE_STUDY, *extra],
+                               capture_output=True, text=True, timeout=GUARD)
+            self.assertEqual(r.returncode, code, r.stderr)
+        folder = os.path.join(results, runs[0])
+        [case] = os.listdir(os.path.join(folder, "cases"))
+        with open(os.path.join(folder, "cases", case, "result.json")) as f:
+            key = json.load(f)["key"]
+        self.assertIn(HOSTILE, key)
+        with open(os.path.join(folder, "events.ndjson")) as f:
+            events = [e for e in map(json.loads, f) if e.get("key") == key]
+        self.assertEqual([e["method"] for e in events], ["event", "log"])
+        view = subprocess.Popen([MIRA, "view", folder], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            url = view.stdout.readline().strip()
+            base = url.split("/runs/")[0]
+
+            def go(path):
+                self.page.evaluate("location.href = %s" % json.dumps(path))
+
+            go(url)
+            self.wait("document.body.dataset.cases === 'ready'")
+            self.assertEqual(self.value("[...document.querySelectorAll('#cases tbody a')]"
+                                        ".map((a) => a.textContent)"), [key])
+            self.assertNotEqual(self.value("getComputedStyle(document.body).display"), "none")
+
+            go(base + "/runs/%s/cases/%s" % (runs[0], urllib.parse.quote(key, safe="")))
+            self.wait("document.body.dataset.state === 'ready'")
+            self.assertEqual(self.value("document.getElementById('case-key').textContent"), key)
+            self.assertEqual(self.value("document.querySelectorAll('img').length"), 0)
+            self.assertEqual(self.value("document.scripts.length"), 1)
+            self.assertEqual(self.value("document.querySelector('#case .steps-count')"
+                                        ".textContent"), "100000 step(s)")
+            self.assertEqual(self.value("document.querySelectorAll('#case .step').length"), 200)
+            self.assertIn("not an object",
+                          self.value("document.getElementById('step-2').textContent"))
+            self.assertIn(HOSTILE, self.value("document.getElementById('step-1').textContent"))
+            self.assertEqual(self.value("document.querySelector('#case .response pre')"
+                                        ".textContent.length"), 20000)
+            self.assertIn(HOSTILE, self.value("document.querySelector('#case table.scores')"
+                                              ".textContent"))
+            self.assertEqual(self.value("document.querySelectorAll('#case table.events tbody tr')"
+                                        ".length"), len(events))
+            self.assertIn(HOSTILE, self.value("document.querySelector('#case table.events')"
+                                              ".textContent"))
+            # Every element hovered, as a reader's mouse would: no handler came from the study.
+            self.value("document.querySelectorAll('*').forEach((e) =>"
+                       " e.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})))")
+            self.assertIsNone(self.value("window.pwned === undefined ? null : window.pwned"))
+            self.assertNotEqual(self.value("getComputedStyle(document.body).display"), "none")
+
+            go(base + "/compare?base=%s&candidate=%s" % tuple(runs))
+            self.wait("document.body.dataset.pairs === 'ready'")
+            rows = self.value("[...document.querySelectorAll('#pairs tbody tr')].map((r) =>"
+                              " [...r.cells].map((c) => c.textContent))")
+            self.assertEqual(rows, [[key, "failed", "passed", "fixed"]])
+            self.assertIsNone(self.value("window.pwned === undefined ? null : window.pwned"))
+        finally:
+            view.terminate()
+            view.wait(GUARD)
+            view.stdout.close()
+            view.stderr.close()
 
 
 if __name__ == "__main__":
