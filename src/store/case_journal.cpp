@@ -146,9 +146,11 @@ void case_journal::fail() {
   ::close(fd_);
   fd_ = -1;
   ::unlink(path_.c_str());
+  pending_.clear();
 }
 
 void case_journal::add(const journal_record& r) {
+  if (fd_ < 0) return;
   put(pending_, r.source);
   put(pending_, r.at);
   put(pending_, r.size);
@@ -159,19 +161,23 @@ void case_journal::add(const journal_record& r) {
   ++count_;
 }
 
-void case_journal::commit() {
-  if (fd_ < 0 || pending_.empty()) return;
+bool case_journal::commit() {
+  if (fd_ < 0) return false;
   std::size_t done = 0;
   while (done < pending_.size()) {
     auto n = ::pwrite(fd_, pending_.data() + done, pending_.size() - done,
                       static_cast<off_t>(size_ + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail();
+    if (n <= 0) {
+      fail();
+      return false;
+    }
     done += static_cast<std::size_t>(n);
   }
   crc_ = crc32c(pending_, crc_);
   size_ += pending_.size();
   pending_.clear();
+  return true;
 }
 
 void case_journal::close(const std::vector<fs::path>& segments) {

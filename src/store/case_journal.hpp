@@ -48,8 +48,9 @@ class case_journal {
 
   /// Keeps `r` back until the next commit().
   void add(const journal_record& r);
-  /// Appends what add() kept back: its records are durable in their segments.
-  void commit();
+  /// Appends what add() kept back: its records are durable in their segments. False when the
+  /// journal could not be written (and is gone): drop it.
+  bool commit();
   /// Ends the journal with the stamps of `segments` (list_segments' order), which its writer
   /// will not touch again.
   void close(const std::vector<std::filesystem::path>& segments);

@@ -357,8 +357,8 @@ void run_reader::state::save_index(const std::vector<maybe_superseded>& damaged,
   if (!stamps) return;
   const detail::compact_scan_view c{*stamps,         keys,       entries, states, crcs,
                                     scan_unreadable, duplicates, damaged};
-  // The index holds all the journal said, and is read first: the journal has served.
-  if (detail::save_case_index(folder, c)) ::unlink((folder / detail::case_journal_name).c_str());
+  // The journal stays: the index is read first, and a resumed session's writer continues it.
+  detail::save_case_index(folder, c);
 }
 
 namespace {
@@ -442,15 +442,15 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   s->folder = folder;
   s->meta = std::move(meta);
   std::vector<maybe_superseded> damaged;
-  // The store of a run being written (which wants `dirs` filled) reads the folder itself.
-  const bool cached = dirs == nullptr;
-  if (cached && s->from_index()) {
+  // The index and the journal are taken only for a folder without cases/: `dirs` (the per-case
+  // folders a run's own store writes to) then has nothing to hold.
+  if (s->from_index()) {
     damaged = std::move(s->damaged_from_index);
   } else {
     // Both layouts are read (a run converted half-way has some of each); the run's own layout
     // is read last, so its record of a key wins.
     if (s->meta.layout == layout::compact) {
-      if (!cached || !s->from_journal()) {
+      if (!s->from_journal()) {
         s->read_per_case(dirs);
         damaged = s->read_compact();
       }

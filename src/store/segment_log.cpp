@@ -501,7 +501,9 @@ fs::path segment_writer::current_segment() const {
 
 segment_writer::~segment_writer() {
   thread_->stop();  // before the segment and the directory (the lock) are closed
-  if (journal_) journal_->close(list_segments(dir_));  // the segments as they stay
+  // The segments as they stay; after a failed write, what is in them past the records it lists
+  // is not known (a truncation may have failed too): no trailer, and the journal counts for none.
+  if (journal_ && !error_) journal_->close(list_segments(dir_));
   if (fd_ >= 0) ::close(fd_);
   ::close(dir_fd_);  // releases the lock
 }
@@ -540,7 +542,7 @@ void segment_writer::journal(std::span<const placed> lines, std::uint64_t segmen
   if (!journal_) return;
   for (auto& l : lines)
     journal_->add({source_, segment_start + l.at, l.size, l.crc, l.state, l.key});
-  journal_->commit();
+  if (!journal_->commit()) journal_.reset();
 }
 
 boost::system::error_code segment_writer::next_segment() {
