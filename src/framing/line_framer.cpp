@@ -110,11 +110,11 @@ std::string excerpt(std::string_view text, std::size_t max) {
     if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7f))) {
       escape(c);
       ++i;
-    } else if (c1) {
+    } else if (c1 && i + 2 <= max) {
       escape(c);
       escape(static_cast<unsigned char>(text[i + 1]));
       i += 2;
-    } else if (i + n <= max) {  // a character: whole, or not at all
+    } else if (!c1 && i + n <= max) {  // a character: whole, or not at all
       out.append(text, i, n);
       i += n;
     } else {
