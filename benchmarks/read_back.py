@@ -3,10 +3,11 @@
 
 For each size N: two compact runs of the echo study (N samples, -j 64), then, measured on the
 first: `mira report ID` (the table), `mira report ID --format json --out F`, `mira compare A B`
-(the first read of a compact run scans it and keeps the scan in case-index.bin, so `report` and
-`compare` are measured at that first read and again), and through `mira view`'s API one case by
-key (the first request, which opens the run, then the median of the other --cases - 1, keys
-spread over the run) and the first page of `?status=failed`; then, in a `mira view` started for
+(the first read of a compact run makes case-index.bin from the journal its writer kept, so
+`report` and `compare` are measured at that first read and again), and through `mira view`'s
+API one case by key (the first request, which opens the run, then the median of the other
+--cases - 1, keys spread over the run) and the first page of `?status=failed`; then, in a
+`mira view` started for
 it, the run page in headless Chromium: the time from the navigation's start (the printed URL,
 its redirect included) until the page shows its first page of cases and its matrix (the page's
 own clock, performance.now()). Prints each figure, its ratio to the run's own wall time where
@@ -131,7 +132,7 @@ def measure(mira, study, n, cases, where, chromium, layout="compact"):
     # The goals are the compact layout's; the per-case layout is measured, not held to them.
     goal = (lambda g: g) if layout == "compact" else (lambda g: "-")
     rows = [("run (%s, -j 64)" % layout, run_s[0], None, None, run_mb[0])]
-    # The first reader of a compact run scans its segments and keeps the scan (case-index.bin);
+    # The first reader of a compact run makes its index (case-index.bin) from its writer's journal;
     # the readers after it take the index.
     w, mb = timed([mira, "report", a, "--results-dir", results])
     rows.append(("mira report ID (table), first read", w, w / run_s[0], goal("<= 0.2x"), mb))

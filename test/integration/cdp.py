@@ -65,8 +65,8 @@ class Cdp:
                     return json.loads(text.decode())
 
     def evaluate(self, expression):
-        # The page may still be replacing about:blank when we attach: that context's end
-        # fails the call, and it is asked again in the page that replaced it.
+        # The page may still be replacing about:blank when we attach, or be navigating: that
+        # context's end fails the call, and it is asked again in the page that replaced it.
         for _ in range(100):
             self.last_id += 1
             self._send(json.dumps({"id": self.last_id, "method": "Runtime.evaluate",
@@ -78,7 +78,8 @@ class Cdp:
                     break
             if "result" in m and "exceptionDetails" not in m["result"]:
                 return m["result"]["result"].get("value")
-            assert "context" in json.dumps(m), m
+            said = json.dumps(m)
+            assert "context" in said or "navigated" in said, m
         raise AssertionError("the page never settled")
 
 
