@@ -145,6 +145,7 @@ planned_case case_list::operator[](std::size_t i) const {
   const auto& t = target_of(i);
   c.provider = t.provider;
   c.available = t.available;
+  c.tags = tags(i);
   return c;
 }
 
@@ -167,13 +168,33 @@ std::uint32_t case_list::add_group(const shared_name& eval, std::int64_t trials,
   return static_cast<std::uint32_t>(r.groups.size() - 1);
 }
 
-std::uint32_t case_list::add_sample(std::uint32_t group, std::string_view name) {
+std::uint32_t case_list::add_sample(std::uint32_t group, std::string_view name,
+                                    const std::vector<std::string>& tags) {
   auto& r = own_rows();
   r.names += name;
   if (r.names.size() > std::numeric_limits<std::uint32_t>::max())
     throw std::length_error("plan: sample names beyond 4 GiB");
   r.samples.push_back({group, static_cast<std::uint32_t>(r.names.size())});
-  return static_cast<std::uint32_t>(r.samples.size() - 1);
+  const auto row = static_cast<std::uint32_t>(r.samples.size() - 1);
+  if (!tags.empty()) {
+    // Samples of one eval mostly share a few sets of tags: the last ones are looked at.
+    std::size_t set = 0;
+    for (std::size_t n = r.tag_sets.size(), seen = 0; n-- > 1 && seen < 16 && !set; ++seen)
+      if (r.tag_sets[n] == tags) set = n;
+    if (!set) {
+      r.tag_sets.push_back(tags);
+      set = r.tag_sets.size() - 1;
+    }
+    r.tagged.emplace_back(row, static_cast<std::uint32_t>(set));
+  }
+  return row;
+}
+
+const std::vector<std::string>& case_list::tags(std::size_t i) const {
+  const auto row = entries_[i].sample;
+  auto& t = rows_->tagged;
+  auto it = std::lower_bound(t.begin(), t.end(), std::pair{row, std::uint32_t{0}});
+  return rows_->tag_sets[it != t.end() && it->first == row ? it->second : 0];
 }
 
 std::uint32_t case_list::add_target(const shared_name& label, const shared_name& provider,
@@ -222,7 +243,7 @@ void case_list::push_back(const planned_case& c) {
         std::string_view(rows_->names).substr(begin, rows_->samples[last].name_end - begin);
     if (rows_->samples[last].group == group && name == std::string_view(p.sample)) sample = last;
   }
-  if (!sample) sample = add_sample(group, p.sample);
+  if (!sample) sample = add_sample(group, p.sample, c.tags);
   append(*sample, add_target(p.target, c.provider, c.available), add_axes(p.params), p.trial);
 }
 
@@ -620,7 +641,7 @@ tl::expected<eval_counts, error> add_cases(plan& out, const eval_grid& g, const 
           append_logical_key(logical, e->name, s->id, g.targets[ti]->label, g.combos[ci]);
           if (logical.find(sel.filter) == std::string::npos) continue;
         }
-        if (!sample) sample = out.cases.add_sample(group, s->id);
+        if (!sample) sample = out.cases.add_sample(group, s->id, s->tags);
         for (std::int64_t trial = 0; trial < g.trials; ++trial) {
           out.cases.append(*sample, targets[ti], combos[ci], trial);
           if (keys) {

@@ -59,7 +59,7 @@ constexpr route_spec route_table[] = {
      "A run: state, counts, progress, timing, the summary when done", "application/json",
      "400 401 404"},
     {route::run_cases, "GET", "/v1/runs/{id}/cases", true,
-     "A page of the run's cases: ?status=&eval=&target=&trial=&score_min=&score_max=&q=&sort="
+     "A page of the run's cases: ?status=&eval=&target=&tag=&trial=&score_min=&score_max=&q=&sort="
      "&limit=1..500&cursor=; ?format=ndjson (or Accept: application/x-ndjson) dumps every record "
      "instead, ?state=passed,failed,... filtering",
      "application/json", "400 401 404"},

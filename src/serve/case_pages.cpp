@@ -46,9 +46,9 @@ tl::expected<std::size_t, api_error> page_limit(std::string_view v) {
   return *n;
 }
 
-constexpr std::array<std::string_view, 11> parameters = {
-    "status", "eval", "target", "trial",  "score_min", "score_max",
-    "q",      "sort", "limit",  "cursor", "format"};
+constexpr std::array<std::string_view, 12> parameters = {
+    "status",    "eval", "target", "tag",   "trial",  "score_min",
+    "score_max", "q",    "sort",   "limit", "cursor", "format"};
 
 // The one parameter whose value is checked against a fixed list.
 tl::expected<std::vector<std::string>, api_error> statuses(std::string_view v) {
@@ -71,6 +71,8 @@ tl::expected<void, api_error> set(store::case_query& q, const std::string& k,
     f.evals = split_list(v);
   } else if (k == "target") {
     f.targets = split_list(v);
+  } else if (k == "tag") {
+    f.tags = split_list(v);
   } else if (k == "trial") {
     f.trial = parse_number<std::int64_t>(v);
     if (!f.trial) return tl::unexpected(bad_parameter(k, "a whole number"));
@@ -123,8 +125,8 @@ tl::expected<store::case_query, api_error> decode_case_query(const request_targe
             k, "filters the NDJSON dump (format=ndjson); a page is filtered by 'status'"));
       return tl::unexpected(
           bad_parameter(k,
-                        "not a parameter of this route (status, eval, target, trial, score_min, "
-                        "score_max, q, sort, limit, cursor, format)"));
+                        "not a parameter of this route (status, eval, target, tag, trial, "
+                        "score_min, score_max, q, sort, limit, cursor, format)"));
     }
     if (auto ok = set(q, k, v); !ok) return tl::unexpected(ok.error());
   }
@@ -141,6 +143,7 @@ json::object case_page_json(const store::case_page& page) {
                    {"target", s.target},
                    {"params", s.params},
                    {"trial", s.trial},
+                   {"tags", json::array(s.tags.begin(), s.tags.end())},
                    {"status", s.status},
                    {"attempts", s.attempts},
                    {"latency_ms", optional_number(s.latency_ms)},

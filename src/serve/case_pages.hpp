@@ -20,7 +20,7 @@ namespace mira::serve {
 /// or an Accept that names application/x-ndjson and no `?format=json`) rather than a page.
 bool wants_ndjson(const request_target& t, std::string_view accept);
 
-/// The query of a page: status, eval and target (comma-separated lists), trial, score_min,
+/// The query of a page: status, eval, target and tag (comma-separated lists), trial, score_min,
 /// score_max, q (text search), sort (key, latency, cost, tokens, score; "-" before it for
 /// largest first), limit (1..500, default 50) and cursor. 400 naming the parameter for a value
 /// out of its range and for a parameter the route does not take.

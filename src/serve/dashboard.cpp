@@ -232,7 +232,8 @@ std::string cases_section() {
          "aria-label=\"status\">" +
          statuses +
          "</select><input id=\"f-eval\" placeholder=\"eval\" aria-label=\"eval\"><input "
-         "id=\"f-target\" placeholder=\"target\" aria-label=\"target\"><input id=\"f-trial\" "
+         "id=\"f-target\" placeholder=\"target\" aria-label=\"target\"><input id=\"f-tag\" "
+         "placeholder=\"tag\" aria-label=\"tag\"><input id=\"f-trial\" "
          "type=\"number\" min=\"0\" placeholder=\"trial\" aria-label=\"trial\"><input "
          "id=\"f-score-min\" type=\"number\" step=\"any\" placeholder=\"score from\" "
          "aria-label=\"lowest score\"><input id=\"f-score-max\" type=\"number\" step=\"any\" "

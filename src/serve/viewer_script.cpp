@@ -215,6 +215,7 @@ constexpr std::string_view script = R"JS("use strict";
     };
     const facts = [["status", r.status], ["eval", r.eval], ["sample", r.sample],
                    ["target", r.target], ["params", r.params ? JSON.stringify(r.params) : ""],
+                   ["tags", Array.isArray(r.tags) ? r.tags.map(String).join(", ") : ""],
                    ["trial", r.trial], ["attempts", r.attempts], ["latency ms", r.latency_ms],
                    ["score", r.aggregate], ["message", r.host_message || tr.error]];
     root.append(table("facts", ["", ""], facts.filter((f) => f[1] != null && f[1] !== "")));
@@ -364,7 +365,8 @@ constexpr std::string_view script = R"JS("use strict";
 
   function runPage() {
     showMatrix();
-    const f = { status: $("f-status"), eval: $("f-eval"), target: $("f-target"), q: $("f-q"),
+    const f = { status: $("f-status"), eval: $("f-eval"), target: $("f-target"), tag: $("f-tag"),
+                q: $("f-q"),
                 trial: $("f-trial"), score_min: $("f-score-min"), score_max: $("f-score-max"),
                 sort: $("f-sort") };
     const given = new URLSearchParams(location.search);

@@ -121,6 +121,10 @@ bool passes(const case_filter& f, const case_summary& s, const json::object& rec
   if (!listed(f.statuses, s.status) || !listed(f.evals, s.eval) || !listed(f.targets, s.target))
     return false;
   if (f.trial && *f.trial != s.trial) return false;
+  if (!f.tags.empty() && std::none_of(f.tags.begin(), f.tags.end(), [&](const std::string& t) {
+        return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end();
+      }))
+    return false;
   if ((f.score_min || f.score_max) && !s.score) return false;
   if (f.score_min && *s.score < *f.score_min) return false;
   if (f.score_max && *s.score > *f.score_max) return false;
@@ -132,8 +136,8 @@ bool passes(const case_filter& f, const case_summary& s, const json::object& rec
 // How many cases pass a filter of statuses alone (or none), counted from the states the reader
 // knows without reading a record; nothing when the filter asks more, or a state is not known.
 std::optional<std::size_t> count_by_status(const run_reader& run, const case_filter& f) {
-  if (!f.evals.empty() || !f.targets.empty() || f.trial || f.score_min || f.score_max ||
-      !f.text.empty())
+  if (!f.evals.empty() || !f.targets.empty() || !f.tags.empty() || f.trial || f.score_min ||
+      f.score_max || !f.text.empty())
     return std::nullopt;
   std::size_t n = 0;
   for (std::size_t i = 0; i < run.size(); ++i) {
@@ -238,6 +242,9 @@ case_summary summarize_case(const saved_case& c) {
   s.target = string_member(&r, "target");
   if (auto* p = object_member(r, "params")) s.params = *p;
   s.trial = int_member(&r, "trial").value_or(0);
+  if (auto* tags = member(r, "tags"); tags && tags->is_array())
+    for (auto& t : tags->get_array())
+      if (t.is_string()) s.tags.emplace_back(t.get_string());
   s.status = string_member(&r, "status");
   s.attempts = int_member(&r, "attempts").value_or(0);
   s.latency_ms = number_member(&r, "latency_ms");

@@ -31,26 +31,43 @@ json::object result_object(const schedule::case_record& r) {
 namespace {
 
 // The host's members of a saved record, in the order they follow the result's own.
-enum host_field : unsigned { f_key, f_status, f_attempts, f_retried, f_host_message, f_latency_ms };
+enum host_field : unsigned {
+  f_key,
+  f_status,
+  f_attempts,
+  f_retried,
+  f_host_message,
+  f_latency_ms,
+  f_tags
+};
 constexpr std::string_view host_field_names[] = {
-    "\"key\"", "\"status\"", "\"attempts\"", "\"retried\"", "\"host_message\"", "\"latency_ms\""};
+    "\"key\"",          "\"status\"",     "\"attempts\"", "\"retried\"",
+    "\"host_message\"", "\"latency_ms\"", "\"tags\""};
+
+// What the host adds to a case's result besides the case record: its key, and its sample's tags
+// (from the study's listing, which a record would otherwise not say).
+struct saved_as {
+  std::string_view key;
+  const std::vector<std::string>& tags;
+};
 constexpr unsigned host_field_count = std::size(host_field_names);
 
 // The host's members this record has: key, status and attempts always; the others when they
 // say something.
-unsigned host_fields_of(const schedule::case_record& r) {
+unsigned host_fields_of(const schedule::case_record& r, const saved_as& as) {
   unsigned fields = 1u << f_key | 1u << f_status | 1u << f_attempts;
+  if (!as.tags.empty()) fields |= 1u << f_tags;
   if (!r.retried.empty()) fields |= 1u << f_retried;
   if (!r.message.empty() && r.has_result()) fields |= 1u << f_host_message;
   if (r.attempts > 0) fields |= 1u << f_latency_ms;
   return fields;
 }
 
-void append_host_value(std::string& out, host_field f, std::string_view key,
+void append_host_value(std::string& out, host_field f, const saved_as& as,
                        const schedule::case_record& r) {
   switch (f) {
     case f_key:
-      return protocol::append_json_string(out, key);
+      return protocol::append_json_string(out, as.key);
     case f_status:
       out += '"';
       out += to_string(r.state);  // a name without anything to escape
@@ -78,11 +95,19 @@ void append_host_value(std::string& out, host_field f, std::string_view key,
       return protocol::append_json_string(out, r.message);
     case f_latency_ms:
       return protocol::append_json_number(out, std::round(r.latency_seconds * 1e6) / 1e3);
+    case f_tags:
+      out += '[';
+      for (std::size_t i = 0; i < as.tags.size(); ++i) {
+        if (i) out += ',';
+        protocol::append_json_string(out, as.tags[i]);
+      }
+      out += ']';
+      return;
   }
 }
 
 // Each of `fields` as a member, after the members already written (`first`: there are none).
-void append_host_fields(std::string& out, unsigned fields, bool first, std::string_view key,
+void append_host_fields(std::string& out, unsigned fields, bool first, const saved_as& as,
                         const schedule::case_record& r) {
   for (unsigned f = 0; f < host_field_count; ++f) {
     if (!(fields & (1u << f))) continue;
@@ -90,7 +115,7 @@ void append_host_fields(std::string& out, unsigned fields, bool first, std::stri
     first = false;
     out += host_field_names[f];
     out += ':';
-    append_host_value(out, static_cast<host_field>(f), key, r);
+    append_host_value(out, static_cast<host_field>(f), as, r);
   }
 }
 
@@ -122,15 +147,15 @@ std::optional<host_field> host_field_named(std::string_view name, unsigned field
 // out[at..] is the result's object in the host's form, its members where `members` says: the
 // host's fields are added, each in the place of the result's member of that name if it has one.
 void add_host_fields(std::string& out, std::size_t at,
-                     const std::vector<mira::detail::json_member_span>& members,
-                     std::string_view key, const schedule::case_record& r) {
-  unsigned fields = host_fields_of(r);
+                     const std::vector<mira::detail::json_member_span>& members, const saved_as& as,
+                     const schedule::case_record& r) {
+  unsigned fields = host_fields_of(r, as);
   bool shared = false;
   for (auto& m : members)
     shared = shared || host_field_named(std::string_view(out).substr(m.name, m.name_size), fields);
   if (!shared) {  // what studies send: the host's fields go at the end
     out.pop_back();
-    append_host_fields(out, fields, members.empty(), key, r);
+    append_host_fields(out, fields, members.empty(), as, r);
     out += '}';
     return;
   }
@@ -144,19 +169,19 @@ void add_host_fields(std::string& out, std::size_t at,
     out += ':';
     if (auto f =
             host_field_named(std::string_view(result).substr(m.name - at, m.name_size), fields)) {
-      append_host_value(out, *f, key, r);
+      append_host_value(out, *f, as, r);
       fields &= ~(1u << *f);
     } else {
       out.append(result, m.value - at, m.value_size);
     }
   }
-  append_host_fields(out, fields, members.empty(), key, r);
+  append_host_fields(out, fields, members.empty(), as, r);
   out += '}';
 }
 
 // A case without a result: its identity, a failed verdict with the error in its transcript.
 void append_synthesised_result(std::string& out, const plan::case_params& params,
-                               std::string_view key, const schedule::case_record& r) {
+                               const saved_as& as, const schedule::case_record& r) {
   protocol::append_json(out, params);
   out.pop_back();  // the identity's closing brace
   out += R"(,"passed":false,"aggregate":0,"scores":[],"transcript":{"final_response":"",)"
@@ -168,17 +193,17 @@ void append_synthesised_result(std::string& out, const plan::case_params& params
   }
   if (r.state == case_state::na) out += R"(,"error_kind":"infra")";
   out += r.state == case_state::skipped ? R"(},"skipped":true)" : R"(},"skipped":false)";
-  append_host_fields(out, host_fields_of(r), false, key, r);
+  append_host_fields(out, host_fields_of(r, as), false, as, r);
   out += '}';
 }
 
 // The line of a case that produced a result.
-void append_result_line(std::string& out, std::string_view key, const schedule::case_record& r) {
+void append_result_line(std::string& out, const saved_as& as, const schedule::case_record& r) {
   const auto at = out.size();
   thread_local std::vector<mira::detail::json_member_span> members;  // its capacity kept
   members.clear();
   if (mira::detail::rewrite_json(out, r.result_json, &members) && out[at] == '{')
-    return add_host_fields(out, at, members, key, r);
+    return add_host_fields(out, at, members, as, r);
   // What the rewrite leaves to Boost.JSON (a repeated member name, an exponent of five digits,
   // nesting deeper than the skim's limit), or a result that is not an object, which counts as
   // an empty one.
@@ -202,21 +227,23 @@ void append_result_line(std::string& out, std::string_view key, const schedule::
     }
   }
   out += '}';
-  add_host_fields(out, at, members, key, r);
+  add_host_fields(out, at, members, as, r);
 }
 
 }  // namespace
 
 void append_case_line(std::string& out, const plan::planned_case& c,
                       const schedule::case_record& r) {
-  if (!r.has_result()) return append_synthesised_result(out, c.params, c.key, r);
-  append_result_line(out, c.key, r);
+  const saved_as as{c.key, c.tags};
+  if (!r.has_result()) return append_synthesised_result(out, c.params, as, r);
+  append_result_line(out, as, r);
 }
 
 void append_case_line(std::string& out, const plan::case_list& cases, std::size_t i,
                       std::string_view key, const schedule::case_record& r) {
-  if (!r.has_result()) return append_synthesised_result(out, cases.params(i), key, r);
-  append_result_line(out, key, r);
+  const saved_as as{key, cases.tags(i)};
+  if (!r.has_result()) return append_synthesised_result(out, cases.params(i), as, r);
+  append_result_line(out, as, r);
 }
 
 // Here, beside the one function that writes a record.
@@ -263,8 +290,10 @@ std::string members_but(const json::object& saved, const std::string_view (&skip
 }
 
 constexpr std::string_view only_the_key[] = {"key"};
-constexpr std::string_view the_host_fields[] = {"key",     "status",     "attempts",
-                                                "retried", "latency_ms", "host_message"};
+// "tags" too: they are read back with the case's identity (planned_case_of), and written again
+// from there, in the host's place for them.
+constexpr std::string_view the_host_fields[] = {"key",        "status",       "attempts", "retried",
+                                                "latency_ms", "host_message", "tags"};
 
 }  // namespace
 

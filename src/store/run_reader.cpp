@@ -643,6 +643,9 @@ plan::planned_case planned_case_of(const saved_case& c) {
   plan::planned_case pc;
   if (auto params = protocol::decode_run_params(c.record)) pc.params = *params;
   pc.key = c.key;
+  if (auto* tags = c.record.if_contains("tags"); tags && tags->is_array())
+    for (auto& t : tags->get_array())
+      if (t.is_string()) pc.tags.emplace_back(t.get_string());
   return pc;
 }
 

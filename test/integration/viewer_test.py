@@ -208,6 +208,14 @@ class Viewer(unittest.TestCase):
         self.assertEqual(self.value("document.getElementById('f-trial').value"), "1")
         self.assertEqual(sorted(self.value("[...document.querySelectorAll('#cases tbody a')]"
                                            ".map((a) => a.textContent)")), second)
+        # A tag filter: the cases whose sample the listing tagged, as their records say.
+        smoke = sorted(r["key"] for r in records if "smoke" in r.get("tags", []))
+        self.assertEqual(smoke, ["greet/hello@sim", "greet/hi@sim"])
+        self.open("/runs/%s?tag=smoke" % self.run_id)
+        self.wait("document.body.dataset.cases === 'ready'")
+        self.assertEqual(self.value("document.getElementById('f-tag').value"), "smoke")
+        self.assertEqual(sorted(self.value("[...document.querySelectorAll('#cases tbody a')]"
+                                           ".map((a) => a.textContent)")), smoke)
         self.open("/runs/%s?status=passed&sort=-tokens" % self.run_id)
         self.wait("document.body.dataset.cases === 'ready' && "
                   "document.body.dataset.matrix === 'ready'")
@@ -318,6 +326,8 @@ class Viewer(unittest.TestCase):
                                 sys.executable, HOSTILE_STUDY, *extra],
                                capture_output=True, text=True, timeout=GUARD)
             self.assertEqual(r.returncode, code, r.stderr)
+            # The line that is not UTF-8, named in the host's warning as text.
+            self.assertIn("\\xff\\xfe<b>not UTF-8</b>", r.stderr)
         folder = os.path.join(results, runs[0])
         [case] = os.listdir(os.path.join(folder, "cases"))
         with open(os.path.join(folder, "cases", case, "result.json")) as f:

@@ -175,6 +175,7 @@ struct planned_case {
   std::string key;        // eval/sample@target[k=v,...]#trial (#trial only when trials > 1)
   shared_name provider;   // the target's provider ("" buckets provider-less targets)
   bool available = true;  // false: the study cannot run it; reported as skipped, never sent
+  std::vector<std::string> tags;  // its sample's, from the study's listing
 
   /// The key without `#trial`: groups the trials of one case. A view of `key`, not a second
   /// string per case.
@@ -238,6 +239,8 @@ class case_list {
   std::string logical_key(std::size_t i) const;
   const shared_name& eval(std::size_t i) const { return group_of(i).eval; }
   std::string_view sample(std::size_t i) const;
+  /// The tags the study's listing gave case i's sample.
+  const std::vector<std::string>& tags(std::size_t i) const;
   const shared_name& target(std::size_t i) const { return target_of(i).label; }
   const shared_name& provider(std::size_t i) const { return target_of(i).provider; }
   const protocol::axis_params& axes(std::size_t i) const;
@@ -259,7 +262,8 @@ class case_list {
   // Building a list row by row (make_plan): each returns the row's number for append().
   std::uint32_t add_group(const shared_name& eval, std::int64_t trials,
                           std::optional<std::int64_t> seed_base);
-  std::uint32_t add_sample(std::uint32_t group, std::string_view name);
+  std::uint32_t add_sample(std::uint32_t group, std::string_view name,
+                           const std::vector<std::string>& tags = {});
   std::uint32_t add_target(const shared_name& label, const shared_name& provider, bool available);
   std::uint32_t add_axes(const shared_axes& axes);
   void append(std::uint32_t sample, std::uint32_t target, std::uint32_t axes, std::int64_t trial);
@@ -284,6 +288,10 @@ class case_list {
     std::string names;
     std::vector<target_fields> targets;
     std::vector<shared_axes> axes;  // axes[0]: none
+    // Only the samples that have tags, by row, ascending: most have none, and a row of every
+    // sample would cost each of ten million samples its bytes. tag_sets[0]: none.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> tagged;  // (sample row, tag set)
+    std::vector<std::vector<std::string>> tag_sets = {{}};
   };
   struct entry {  // 16 bytes: one per case
     std::uint32_t sample = 0, target = 0, axes = 0, trial = 0;

@@ -33,6 +33,7 @@ struct case_filter {
   std::vector<std::string> statuses;  ///< "passed", "failed", "error", "na", "skipped", "cancelled"
   std::vector<std::string> evals;
   std::vector<std::string> targets;
+  std::vector<std::string> tags;  ///< a case whose sample has any of them (its record's "tags")
   std::optional<std::int64_t> trial;
   std::optional<double> score_min;  ///< the case's aggregate score, inclusive
   std::optional<double> score_max;
@@ -55,6 +56,7 @@ struct case_summary {
   std::string key, eval, sample, target;
   boost::json::object params;
   std::int64_t trial = 0;
+  std::vector<std::string> tags;  ///< its sample's, from the study's listing
   std::string status;
   std::int64_t attempts = 0;
   std::optional<double> latency_ms, score, cost_usd;

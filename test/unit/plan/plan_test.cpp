@@ -155,6 +155,29 @@ BOOST_AUTO_TEST_CASE(globs) {
   BOOST_TEST(glob_match("a[b", "a[b"));  // an unterminated class is literal
 }
 
+// Each case knows its sample's tags (a saved record carries them): kept for the tagged samples
+// only, shared by the lists made from a plan, and carried by a planned_case.
+BOOST_AUTO_TEST_CASE(a_case_knows_its_samples_tags) {
+  auto p = plan::make_plan(listing());
+  BOOST_REQUIRE(p);
+  const std::vector<std::string> smoke{"smoke"}, slow{"slow"}, none;
+  for (std::size_t i = 0; i < p->cases.size(); ++i) {
+    auto sample = p->cases.sample(i);
+    BOOST_TEST(p->cases.tags(i) == (sample == "a"    ? smoke
+                                    : sample == "s2" ? slow
+                                                     : none),
+               p->cases.key(i));
+  }
+  auto last = p->cases.subset({p->cases.size() - 1});
+  BOOST_TEST(last.tags(0) == slow);
+  BOOST_TEST(p->cases[0].tags == smoke);
+  plan::case_list pushed;
+  pushed.push_back(p->cases[0]);
+  pushed.push_back(p->cases[p->cases.size() - 1]);
+  BOOST_TEST(pushed.tags(0) == smoke);
+  BOOST_TEST(pushed.tags(1) == slow);
+}
+
 BOOST_AUTO_TEST_CASE(selection_narrows_the_grid) {
   plan::selection sel;
   sel.evals = {"f"};

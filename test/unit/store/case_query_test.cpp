@@ -4,6 +4,7 @@
 #include <mira/store/case_query.hpp>
 #include <mira/store/records.hpp>
 #include <mira/store/run_store.hpp>
+#include "store/case_batch.hpp"
 
 #include "common/temp_dir.hpp"
 
@@ -143,6 +144,57 @@ BOOST_AUTO_TEST_CASE(filters_and_summaries) {
   auto found = query_cases(*s.run, q);
   BOOST_TEST(found->matched == 1u);
   BOOST_TEST(found->cases[0].key == "odd/s5@sim");
+}
+
+// A case's record carries its sample's tags (the study's listing, through the plan), which a page
+// filters by (any of them) and shows; a record read and saved again (a merge, a report's
+// rewrite) keeps them.
+BOOST_AUTO_TEST_CASE(the_listings_tags_are_saved_and_filtered_by) {
+  mira::test::temp_dir dir;
+  auto w = run_store::create(dir.path, run_id, layout::compact);
+  BOOST_REQUIRE(w.has_value());
+  BOOST_TEST(!w->begin_session({}));
+  using mira::plan::shared_name;
+  mira::plan::case_list cases;
+  const auto group = cases.add_group(shared_name("e"), 1, std::nullopt);
+  const auto target = cases.add_target(shared_name("sim"), shared_name("p"), true);
+  const std::vector<std::vector<std::string>> tags = {{"smoke", "fast"}, {}, {"slow"}};
+  case_batch batch;
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    const auto sample = "s" + std::to_string(i);
+    cases.append(cases.add_sample(group, sample, tags[i]), target, 0, 0);
+    mira::schedule::case_record r;
+    r.state = case_state::passed;
+    r.attempts = 1;
+    r.result_json = R"({"eval":"e","sample":")" + sample +
+                    R"(","target":"sim","passed":true,"aggregate":1,"scores":[]})";
+    batch.add_case(cases, i, r);
+  }
+  {
+    auto writer = w->writer();
+    BOOST_REQUIRE(writer.has_value());
+    (*writer)->submit_batch(std::move(batch), [](case_batch, std::vector<save_failure> failed) {
+      BOOST_TEST(failed.empty());
+    });
+    (*writer)->drain();
+  }
+  auto run = run_reader::open(dir.path, run_id);
+  BOOST_REQUIRE(run.has_value());
+  case_query q;
+  q.filter.tags = {"slow", "fast"};
+  auto page = query_cases(*run, q);
+  BOOST_REQUIRE(page.has_value());
+  BOOST_REQUIRE(page->matched == 2u);
+  BOOST_TEST(page->cases[0].key == "e/s0@sim");
+  BOOST_TEST(page->cases[0].tags == tags[0]);
+  BOOST_TEST(page->cases[1].key == "e/s2@sim");
+
+  std::string again;
+  run->visit([&](std::size_t, const saved_case& c) {
+    again = case_line(planned_case_of(c), decode_case_record(c.record));
+    return false;
+  });
+  BOOST_TEST(again.find(R"("tags":["smoke","fast"])") != std::string::npos, again);
 }
 
 BOOST_AUTO_TEST_CASE(a_cursor_of_another_order_or_a_bad_limit_is_refused) {
