@@ -172,9 +172,9 @@ struct case_params {
 
 struct planned_case {
   case_params params;
-  std::string key;        // eval/sample@target[k=v,...]#trial (#trial only when trials > 1)
-  shared_name provider;   // the target's provider ("" buckets provider-less targets)
-  bool available = true;  // false: the study cannot run it; reported as skipped, never sent
+  std::string key;                // eval/sample@target[k=v,...]#trial (#trial only when trials > 1)
+  shared_name provider;           // the target's provider ("" buckets provider-less targets)
+  bool available = true;          // false: the study cannot run it; reported as skipped, never sent
   std::vector<std::string> tags;  // its sample's, from the study's listing
 
   /// The key without `#trial`: groups the trials of one case. A view of `key`, not a second
