@@ -69,8 +69,13 @@ struct run_reader::state {
   void read_per_case(std::unordered_map<std::string, fs::path>* dirs);
   std::vector<maybe_superseded> read_compact();
   std::vector<std::pair<std::string, entry>> keep_last();
-  bool from_index();
-  bool from_journal();
+  struct stamped {
+    std::vector<fs::path> segments;
+    std::vector<detail::segment_stamp> stamps;
+  };
+  std::optional<stamped> stamp_compact() const;
+  bool from_index(stamped& now);
+  bool from_journal(stamped& now);
   void save_index(const std::vector<maybe_superseded>& damaged,
                   const std::vector<std::string>& scan_unreadable,
                   const std::vector<std::string>& duplicates) const;
@@ -298,19 +303,24 @@ std::vector<maybe_superseded> run_reader::state::read_compact() {
   return damaged;
 }
 
-// A compact run with no cases/ folder whose index was made from its segments as they are: the
-// scan's findings without the scan.
-bool run_reader::state::from_index() {
+// The segments of a compact run with no cases/ folder and their stamps now, which an index or a
+// journal must match to be taken; nothing otherwise.
+std::optional<run_reader::state::stamped> run_reader::state::stamp_compact() const {
   std::error_code ec;
   if (fs::exists(fs::symlink_status(folder / "cases", ec)) ||
       !fs::is_directory(fs::symlink_status(folder / "segments", ec)))
-    return false;
+    return std::nullopt;
   auto listed = list_segments(folder / "segments");
   auto stamps = detail::stamp_segments(listed);
-  if (!stamps) return false;
-  auto index = detail::load_case_index(folder, *stamps);
+  if (!stamps) return std::nullopt;
+  return stamped{std::move(listed), std::move(*stamps)};
+}
+
+// The index made from the segments as they are: the scan's findings without the scan.
+bool run_reader::state::from_index(stamped& now) {
+  auto index = detail::load_case_index(folder, now.stamps);
   if (!index) return false;
-  segments = std::move(listed);
+  segments = std::move(now.segments);
   keys = std::move(index->keys);
   entries = std::move(index->entries);
   states = std::move(index->states);
@@ -321,19 +331,12 @@ bool run_reader::state::from_index() {
   return true;
 }
 
-// A compact run with no cases/ folder whose writers' journal vouches for its segments as they
-// are: the records the scan would find, in the order it would find them, without the scan.
-bool run_reader::state::from_journal() {
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(folder / "cases", ec)) ||
-      !fs::is_directory(fs::symlink_status(folder / "segments", ec)))
-    return false;
-  auto listed = list_segments(folder / "segments");
-  auto stamps = detail::stamp_segments(listed);
-  if (!stamps) return false;
-  auto journal = detail::load_case_journal(folder / detail::case_journal_name, *stamps);
+// The writers' journal that vouches for the segments as they are: the records the scan would
+// find, in the order it would find them, without the scan.
+bool run_reader::state::from_journal(stamped& now) {
+  auto journal = detail::load_case_journal(folder / detail::case_journal_name, now.stamps);
   if (!journal) return false;
-  segments = std::move(listed);
+  segments = std::move(now.segments);
   keys = std::move(journal->keys);
   entries = std::move(journal->entries);
   states = std::move(journal->states);
@@ -444,13 +447,14 @@ run_reader detail::run_reader_access::open_folder(const fs::path& folder, run_me
   std::vector<maybe_superseded> damaged;
   // The index and the journal are taken only for a folder without cases/: `dirs` (the per-case
   // folders a run's own store writes to) then has nothing to hold.
-  if (s->from_index()) {
+  auto now = s->stamp_compact();
+  if (now && s->from_index(*now)) {
     damaged = std::move(s->damaged_from_index);
   } else {
     // Both layouts are read (a run converted half-way has some of each); the run's own layout
     // is read last, so its record of a key wins.
     if (s->meta.layout == layout::compact) {
-      if (!s->from_journal()) {
+      if (!now || !s->from_journal(*now)) {
         s->read_per_case(dirs);
         damaged = s->read_compact();
       }
