@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # README command 2: installs what the tests need when missing, builds everything (scripts/setup.sh
-# then the tests, examples and benchmarks) and runs every test but the Slurm one
-# (ctest -L slurm; .ci/run runs it): the unit and integration suites through CTest, then a
-# consumer project built three ways (CMake package, add_subdirectory, pkg-config), and against
-# mira::host, mira::study and mira::results alone.
+# then the tests, examples and benchmarks) and runs every test but the Slurm and container ones
+# (ctest -L slurm, ctest -L container; .ci/run runs them): the unit and integration suites
+# through CTest, then a consumer project built three ways (CMake package, add_subdirectory,
+# pkg-config), and against mira::host, mira::study and mira::results alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
@@ -12,8 +12,9 @@ build="${BUILD_DIR:-build}"
 scripts/install_packages.sh python3 python3-jsonschema chromium pkg-config openssl
 scripts/setup.sh
 cmake --build "$build" -j 2
-# The Slurm test (label slurm) starts daemons as root: .ci/run runs it on its own.
-ctest --test-dir "$build" --output-on-failure -j 2 --timeout 300 -LE slurm
+# The Slurm test (label slurm) starts daemons as root, the container tests (label container) run
+# the image scripts/build_image.sh builds: .ci/run runs them on their own.
+ctest --test-dir "$build" --output-on-failure -j 2 --timeout 300 -LE 'slurm|container'
 # What was skipped, and why (a clone without ../shared has no protocol schema to validate with).
 awk '/ Testing: /{name=$3} /^mira test skipped: /{sub(/^mira test skipped: /, ""); print "skipped: " name ": " $0}' \
   "$build/Testing/Temporary/LastTest.log"

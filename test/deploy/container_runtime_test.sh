@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What can be checked of deploy/container/Containerfile without building the image (no base
-# image can be pulled in CI): the runtime package list covers every library `mira` loads, an
-# install of the build tree runs, and the Containerfile's stages read that list.
+# What can be checked of deploy/container/Containerfile without building the image (the
+# container_image test runs the image, where root and podman are): the runtime package list
+# covers every library `mira` loads, an install of the build tree runs, and the Containerfile's
+# stages read that list.
 #   container_runtime_test.sh MIRA_BINARY EXAMPLE_STUDY BUILD_DIR
 # Exits 77 (skipped) without dpkg (not a Debian system: the list names Debian packages).
 set -uo pipefail
@@ -28,7 +29,7 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/mira-container-test.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 
 # The packages of runtime-packages.txt (comments and blank lines left out), as the
-# Containerfile's `sed 's/#.*//' | xargs apt-get install` reads them.
+# Containerfile's runtime stage (`sed 's/#.*//'`) reads them.
 mapfile -t listed < <(sed 's/#.*//' "$list" | tr -s ' \t' '\n' | sed '/^$/d')
 ((${#listed[@]})) || fail "$list lists no package"
 is_listed() {
@@ -128,11 +129,20 @@ if grep -Eq '(^|[^[:alnum:].-])libboost-dev([^[:alnum:].-]|$)' <<<"$build_stage"
 else
   echo "ok: the build stage names no libboost-dev"
 fi
+# What scripts/setup.sh installs to build (ccache aside) the build stage installs too: the
+# image's build broke once when the library came to need OpenSSL and only setup.sh learnt it.
+mapfile -t build_packages < <(sed -n '/^packages=(/,/)/p' "$repo/scripts/setup.sh" |
+  sed 's/#.*//; s/packages=(//; s/)//' | tr -s ' \t' '\n' | sed '/^$/d; /^ccache$/d')
+((${#build_packages[@]})) || fail "found no packages=( ... ) in scripts/setup.sh"
+for p in "${build_packages[@]}"; do
+  tr -s ' \t\\' '\n' <<<"$build_stage" | grep -Fxq -- "$p" ||
+    fail "the build stage does not install $p, which scripts/setup.sh installs to build"
+done
 if grep -q 'deploy/container/runtime-packages.txt' <<<"$runtime_stage" &&
-  grep -q 'xargs apt-get install' <<<"$runtime_stage"; then
+  grep -q 'apt-get install' <<<"$runtime_stage"; then
   echo "ok: the runtime stage installs deploy/container/runtime-packages.txt"
 else
-  fail "the runtime stage does not install deploy/container/runtime-packages.txt with xargs apt-get install"
+  fail "the runtime stage does not install deploy/container/runtime-packages.txt with apt-get install"
 fi
 if head -n 1 <<<"$python_stage" | grep -Eiq '^FROM[[:space:]]+runtime[[:space:]]+AS' ||
   grep -q 'deploy/container/runtime-packages.txt' <<<"$python_stage"; then
