@@ -127,11 +127,13 @@ BOOST_AUTO_TEST_CASE(a_restarted_study_must_be_the_same_study) {
 BOOST_AUTO_TEST_CASE(a_restarted_study_that_never_answers_initialize_stops_the_run) {
   temp_file mark;
   fs::remove(mark.path);
-  auto r = run_command("timeout 60 " + mira_bin + " run --dry-run -j 1 --init-timeout 0.5 -- " +
-                       py + " --die-after 2 --die-once " + mark.path + " --mute-on-restart 2>&1");
+  // A limit the first study (Python, on a loaded machine) always meets: only the mute one misses.
+  auto r = run_command("timeout 60 " + mira_bin + " run --dry-run -j 1 --init-timeout 3 -- " + py +
+                       " --die-after 2 --die-once " + mark.path + " --mute-on-restart 2>&1");
   BOOST_TEST(r.code == 3);
-  BOOST_TEST(r.out.find("the restarted study did not answer initialize within 0.5 s "
-                        "(--init-timeout)") != std::string::npos);
+  BOOST_TEST(r.out.find("the restarted study did not answer initialize within 3 s "
+                        "(--init-timeout)") != std::string::npos,
+             r.out);
 }
 
 BOOST_AUTO_TEST_CASE(an_idle_study_is_killed_and_restarted_like_a_crashed_one) {
@@ -191,11 +193,13 @@ BOOST_AUTO_TEST_CASE(cases_in_flight_when_the_study_dies_for_good_are_run_by_the
 }
 
 BOOST_AUTO_TEST_CASE(a_study_that_answers_initialize_but_not_list_times_out_naming_the_phase) {
+  // The limit is each phase's: 0.3 s once let a loaded machine's Python miss initialize instead.
   auto r =
-      run_command("timeout 60 " + mira_bin + " list --init-timeout 0.3 -- " + py + " --deaf 2>&1");
+      run_command("timeout 60 " + mira_bin + " list --init-timeout 3 -- " + py + " --deaf 2>&1");
   BOOST_TEST(r.code == 3);
-  BOOST_TEST(r.out.find("did not finish listing its evals within 0.3 s (--init-timeout)") !=
-             std::string::npos);
+  BOOST_TEST(r.out.find("did not finish listing its evals within 3 s (--init-timeout)") !=
+                 std::string::npos,
+             r.out);
 }
 
 BOOST_AUTO_TEST_CASE(a_study_that_never_reads_cannot_block_the_host) {
