@@ -7,6 +7,12 @@
 //
 //   run_end_to_end [-n N[,N...]] [-j J] [-r ROUNDS] [--targets K] [--trials T] [--dry-only]
 //                  [--per-case] [--no-host-alone] MIRA_BIN ECHO_STUDY
+//   run_end_to_end --scale [D,P] [-j J] MIRA_BIN ECHO_STUDY
+//
+// --scale sets the two shapes of issue #40 beside their goals, dry runs at -j J: D cases of
+// distinct samples (default 10M: one target, one trial; peak <= 1 GB, aim 512 MB) and P cases
+// of a product (default 100M: P/100 samples x 10 targets x 10 trials; peak <= 1 GB and time per
+// case within 1.2x of 1M cases of the same shape). Each is measured beside 1M cases of its shape.
 //
 // N takes k and M suffixes (-n 100k,1M,10M). The study lists N / (K * T) samples, K targets
 // and `trials: T`, so a 10M-case plan needs no 10M-sample listing; N is rounded down to a
@@ -36,6 +42,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -118,7 +125,7 @@ int host_alone(const std::vector<std::string>& study, std::size_t j) {
             auto i = next++;
             mira::protocol::run_params p;
             p.eval = eval.name;
-            p.sample = eval.samples[i / (targets * trials)].id;
+            p.sample = eval.samples.id(i / (targets * trials));
             p.target = eval.targets[i / trials % targets].label;
             p.trial = static_cast<std::int64_t>(i % trials);
             p.trials = static_cast<std::int64_t>(trials);
@@ -188,12 +195,28 @@ struct options {
   std::vector<std::uint64_t> sizes{100000};
   std::size_t j = 64, rounds = 1, targets = 1, trials = 1;
   bool dry_only = false, per_case = false, host_alone = true;
+  // --scale: the distinct-sample and product case counts (empty: not asked).
+  std::vector<std::uint64_t> scale;
   std::string mira, study;
 };
 
 const char* usage =
     "usage: run_end_to_end [-n N[,N...]] [-j J] [-r ROUNDS] [--targets K] [--trials T]\n"
-    "                      [--dry-only] [--per-case] [--no-host-alone] MIRA_BIN ECHO_STUDY\n";
+    "                      [--dry-only] [--per-case] [--no-host-alone] MIRA_BIN ECHO_STUDY\n"
+    "       run_end_to_end --scale [D,P] [-j J] MIRA_BIN ECHO_STUDY\n";
+
+// "N[,N...]" with k and M suffixes, every N positive.
+std::optional<std::vector<std::uint64_t>> parse_sizes(const std::string& list) {
+  std::vector<std::uint64_t> out;
+  for (std::size_t at = 0; at <= list.size();) {
+    auto comma = std::min(list.find(',', at), list.size());
+    auto n = parse_size(list.substr(at, comma - at));
+    if (!n || *n == 0) return std::nullopt;
+    out.push_back(*n);
+    at = comma + 1;
+  }
+  return out;
+}
 
 std::optional<options> parse(int argc, char** argv) {
   options o;
@@ -202,14 +225,15 @@ std::optional<options> parse(int argc, char** argv) {
     std::string a = argv[i];
     bool has_value = i + 1 < argc;
     if (a == "-n" && has_value) {
-      o.sizes.clear();
-      std::string list = argv[++i];
-      for (std::size_t at = 0; at <= list.size();) {
-        auto comma = std::min(list.find(',', at), list.size());
-        auto n = parse_size(list.substr(at, comma - at));
-        if (!n || *n == 0) return std::nullopt;
-        o.sizes.push_back(*n);
-        at = comma + 1;
+      auto sizes = parse_sizes(argv[++i]);
+      if (!sizes) return std::nullopt;
+      o.sizes = std::move(*sizes);
+    } else if (a == "--scale") {
+      o.scale = {10000000, 100000000};
+      if (has_value && std::isdigit(static_cast<unsigned char>(argv[i + 1][0]))) {
+        auto sizes = parse_sizes(argv[++i]);
+        if (!sizes || sizes->size() != 2) return std::nullopt;
+        o.scale = std::move(*sizes);
       }
     } else if (a == "-j" && has_value) {
       o.j = std::strtoull(argv[++i], nullptr, 10);
@@ -260,8 +284,9 @@ class bench_runs {
   }
 
   // About `n` cases in the shape asked for: N rounded down to whole samples.
-  grid grid_for(std::uint64_t n) const {
-    return {std::max<std::uint64_t>(1, n / (o_.targets * o_.trials)), o_.targets, o_.trials};
+  grid grid_for(std::uint64_t n) const { return grid_for(n, o_.targets, o_.trials); }
+  static grid grid_for(std::uint64_t n, std::size_t targets, std::size_t trials) {
+    return {std::max<std::uint64_t>(1, n / (targets * trials)), targets, trials};
   }
 
   outcome run(const grid& g, mode m) {
@@ -323,6 +348,54 @@ struct size_figures {
   std::map<mode, outcome> saved_modes;  // compact, and per-case when asked
 };
 
+// --scale: each shape's big run beside 1M cases of the same shape, dry, with its goals.
+int scale_report(bench_runs& runs, const options& o) {
+  struct shape {
+    const char* name;
+    std::uint64_t cases;
+    std::size_t targets, trials;
+    bool time_goal;  // time per case within 1.2x of the 1M run's
+  };
+  const shape shapes[] = {{"distinct samples", o.scale[0], 1, 1, false},
+                          {"samples x 10 targets x 10 trials", o.scale[1], 10, 10, true}};
+  const double goal_mb = 1000, aim_mb = 512, time_goal = 1.2;
+  int rc = 0;
+  std::printf("run_end_to_end --scale, dry runs, -j %zu (MB: 10^6 bytes of peak RSS)\n", o.j);
+  std::printf("%-34s %11s %9s %8s %9s %9s  %s\n", "shape", "cases", "wall_s", "us/case", "x_1M",
+              "peak_MB", "goals");
+  for (const auto& sh : shapes) {
+    auto base_grid = bench_runs::grid_for(1000000, sh.targets, sh.trials);
+    auto big_grid = bench_runs::grid_for(sh.cases, sh.targets, sh.trials);
+    auto base = runs.run(base_grid, mode::dry);
+    auto big = runs.run(big_grid, mode::dry);
+    auto us = [](const outcome& r, const grid& g) {
+      return r.wall / static_cast<double>(g.cases()) * 1e6;
+    };
+    auto mb = [](const outcome& r) { return r.rss_mib * 1.048576; };
+    for (auto* r : {&base, &big})
+      if (!r->ok()) {
+        std::fprintf(stderr, "run_end_to_end: a dry run of %s exited with status %d\n", sh.name,
+                     r->status);
+        rc = 1;
+      }
+    const double ratio = us(big, big_grid) / us(base, base_grid);
+    std::printf("%-34s %11llu %9.2f %8.2f %9s %9.1f\n", sh.name,
+                static_cast<unsigned long long>(base_grid.cases()), base.wall, us(base, base_grid),
+                "", mb(base));
+    std::string goals = "peak <= " + std::to_string(static_cast<int>(goal_mb)) +
+                        " MB: " + (mb(big) <= goal_mb ? "met" : "NOT MET");
+    if (!sh.time_goal)
+      goals += std::string(", aim <= 512 MB: ") + (mb(big) <= aim_mb ? "met" : "not met");
+    else
+      goals +=
+          std::string(", time per case <= 1.2x 1M's: ") + (ratio <= time_goal ? "met" : "NOT MET");
+    std::printf("%-34s %11llu %9.2f %8.2f %9.2f %9.1f  %s\n", sh.name,
+                static_cast<unsigned long long>(big_grid.cases()), big.wall, us(big, big_grid),
+                ratio, mb(big), goals.c_str());
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -337,6 +410,7 @@ int main(int argc, char** argv) {
   }
   const options& o = *opts;
   bench_runs runs(o);
+  if (!o.scale.empty()) return scale_report(runs, o);
   int rc = 0;
 
   std::vector<mode> saved_modes;

@@ -60,7 +60,8 @@ struct metadata_index {
   explicit metadata_index(const protocol::list_result* listing) {
     if (!listing) return;
     for (auto& e : listing->evals) {
-      for (auto& s : e.samples) samples.emplace(key(e.name, s.id), &s.metadata);
+      for (std::size_t i = 0; i < e.samples.size(); ++i)
+        samples.emplace(key(e.name, e.samples.id(i)), &e.samples.metadata(i));
       for (auto& t : e.targets) targets.emplace(key(e.name, t.label), &t.metadata);
     }
   }

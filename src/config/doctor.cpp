@@ -34,7 +34,7 @@ template <class Range, class Name>
 std::vector<std::string> repeated(const Range& items, Name name) {
   std::map<std::string, int> seen;
   std::vector<std::string> out;
-  for (auto& item : items)
+  for (const auto& item : items)  // a sample_list gives its samples as values
     if (++seen[std::string(name(item))] == 2) out.emplace_back(name(item));
   return out;
 }

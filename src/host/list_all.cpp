@@ -42,8 +42,7 @@ asio::awaitable<list_all_outcome> list_all_coro(impl_ptr self, diagnostics* diag
         }
         co_return list_all_outcome{make_error_code(errc::cursor_loop), {}};
       }
-      e.samples.insert(e.samples.end(), std::make_move_iterator(page.samples.begin()),
-                       std::make_move_iterator(page.samples.end()));
+      for (auto& s : page.samples) e.samples.push_back(std::move(s));
       e.next_cursor = std::move(page.next_cursor);
     }
   }

@@ -521,17 +521,23 @@ tl::expected<void, error> check_globs(const std::vector<const protocol::eval_inf
         }))
       return fail(errc::no_match, field::targets,
                   ": \"" + g + "\" matches no target of the selected evals");
+  // By index: a sample_list gives ids and tags in place, a whole sample only as a copy.
+  auto any_sample = [](const protocol::eval_info& e, auto&& pred) {
+    for (std::size_t i = 0; i < e.samples.size(); ++i)
+      if (pred(i)) return true;
+    return false;
+  };
   for (auto& g : sel.samples)
     if (!some([&](auto& e) {
-          return std::any_of(e.samples.begin(), e.samples.end(),
-                             [&](auto& s) { return glob_match(g, s.id); });
+          return any_sample(e, [&](std::size_t i) { return glob_match(g, e.samples.id(i)); });
         }))
       return fail(errc::no_match, field::samples,
                   ": \"" + g + "\" matches no sample of the selected evals");
   for (auto& tag : sel.tags)
     if (!some([&](auto& e) {
-          return std::any_of(e.samples.begin(), e.samples.end(), [&](auto& s) {
-            return std::find(s.tags.begin(), s.tags.end(), tag) != s.tags.end();
+          return any_sample(e, [&](std::size_t i) {
+            auto& tags = e.samples.tags(i);
+            return std::find(tags.begin(), tags.end(), tag) != tags.end();
           });
         }))
       return fail(errc::no_match, field::tags,
@@ -542,7 +548,7 @@ tl::expected<void, error> check_globs(const std::vector<const protocol::eval_inf
 // What one selected eval contributes: its selected samples, targets and axis combinations.
 struct eval_grid {
   const protocol::eval_info* eval;
-  std::vector<const protocol::sample_info*> samples;
+  std::vector<std::uint32_t> samples;  // indexes in eval->samples
   std::vector<const protocol::target_info*> targets;
   std::vector<shared_axes> combos;
   std::int64_t trials;
@@ -557,13 +563,14 @@ struct eval_grid {
 eval_grid grid_of(const protocol::eval_info& e, const selection& sel) {
   eval_grid g{&e, {}, {}, {}, 1, sel.seed ? sel.seed : e.seed};
   for (auto& combo : combinations(e, sel)) g.combos.emplace_back(std::move(combo));
-  for (auto& s : e.samples) {
-    if (!sel.samples.empty() && !any_glob(sel.samples, s.id)) continue;
+  for (std::size_t i = 0; i < e.samples.size(); ++i) {
+    if (!sel.samples.empty() && !any_glob(sel.samples, e.samples.id(i))) continue;
+    auto& tags = e.samples.tags(i);
     if (!sel.tags.empty() && std::none_of(sel.tags.begin(), sel.tags.end(), [&](auto& t) {
-          return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end();
+          return std::find(tags.begin(), tags.end(), t) != tags.end();
         }))
       continue;
-    g.samples.push_back(&s);
+    g.samples.push_back(static_cast<std::uint32_t>(i));
   }
   for (auto& t : e.targets)
     if (sel.targets.empty() || any_glob(sel.targets, t.label)) g.targets.push_back(&t);
@@ -583,7 +590,7 @@ bool names_may_clash(const std::vector<eval_grid>& grids) {
   for (auto& g : grids) {
     evals.push_back(g.eval->name);
     names.clear();
-    for (auto* s : g.samples) names.push_back(s->id);
+    for (auto s : g.samples) names.push_back(g.eval->samples.id(s));
     if (repeats(names)) return true;
     names.clear();
     for (auto* t : g.targets) names.push_back(t->label);
@@ -592,7 +599,8 @@ bool names_may_clash(const std::vector<eval_grid>& grids) {
     for (auto& combo : g.combos) combos.push_back(combo);
     if (repeats(std::move(combos))) return true;
     if (syntax(g.eval->name) ||
-        std::any_of(g.samples.begin(), g.samples.end(), [&](auto* s) { return syntax(s->id); }) ||
+        std::any_of(g.samples.begin(), g.samples.end(),
+                    [&](auto s) { return syntax(g.eval->samples.id(s)); }) ||
         std::any_of(g.targets.begin(), g.targets.end(), [&](auto* t) { return syntax(t->label); }))
       return true;
     for (auto& combo : g.combos)
@@ -632,16 +640,17 @@ tl::expected<eval_counts, error> add_cases(plan& out, const eval_grid& g, const 
   counts.axis_combinations = g.combos.size();
   counts.trials = static_cast<std::size_t>(g.trials);
   std::string logical;
-  for (auto* s : g.samples) {
+  for (auto s : g.samples) {
+    const auto id = e->samples.id(s);
     std::optional<std::uint32_t> sample;  // a row once a case of it is kept
     for (std::size_t ti = 0; ti < g.targets.size(); ++ti)
       for (std::size_t ci = 0; ci < g.combos.size(); ++ci) {
         if (!sel.filter.empty()) {
           logical.clear();
-          append_logical_key(logical, e->name, s->id, g.targets[ti]->label, g.combos[ci]);
+          append_logical_key(logical, e->name, id, g.targets[ti]->label, g.combos[ci]);
           if (logical.find(sel.filter) == std::string::npos) continue;
         }
-        if (!sample) sample = out.cases.add_sample(group, s->id, s->tags);
+        if (!sample) sample = out.cases.add_sample(group, id, e->samples.tags(s));
         for (std::int64_t trial = 0; trial < g.trials; ++trial) {
           out.cases.append(*sample, targets[ti], combos[ci], trial);
           if (keys) {

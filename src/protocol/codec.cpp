@@ -346,6 +346,15 @@ template <detail::described T>
 void read_member(reader& r, std::string_view key, std::vector<T>& out) {
   r.each_decoded(key, out, decode_object<T>);
 }
+void read_member(reader& r, std::string_view key, sample_list& out) {
+  r.each(key, [&](const json::value& e, const std::string& p) {
+    auto sample = decode_object<sample_info>(e, p);
+    if (sample)
+      out.push_back(std::move(*sample));
+    else
+      r.set_error(std::move(sample.error()));
+  });
+}
 
 // The fields of T from `o`, in the table's order: the first error is the one reported.
 template <detail::described T>
@@ -709,7 +718,8 @@ json::object encode(const eval_info& e) {
   o["name"] = e.name;
   if (!e.description.empty()) o["description"] = e.description;
   json::array samples;
-  for (auto& s : e.samples) samples.push_back(encode(s));
+  samples.reserve(e.samples.size());
+  for (std::size_t i = 0; i < e.samples.size(); ++i) samples.push_back(encode(e.samples[i]));
   o["samples"] = std::move(samples);
   if (e.next_cursor) o["next_cursor"] = *e.next_cursor;
   o["scorers"] = json::value_from(e.scorers);

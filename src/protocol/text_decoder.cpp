@@ -609,6 +609,15 @@ bool read_value(text_reader& r, std::vector<T>& out) {
     return read_object(r, out.emplace_back());
   });
 }
+bool read_value(text_reader& r, sample_list& out) {
+  if (r.null()) return true;
+  return r.array([&] {
+    sample_info s;
+    if (!read_object(r, s)) return false;
+    out.push_back(std::move(s));
+    return true;
+  });
+}
 
 // Field I of T read into its member: the entries of a table indexed by field, so that a member
 // is dispatched with one indexed call instead of a test for every field before it.

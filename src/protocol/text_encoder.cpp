@@ -128,6 +128,14 @@ void write_value(std::string& out, const std::vector<T>& v) {
   }
   out += ']';
 }
+void write_value(std::string& out, const sample_list& v) {
+  out += '[';
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    write_object(out, v[i]);
+  }
+  out += ']';
+}
 template <class T>
 void write_value(std::string& out, const std::optional<T>& v) {
   write_value(out, *v);  // the caller left out an unset one

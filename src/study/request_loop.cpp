@@ -41,10 +41,12 @@ std::optional<std::int64_t> uint_member(const json::object& o, std::string_view 
   return std::nullopt;
 }
 
-// Lists samples [from, to) of an eval into `out`; what a sample generator threw is the error
-// the request is answered with (the other requests go on).
+// Lists samples [from, to) of an eval into `out` (a list's sample_list, or a page's vector);
+// what a sample generator threw is the error the request is answered with (the other requests
+// go on).
+template <class Samples>
 std::optional<protocol::rpc_error> make_samples(const eval& e, std::size_t from, std::size_t to,
-                                                std::vector<protocol::sample_info>& out) {
+                                                Samples& out) {
   auto i = from;
   std::string why;
   try {

@@ -117,7 +117,7 @@ inline boost::json::object as_json(const protocol::list_result& l) {
 }
 inline boost::json::object as_json(const protocol::list_samples_result& l) {
   protocol::eval_info holder;
-  holder.samples = l.samples;
+  for (const auto& s : l.samples) holder.samples.push_back(s);
   holder.next_cursor = l.next_cursor;
   return protocol::encode(holder);
 }

@@ -51,14 +51,14 @@ void print_list(const protocol::list_result& list) {
     std::string samples;
     for (std::size_t i = 0; i < e.samples.size() && i < 10; ++i) {
       if (i) samples += ", ";
-      samples += printable(e.samples[i].id);
-      if (!e.samples[i].tags.empty()) {
+      samples += printable(e.samples.id(i));
+      if (auto& tags = e.samples.tags(i); !tags.empty()) {
         samples += " [";
-        for (std::size_t t = 0; t < e.samples[i].tags.size(); ++t)
-          samples += (t ? "," : "") + printable(e.samples[i].tags[t]);
+        for (std::size_t t = 0; t < tags.size(); ++t)
+          samples += (t ? "," : "") + printable(tags[t]);
         samples += "]";
       }
-      samples += metadata_text(e.samples[i].metadata);
+      samples += metadata_text(e.samples.metadata(i));
     }
     if (e.samples.size() > 10) samples += ", … " + std::to_string(e.samples.size() - 10) + " more";
     std::printf("  samples: %s\n", samples.c_str());

@@ -63,8 +63,11 @@ BOOST_AUTO_TEST_CASE(each_listing_rule) {
        "the study lists no evals", true},
       {"eval twice", [](list_result& l) { l.evals[1].name = "a"; }, severity::error,
        "two evals are named \"a\": case keys collide", false},
-      {"sample twice", [](list_result& l) { l.evals[0].samples[1].id = "s1"; }, severity::error,
-       "eval \"a\": sample \"s1\" is listed twice", false},
+      {"sample twice",
+       [](list_result& l) {
+         l.evals[0].samples.push_back({"s1", {}, {}});
+       },
+       severity::error, "eval \"a\": sample \"s1\" is listed twice", false},
       {"target twice", [](list_result& l) { l.evals[0].targets.push_back(l.evals[0].targets[0]); },
        severity::error, "eval \"a\": target \"sim\" is listed twice", false},
       {"axis twice", [](list_result& l) { l.evals[0].axes.push_back(l.evals[0].axes[0]); },

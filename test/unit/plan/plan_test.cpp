@@ -328,8 +328,7 @@ BOOST_AUTO_TEST_CASE(large_listings_plan_every_case) {
   protocol::eval_info e;
   e.name = "big";
   e.targets.push_back({"sim", "p", true, {}});
-  e.samples.resize(200000);
-  for (std::size_t i = 0; i < e.samples.size(); ++i) e.samples[i].id = std::to_string(i);
+  for (std::size_t i = 0; i < 200000; ++i) e.samples.push_back({std::to_string(i), {}, {}});
   l.evals.push_back(std::move(e));
   auto p = plan::make_plan(l);
   BOOST_REQUIRE(p);

@@ -188,4 +188,60 @@ BOOST_AUTO_TEST_CASE(list_encoding_round_trips) {
   BOOST_TEST(again->evals[0].trials == 3);
 }
 
+// An eval's samples are held as one buffer of ids and a side table of those with tags or
+// metadata: each sample reads back whole and by part, in order, however it was added.
+BOOST_AUTO_TEST_CASE(a_sample_list_gives_back_what_it_was_given) {
+  sample_list l{{"a", {}, {}}, {"", {"t1", "t2"}, {}}, {"ccc", {}, json::object{{"k", 1}}}};
+  l.push_back({"dd", {"x"}, json::object{{"m", "v"}}});
+  l.push_back({"e", {}, {}});
+  BOOST_TEST(l.size() == 5u);
+  const char* ids[] = {"a", "", "ccc", "dd", "e"};
+  for (std::size_t i = 0; i < l.size(); ++i) BOOST_TEST(l.id(i) == ids[i]);
+  BOOST_TEST(l.tags(0).empty());
+  BOOST_TEST((l.tags(1) == std::vector<std::string>{"t1", "t2"}));
+  BOOST_TEST(l.tags(2).empty());
+  BOOST_TEST(l.metadata(2).at("k").as_int64() == 1);
+  BOOST_TEST(l[3].id == "dd");
+  BOOST_TEST((l[3].tags == std::vector<std::string>{"x"}));
+  BOOST_TEST(l[3].metadata.at("m").as_string() == "v");
+  BOOST_TEST(l.metadata(4).empty());
+  BOOST_CHECK_THROW(l.at(5), std::out_of_range);
+  std::vector<std::string> seen;
+  for (const auto& s : l) seen.push_back(s.id);
+  BOOST_TEST((seen == std::vector<std::string>{"a", "", "ccc", "dd", "e"}));
+
+  auto copy = l;
+  BOOST_TEST((copy == l));
+  copy.push_back({"f", {}, {}});
+  BOOST_TEST(!(copy == l));
+  auto other = l;
+  other.clear();
+  BOOST_TEST(other.empty());
+  BOOST_TEST(!(other == l));
+}
+
+// Both decoders (the DOM one and the text one the host reads the wire with) and the encoders
+// carry an eval's samples, tags and metadata, and agree.
+BOOST_AUTO_TEST_CASE(an_evals_samples_decode_and_encode_both_ways) {
+  auto text = R"({"evals":[{"name":"e","samples":[{"id":"a"},{"id":"b","tags":["t"]},
+      {"id":"c","metadata":{"n":2}}],"scorers":[],"targets":[]}]})";
+  auto dom = decode_list_result(json::parse(text));
+  auto fast = decode_list_result_text(text);
+  BOOST_REQUIRE(dom);
+  BOOST_REQUIRE(fast);
+  BOOST_TEST((dom->evals[0].samples == fast->evals[0].samples));
+  BOOST_TEST(fast->evals[0].samples.size() == 3u);
+  BOOST_TEST(fast->evals[0].samples.id(1) == "b");
+  BOOST_TEST(fast->evals[0].samples.tags(1).at(0) == "t");
+  BOOST_TEST(fast->evals[0].samples.metadata(2).at("n").as_int64() == 2);
+  std::string appended;
+  append_json(appended, *fast);
+  BOOST_TEST(json::parse(appended) == json::value(encode(*dom)));
+  auto bad = decode_list_result(
+      json::parse(R"({"evals":[{"name":"e","samples":[{"id":"a"},{"tags":[]}],"scorers":[],
+      "targets":[]}]})"));
+  BOOST_REQUIRE(!bad);
+  BOOST_TEST(bad.error().path == "evals[0].samples[1].id");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -432,10 +432,10 @@ BOOST_AUTO_TEST_CASE(a_listing_fingerprint_is_the_digest_of_the_whole_entry) {
   e.trials = 3;
   e.metadata = boost::json::parse(R"({"k":[1,2]})").as_object();
   for (int i = 0; i < 50; ++i) {
-    auto& s = e.samples.emplace_back();
-    s.id = "s" + std::to_string(i);
+    mira::protocol::sample_info s{"s" + std::to_string(i), {}, {}};
     if (i % 3 == 0) s.tags = {"t"};
     if (i % 5 == 0) s.metadata = boost::json::parse(R"({"n":1.5})").as_object();
+    e.samples.push_back(std::move(s));
   }
   BOOST_TEST(listing_fingerprints(list).at("a").as_string() ==
              mira::store::sha256_hex(
