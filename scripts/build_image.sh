@@ -66,6 +66,15 @@ if [ -n "$binaries" ]; then
   done
   args[-1]=BINARIES=prebuilt
 fi
+previous=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 podman build -f deploy/container/Containerfile -t "$tag" "${args[@]}" "$context"
+# A machine that builds the image at every run (CI) keeps one copy, not one per run: the image
+# this tag named before (unless a container still uses it) and the nameless stage images of
+# earlier binaries (labelled in the Containerfile) go.
+current=$(podman image inspect --format '{{.Id}}' "$tag")
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
+  podman rmi "$previous" > /dev/null 2>&1 || true
+fi
+podman image prune -f --filter label=org.mira-cpp.stage=prebuilt > /dev/null
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 echo "build_image.sh: $tag, $((size / 1000000)) MB ($size bytes)"
