@@ -127,8 +127,9 @@ struct sample_info {
 };
 
 /// An eval's samples, held compactly: each costs its id's bytes and 8 more, and its tags and
-/// metadata only when it has some. (A sample_info apiece is 72 bytes before its id: a listing of
-/// ten million samples took 800 MB.) A read gives a sample_info copy, or one part by index.
+/// metadata only when it has some. (A sample_info apiece is 72 bytes before its id: `mira list`
+/// of a million samples peaked at 89 MB with them, 22 MB with this.) A read gives a sample_info
+/// copy, or one part by index.
 class sample_list {
  public:
   class iterator {
