@@ -244,7 +244,9 @@ BOOST_AUTO_TEST_CASE(shutdown_escalates_to_sigkill) {
                      "import signal,time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                      "print('ready', flush=True)\ntime.sleep(60)"};
     auto o = test_options();
-    o.shutdown_grace = milliseconds(100);
+    // SIGTERM comes after shutdown_grace: a Python that has not yet set SIG_IGN by then dies of
+    // it (15, seen once on a loaded machine with 100 ms). Two seconds is ample to start.
+    o.shutdown_grace = milliseconds(2000);
     o.terminate_grace = milliseconds(100);
     auto host = host_handle::spawn(ctx.get_executor(), stubborn, o);
     BOOST_REQUIRE(host);
